@@ -1,0 +1,37 @@
+import type { ActionResult } from '@switchyard/common';
+import type { ActionRecord } from '@switchyard/context-graph';
+
+/** An action as the API shows it: the result envelope plus where it sits in the session. */
+export type ActionView = ActionResult & {
+  seq: number;
+  inputSummary: string;
+  input?: Record<string, unknown>;
+  files: ActionRecord['files'];
+};
+
+/** The stored envelope, or one rebuilt from the record for actions that never completed normally. */
+export function toActionView(r: ActionRecord, withInput: boolean): ActionView {
+  const envelope: ActionResult = r.result ?? {
+    id: r.id,
+    sessionId: r.sessionId,
+    type: r.type,
+    status: r.status,
+    ...(r.exitCode !== undefined && { exitCode: r.exitCode }),
+    truncated: { stdout: false, stderr: false },
+    durationMs: r.durationMs ?? 0,
+    startedAt: r.startedAt,
+    ...(r.endedAt !== undefined && { endedAt: r.endedAt }),
+    tier: r.tier,
+    risk: r.risk,
+    ...(r.error && { error: r.error }),
+  };
+  return {
+    ...envelope,
+    // The record's status wins: a crash may have turned `running` into `interrupted` after the fact.
+    status: r.status,
+    seq: r.seq,
+    inputSummary: r.inputSummary,
+    ...(withInput && { input: r.input }),
+    files: r.files,
+  };
+}

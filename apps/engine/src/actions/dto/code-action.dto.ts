@@ -1,0 +1,41 @@
+import { LANGUAGES, TIERS, type Language, type TierRequest } from '@switchyard/common';
+import { Equals, IsIn, IsInt, IsObject, IsOptional, IsString, Min } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
+
+@JSONSchema({ description: 'Run code in a sandbox tier chosen by the risk policy.' })
+export class CodeActionDto {
+  @Equals('code')
+  type!: 'code';
+
+  @IsIn(LANGUAGES)
+  @JSONSchema({ description: 'Interpreter: python, node or bash.' })
+  language!: Language;
+
+  @IsString()
+  @JSONSchema({ description: 'Source code to run; the working directory is the session workspace.' })
+  code!: string;
+
+  @IsOptional()
+  @IsString()
+  @JSONSchema({ description: 'Text written to the program on standard input.' })
+  stdin?: string;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @JSONSchema({ description: 'Wall-clock limit in milliseconds (default 30000, capped by the engine).' })
+  timeoutMs?: number;
+
+  @IsOptional()
+  @IsObject()
+  @JSONSchema({
+    description: 'Extra environment variables. Loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused.',
+    additionalProperties: { type: 'string' },
+  })
+  env?: Record<string, string>;
+
+  @IsOptional()
+  @IsIn(['auto', ...TIERS])
+  @JSONSchema({ description: 'auto (default) lets the risk policy choose; a stronger tier may be forced.' })
+  tier?: TierRequest;
+}

@@ -1,0 +1,49 @@
+import { type INestApplication, Logger, type LogLevel as NestLogLevel } from '@nestjs/common';
+import { ConsoleLogger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { ContextGraph } from '@switchyard/context-graph';
+import { AppModule } from './app.module';
+import type { Clock } from './config/config.tokens';
+import type { EngineConfig, LogLevel } from './config/engine-config';
+import { DomainErrorFilter } from './http/domain-error.filter';
+import { installJsonBody } from './http/json-body.middleware';
+import { installOpenApi } from './http/openapi';
+
+const NEST_LEVELS: Record<LogLevel, NestLogLevel[]> = {
+  error: ['fatal', 'error'],
+  warn: ['fatal', 'error', 'warn'],
+  info: ['fatal', 'error', 'warn', 'log'],
+  debug: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
+};
+
+export interface BootOptions {
+  clock?: Clock;
+  /** Structured JSON logs (default) or Nest's coloured text for local reading. */
+  json?: boolean;
+}
+
+/** Builds the HTTP app from a validated config. Shared by `main.ts`, the e2e tests and the bench. */
+export async function createEngineApp(config: EngineConfig, options: BootOptions = {}): Promise<INestApplication> {
+  const logger = new ConsoleLogger({ json: options.json ?? true, logLevels: NEST_LEVELS[config.logLevel] });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, { clock: options.clock }), {
+    bodyParser: false,
+    logger,
+  });
+  app.disable('x-powered-by');
+  installJsonBody(app, config.http.maxBodyBytes);
+  app.useGlobalFilters(new DomainErrorFilter());
+  app.enableShutdownHooks();
+  installOpenApi(app);
+
+  const interrupted = await app.get(ContextGraph).markRunningInterrupted(new Date().toISOString());
+  const log = new Logger('Engine');
+  if (interrupted > 0) log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
+  if (config.apiKeys.length === 0) {
+    log.warn(
+      '!!! SWITCHYARD_API_KEYS is not set: the API is OPEN to anyone who can reach ' +
+        `${config.host}:${config.port}. Set SWITCHYARD_API_KEYS before exposing it. !!!`,
+    );
+  }
+  return app;
+}

@@ -1,0 +1,34 @@
+import { ClassConstructor, plainToInstance } from 'class-transformer';
+import { validateSync, ValidationError } from 'class-validator';
+import { FieldProblem, RequestValidationError } from './request-validation.error';
+
+function collect(errors: ValidationError[], prefix = ''): FieldProblem[] {
+  return errors.flatMap((e) => {
+    const field = prefix ? `${prefix}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((message) =>
+      message.startsWith('property ') && message.endsWith(' should not exist')
+        ? { field, message: 'unknown field' }
+        : { field, message },
+    );
+    return [...own, ...collect(e.children ?? [], field)];
+  });
+}
+
+/**
+ * Turns an untrusted JSON value into a validated DTO, or throws a 400 naming every field at fault.
+ * Unknown fields are rejected, and no implicit type conversion happens: `"5"` is not a number.
+ */
+export function validateDto<T extends object>(cls: ClassConstructor<T>, value: unknown, prefix = ''): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new RequestValidationError([{ field: prefix || 'body', message: 'must be a JSON object' }]);
+  }
+  const instance = plainToInstance(cls, value, { enableImplicitConversion: false });
+  const errors = validateSync(instance, {
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    validationError: { target: false, value: false },
+  });
+  if (errors.length > 0) throw new RequestValidationError(collect(errors, prefix));
+  return instance;
+}

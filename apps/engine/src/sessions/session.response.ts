@@ -1,0 +1,19 @@
+import { expiresAt, type Session } from './session.model';
+
+export interface SessionResponse {
+  id: string;
+  createdAt: string;
+  expiresAt: string;
+  lastActiveAt: string;
+  ttlSeconds: number;
+  metadata: Record<string, unknown>;
+}
+
+export const toSessionResponse = (s: Session): SessionResponse => ({
+  id: s.id,
+  createdAt: s.createdAt.toISOString(),
+  expiresAt: expiresAt(s).toISOString(),
+  lastActiveAt: s.lastActiveAt.toISOString(),
+  ttlSeconds: s.ttlSeconds,
+  metadata: s.metadata,
+});

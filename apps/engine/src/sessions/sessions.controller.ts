@@ -1,0 +1,44 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { Tenant } from '../http/tenant.decorator';
+import { validateDto } from '../http/validate-dto';
+import { schemaRef } from '../http/openapi';
+import { CreateSessionDto } from './dto/create-session.dto';
+import { type SessionResponse, toSessionResponse } from './session.response';
+import { SessionsService } from './sessions.service';
+
+@ApiTags('sessions')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@Controller('v1/sessions')
+export class SessionsController {
+  constructor(private readonly sessions: SessionsService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Open a session with its own workspace' })
+  @ApiBody({ schema: schemaRef(CreateSessionDto), required: false })
+  async create(@Tenant() tenant: string, @Body() body: unknown): Promise<SessionResponse> {
+    const dto = validateDto(CreateSessionDto, body ?? {});
+    return toSessionResponse(await this.sessions.create(tenant, dto));
+  }
+
+  @Get()
+  @ApiOperation({ summary: "List the caller's sessions" })
+  list(@Tenant() tenant: string): { sessions: SessionResponse[] } {
+    return { sessions: this.sessions.list(tenant).map(toSessionResponse) };
+  }
+
+  @Get(':sessionId')
+  @ApiOperation({ summary: 'Describe a session' })
+  get(@Tenant() tenant: string, @Param('sessionId') id: string): SessionResponse {
+    return toSessionResponse(this.sessions.get(tenant, id));
+  }
+
+  @Delete(':sessionId')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'End a session: stop its actions, release its sandboxes, remove its workspace' })
+  async remove(@Tenant() tenant: string, @Param('sessionId') id: string): Promise<void> {
+    await this.sessions.delete(tenant, id);
+  }
+}

@@ -1,0 +1,200 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
+import { ContextGraph } from '@switchyard/context-graph';
+import { SandboxManager } from '@switchyard/sandbox';
+import { WorkspaceManager } from '@switchyard/workspace';
+import { randomBytes } from 'node:crypto';
+import { CLOCK, type Clock, ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import { type Session } from './session.model';
+import { SessionStore } from './session.store';
+
+export type SessionEndReason = 'deleted' | 'expired';
+
+/** Called before a session's resources are released, e.g. to stop its running actions. */
+export type SessionEndHook = (sessionId: string, reason: SessionEndReason) => Promise<void>;
+
+export class SessionLimitError extends SwitchyardError {
+  readonly code = 'SESSION_LIMIT';
+  readonly kind = 'unavailable' as const;
+  override readonly retriable = true;
+}
+
+const MAX_METADATA_BYTES = 16 * 1024;
+
+/**
+ * Owns session lifecycles: creation (workspace + graph node), lookup scoped to a tenant, sliding
+ * idle expiry, and release of everything a session holds when it ends.
+ */
+@Injectable()
+export class SessionsService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(SessionsService.name);
+  private readonly sessions = new Map<string, Session>();
+  private readonly dirtyActivity = new Set<string>();
+  private readonly ending = new Map<string, Promise<void>>();
+  private readonly endHooks: SessionEndHook[] = [];
+  private readonly busy = new Map<string, number>();
+  private sweepTimer?: NodeJS.Timeout;
+
+  constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly store: SessionStore,
+    private readonly workspaces: WorkspaceManager,
+    private readonly graph: ContextGraph,
+    private readonly sandbox: SandboxManager,
+  ) {}
+
+  onModuleInit(): void {
+    for (const s of this.store.loadAll()) this.sessions.set(s.id, s);
+    this.sweepTimer = setInterval(() => void this.sweep(), this.config.sessions.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    await Promise.allSettled(this.ending.values());
+    this.flushActivity();
+    this.store.close();
+  }
+
+  onSessionEnd(hook: SessionEndHook): void {
+    this.endHooks.push(hook);
+  }
+
+  async create(tenant: string, input: { metadata?: Record<string, unknown>; ttlSeconds?: number }): Promise<Session> {
+    const ttlSeconds = input.ttlSeconds ?? this.config.sessions.defaultTtlSeconds;
+    if (ttlSeconds > this.config.sessions.maxTtlSeconds) {
+      throw new InvalidInputError(
+        'ttlSeconds',
+        `ttlSeconds must be at most ${this.config.sessions.maxTtlSeconds} (SWITCHYARD_MAX_SESSION_TTL_SECONDS)`,
+      );
+    }
+    const metadata = input.metadata ?? {};
+    if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) {
+      throw new InvalidInputError('metadata', `metadata must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    }
+    if (this.sessions.size >= this.config.sessions.maxSessions) {
+      throw new SessionLimitError(
+        `the engine holds ${this.sessions.size} sessions, its limit (SWITCHYARD_MAX_SESSIONS); delete one or retry later`,
+      );
+    }
+    const now = this.clock.now();
+    const session: Session = {
+      id: `ses_${randomBytes(12).toString('hex')}`,
+      tenant,
+      createdAt: now,
+      lastActiveAt: now,
+      ttlSeconds,
+      metadata,
+    };
+    await this.workspaces.create(session.id);
+    try {
+      await this.graph.recordSession({
+        id: session.id,
+        tenant,
+        createdAt: now.toISOString(),
+        metadata,
+      });
+      this.store.insert(session);
+    } catch (err) {
+      await this.workspaces.remove(session.id);
+      throw err;
+    }
+    this.sessions.set(session.id, session);
+    this.logger.log({ msg: 'session created', sessionId: session.id, tenant, ttlSeconds });
+    return session;
+  }
+
+  /** The tenant's session, or 404. Another tenant's session is indistinguishable from a missing one. */
+  get(tenant: string, id: string): Session {
+    const s = this.sessions.get(id);
+    if (!s || s.tenant !== tenant || this.ending.has(id)) {
+      throw new NotFoundError(`session ${id} not found`, { sessionId: id });
+    }
+    return s;
+  }
+
+  list(tenant: string): Session[] {
+    return [...this.sessions.values()].filter((s) => s.tenant === tenant && !this.ending.has(s.id));
+  }
+
+  workspaceOf(session: Session): string {
+    return this.workspaces.dirOf(session.id);
+  }
+
+  /** Marks activity; keeps the session from expiring while it is used. */
+  touch(session: Session): void {
+    session.lastActiveAt = this.clock.now();
+    this.dirtyActivity.add(session.id);
+  }
+
+  /** Brackets work that must not race with expiry. */
+  enter(session: Session): void {
+    this.busy.set(session.id, (this.busy.get(session.id) ?? 0) + 1);
+  }
+
+  leave(session: Session): void {
+    const n = (this.busy.get(session.id) ?? 1) - 1;
+    if (n <= 0) this.busy.delete(session.id);
+    else this.busy.set(session.id, n);
+    this.touch(session);
+  }
+
+  async delete(tenant: string, id: string): Promise<void> {
+    this.get(tenant, id);
+    await this.end(id, 'deleted');
+  }
+
+  /** Ends a session once: stops its work, releases tiers, removes its workspace, closes its graph node. */
+  end(id: string, reason: SessionEndReason): Promise<void> {
+    const pending = this.ending.get(id);
+    if (pending) return pending;
+    const run = this.release(id, reason).finally(() => {
+      this.ending.delete(id);
+      this.sessions.delete(id);
+      this.dirtyActivity.delete(id);
+    });
+    this.ending.set(id, run);
+    return run;
+  }
+
+  private async release(id: string, reason: SessionEndReason): Promise<void> {
+    for (const hook of this.endHooks) await hook(id, reason);
+    await this.sandbox.releaseSession(id);
+    await this.workspaces.remove(id);
+    await this.graph.endSession(id, this.clock.now().toISOString(), reason);
+    this.store.remove(id);
+    this.logger.log({ msg: 'session ended', sessionId: id, reason });
+  }
+
+  /** Expires idle sessions and persists activity timestamps in one batch. */
+  async sweep(): Promise<void> {
+    this.flushActivity();
+    const now = this.clock.now().getTime();
+    const expired = [...this.sessions.values()].filter(
+      (s) =>
+        !this.busy.has(s.id) && !this.ending.has(s.id) && s.lastActiveAt.getTime() + s.ttlSeconds * 1000 <= now,
+    );
+    for (const s of expired) {
+      try {
+        await this.end(s.id, 'expired');
+      } catch (err) {
+        this.logger.error({ msg: 'failed to expire session', sessionId: s.id, err: String(err) });
+      }
+    }
+  }
+
+  private flushActivity(): void {
+    const entries = [...this.dirtyActivity]
+      .map((id) => this.sessions.get(id))
+      .filter((s): s is Session => s !== undefined)
+      .map((s) => ({ id: s.id, lastActiveAt: s.lastActiveAt }));
+    this.dirtyActivity.clear();
+    try {
+      this.store.updateLastActive(entries);
+    } catch (err) {
+      this.logger.error({ msg: 'failed to persist session activity', err: String(err) });
+    }
+  }
+}

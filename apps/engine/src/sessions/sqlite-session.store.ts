@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { Session } from './session.model';
+import { SessionStore } from './session.store';
+
+interface SessionRow {
+  id: string;
+  tenant: string;
+  created_at: string;
+  last_active_at: string;
+  ttl_seconds: number;
+  metadata: string;
+}
+
+/** `SessionStore` in the engine's own SQLite file (`<data>/engine.db`). */
+export class SqliteSessionStore extends SessionStore {
+  private readonly db: DatabaseSync;
+  private closed = false;
+
+  constructor(file: string) {
+    super();
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new DatabaseSync(file);
+    this.db.exec(`
+      PRAGMA journal_mode = WAL;
+      PRAGMA synchronous = FULL;
+      CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_active_at TEXT NOT NULL,
+        ttl_seconds INTEGER NOT NULL,
+        metadata TEXT NOT NULL
+      ) STRICT;
+    `);
+  }
+
+  loadAll(): Session[] {
+    const rows = this.db.prepare('SELECT * FROM sessions ORDER BY created_at, id').all() as unknown as SessionRow[];
+    return rows.map((r) => ({
+      id: r.id,
+      tenant: r.tenant,
+      createdAt: new Date(r.created_at),
+      lastActiveAt: new Date(r.last_active_at),
+      ttlSeconds: r.ttl_seconds,
+      metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+    }));
+  }
+
+  insert(s: Session): void {
+    this.db
+      .prepare(
+        'INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(s.id, s.tenant, s.createdAt.toISOString(), s.lastActiveAt.toISOString(), s.ttlSeconds, JSON.stringify(s.metadata));
+  }
+
+  updateLastActive(entries: { id: string; lastActiveAt: Date }[]): void {
+    if (entries.length === 0) return;
+    const stmt = this.db.prepare('UPDATE sessions SET last_active_at = ? WHERE id = ?');
+    this.db.exec('BEGIN');
+    try {
+      for (const e of entries) stmt.run(e.lastActiveAt.toISOString(), e.id);
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  remove(id: string): void {
+    this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+}

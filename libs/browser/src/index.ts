@@ -1,0 +1,2 @@
+export * from './browser-router';
+export * from './browser.module';

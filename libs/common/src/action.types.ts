@@ -1,0 +1,71 @@
+/** Shared vocabulary of an action's outcome, used by every tier, the graph and the HTTP API. */
+
+export const ACTION_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'denied', 'error', 'interrupted'] as const;
+export type ActionStatus = (typeof ACTION_STATUSES)[number];
+/** Statuses an action can end in (everything but `running`). */
+export type FinalActionStatus = Exclude<ActionStatus, 'running'>;
+
+export const ACTION_TYPES = ['code', 'file', 'browser'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+
+/** Why the engine itself (not the user's code) failed an action. */
+export const ERROR_CLASSES = ['validation', 'policy', 'timeout', 'spawn', 'limit', 'internal'] as const;
+export type ErrorClass = (typeof ERROR_CLASSES)[number];
+
+export interface ActionError {
+  class: ErrorClass;
+  message: string;
+  /** Optional machine code, e.g. `ENOENT`, `OUT_OF_MEMORY`. */
+  code?: string;
+}
+
+export const RISK_LEVELS = ['low', 'medium', 'high', 'critical'] as const;
+export type RiskLevel = (typeof RISK_LEVELS)[number];
+
+export interface RiskAssessment {
+  score: number;
+  level: RiskLevel;
+  reasons: string[];
+}
+
+/** Execution tiers, weakest isolation first. Order matters: a caller may only move right. */
+export const TIERS = ['subprocess', 'pooled', 'container'] as const;
+export type Tier = (typeof TIERS)[number];
+export type TierRequest = 'auto' | Tier;
+/** Tier recorded on an action: a sandbox tier, the engine itself (file ops), the browser, or none (refused before routing). */
+export type ActionTier = Tier | 'engine' | 'browser' | 'none';
+
+export const LANGUAGES = ['python', 'node', 'bash'] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+export interface OutputTruncation {
+  stdout: boolean;
+  stderr: boolean;
+}
+
+/** A file an action touched, relative to the workspace root. */
+export interface FileTouch {
+  path: string;
+  access: 'read' | 'write';
+}
+
+/** The result envelope, identical for every action type. */
+export interface ActionResult {
+  id: string;
+  sessionId: string;
+  type: ActionType;
+  status: ActionStatus;
+  exitCode?: number;
+  stdout?: string;
+  stderr?: string;
+  output?: unknown;
+  truncated: OutputTruncation;
+  durationMs: number;
+  startedAt: string;
+  endedAt?: string;
+  tier: ActionTier;
+  risk: RiskAssessment;
+  error?: ActionError;
+}
+
+export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] }) as RiskAssessment;

@@ -1,0 +1,50 @@
+/**
+ * How the HTTP edge should treat a domain error. Libraries never speak HTTP; they say what kind of
+ * failure happened and `apps/engine` maps the kind to a status code in one filter.
+ */
+export type ErrorKind =
+  | 'invalid_input'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unavailable'
+  | 'internal';
+
+/** Base of every error a Switchyard library throws on purpose. */
+export abstract class SwitchyardError extends Error {
+  /** Stable machine-readable code, e.g. `PATH_ESCAPE`. */
+  abstract readonly code: string;
+  abstract readonly kind: ErrorKind;
+  /** True when the same call may succeed if simply tried again. */
+  readonly retriable: boolean = false;
+
+  constructor(
+    message: string,
+    /** Structured detail for the caller, e.g. `{ field: 'path', path: '../x' }`. */
+    readonly details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A request field failed validation. `field` uses dotted paths (`env.LD_PRELOAD`). */
+export class InvalidInputError extends SwitchyardError {
+  readonly code: string;
+  readonly kind = 'invalid_input' as const;
+
+  constructor(field: string, message: string, code = 'INVALID_INPUT', details: Record<string, unknown> = {}) {
+    super(message, { field, ...details });
+    this.code = code;
+  }
+
+  get field(): string {
+    return this.details.field as string;
+  }
+}
+
+export class NotFoundError extends SwitchyardError {
+  readonly code = 'NOT_FOUND';
+  readonly kind = 'not_found' as const;
+}

@@ -1,0 +1,2 @@
+export * from './action.types';
+export * from './errors';

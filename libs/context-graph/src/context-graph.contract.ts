@@ -1,0 +1,557 @@
+import { type ActionResult, InvalidInputError } from '@switchyard/common';
+import { randomUUID } from 'node:crypto';
+import {
+  ActionAlreadyCompletedError,
+  ActionNotRecordedError,
+  ContextGraphClosedError,
+  SessionNotRecordedError,
+} from './context-graph.errors';
+import type { ContextGraph } from './context-graph.port';
+import type {
+  ActionCompletion,
+  ActionRecord,
+  ActionStart,
+  GraphView,
+  SessionRecord,
+} from './context-graph.types';
+
+/** A fresh, empty store for one test. */
+export interface ContextGraphFixture {
+  /** Initialised and empty. */
+  graph: ContextGraph;
+  /** Opens and initialises another graph on the same store; the test has closed the previous one. */
+  reopen(): Promise<ContextGraph>;
+  /** Closes every graph the fixture opened and removes the store. */
+  teardown(): Promise<void>;
+}
+
+const T0 = Date.parse('2025-01-01T00:00:00.000Z');
+const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
+const uid = (prefix: string): string => `${prefix}-${randomUUID()}`;
+
+function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    id: uid('session'),
+    tenant: 'acme',
+    createdAt: at(0),
+    metadata: { agent: 'contract', tags: ['a'] },
+    ...overrides,
+  };
+}
+
+function start(sessionId: string, overrides: Partial<ActionStart> = {}): ActionStart {
+  return {
+    id: uid('action'),
+    sessionId,
+    type: 'code',
+    operation: 'python',
+    input: { code: 'print(1)', env: { A: '1' } },
+    inputSummary: 'print(1)',
+    inputHash: 'ab'.repeat(32),
+    startedAt: at(1),
+    tier: 'subprocess',
+    risk: { score: 10, level: 'low', reasons: [] },
+    ...overrides,
+  };
+}
+
+function completion(a: ActionStart, overrides: Partial<ActionCompletion> = {}): ActionCompletion {
+  const base = {
+    status: 'succeeded' as const,
+    endedAt: at(2),
+    durationMs: 1000,
+    tier: a.tier,
+    risk: a.risk,
+    exitCode: 0,
+    outputExcerpt: '1\n',
+    files: [],
+    ...overrides,
+  };
+  const result: ActionResult = {
+    id: a.id,
+    sessionId: a.sessionId,
+    type: a.type,
+    status: base.status,
+    exitCode: base.exitCode,
+    stdout: base.outputExcerpt,
+    stderr: '',
+    truncated: { stdout: false, stderr: false },
+    durationMs: base.durationMs,
+    startedAt: a.startedAt,
+    endedAt: base.endedAt,
+    tier: base.tier,
+    risk: base.risk,
+    ...(base.error && { error: base.error }),
+  };
+  return { result, ...base };
+}
+
+/** Order-insensitive edge list, for checks that should not pin an adapter's edge order. */
+const edgeSet = (view: GraphView): string[] => view.edges.map((e) => `${e.type} ${e.from} -> ${e.to}`).sort();
+
+async function listAll(graph: ContextGraph, sessionId: string, limit = 1000): Promise<ActionRecord[]> {
+  const items: ActionRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await graph.listActions(sessionId, { limit, cursor });
+    expect(page.items.length).toBeLessThanOrEqual(limit);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return items;
+}
+
+/**
+ * Registers the behavioural suite every `ContextGraph` adapter must pass. Uses only the port, so a new
+ * adapter proves itself by calling this with its own fixture.
+ */
+export function describeContextGraphContract(
+  name: string,
+  makeGraph: () => Promise<ContextGraphFixture>,
+): void {
+  describe(`ContextGraph contract: ${name}`, () => {
+    let fixture: ContextGraphFixture;
+    let graph: ContextGraph;
+
+    beforeEach(async () => {
+      fixture = await makeGraph();
+      graph = fixture.graph;
+    });
+    afterEach(() => fixture.teardown());
+
+    async function recorded(overrides: Partial<SessionRecord> = {}): Promise<SessionRecord> {
+      const s = session(overrides);
+      await graph.recordSession(s);
+      return s;
+    }
+
+    async function started(sessionId: string, overrides: Partial<ActionStart> = {}): Promise<ActionStart> {
+      const a = start(sessionId, overrides);
+      await graph.recordActionStarted(a);
+      return a;
+    }
+
+    describe('sessions', () => {
+      it('records a session as the Session node of its graph', async () => {
+        const s = await recorded();
+        expect(await graph.sessionGraph(s.id)).toEqual({
+          nodes: [
+            {
+              id: s.id,
+              label: 'Session',
+              properties: { createdAt: s.createdAt, tenant: 'acme', metadata: JSON.stringify(s.metadata) },
+            },
+          ],
+          edges: [],
+        });
+      });
+
+      it('returns an empty graph and an empty page for an unknown session', async () => {
+        expect(await graph.sessionGraph('no-such-session')).toEqual({ nodes: [], edges: [] });
+        expect(await graph.listActions('no-such-session', { limit: 10 })).toEqual({ items: [] });
+      });
+
+      it('endSession records when and why, and keeps every record', async () => {
+        const s = await recorded();
+        const a = await started(s.id);
+        await graph.recordActionCompleted(a.id, completion(a, { files: [{ path: 'x', access: 'write' }] }));
+        const before = await graph.sessionGraph(s.id);
+
+        await graph.endSession(s.id, at(60), 'deleted');
+        await graph.endSession(s.id, at(90), 'expired'); // the first end is the one kept
+
+        const after = await graph.sessionGraph(s.id);
+        expect(after.nodes[0].properties).toEqual({
+          ...before.nodes[0].properties,
+          endedAt: at(60),
+          endReason: 'deleted',
+        });
+        expect(after.nodes.slice(1)).toEqual(before.nodes.slice(1));
+        expect(after.edges).toEqual(before.edges);
+        expect(await graph.getAction(s.id, a.id)).toMatchObject({ id: a.id, status: 'succeeded' });
+        expect((await graph.listActions(s.id, { limit: 10 })).items).toHaveLength(1);
+      });
+
+      it('endSession rejects for a session never recorded', async () => {
+        await expect(graph.endSession('no-such-session', at(1), 'deleted')).rejects.toBeInstanceOf(
+          SessionNotRecordedError,
+        );
+      });
+    });
+
+    describe('actions', () => {
+      it('recordActionStarted creates a running action with seq 1', async () => {
+        const s = await recorded();
+        const a = await started(s.id);
+        const record = await graph.getAction(s.id, a.id);
+        expect(record).toEqual({ ...a, seq: 1, status: 'running', files: [] });
+        expect(record?.result).toBeUndefined();
+        expect(record?.endedAt).toBeUndefined();
+      });
+
+      it('recordActionStarted rejects for a session never recorded', async () => {
+        await expect(graph.recordActionStarted(start('no-such-session'))).rejects.toBeInstanceOf(
+          SessionNotRecordedError,
+        );
+      });
+
+      it('recordActionCompleted sets the final fields and keeps the result envelope', async () => {
+        const s = await recorded();
+        const a = await started(s.id);
+        const c = completion(a, {
+          status: 'failed',
+          exitCode: 3,
+          durationMs: 12.5,
+          tier: 'container',
+          risk: { score: 55, level: 'medium', reasons: ['network'] },
+          error: { class: 'limit', message: 'out of memory', code: 'OUT_OF_MEMORY' },
+          outputExcerpt: 'Traceback…',
+          files: [{ path: 'out.txt', access: 'write' }],
+        });
+        await graph.recordActionCompleted(a.id, c);
+
+        expect(await graph.getAction(s.id, a.id)).toEqual({
+          ...a,
+          seq: 1,
+          status: 'failed',
+          endedAt: c.endedAt,
+          durationMs: 12.5,
+          tier: 'container',
+          risk: c.risk,
+          exitCode: 3,
+          error: c.error,
+          outputExcerpt: 'Traceback…',
+          files: [{ path: 'out.txt', access: 'write' }],
+          result: c.result,
+        });
+      });
+
+      it('exposes action fields as Action node properties', async () => {
+        const s = await recorded();
+        const running = await started(s.id, { type: 'file', operation: 'read', tier: 'engine' });
+        const done = await started(s.id, { startedAt: at(3) });
+        const c = completion(done, {
+          status: 'timed_out',
+          exitCode: undefined,
+          risk: { score: 70, level: 'high', reasons: ['shell'] },
+          error: { class: 'timeout', message: 'took longer than 5000 ms' },
+        });
+        await graph.recordActionCompleted(done.id, c);
+
+        const [, runningNode, doneNode] = (await graph.sessionGraph(s.id)).nodes;
+        expect(runningNode).toEqual({
+          id: running.id,
+          label: 'Action',
+          properties: {
+            type: 'file',
+            operation: 'read',
+            status: 'running',
+            inputSummary: running.inputSummary,
+            inputHash: running.inputHash,
+            tier: 'engine',
+            riskScore: 10,
+            riskLevel: 'low',
+            startedAt: running.startedAt,
+            seq: 1,
+          },
+        });
+        expect(doneNode).toEqual({
+          id: done.id,
+          label: 'Action',
+          properties: {
+            type: 'code',
+            operation: 'python',
+            status: 'timed_out',
+            inputSummary: done.inputSummary,
+            inputHash: done.inputHash,
+            tier: 'subprocess',
+            riskScore: 70,
+            riskLevel: 'high',
+            startedAt: done.startedAt,
+            endedAt: c.endedAt,
+            durationMs: c.durationMs,
+            errorClass: 'timeout',
+            errorMessage: 'took longer than 5000 ms',
+            outputExcerpt: c.outputExcerpt,
+            seq: 2,
+          },
+        });
+      });
+
+      it('recordActionCompleted rejects with ActionNotRecordedError for an unknown action', async () => {
+        const s = await recorded();
+        const ghost = start(s.id);
+        await expect(graph.recordActionCompleted(ghost.id, completion(ghost))).rejects.toBeInstanceOf(
+          ActionNotRecordedError,
+        );
+      });
+
+      it('a second completion rejects and leaves the first intact', async () => {
+        const s = await recorded();
+        const a = await started(s.id);
+        await graph.recordActionCompleted(a.id, completion(a));
+        const second = completion(a, { status: 'error', files: [{ path: 'late', access: 'write' }] });
+
+        await expect(graph.recordActionCompleted(a.id, second)).rejects.toBeInstanceOf(
+          ActionAlreadyCompletedError,
+        );
+        expect(await graph.getAction(s.id, a.id)).toMatchObject({ status: 'succeeded', files: [] });
+        expect((await graph.sessionGraph(s.id)).nodes.map((n) => n.label)).toEqual(['Session', 'Action']);
+      });
+
+      it('getAction returns undefined for unknown ids and for another session’s action', async () => {
+        const s1 = await recorded();
+        const s2 = await recorded();
+        const a = await started(s1.id);
+        expect(await graph.getAction(s1.id, 'no-such-action')).toBeUndefined();
+        expect(await graph.getAction(s2.id, a.id)).toBeUndefined();
+        expect(await graph.getAction('no-such-session', a.id)).toBeUndefined();
+      });
+    });
+
+    describe('graph', () => {
+      it('numbers actions per session and links them with HAS_ACTION and NEXT', async () => {
+        const s = await recorded();
+        const other = await recorded();
+        const a1 = await started(s.id);
+        await started(other.id); // other sessions do not take seqs from this one
+        const a2 = await started(s.id);
+        const a3 = await started(s.id);
+
+        const view = await graph.sessionGraph(s.id);
+        expect(view.nodes.map((n) => [n.id, n.label, n.properties.seq])).toEqual([
+          [s.id, 'Session', undefined],
+          [a1.id, 'Action', 1],
+          [a2.id, 'Action', 2],
+          [a3.id, 'Action', 3],
+        ]);
+        expect(edgeSet(view)).toEqual(
+          [
+            `HAS_ACTION ${s.id} -> ${a1.id}`,
+            `HAS_ACTION ${s.id} -> ${a2.id}`,
+            `HAS_ACTION ${s.id} -> ${a3.id}`,
+            `NEXT ${a1.id} -> ${a2.id}`,
+            `NEXT ${a2.id} -> ${a3.id}`,
+          ].sort(),
+        );
+        expect(view.edges.every((e) => typeof e.properties === 'object')).toBe(true);
+        expect(await graph.sessionGraph(s.id)).toEqual(view); // deterministic
+      });
+
+      it('links files with READ/WROTE and keeps one File node per session and path', async () => {
+        const s = await recorded();
+        const other = await recorded();
+        const a1 = await started(s.id);
+        const a2 = await started(s.id);
+        const b1 = await started(other.id);
+        await graph.recordActionCompleted(
+          a1.id,
+          completion(a1, {
+            files: [
+              { path: 'src/b.ts', access: 'write' },
+              { path: 'a.txt', access: 'read' },
+              { path: 'a.txt', access: 'read' },
+            ],
+          }),
+        );
+        await graph.recordActionCompleted(
+          a2.id,
+          completion(a2, {
+            files: [
+              { path: 'src/b.ts', access: 'write' },
+              { path: 'src/b.ts', access: 'read' },
+            ],
+          }),
+        );
+        await graph.recordActionCompleted(
+          b1.id,
+          completion(b1, { files: [{ path: 'a.txt', access: 'write' }] }),
+        );
+
+        const view = await graph.sessionGraph(s.id);
+        expect(view.nodes.filter((n) => n.label === 'File')).toEqual([
+          { id: `file:${s.id}:a.txt`, label: 'File', properties: { path: 'a.txt' } },
+          { id: `file:${s.id}:src/b.ts`, label: 'File', properties: { path: 'src/b.ts' } },
+        ]);
+        expect(edgeSet(view).filter((e) => /^(READ|WROTE) /.test(e))).toEqual(
+          [
+            `READ ${a1.id} -> file:${s.id}:a.txt`,
+            `WROTE ${a1.id} -> file:${s.id}:src/b.ts`,
+            `READ ${a2.id} -> file:${s.id}:src/b.ts`,
+            `WROTE ${a2.id} -> file:${s.id}:src/b.ts`,
+          ].sort(),
+        );
+        expect((await graph.getAction(s.id, a1.id))?.files).toEqual([
+          { path: 'a.txt', access: 'read' },
+          { path: 'src/b.ts', access: 'write' },
+        ]);
+        expect((await graph.getAction(s.id, a2.id))?.files).toEqual([
+          { path: 'src/b.ts', access: 'read' },
+          { path: 'src/b.ts', access: 'write' },
+        ]);
+        const otherFiles = (await graph.sessionGraph(other.id)).nodes.filter((n) => n.label === 'File');
+        expect(otherFiles.map((n) => n.id)).toEqual([`file:${other.id}:a.txt`]);
+      });
+
+      it('links a retry to its original with RETRY_OF', async () => {
+        const s = await recorded();
+        const original = await started(s.id);
+        await graph.recordActionCompleted(
+          original.id,
+          completion(original, { status: 'failed', exitCode: 1 }),
+        );
+        const retry = await started(s.id, { retryOf: original.id });
+
+        expect((await graph.getAction(s.id, retry.id))?.retryOf).toBe(original.id);
+        expect((await graph.getAction(s.id, original.id))?.retryOf).toBeUndefined();
+        expect(edgeSet(await graph.sessionGraph(s.id)).filter((e) => e.startsWith('RETRY_OF'))).toEqual([
+          `RETRY_OF ${retry.id} -> ${original.id}`,
+        ]);
+      });
+
+      it('rejects a retry of an action the session never recorded', async () => {
+        const s = await recorded();
+        await expect(
+          graph.recordActionStarted(start(s.id, { retryOf: 'no-such-action' })),
+        ).rejects.toBeInstanceOf(ActionNotRecordedError);
+      });
+    });
+
+    describe('listActions', () => {
+      it('walks every action exactly once, oldest first, respecting the limit', async () => {
+        const s = await recorded();
+        const other = await recorded();
+        const ids: string[] = [];
+        for (let i = 0; i < 7; i++) ids.push((await started(s.id, { startedAt: at(i) })).id);
+        await started(other.id);
+
+        const sizes: number[] = [];
+        const seen: ActionRecord[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await graph.listActions(s.id, { limit: 3, cursor });
+          sizes.push(page.items.length);
+          seen.push(...page.items);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+
+        expect(sizes).toEqual([3, 3, 1]);
+        expect(seen.map((a) => a.id)).toEqual(ids);
+        expect(seen.map((a) => a.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+        expect(await graph.listActions(s.id, { limit: 7 })).toEqual({ items: seen }); // no empty last page
+        expect((await graph.listActions(s.id, { limit: 100 })).items).toHaveLength(7);
+        const first = await graph.listActions(s.id, { limit: 1 });
+        expect(first.items.map((a) => a.seq)).toEqual([1]);
+        expect(typeof first.nextCursor).toBe('string');
+      });
+
+      it.each(['not a cursor!', 'AAAA', Buffer.from('{"seq":1}').toString('base64url'), ''])(
+        'rejects the cursor %j with InvalidInputError on field "cursor"',
+        async (cursor) => {
+          const s = await recorded();
+          await started(s.id);
+          const attempt = graph.listActions(s.id, { limit: 10, cursor });
+          await expect(attempt).rejects.toBeInstanceOf(InvalidInputError);
+          await expect(attempt).rejects.toMatchObject({ field: 'cursor' });
+        },
+      );
+      it('rejects a limit below 1 with InvalidInputError on field "limit"', async () => {
+        const s = await recorded();
+        await expect(graph.listActions(s.id, { limit: 0 })).rejects.toMatchObject({ field: 'limit' });
+      });
+    });
+
+    describe('recovery and lifecycle', () => {
+      it('markRunningInterrupted ends only running actions, and returns how many', async () => {
+        const s1 = await recorded();
+        const s2 = await recorded();
+        const r1 = await started(s1.id);
+        const done = await started(s1.id);
+        await graph.recordActionCompleted(done.id, completion(done));
+        const r2 = await started(s2.id);
+
+        expect(await graph.markRunningInterrupted(at(100))).toBe(2);
+        for (const [sid, a] of [
+          [s1.id, r1],
+          [s2.id, r2],
+        ] as const) {
+          expect(await graph.getAction(sid, a.id)).toMatchObject({
+            status: 'interrupted',
+            endedAt: at(100),
+            error: { class: 'internal', message: 'engine stopped while the action was running' },
+          });
+        }
+        expect(await graph.getAction(s1.id, done.id)).toMatchObject({ status: 'succeeded', endedAt: at(2) });
+        expect(await graph.markRunningInterrupted(at(200))).toBe(0);
+        await expect(graph.recordActionCompleted(r1.id, completion(r1))).rejects.toBeInstanceOf(
+          ActionAlreadyCompletedError,
+        );
+      });
+
+      it('keeps per-session seqs gapless under 200 concurrent start+complete pairs, 4 sessions', async () => {
+        const sessions = await Promise.all([0, 1, 2, 3].map(() => recorded()));
+        const actions = Array.from({ length: 200 }, (_, i) => start(sessions[i % 4].id));
+
+        // Fired together, not awaited one by one: this is how the engine's concurrent requests arrive.
+        await Promise.all(
+          actions.map((a) =>
+            graph.recordActionStarted(a).then(() => graph.recordActionCompleted(a.id, completion(a))),
+          ),
+        );
+
+        for (const s of sessions) {
+          const listed = await listAll(graph, s.id, 16);
+          expect(listed.map((a) => a.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+          expect(new Set(listed.map((a) => a.id))).toEqual(
+            new Set(actions.filter((a) => a.sessionId === s.id).map((a) => a.id)),
+          );
+          expect(listed.every((a) => a.status === 'succeeded')).toBe(true);
+          expect(edgeSet(await graph.sessionGraph(s.id)).filter((e) => e.startsWith('NEXT'))).toHaveLength(
+            49,
+          );
+        }
+      });
+
+      it('is durable: everything reads back the same after close and reopen', async () => {
+        const s = await recorded();
+        const a1 = await started(s.id);
+        await graph.recordActionCompleted(
+          a1.id,
+          completion(a1, {
+            status: 'failed',
+            exitCode: 1,
+            files: [
+              { path: 'a', access: 'read' },
+              { path: 'b', access: 'write' },
+            ],
+          }),
+        );
+        await started(s.id, { retryOf: a1.id });
+        await graph.endSession(s.id, at(50), 'expired');
+        const view = await graph.sessionGraph(s.id);
+        const actions = await listAll(graph, s.id);
+
+        await graph.close();
+        graph = await fixture.reopen();
+
+        expect(await graph.sessionGraph(s.id)).toEqual(view);
+        expect(await listAll(graph, s.id)).toEqual(actions);
+        expect(await graph.getAction(s.id, a1.id)).toEqual(actions[0]);
+        const a3 = await started(s.id);
+        expect((await graph.getAction(s.id, a3.id))?.seq).toBe(3);
+      });
+
+      it('close is idempotent, flushes queued writes, and later writes reject', async () => {
+        const s = session();
+        const write = graph.recordSession(s);
+        await graph.close();
+        await write;
+        await graph.close();
+        await expect(graph.recordSession(session())).rejects.toBeInstanceOf(ContextGraphClosedError);
+
+        graph = await fixture.reopen();
+        expect((await graph.sessionGraph(s.id)).nodes).toHaveLength(1);
+      });
+    });
+  });
+}

@@ -1,0 +1,46 @@
+import { SwitchyardError } from '@switchyard/common';
+
+/** `recordActionCompleted` (or a `retryOf`) named an action that was never started in this graph. */
+export class ActionNotRecordedError extends SwitchyardError {
+  readonly code = 'ACTION_NOT_RECORDED';
+  readonly kind = 'not_found' as const;
+
+  constructor(actionId: string, sessionId?: string) {
+    super(
+      sessionId === undefined
+        ? `action ${actionId} was never recorded`
+        : `action ${actionId} was never recorded in session ${sessionId}`,
+      sessionId === undefined ? { actionId } : { actionId, sessionId },
+    );
+  }
+}
+
+/** An action can end only once: its final fields are the audit trail and are never overwritten. */
+export class ActionAlreadyCompletedError extends SwitchyardError {
+  readonly code = 'ACTION_ALREADY_COMPLETED';
+  readonly kind = 'conflict' as const;
+
+  constructor(actionId: string, status: string) {
+    super(`action ${actionId} already ended with status ${status}`, { actionId, status });
+  }
+}
+
+/** An action was started in (or `endSession` named) a session that was never recorded. */
+export class SessionNotRecordedError extends SwitchyardError {
+  readonly code = 'SESSION_NOT_RECORDED';
+  readonly kind = 'not_found' as const;
+
+  constructor(sessionId: string) {
+    super(`session ${sessionId} was never recorded in the context graph`, { sessionId });
+  }
+}
+
+/** The graph was used after `close()`, i.e. while the engine shuts down. */
+export class ContextGraphClosedError extends SwitchyardError {
+  readonly code = 'CONTEXT_GRAPH_CLOSED';
+  readonly kind = 'unavailable' as const;
+
+  constructor() {
+    super('the context graph is closed (the engine is shutting down)');
+  }
+}

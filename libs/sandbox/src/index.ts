@@ -1,0 +1,27 @@
+export * from './sandbox.types';
+export * from './sandbox-tier.port';
+export * from './sandbox.errors';
+export * from './sandbox.constants';
+export * from './sandbox.options';
+export * from './sandbox.module';
+export { SandboxManager, toOutcome } from './sandbox-manager.service';
+export { BASE_ENV, ENV_LIMITS, buildChildEnv, validateEnv } from './env-policy';
+export { OutputCollector, REDACTED } from './output-collector';
+export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';
+export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/risk-rules';
+export { BubblewrapTier } from './subprocess/bubblewrap-tier';
+export {
+  ProcessLauncher,
+  ChildProcessLauncher,
+  type LaunchSpec,
+  type LaunchedProcess,
+  type ProcessExit,
+} from './subprocess/process-launcher';
+export * from './subprocess/process-limiter';
+export {
+  CgroupLimiter,
+  NoCgroupLimiter,
+  detectProcessLimiter,
+  nodeCgroupHost,
+  type CgroupHost,
+} from './subprocess/cgroup-limiter';

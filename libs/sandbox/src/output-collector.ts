@@ -1,0 +1,116 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { OutputLimits } from './sandbox.types';
+
+export const REDACTED = '[REDACTED]';
+/** A partial line is held back (for redaction) up to this many characters… */
+const HOLD_CHARS = 4096;
+/** …then flushed except for this tail, so a secret up to this long is still caught inside one huge line. */
+const OVERLAP_CHARS = 512;
+
+/**
+ * One output stream of a run: decodes UTF-8 safely across chunk boundaries, redacts secrets, then keeps at most
+ * `maxBytes` and `maxLines`. Redaction happens before the caps, so a cut can never leave half a secret visible.
+ * Anything past the caps is dropped on arrival: memory stays bounded whatever the child writes. Shared by every
+ * tier.
+ */
+export class OutputCollector {
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly parts: string[] = [];
+  private readonly redact: readonly RegExp[];
+  /** Decoded text not yet redacted: the current partial line. */
+  private pending = '';
+  private bytes = 0;
+  private lines = 0;
+  truncated = false;
+
+  constructor(
+    private readonly limits: OutputLimits,
+    private readonly onText?: (text: string) => void,
+  ) {
+    this.redact = (limits.redact ?? []).map((re) => (re.global ? re : new RegExp(re.source, `${re.flags}g`)));
+  }
+
+  /** Takes a chunk; returns false once the stream went past a cap (the rest of the stream is unwanted). */
+  push(chunk: Buffer): boolean {
+    if (this.truncated) return false;
+    this.keep(this.release(this.decoder.write(chunk), false));
+    return !this.truncated;
+  }
+
+  /** Everything kept. A complete stream flushes a trailing partial character as U+FFFD; a cut one drops it. */
+  text(): string {
+    if (!this.truncated) this.keep(this.release(this.decoder.end(), true));
+    this.pending = '';
+    return this.parts.join('');
+  }
+
+  /** Redacted text that is safe to emit; holds back what a secret could still be continuing in. */
+  private release(text: string, final: boolean): string {
+    if (this.redact.length === 0) return text;
+    this.pending += text;
+    let cut = this.pending.length;
+    if (!final) {
+      cut = this.pending.lastIndexOf('\n') + 1;
+      if (cut === 0) {
+        if (this.pending.length <= HOLD_CHARS) return '';
+        cut = this.pending.length - OVERLAP_CHARS;
+      }
+    }
+    const spans = this.secretSpans();
+    // A secret crossing the cut waits, whole, for the next round.
+    for (const [start, end] of spans) if (start < cut && end > cut) cut = start;
+    let out = '';
+    let at = 0;
+    for (const [start, end] of spans) {
+      if (end > cut) break;
+      out += `${this.pending.slice(at, start)}${REDACTED}`;
+      at = end;
+    }
+    out += this.pending.slice(at, cut);
+    this.pending = this.pending.slice(cut);
+    return out;
+  }
+
+  /** Matches of every pattern in `pending`, merged into sorted, disjoint spans. */
+  private secretSpans(): Array<[number, number]> {
+    const spans: Array<[number, number]> = [];
+    for (const re of this.redact) {
+      for (const m of this.pending.matchAll(re)) {
+        if (m[0].length > 0) spans.push([m.index, m.index + m[0].length]);
+      }
+    }
+    spans.sort((a, b) => a[0] - b[0]);
+    const merged: Array<[number, number]> = [];
+    for (const span of spans) {
+      const last = merged.at(-1);
+      if (last && span[0] <= last[1]) last[1] = Math.max(last[1], span[1]);
+      else merged.push([...span]);
+    }
+    return merged;
+  }
+
+  /** Applies the byte and line caps to emitted text. */
+  private keep(text: string): void {
+    if (text.length === 0 || this.truncated) return;
+    const buf = Buffer.from(text, 'utf8');
+    let end = Math.min(buf.length, this.limits.maxBytes - this.bytes);
+    // Text that starts after the last allowed line is over the line cap right away.
+    if (this.lines >= this.limits.maxLines) end = 0;
+    for (let i = buf.indexOf(0x0a); i !== -1 && i < end; i = buf.indexOf(0x0a, i + 1)) {
+      if (++this.lines === this.limits.maxLines) {
+        end = i + 1;
+        break;
+      }
+    }
+    if (end < buf.length) {
+      this.truncated = true;
+      // Never split a UTF-8 sequence: back up to the start of the character.
+      while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
+    }
+    if (end === 0) return;
+    this.bytes += end;
+    const kept = end === buf.length ? text : buf.subarray(0, end).toString('utf8');
+    this.parts.push(kept);
+    this.onText?.(kept);
+  }
+}

@@ -1,0 +1,95 @@
+import type { Language, RiskAssessment, RiskLevel } from '@switchyard/common';
+import { SandboxConfigError } from '../sandbox.errors';
+import type { RiskOptions } from '../sandbox.options';
+import type { RiskThresholds } from '../sandbox.types';
+import { DEFAULT_RISK_RULES, type RiskRule } from './risk-rules';
+
+export const DEFAULT_RISK_THRESHOLDS: Readonly<RiskThresholds> = Object.freeze({
+  medium: 20,
+  high: 50,
+  critical: 80,
+});
+
+const MAX_MATCH_LABEL = 60;
+
+function label(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > MAX_MATCH_LABEL ? `${flat.slice(0, MAX_MATCH_LABEL - 1)}…` : flat;
+}
+
+/**
+ * Deterministic risk scoring of submitted code: no model calls, the same code always gets the same answer.
+ *
+ * Every matching rule adds its weight once; the score is the sum capped at 100, so independent signals
+ * compound (network + spawn is worse than either) while one severe signal (fork bomb, `rm -rf /`) is
+ * critical on its own. The patterns are deliberately conservative: a match in a comment or string still counts,
+ * because that is where shell commands hide (`os.system("rm -rf /")`).
+ */
+export class RiskPolicy {
+  readonly thresholds: RiskThresholds;
+  private readonly rules: readonly RiskRule[];
+
+  constructor(options: RiskOptions = {}, rules: readonly RiskRule[] = DEFAULT_RISK_RULES) {
+    const ids = new Set(rules.map((r) => r.id));
+    for (const id of [...(options.disabledRules ?? []), ...Object.keys(options.weights ?? {})]) {
+      if (!ids.has(id))
+        throw new SandboxConfigError('risk', `unknown rule id "${id}"; known: ${[...ids].join(', ')}`);
+    }
+    for (const [id, weight] of Object.entries(options.weights ?? {})) {
+      if (!Number.isFinite(weight) || weight < 0 || weight > 100) {
+        throw new SandboxConfigError(`risk.weights.${id}`, 'must be a number from 0 to 100');
+      }
+    }
+    const t = { ...DEFAULT_RISK_THRESHOLDS, ...options.thresholds };
+    if (!(0 < t.medium && t.medium <= t.high && t.high <= t.critical && t.critical <= 100)) {
+      throw new SandboxConfigError('risk.thresholds', 'need 0 < medium <= high <= critical <= 100');
+    }
+    this.thresholds = t;
+    const disabled = new Set(options.disabledRules ?? []);
+    this.rules = rules
+      .filter((r) => !disabled.has(r.id))
+      .map((r) => ({ ...r, weight: options.weights?.[r.id] ?? r.weight }));
+  }
+
+  /** Ids of the rules in force, for documentation and health output. */
+  ruleIds(): string[] {
+    return this.rules.map((r) => r.id);
+  }
+
+  assess(language: Language, code: string): RiskAssessment {
+    let score = 0;
+    const reasons: string[] = [];
+    for (const rule of this.rules) {
+      const hit = this.match(rule, language, code);
+      if (hit === undefined) continue;
+      score += rule.weight;
+      reasons.push(`${rule.id}: ${label(hit)}`);
+    }
+    score = Math.min(100, score);
+    return { score, level: this.level(score), reasons };
+  }
+
+  level(score: number): RiskLevel {
+    const t = this.thresholds;
+    if (score >= t.critical) return 'critical';
+    if (score >= t.high) return 'high';
+    if (score >= t.medium) return 'medium';
+    return 'low';
+  }
+
+  private match(rule: RiskRule, language: Language, code: string): string | undefined {
+    const patterns = [...(rule.patterns?.[language] ?? []), ...(rule.patterns?.any ?? [])];
+    let hit: string | undefined;
+    for (const pattern of patterns) {
+      const m = pattern.exec(code);
+      if (m) {
+        hit = m[0];
+        break;
+      }
+    }
+    hit ??= rule.detect?.(code, language);
+    if (hit === undefined) return undefined;
+    const unless = rule.unless?.[language];
+    return unless?.test(code) ? undefined : hit;
+  }
+}

@@ -1,0 +1,294 @@
+import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
+import { RiskPolicy } from './risk/risk-policy';
+import { SandboxInternalError } from './sandbox.errors';
+import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
+import { SandboxManager, toOutcome } from './sandbox-manager.service';
+import { SandboxTier } from './sandbox-tier.port';
+import type { CodeRequest, TierAvailability, TierJob, TierRunResult } from './sandbox.types';
+
+/** Records what it was asked to do and answers with what the test configured. */
+class FakeTier extends SandboxTier {
+  readonly runs: TierJob[] = [];
+  readonly released: string[] = [];
+  availabilityAnswer: TierAvailability = { available: true };
+  result: Partial<TierRunResult> = { exitCode: 0, stdout: 'ok\n' };
+  runError?: Error;
+
+  constructor(readonly name: Tier) {
+    super();
+  }
+
+  async availability(): Promise<TierAvailability> {
+    return this.availabilityAnswer;
+  }
+
+  async run(job: TierJob): Promise<TierRunResult> {
+    this.runs.push(job);
+    if (this.runError) throw this.runError;
+    return {
+      timedOut: false,
+      stdout: '',
+      stderr: '',
+      truncated: { stdout: false, stderr: false },
+      durationMs: 5,
+      ...this.result,
+    };
+  }
+
+  async releaseSession(sessionId: string): Promise<void> {
+    this.released.push(sessionId);
+  }
+}
+
+const LOW = 'print(1)';
+const MEDIUM = 'import os\nprint(os.environ["HOME"])';
+const HIGH = 'import socket, subprocess\nsocket.socket().connect(("x", 1))\nsubprocess.run(["id"])';
+const CRITICAL = ':(){ :|:& };:';
+
+function request(overrides: Partial<CodeRequest> = {}): CodeRequest {
+  return {
+    actionId: 'act-1',
+    sessionId: 'ses-1',
+    language: 'python',
+    code: LOW,
+    tier: 'auto',
+    workspaceDir: '/srv/ws/ses-1',
+    ...overrides,
+  };
+}
+
+function setup(tiers: Tier[] = ['subprocess', 'pooled', 'container'], options: SandboxModuleOptions = {}) {
+  const resolved = resolveSandboxOptions({
+    maxCodeBytes: 1000,
+    maxStdinBytes: 100,
+    maxTimeoutMs: 60_000,
+    ...options,
+  });
+  const fakes = Object.fromEntries(tiers.map((t) => [t, new FakeTier(t)])) as Record<Tier, FakeTier>;
+  const manager = new SandboxManager(resolved, new RiskPolicy(resolved.risk), Object.values(fakes));
+  return { manager, fakes };
+}
+
+describe('SandboxManager.route', () => {
+  const { manager } = setup();
+
+  it.each([
+    ['low', LOW, 'subprocess'],
+    ['medium', MEDIUM, 'pooled'],
+    ['high', HIGH, 'container'],
+  ] as const)('sends %s risk to %s', (level, code, tier) => {
+    const decision = manager.route(request({ code }));
+    expect(decision.risk.level).toBe(level);
+    expect(decision.tier).toBe(tier);
+    expect(decision.denial).toBeUndefined();
+  });
+
+  it('denies critical risk with the reasons, for any requested tier', () => {
+    for (const tier of ['auto', 'subprocess', 'container'] as const) {
+      const decision = manager.route(request({ language: 'bash', code: CRITICAL, tier }));
+      expect(decision.tier).toBeUndefined();
+      expect(decision.denial).toMatchObject({ class: 'policy', code: 'RISK_CRITICAL' });
+      expect(decision.denial!.message).toContain('fork-bomb');
+    }
+  });
+
+  it('lets a caller pick a stronger tier', () => {
+    expect(manager.route(request({ tier: 'container' })).tier).toBe('container');
+    expect(manager.route(request({ tier: 'pooled' })).tier).toBe('pooled');
+    expect(manager.route(request({ code: MEDIUM, tier: 'container' })).tier).toBe('container');
+    expect(manager.route(request({ code: MEDIUM, tier: 'pooled' })).denial).toBeUndefined();
+  });
+
+  it('refuses a weaker tier, explaining which one the risk needs', () => {
+    const decision = manager.route(request({ code: HIGH, tier: 'subprocess' }));
+    expect(decision.tier).toBe('subprocess');
+    expect(decision.denial).toMatchObject({ class: 'policy', code: 'TIER_TOO_WEAK' });
+    expect(decision.denial!.message).toMatch(/"subprocess" is weaker than "container"/);
+    expect(manager.route(request({ code: MEDIUM, tier: 'subprocess' })).denial?.code).toBe('TIER_TOO_WEAK');
+  });
+
+  it('allows a weaker tier only when configured', () => {
+    const { manager: lenient } = setup(undefined, { allowWeakerTier: true });
+    expect(lenient.route(request({ code: HIGH, tier: 'subprocess' }))).toMatchObject({ tier: 'subprocess' });
+    expect(lenient.route(request({ code: HIGH, tier: 'subprocess' })).denial).toBeUndefined();
+  });
+
+  it('follows a configured routing table', () => {
+    const { manager: custom } = setup(undefined, { routing: { medium: 'container' } });
+    expect(custom.route(request({ code: MEDIUM })).tier).toBe('container');
+  });
+});
+
+describe('SandboxManager.validate', () => {
+  const { manager } = setup();
+  const field = (req: CodeRequest) => {
+    try {
+      manager.validate(req);
+    } catch (err) {
+      expect(err).toBeInstanceOf(InvalidInputError);
+      return (err as InvalidInputError).field;
+    }
+    return undefined;
+  };
+
+  it('accepts a sound request', () => {
+    expect(field(request({ stdin: 'x', timeoutMs: 1, env: { A: 'b' } }))).toBeUndefined();
+    expect(field(request({ timeoutMs: 60_000 }))).toBeUndefined();
+  });
+
+  it.each([
+    ['code', request({ code: 'print(1)\0' })],
+    ['code', request({ code: 'x'.repeat(1001) })],
+    ['code', request({ code: 'é'.repeat(501) })],
+    ['stdin', request({ stdin: 'x'.repeat(101) })],
+    ['timeoutMs', request({ timeoutMs: 0 })],
+    ['timeoutMs', request({ timeoutMs: 60_001 })],
+    ['timeoutMs', request({ timeoutMs: 1.5 })],
+    ['timeoutMs', request({ timeoutMs: Number.NaN })],
+    ['env.LD_PRELOAD', request({ env: { LD_PRELOAD: '/x.so' } })],
+    ['env.NODE_OPTIONS', request({ env: { NODE_OPTIONS: '--require /w/x.js' } })],
+    ['env.A B', request({ env: { 'A B': '1' } })],
+    ['language', request({ language: 'ruby' as never })],
+    ['tier', request({ tier: 'vm' as never })],
+    ['workspaceDir', request({ workspaceDir: 'relative/ws' })],
+  ])('rejects with field %s', (expected, req) => {
+    expect(field(req)).toBe(expected);
+  });
+});
+
+describe('SandboxManager.execute', () => {
+  it('runs low risk in the subprocess tier with the built environment and defaults', async () => {
+    const { manager, fakes } = setup();
+    const onOutput = jest.fn();
+    const outcome = await manager.execute(request({ env: { FOO: 'bar' }, stdin: 'in' }), undefined, {
+      onOutput,
+    });
+    expect(outcome).toMatchObject({ status: 'succeeded', tier: 'subprocess', exitCode: 0, stdout: 'ok\n' });
+    const job = fakes.subprocess.runs[0];
+    expect(job).toMatchObject({
+      actionId: 'act-1',
+      stdin: 'in',
+      timeoutMs: 30_000,
+      workspaceDir: '/srv/ws/ses-1',
+    });
+    expect(job.env).toMatchObject({ FOO: 'bar', PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp' });
+    expect(job.output).toMatchObject({ maxBytes: 1 << 20, maxLines: 2000 });
+    expect(job.onOutput).toBe(onOutput);
+    expect(job.output.redact!.length).toBeGreaterThan(0);
+  });
+
+  it('denies (never downgrades) when the routed tier is not registered', async () => {
+    const { manager, fakes } = setup(['subprocess']);
+    const outcome = await manager.execute(request({ code: HIGH }));
+    expect(outcome.status).toBe('denied');
+    expect(outcome.tier).toBe('container');
+    expect(outcome.error).toMatchObject({ class: 'policy', code: 'TIER_UNAVAILABLE' });
+    expect(outcome.error!.message).toBe('tier "container" is not available: not installed in this engine');
+    expect(fakes.subprocess.runs).toHaveLength(0);
+  });
+
+  it('denies (never downgrades) when the routed tier says it is unavailable', async () => {
+    const { manager, fakes } = setup();
+    fakes.pooled.availabilityAnswer = { available: false, reason: 'docker daemon unreachable' };
+    const outcome = await manager.execute(request({ code: MEDIUM }));
+    expect(outcome).toMatchObject({ status: 'denied', tier: 'pooled', error: { class: 'policy' } });
+    expect(outcome.error!.message).toContain('docker daemon unreachable');
+    expect(fakes.subprocess.runs).toHaveLength(0);
+    expect(fakes.container.runs).toHaveLength(0);
+  });
+
+  it('records policy denials without running anything', async () => {
+    const { manager, fakes } = setup();
+    const outcome = await manager.execute(request({ language: 'bash', code: CRITICAL }));
+    expect(outcome).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'RISK_CRITICAL' } });
+    expect(outcome.risk.level).toBe('critical');
+    const weaker = await manager.execute(request({ code: HIGH, tier: 'subprocess' }));
+    expect(weaker).toMatchObject({ status: 'denied', tier: 'subprocess', error: { code: 'TIER_TOO_WEAK' } });
+    expect(Object.values(fakes).every((f) => f.runs.length === 0)).toBe(true);
+  });
+
+  it('validates before running', async () => {
+    const { manager, fakes } = setup();
+    await expect(manager.execute(request({ env: { BASH_ENV: '/x' } }))).rejects.toThrow(InvalidInputError);
+    expect(fakes.subprocess.runs).toHaveLength(0);
+  });
+
+  it('turns a tier failure into an error outcome without leaking unknown messages', async () => {
+    const { manager, fakes } = setup();
+    fakes.subprocess.runError = new SandboxInternalError('CODE_FILE', 'cannot write the code file: ENOSPC');
+    expect(await manager.execute(request())).toMatchObject({
+      status: 'error',
+      error: { class: 'internal', code: 'CODE_FILE', message: 'cannot write the code file: ENOSPC' },
+    });
+    fakes.subprocess.runError = new Error('EACCES /secret/path');
+    const outcome = await manager.execute(request());
+    expect(outcome.error).toEqual({ class: 'internal', code: 'INTERNAL', message: 'internal sandbox error' });
+  });
+
+  it('reports availability for every tier', async () => {
+    const { manager, fakes } = setup(['subprocess', 'pooled']);
+    fakes.pooled.availabilityAnswer = { available: false, reason: 'no docker' };
+    expect(await manager.availability()).toEqual({
+      subprocess: { available: true },
+      pooled: { available: false, reason: 'no docker' },
+      container: { available: false, reason: 'not installed in this engine' },
+    });
+  });
+
+  it('releases a session in every tier', async () => {
+    const { manager, fakes } = setup();
+    await manager.releaseSession('ses-9');
+    expect(Object.values(fakes).map((f) => f.released)).toEqual([['ses-9'], ['ses-9'], ['ses-9']]);
+  });
+
+  it('refuses two tiers with one name', () => {
+    const options = resolveSandboxOptions();
+    expect(
+      () => new SandboxManager(options, new RiskPolicy(), [new FakeTier('pooled'), new FakeTier('pooled')]),
+    ).toThrow(/two tiers named "pooled"/);
+  });
+});
+
+describe('toOutcome', () => {
+  const base: TierRunResult = {
+    timedOut: false,
+    stdout: 'o',
+    stderr: 'e',
+    truncated: { stdout: false, stderr: false },
+    durationMs: 7,
+  };
+  const map = (r: Partial<TierRunResult>) => toOutcome({ ...base, ...r }, 'subprocess', NO_RISK, 1500);
+
+  it('maps exits, timeouts, limits, spawn errors and aborts', () => {
+    expect(map({ exitCode: 0 })).toMatchObject({
+      status: 'succeeded',
+      exitCode: 0,
+      stdout: 'o',
+      stderr: 'e',
+    });
+    expect(map({ exitCode: 0 }).error).toBeUndefined();
+    expect(map({ exitCode: 2 })).toMatchObject({ status: 'failed', exitCode: 2 });
+    expect(map({ exitCode: 2 }).error).toBeUndefined();
+    expect(map({ timedOut: true, signal: 'SIGKILL' })).toMatchObject({
+      status: 'timed_out',
+      error: { class: 'timeout', code: 'TIMEOUT', message: 'timed out after 1500 ms' },
+    });
+    expect(map({ exitCode: 137, limit: { code: 'OUT_OF_MEMORY', message: 'out of memory' } })).toMatchObject({
+      status: 'failed',
+      exitCode: 137,
+      error: { class: 'limit', code: 'OUT_OF_MEMORY' },
+    });
+    expect(
+      map({ limit: { code: 'OUTPUT_CAP', message: 'cap' }, truncated: { stdout: true, stderr: false } }),
+    ).toMatchObject({
+      status: 'failed',
+      truncated: { stdout: true, stderr: false },
+      error: { class: 'limit', code: 'OUTPUT_CAP' },
+    });
+    expect(map({ spawnError: 'bwrap: boom' })).toMatchObject({
+      status: 'error',
+      error: { class: 'spawn', message: 'bwrap: boom' },
+    });
+    expect(map({ aborted: true })).toMatchObject({ status: 'error', error: { code: 'ABORTED' } });
+  });
+});

@@ -1,0 +1,18 @@
+import type { Tier } from '@switchyard/common';
+import type { TierAvailability, TierJob, TierRunResult } from './sandbox.types';
+
+/**
+ * One execution tier (subprocess, pooled container, one-off container).
+ *
+ * Contract:
+ * - `run` never rejects for anything the user's code does: exits, signals, timeouts and limits are data
+ *   in `TierRunResult`. It rejects only for engine faults (`SandboxError` subclasses).
+ * - On timeout or abort everything the job started is killed before `run` resolves.
+ * - `releaseSession` frees whatever the tier holds for a session; idempotent.
+ */
+export abstract class SandboxTier {
+  abstract readonly name: Tier;
+  abstract availability(): Promise<TierAvailability>;
+  abstract run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult>;
+  abstract releaseSession(sessionId: string): Promise<void>;
+}

@@ -1,0 +1,268 @@
+import { TIERS } from '@switchyard/common';
+import { SandboxConfigError } from './sandbox.errors';
+import type { OutputLimits, RiskThresholds, TierForLevel } from './sandbox.types';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** Resource limits and tuning of the subprocess (bubblewrap) tier. */
+export interface SubprocessLimits {
+  /**
+   * RLIMIT_AS for python and bash. Default: none while a cgroup memory limit is in force; otherwise
+   * `memoryBytes`. Node always gets at least 4 GiB because V8 reserves (not uses) that much address space.
+   */
+  addressSpaceBytes?: number;
+  /** RLIMIT_FSIZE, largest file the code may write. Default 64 MiB. */
+  fileSizeBytes: number;
+  /** RLIMIT_NOFILE. Default 256. */
+  openFiles: number;
+  /** RLIMIT_CPU soft limit in seconds. Default: the run's timeout in whole seconds + 1. */
+  cpuSeconds?: number;
+  /** cgroup memory limit (swap disabled). Default 512 MiB. */
+  memoryBytes: number;
+  /** cgroup pids limit (processes + threads). Default 128. */
+  pids: number;
+  /** Size of each tmpfs (`/tmp`, `/dev/shm`). Default 64 MiB. */
+  tmpfsBytes: number;
+  /**
+   * Sandboxes kept launched ahead of time, already in their cgroup and waiting for a run's options, so a run
+   * does not pay for the spawn and the cgroup move. Default 2; 0 launches every run from scratch.
+   */
+  warmSlots: number;
+}
+
+/** How per-action cgroups are found. */
+export interface CgroupOptions {
+  /** `auto` (default) tries cgroup v2, then v1, then runs with rlimits only; `off` skips cgroups. */
+  mode: 'auto' | 'v2' | 'v1' | 'off';
+  /**
+   * cgroup v2 only: an absolute cgroupfs directory Switchyard may create `switchyard/` in, typically a
+   * delegated, process-free cgroup (systemd `Delegate=yes`). Default: the engine's own cgroup, which only works
+   * when that is the root of the hierarchy.
+   */
+  v2Parent?: string;
+}
+
+export interface OutputOptions {
+  /** Per stream. Default 1 MiB. */
+  maxBytes?: number;
+  /** Per stream. Default 2000. */
+  maxLines?: number;
+  /**
+   * Secret patterns (regular expressions or their source) replaced by `[REDACTED]` in stdout and stderr,
+   * before truncation. Default `DEFAULT_SECRET_PATTERNS` (cloud, GitHub, Slack, API keys, private-key headers).
+   */
+  redact?: Array<string | RegExp>;
+  /**
+   * Also redact the values of the engine's own secret-looking variables (names containing KEY, TOKEN, SECRET,
+   * PASSWORD or CREDENTIAL, values of 8+ characters), as captured at boot. They never reach the child; this
+   * catches them if they reach it some other way (a file in the workspace). Default true.
+   */
+  redactEngineSecrets?: boolean;
+}
+
+/** Shapes of common credentials; deliberately specific so ordinary output is left alone. */
+export const DEFAULT_SECRET_PATTERNS: readonly RegExp[] = [
+  /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, // AWS access key id
+  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/g,
+  /\bgh[pousr]_[A-Za-z0-9]{36,}\b/g, // GitHub tokens
+  /\bgithub_pat_[A-Za-z0-9_]{40,}\b/g,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack
+  /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/g, // OpenAI / Anthropic style API keys
+  /\bAIza[0-9A-Za-z_-]{35}\b/g, // Google API key
+];
+
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+/** Literal patterns for the values of the engine's own secret-looking environment variables. */
+export function engineSecretPatterns(env: NodeJS.ProcessEnv = process.env): RegExp[] {
+  return Object.entries(env)
+    .filter(
+      (e): e is [string, string] => SECRET_NAME.test(e[0]) && typeof e[1] === 'string' && e[1].length >= 8,
+    )
+    .map(([, value]) => new RegExp(value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'));
+}
+
+export interface RiskOptions {
+  /** Scores at or above each threshold take that level. Default `{ medium: 20, high: 50, critical: 80 }`. */
+  thresholds?: Partial<RiskThresholds>;
+  /** Rule ids to ignore, e.g. `['unbounded-loop']`. Unknown ids fail at boot. */
+  disabledRules?: string[];
+  /** Weight (0–100) per rule id. Unknown ids fail at boot. */
+  weights?: Record<string, number>;
+}
+
+export interface InterpreterPaths {
+  /** Default `/usr/bin/python3`. */
+  python: string;
+  /** Default: the engine's own Node (`realpath(process.execPath)`). */
+  node: string;
+  /** Default `/bin/bash`. */
+  bash: string;
+}
+
+/** What `SandboxModule.forRoot` accepts. Everything is optional; defaults are documented per field. */
+export interface SandboxModuleOptions {
+  /** Used when a request has no `timeoutMs`. Default 30 000. */
+  defaultTimeoutMs?: number;
+  /** Largest `timeoutMs` a request may ask for. Default 300 000. */
+  maxTimeoutMs?: number;
+  /** Largest `code`, in UTF-8 bytes. Default 1 MiB. */
+  maxCodeBytes?: number;
+  /** Largest `stdin`, in UTF-8 bytes. Default 1 MiB. */
+  maxStdinBytes?: number;
+  /** Per-stream output caps and redaction. */
+  output?: OutputOptions;
+  subprocess?: Partial<SubprocessLimits> & { cgroup?: Partial<CgroupOptions> };
+  risk?: RiskOptions;
+  /** Tier per risk level. Default `{ low: 'subprocess', medium: 'pooled', high: 'container' }`. */
+  routing?: Partial<TierForLevel>;
+  /** Let a caller pick a tier weaker than the one its risk routes to. Default false. */
+  allowWeakerTier?: boolean;
+  interpreters?: Partial<InterpreterPaths>;
+  /** Default `/usr/bin/bwrap`. */
+  bwrapPath?: string;
+  /** util-linux `prlimit`, sets the rlimits. Default `/usr/bin/prlimit`. */
+  prlimitPath?: string;
+  /** POSIX shell the availability probe runs inside a sandbox. Default `/bin/sh`. */
+  shellPath?: string;
+  /**
+   * Where the engine keeps its scratch files (code files, synthetic /etc); a fresh `switchyard-sandbox-*`
+   * directory is made inside it and removed at shutdown. Default `os.tmpdir()`.
+   */
+  tempDir?: string;
+  /** Extra host directories made visible read-only at the same path, e.g. an interpreter's lib dir. */
+  extraReadOnlyBinds?: string[];
+}
+
+/** Options with every default applied; what the providers receive. */
+export interface ResolvedSandboxOptions {
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  maxCodeBytes: number;
+  maxStdinBytes: number;
+  output: OutputLimits;
+  subprocess: SubprocessLimits & { cgroup: CgroupOptions };
+  risk: RiskOptions;
+  routing: TierForLevel;
+  allowWeakerTier: boolean;
+  interpreters: InterpreterPaths;
+  bwrapPath: string;
+  prlimitPath: string;
+  shellPath: string;
+  tempDir?: string;
+  extraReadOnlyBinds: string[];
+}
+
+export const DEFAULT_ROUTING: TierForLevel = { low: 'subprocess', medium: 'pooled', high: 'container' };
+
+function compilePattern(pattern: string | RegExp, index: number): RegExp {
+  try {
+    const re = typeof pattern === 'string' ? new RegExp(pattern, 'g') : pattern;
+    if (re.test('')) throw new Error('matches the empty string');
+    return re.global ? re : new RegExp(re.source, `${re.flags}g`);
+  } catch (err) {
+    throw new SandboxConfigError(`output.redact[${index}]`, (err as Error).message);
+  }
+}
+
+/** Applies defaults and fails loudly, naming the option, on anything that cannot work. */
+export function resolveSandboxOptions(
+  options: SandboxModuleOptions = {},
+  nodePath: string = process.execPath,
+): ResolvedSandboxOptions {
+  const sub = options.subprocess ?? {};
+  const resolved: ResolvedSandboxOptions = {
+    defaultTimeoutMs: options.defaultTimeoutMs ?? 30_000,
+    maxTimeoutMs: options.maxTimeoutMs ?? 300_000,
+    maxCodeBytes: options.maxCodeBytes ?? MiB,
+    maxStdinBytes: options.maxStdinBytes ?? MiB,
+    output: {
+      maxBytes: options.output?.maxBytes ?? MiB,
+      maxLines: options.output?.maxLines ?? 2000,
+      redact: [
+        ...(options.output?.redact ?? DEFAULT_SECRET_PATTERNS).map((p, i) => compilePattern(p, i)),
+        ...(options.output?.redactEngineSecrets === false ? [] : engineSecretPatterns()),
+      ],
+    },
+    subprocess: {
+      addressSpaceBytes: sub.addressSpaceBytes,
+      fileSizeBytes: sub.fileSizeBytes ?? 64 * MiB,
+      openFiles: sub.openFiles ?? 256,
+      cpuSeconds: sub.cpuSeconds,
+      memoryBytes: sub.memoryBytes ?? 512 * MiB,
+      pids: sub.pids ?? 128,
+      tmpfsBytes: sub.tmpfsBytes ?? 64 * MiB,
+      warmSlots: sub.warmSlots ?? 2,
+      cgroup: { mode: sub.cgroup?.mode ?? 'auto', v2Parent: sub.cgroup?.v2Parent },
+    },
+    risk: options.risk ?? {},
+    routing: { ...DEFAULT_ROUTING, ...options.routing },
+    allowWeakerTier: options.allowWeakerTier ?? false,
+    interpreters: {
+      python: options.interpreters?.python ?? '/usr/bin/python3',
+      node: options.interpreters?.node ?? nodePath,
+      bash: options.interpreters?.bash ?? '/bin/bash',
+    },
+    bwrapPath: options.bwrapPath ?? '/usr/bin/bwrap',
+    prlimitPath: options.prlimitPath ?? '/usr/bin/prlimit',
+    shellPath: options.shellPath ?? '/bin/sh',
+    tempDir: options.tempDir,
+    extraReadOnlyBinds: options.extraReadOnlyBinds ?? [],
+  };
+  const positive: Array<[string, number | undefined]> = [
+    ['defaultTimeoutMs', resolved.defaultTimeoutMs],
+    ['maxTimeoutMs', resolved.maxTimeoutMs],
+    ['maxCodeBytes', resolved.maxCodeBytes],
+    ['maxStdinBytes', resolved.maxStdinBytes],
+    ['output.maxBytes', resolved.output.maxBytes],
+    ['output.maxLines', resolved.output.maxLines],
+    ['subprocess.addressSpaceBytes', resolved.subprocess.addressSpaceBytes],
+    ['subprocess.fileSizeBytes', resolved.subprocess.fileSizeBytes],
+    ['subprocess.openFiles', resolved.subprocess.openFiles],
+    ['subprocess.cpuSeconds', resolved.subprocess.cpuSeconds],
+    ['subprocess.memoryBytes', resolved.subprocess.memoryBytes],
+    ['subprocess.pids', resolved.subprocess.pids],
+    ['subprocess.tmpfsBytes', resolved.subprocess.tmpfsBytes],
+  ];
+  for (const [name, value] of positive) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new SandboxConfigError(name, `must be a positive integer, got ${String(value)}`);
+    }
+  }
+  const slots = resolved.subprocess.warmSlots;
+  if (!(Number.isSafeInteger(slots) && slots >= 0 && slots <= 64)) {
+    throw new SandboxConfigError(
+      'subprocess.warmSlots',
+      `must be an integer from 0 to 64, got ${String(slots)}`,
+    );
+  }
+  if (resolved.defaultTimeoutMs > resolved.maxTimeoutMs) {
+    throw new SandboxConfigError(
+      'defaultTimeoutMs',
+      `must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`,
+    );
+  }
+  if (!['auto', 'v2', 'v1', 'off'].includes(resolved.subprocess.cgroup.mode)) {
+    throw new SandboxConfigError('subprocess.cgroup.mode', 'must be auto, v2, v1 or off');
+  }
+  for (const [level, tier] of Object.entries(resolved.routing)) {
+    if (!TIERS.includes(tier)) throw new SandboxConfigError(`routing.${level}`, `unknown tier "${tier}"`);
+  }
+  const paths: Array<[string, string | undefined]> = [
+    ['interpreters.python', resolved.interpreters.python],
+    ['interpreters.node', resolved.interpreters.node],
+    ['interpreters.bash', resolved.interpreters.bash],
+    ['bwrapPath', resolved.bwrapPath],
+    ['prlimitPath', resolved.prlimitPath],
+    ['shellPath', resolved.shellPath],
+    ['tempDir', resolved.tempDir],
+    ['subprocess.cgroup.v2Parent', resolved.subprocess.cgroup.v2Parent],
+    ...resolved.extraReadOnlyBinds.map((p, i): [string, string] => [`extraReadOnlyBinds[${i}]`, p]),
+  ];
+  for (const [name, value] of paths) {
+    if (value !== undefined && !value.startsWith('/'))
+      throw new SandboxConfigError(name, 'must be an absolute path');
+  }
+  return resolved;
+}

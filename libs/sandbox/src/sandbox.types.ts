@@ -1,0 +1,107 @@
+import type {
+  ActionError,
+  Language,
+  OutputTruncation,
+  RiskAssessment,
+  RiskLevel,
+  Tier,
+  TierRequest,
+} from '@switchyard/common';
+
+/** A code action as the engine hands it to the sandbox manager. */
+export interface CodeRequest {
+  actionId: string;
+  sessionId: string;
+  language: Language;
+  code: string;
+  stdin?: string;
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  tier: TierRequest;
+  /** Absolute host path of the session's workspace. */
+  workspaceDir: string;
+}
+
+/** Where the policy sends a request, decided before anything runs. */
+export interface RoutingDecision {
+  risk: RiskAssessment;
+  /** The tier the action will run in, or the tier it was refused for. `undefined` for critical risk. */
+  tier?: Tier;
+  /** Set when the action must not run; the action is recorded as `denied`. */
+  denial?: ActionError;
+}
+
+/** What a code action produced. A non-zero exit is `failed`, not an error. */
+export interface CodeOutcome {
+  status: 'succeeded' | 'failed' | 'timed_out' | 'denied' | 'error';
+  tier?: Tier;
+  risk: RiskAssessment;
+  exitCode?: number;
+  stdout: string;
+  stderr: string;
+  truncated: OutputTruncation;
+  error?: ActionError;
+  durationMs: number;
+}
+
+/** One run handed to a tier, already validated and routed. */
+export interface TierJob {
+  actionId: string;
+  sessionId: string;
+  language: Language;
+  code: string;
+  stdin?: string;
+  /** Final environment for the child: allowlisted base plus the caller's validated entries. */
+  env: Record<string, string>;
+  timeoutMs: number;
+  workspaceDir: string;
+  output: OutputLimits;
+  /**
+   * Called with decoded output as it arrives (only what fits within `output`), so a caller can stream it
+   * live. Must not throw; it runs on the tier's read path.
+   */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void;
+}
+
+export interface OutputLimits {
+  /** Per stream. */
+  maxBytes: number;
+  /** Per stream. */
+  maxLines: number;
+  /** Secret patterns replaced by `[REDACTED]` before the caps apply (matched within a line). */
+  redact?: readonly RegExp[];
+}
+
+/** What a tier observed. The manager turns it into a `CodeOutcome`. */
+export interface TierRunResult {
+  exitCode?: number;
+  signal?: string;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  truncated: OutputTruncation;
+  /** A limit the tier enforced that ended the run (output cap hit, out of memory, …). */
+  limit?: { code: 'OUTPUT_CAP' | 'OUT_OF_MEMORY' | 'CPU_TIME' | 'FILE_SIZE' | 'PIDS'; message: string };
+  /** The interpreter could not be started at all. */
+  spawnError?: string;
+  /** The caller's `AbortSignal` fired and the run was killed. */
+  aborted?: boolean;
+  durationMs: number;
+}
+
+export interface TierAvailability {
+  available: boolean;
+  /** Why not, in words an operator can act on. */
+  reason?: string;
+  /** What the tier found when probing (limits in force, interpreters, …), for operators. */
+  details?: Record<string, unknown>;
+}
+
+export interface RiskThresholds {
+  /** Scores at or above each threshold take that level. */
+  medium: number;
+  high: number;
+  critical: number;
+}
+
+export type TierForLevel = Record<Exclude<RiskLevel, 'critical'>, Tier>;

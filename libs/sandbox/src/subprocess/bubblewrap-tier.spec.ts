@@ -1,0 +1,345 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { Logger } from '@nestjs/common';
+import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
+import { resolveSandboxOptions, type SandboxModuleOptions } from '../sandbox.options';
+import type { TierJob } from '../sandbox.types';
+import { BubblewrapTier } from './bubblewrap-tier';
+import { NoCgroupLimiter } from './cgroup-limiter';
+import { ProcessLauncher, type LaunchedProcess, type LaunchSpec, type ProcessExit } from './process-launcher';
+import {
+  ProcessLimiter,
+  type GroupLimits,
+  type LimitGroup,
+  type LimitGroupReport,
+  type LimiterMode,
+} from './process-limiter';
+
+/** What a fake process does once it has its options, like a program would. */
+type Program = (p: FakeProcess) => void;
+
+class FakeProcess implements LaunchedProcess {
+  readonly stdin = new PassThrough();
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  readonly status = new PassThrough();
+  readonly control = new PassThrough();
+  readonly closed: Promise<ProcessExit>;
+  options: string[] = [];
+  stdinText = '';
+  kills = 0;
+  private finish!: (exit: ProcessExit) => void;
+  private done = false;
+
+  constructor(
+    readonly pid: number,
+    readonly spec: LaunchSpec,
+    program: Program,
+  ) {
+    this.closed = new Promise((resolve) => (this.finish = resolve));
+    this.stdin.on('data', (c: Buffer) => (this.stdinText += c.toString()));
+    const chunks: Buffer[] = [];
+    this.control.on('data', (c: Buffer) => chunks.push(c));
+    this.control.on('end', () => {
+      this.options = Buffer.concat(chunks).toString().split('\0').slice(0, -1);
+      this.status.write(`{ "child-pid": ${pid + 1} }\n`);
+      program(this);
+    });
+  }
+
+  out(text: string): this {
+    this.stdout.write(text);
+    return this;
+  }
+  err(text: string): this {
+    this.stderr.write(text);
+    return this;
+  }
+  /** The code exited: bubblewrap reports the code, then everything closes. */
+  exit(code: number): void {
+    this.status.write(`{ "exit-code": ${code} }\n`);
+    this.close({ code, signal: null });
+  }
+  /** bubblewrap failed before the code ran: no exit-code. */
+  fail(message: string): void {
+    this.stderr.write(message);
+    this.close({ code: 1, signal: null });
+  }
+  killGroup(): void {
+    this.kills++;
+    this.close({ code: null, signal: 'SIGKILL' });
+  }
+  private close(exit: ProcessExit): void {
+    if (this.done) return;
+    this.done = true;
+    for (const s of [this.stdout, this.stderr, this.status]) s.end();
+    setImmediate(() => this.finish(exit));
+  }
+}
+
+class FakeLauncher extends ProcessLauncher {
+  readonly launched: FakeProcess[] = [];
+  program: Program = (p) => p.exit(0);
+  launch(spec: LaunchSpec): FakeProcess {
+    const proc = new FakeProcess(1000 + this.launched.length * 10, spec, (p) => this.program(p));
+    this.launched.push(proc);
+    return proc;
+  }
+}
+
+class FakeGroup implements LimitGroup {
+  readonly joined: number[] = [];
+  destroyed = false;
+  report_: LimitGroupReport = { oomKilled: false, pidsLimitHit: false };
+  joinError?: Error;
+  constructor(
+    readonly name: string,
+    readonly limits: GroupLimits,
+  ) {}
+  async join(pid: number): Promise<void> {
+    if (this.joinError) throw this.joinError;
+    this.joined.push(pid);
+  }
+  async kill(): Promise<void> {}
+  report(): LimitGroupReport {
+    return this.report_;
+  }
+  async destroy(): Promise<void> {
+    this.destroyed = true;
+  }
+}
+
+class FakeLimiter extends ProcessLimiter {
+  readonly mode: LimiterMode = 'cgroup-v2';
+  readonly description = 'fake cgroups';
+  readonly groups: FakeGroup[] = [];
+  next?: (g: FakeGroup) => void;
+  create(name: string, limits: GroupLimits): FakeGroup {
+    const group = new FakeGroup(name, limits);
+    this.next?.(group);
+    this.groups.push(group);
+    return group;
+  }
+  async dispose(): Promise<void> {}
+}
+
+let root: string;
+let workspaceDir: string;
+
+beforeAll(() => {
+  Logger.overrideLogger(false);
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-tier-unit-'));
+  workspaceDir = path.join(root, 'ws');
+  fs.mkdirSync(workspaceDir);
+});
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function setup(options: SandboxModuleOptions = {}, limiter: ProcessLimiter = new FakeLimiter()) {
+  // Any existing executable will do: the fake launcher never runs them.
+  const exe = process.execPath;
+  const resolved = resolveSandboxOptions({
+    bwrapPath: exe,
+    prlimitPath: exe,
+    interpreters: { python: exe, node: exe, bash: exe },
+    tempDir: root,
+    ...options,
+  });
+  const launcher = new FakeLauncher();
+  const tier = new BubblewrapTier(resolved, launcher, limiter);
+  return { tier, launcher, limiter: limiter as FakeLimiter };
+}
+
+function job(overrides: Partial<TierJob> = {}): TierJob {
+  return {
+    actionId: 'a1',
+    sessionId: 's1',
+    language: 'python',
+    code: 'print(1)',
+    env: { PATH: '/usr/bin:/bin', FOO: 'bar' },
+    timeoutMs: 2000,
+    workspaceDir,
+    output: { maxBytes: 1000, maxLines: 100 },
+    ...overrides,
+  };
+}
+
+describe('BubblewrapTier (fake processes)', () => {
+  it('probes once, then hands bubblewrap its options, env and stdin and reports the exit', async () => {
+    const { tier, launcher, limiter } = setup();
+    await tier.availability();
+    launcher.program = (p) => p.out(`got ${p.stdinText}\n`).exit(3);
+    const result = await tier.run(job({ stdin: 'input' }));
+    expect(result).toMatchObject({ exitCode: 3, stdout: 'got input\n', stderr: '', timedOut: false });
+    expect(result.limit).toBeUndefined();
+
+    const [probe, run] = launcher.launched;
+    expect(probe.spec.args).toContain('--unshare-all');
+    expect(run.spec.env).toEqual({});
+    const exe = fs.realpathSync(process.execPath);
+    expect(run.spec.args).toContain('--unshare-all');
+    expect(run.spec.args.slice(-5, -1)).toEqual(['--', exe, '-s', '-c']);
+    expect(run.spec.args.at(-1)).toContain('"/run/switchyard/main.py"');
+    const opts = run.options;
+    expect(opts.slice(0, 3)).toEqual(['--bind', workspaceDir, '/workspace']);
+    expect(opts.slice(6)).toEqual(['--setenv', 'PATH', '/usr/bin:/bin', '--setenv', 'FOO', 'bar']);
+    // The code file was bound read-only and removed afterwards.
+    const codeFile = opts[opts.indexOf('/run/switchyard/main.py') - 1];
+    expect(path.basename(codeFile)).toMatch(/^a1-[0-9a-f]+\.py$/);
+    for (let i = 0; i < 100 && fs.existsSync(codeFile); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(fs.existsSync(codeFile)).toBe(false);
+    await tier.onApplicationShutdown();
+    // Joined its cgroup before receiving the options, and the group was removed.
+    expect(limiter.groups[1].joined).toEqual([run.pid]);
+    expect(limiter.groups.every((g) => g.destroyed)).toBe(true);
+  });
+
+  it('kills the process group at the timeout', async () => {
+    const { tier, launcher } = setup();
+    await tier.availability();
+    launcher.program = (p) => void p.out('started\n');
+    const started = Date.now();
+    const result = await tier.run(job({ timeoutMs: 100 }));
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL', stdout: 'started\n' });
+    expect(result.exitCode).toBeUndefined();
+    expect(launcher.launched[1].kills).toBeGreaterThan(0);
+    await tier.onApplicationShutdown();
+  });
+
+  it('stops reading at the output cap, kills the run and streams only what fits', async () => {
+    const { tier, launcher } = setup();
+    const seen: string[] = [];
+    await tier.availability();
+    launcher.program = (p) => {
+      p.out('x'.repeat(600));
+      p.out('y'.repeat(600));
+    };
+    const result = await tier.run(
+      job({ onOutput: (stream, chunk) => seen.push(`${stream}:${chunk.length}`) }),
+    );
+    expect(result.stdout).toHaveLength(1000);
+    expect(result).toMatchObject({
+      truncated: { stdout: true, stderr: false },
+      limit: { code: 'OUTPUT_CAP' },
+    });
+    expect(seen).toEqual(['stdout:600', 'stdout:400']);
+    expect(launcher.launched[1].kills).toBeGreaterThan(0);
+    await tier.onApplicationShutdown();
+  });
+
+  it('reports a sandbox that failed before the code ran as a spawn error', async () => {
+    const { tier, launcher } = setup();
+    await tier.availability();
+    launcher.program = (p) => p.fail("bwrap: Can't find source path /nope: No such file or directory\n");
+    const result = await tier.run(job());
+    expect(result.spawnError).toBe(
+      "sandbox setup failed: bwrap: Can't find source path /nope: No such file or directory",
+    );
+    expect(result.exitCode).toBeUndefined();
+    await tier.onApplicationShutdown();
+  });
+
+  it('reports out-of-memory from the cgroup', async () => {
+    const { tier, launcher, limiter } = setup();
+    await tier.availability();
+    limiter.next = (g) => (g.report_ = { oomKilled: true, pidsLimitHit: false });
+    launcher.program = (p) => p.exit(137);
+    expect(await tier.run(job())).toMatchObject({
+      exitCode: 137,
+      signal: 'SIGKILL',
+      limit: { code: 'OUT_OF_MEMORY' },
+    });
+    await tier.onApplicationShutdown();
+  });
+
+  it('maps SIGXCPU and SIGXFSZ exits to limits', async () => {
+    const { tier, launcher } = setup();
+    await tier.availability();
+    launcher.program = (p) => p.exit(128 + os.constants.signals.SIGXCPU);
+    expect(await tier.run(job())).toMatchObject({ signal: 'SIGXCPU', limit: { code: 'CPU_TIME' } });
+    launcher.program = (p) => p.exit(128 + os.constants.signals.SIGXFSZ);
+    expect(await tier.run(job())).toMatchObject({ signal: 'SIGXFSZ', limit: { code: 'FILE_SIZE' } });
+    await tier.onApplicationShutdown();
+  });
+
+  it('kills the run when the caller aborts', async () => {
+    const { tier, launcher } = setup();
+    await tier.availability();
+    launcher.program = () => undefined;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    expect(await tier.run(job(), controller.signal)).toMatchObject({ aborted: true, timedOut: false });
+    expect(launcher.launched[1].kills).toBeGreaterThan(0);
+    await tier.onApplicationShutdown();
+  });
+
+  it('refuses to run when the sandbox could not join its cgroup', async () => {
+    const { tier, launcher, limiter } = setup();
+    await tier.availability();
+    limiter.next = (g) => (g.joinError = new Error('ESRCH'));
+    await expect(tier.run(job())).rejects.toThrow(expect.objectContaining({ code: 'CGROUP_JOIN' }));
+    expect(launcher.launched.at(-1)!.options).toEqual([]); // never received its options
+    expect(launcher.launched.at(-1)!.kills).toBe(1);
+    await tier.onApplicationShutdown();
+  });
+
+  it('keeps a warm sandbox per interpreter and limits, and reuses it', async () => {
+    const { tier, launcher } = setup({ subprocess: { warmSlots: 1 } });
+    await tier.availability(); // 1 launch
+    await tier.run(job()); // cold: 1 launch, then 1 warm
+    await new Promise((r) => setImmediate(r));
+    expect(launcher.launched).toHaveLength(3);
+    await tier.run(job()); // takes the warm one, makes another
+    await new Promise((r) => setImmediate(r));
+    expect(launcher.launched).toHaveLength(4);
+    expect(launcher.launched[2].options).toContain('--bind');
+    await tier.run(job({ language: 'bash' })); // different key: cold, and its warm one evicts python's
+    await new Promise((r) => setImmediate(r));
+    expect(launcher.launched).toHaveLength(6);
+    expect(launcher.launched[3].kills).toBe(1);
+    await tier.onApplicationShutdown();
+    expect(launcher.launched[5].kills).toBe(1);
+  });
+
+  it('without cgroups runs ungrouped and caps memory with rlimits', async () => {
+    const { tier, launcher } = setup({}, new NoCgroupLimiter('test'));
+    await tier.run(job());
+    await tier.run(job({ language: 'node' }));
+    const [, py, , node] = launcher.launched;
+    expect(py.spec.args).toContain(`--as=${512 * 2 ** 20}`);
+    expect(node.spec.args).toContain(`--as=${4 * 2 ** 30}`);
+    expect(node.spec.args).toContain('--max-old-space-size=512');
+    expect((await tier.availability()).details).toMatchObject({ limits: 'none', cgroup: 'test' });
+    await tier.onApplicationShutdown();
+  });
+
+  it('is unavailable, with the reason, when the probe sandbox fails; and then never runs', async () => {
+    const { tier, launcher } = setup();
+    launcher.program = (p) => p.fail('bwrap: No permissions to create new namespace\n');
+    const availability = await tier.availability();
+    expect(availability).toMatchObject({ available: false });
+    expect(availability.reason).toContain('No permissions to create new namespace');
+    await expect(tier.run(job())).rejects.toThrow(SandboxUnavailableError);
+    expect(launcher.launched).toHaveLength(1);
+    await tier.onApplicationShutdown();
+  });
+
+  it('is unavailable when bubblewrap is missing', async () => {
+    const { tier } = setup({ bwrapPath: '/nonexistent/bwrap' });
+    expect(await tier.availability()).toMatchObject({
+      available: false,
+      reason: expect.stringMatching(/bubblewrap not usable/),
+    });
+    await tier.onApplicationShutdown();
+  });
+
+  it('rejects a missing workspace as an engine fault', async () => {
+    const { tier } = setup();
+    await expect(tier.run(job({ workspaceDir: path.join(root, 'missing') }))).rejects.toThrow(
+      SandboxInternalError,
+    );
+    await tier.onApplicationShutdown();
+  });
+});

@@ -1,0 +1,189 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Language } from '@switchyard/common';
+
+/** Where the code file appears inside the sandbox, per language. */
+export const CODE_TARGET: Record<Language, string> = {
+  python: '/run/switchyard/main.py',
+  node: '/run/switchyard/main.js',
+  bash: '/run/switchyard/main.sh',
+};
+
+export const SANDBOX_UID = 65534;
+export const WORKSPACE_TARGET = '/workspace';
+/** Pipe on which bubblewrap writes its JSON status (`child-pid`, then `exit-code` once the code ran). */
+export const STATUS_FD = 3;
+/** Pipe bubblewrap reads its sandbox options from (`--args`); it does nothing until the engine closes it. */
+export const ARGS_FD = 4;
+
+/** Top-level system paths that interpreters need; `/usr` holds everything on merged-/usr systems. */
+const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
+
+export interface SystemLayout {
+  /** bubblewrap arguments recreating the system paths read-only. */
+  args: string[];
+  /** Host directories visible in the sandbox at the same path. */
+  boundDirs: string[];
+}
+
+/**
+ * Mirrors `/usr`, `/bin`, `/lib*` as they exist on the host: symlinks stay symlinks (Debian's merged /usr),
+ * real directories are bound read-only, missing ones are skipped.
+ */
+export function detectSystemLayout(
+  host: { lstat(p: string): fs.Stats | undefined; readlink(p: string): string } = {
+    lstat: (p) => fs.lstatSync(p, { throwIfNoEntry: false }),
+    readlink: (p) => fs.readlinkSync(p),
+  },
+): SystemLayout {
+  const args: string[] = [];
+  const boundDirs: string[] = [];
+  for (const p of SYSTEM_PATHS) {
+    const st = host.lstat(p);
+    if (!st) continue;
+    if (st.isSymbolicLink()) args.push('--symlink', host.readlink(p), p);
+    else if (st.isDirectory()) {
+      args.push('--ro-bind', p, p);
+      boundDirs.push(p);
+    }
+  }
+  return { args, boundDirs };
+}
+
+/** True when `file` is inside one of `dirs`. */
+export function isUnder(file: string, dirs: readonly string[]): boolean {
+  return dirs.some((d) => file === d || file.startsWith(d.endsWith('/') ? d : `${d}/`));
+}
+
+export interface RlimitSettings {
+  addressSpaceBytes?: number;
+  fileSizeBytes: number;
+  openFiles: number;
+  cpuSeconds: number;
+}
+
+export interface SandboxLayoutInput {
+  layout: SystemLayout;
+  /** Synthetic `/etc/passwd` and `/etc/group` with just the sandbox user. */
+  etc: { passwd: string; group: string };
+  /** Further host directories to show read-only at the same path (interpreters outside /usr, extra binds). */
+  readOnlyBinds: readonly string[];
+  tmpfsBytes: number;
+}
+
+/**
+ * The process the engine spawns: `prlimit <rlimits> -- bwrap <confinement> --args 4 <finish> -- <argv>`.
+ *
+ * prlimit execs bubblewrap, so the spawned pid is bubblewrap's monitor and leads the process group. bubblewrap
+ * blocks reading the run's own options (`buildRunArgs`) from fd 4, which lets the engine put it into the run's
+ * cgroup before it creates anything: every process of the sandbox is born inside the cgroup. Everything that
+ * confines lives on the command line, not in fd 4, so a launcher whose engine died before writing (EOF) still
+ * starts fully confined and fails for want of a workspace. fd 3 and fd 4 must be pipes.
+ */
+export function buildLauncherCommand(input: {
+  prlimitPath: string;
+  bwrapPath: string;
+  rlimits: RlimitSettings;
+  sandbox: SandboxLayoutInput;
+  /** Interpreter and its arguments, as seen inside the sandbox. */
+  argv: readonly string[];
+}): { command: string; args: string[] } {
+  const r = input.rlimits;
+  const s = input.sandbox;
+  const tmpfs = String(s.tmpfsBytes);
+  return {
+    command: input.prlimitPath,
+    args: [
+      '--core=0',
+      `--fsize=${r.fileSizeBytes}`,
+      `--nofile=${r.openFiles}`,
+      // Soft limit sends SIGXCPU (catchable), the hard one a second later SIGKILL.
+      `--cpu=${r.cpuSeconds}:${r.cpuSeconds + 1}`,
+      ...(r.addressSpaceBytes === undefined ? [] : [`--as=${r.addressSpaceBytes}`]),
+      '--',
+      input.bwrapPath,
+      '--unshare-all',
+      '--unshare-user',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-drop',
+      'ALL',
+      '--uid',
+      String(SANDBOX_UID),
+      '--gid',
+      String(SANDBOX_UID),
+      '--hostname',
+      'sandbox',
+      ...s.layout.args,
+      '--ro-bind-try',
+      '/etc/ld.so.cache',
+      '/etc/ld.so.cache',
+      '--ro-bind-try',
+      '/etc/alternatives',
+      '/etc/alternatives',
+      '--ro-bind',
+      s.etc.passwd,
+      '/etc/passwd',
+      '--ro-bind',
+      s.etc.group,
+      '/etc/group',
+      ...s.readOnlyBinds.flatMap((d) => ['--ro-bind', d, d]),
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--size',
+      tmpfs,
+      '--tmpfs',
+      '/dev/shm',
+      '--remount-ro',
+      '/dev',
+      '--size',
+      tmpfs,
+      '--tmpfs',
+      '/tmp',
+      // bubblewrap's own environment is empty already; the child's comes only from the run's --setenv.
+      '--clearenv',
+      '--args',
+      String(ARGS_FD),
+      // Only /workspace, /tmp and /dev/shm stay writable; the root tmpfs would otherwise take unbounded writes.
+      '--remount-ro',
+      '/',
+      '--chdir',
+      WORKSPACE_TARGET,
+      '--json-status-fd',
+      String(STATUS_FD),
+      '--',
+      ...input.argv,
+    ],
+  };
+}
+
+/** One run's own options, written to `ARGS_FD`: its workspace, its code file and its environment. */
+export function buildRunArgs(input: {
+  workspaceDir: string;
+  codeFile: string;
+  codeTarget: string;
+  env: Readonly<Record<string, string>>;
+}): string[] {
+  return [
+    '--bind',
+    input.workspaceDir,
+    WORKSPACE_TARGET,
+    '--ro-bind',
+    input.codeFile,
+    input.codeTarget,
+    ...Object.entries(input.env).flatMap(([k, v]) => ['--setenv', k, v]),
+  ];
+}
+
+/** `--args` wire format: NUL-terminated strings. */
+export function encodeArgs(args: readonly string[]): Buffer {
+  return Buffer.from(args.map((a) => `${a}\0`).join(''), 'utf8');
+}
+
+/** Directory to bind so `interpreter` (a resolved path) exists in the sandbox, or none when already visible. */
+export function interpreterBind(interpreter: string, boundDirs: readonly string[]): string | undefined {
+  return isUnder(interpreter, boundDirs) ? undefined : path.dirname(interpreter);
+}

@@ -1,0 +1,43 @@
+/** Per-run limits a `ProcessLimiter` enforces on a whole process tree. */
+export interface GroupLimits {
+  memoryBytes: number;
+  pids: number;
+}
+
+/** What a group saw, read after the run and before it is destroyed. */
+export interface LimitGroupReport {
+  oomKilled: boolean;
+  pidsLimitHit: boolean;
+}
+
+/**
+ * One run's cgroup(s). The tier joins bubblewrap's processes to the group while bubblewrap is held at its
+ * `--block-fd`, so nothing of the user's code ever runs outside the group.
+ */
+export interface LimitGroup {
+  readonly name: string;
+  /** Moves a process (its whole thread group) into the group; rejects when that fails (e.g. ESRCH). */
+  join(pid: number): Promise<void>;
+  /** SIGKILLs everything still in the group and waits (briefly) until it is empty. */
+  kill(): Promise<void>;
+  report(): LimitGroupReport;
+  /** Kills and removes the group. Idempotent; never throws. */
+  destroy(): Promise<void>;
+}
+
+export type LimiterMode = 'cgroup-v2' | 'cgroup-v1' | 'none';
+
+/**
+ * Port for limits rlimits cannot give us. RLIMIT_NPROC is not enforced for host uid 0, and bubblewrap maps the
+ * sandbox uid to the engine's, so pids and memory need cgroups. With `mode: 'none'` the tier still runs, confined
+ * by namespaces and rlimits only, and says so in its availability details.
+ */
+export abstract class ProcessLimiter {
+  abstract readonly mode: LimiterMode;
+  /** Where the groups live, or why there are none; for operators. */
+  abstract readonly description: string;
+  /** Creates a group for one run; `undefined` in mode `none`. Throws `SandboxInternalError` on failure. */
+  abstract create(name: string, limits: GroupLimits): LimitGroup | undefined;
+  /** Removes what the limiter itself created (best effort). */
+  abstract dispose(): Promise<void>;
+}

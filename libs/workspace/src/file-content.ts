@@ -1,0 +1,120 @@
+import type { FileHandle } from 'node:fs/promises';
+import { FileOpError, formatBytes } from './workspace.errors';
+
+/** Reading file content for the file API: bounded reads, text detection, line windows. */
+
+const CHUNK = 64 * 1024;
+
+/** Reads at most `size` bytes from the start: a file that code keeps growing cannot make us read forever. */
+export async function readUpTo(h: FileHandle, size: number): Promise<Buffer> {
+  const buf = Buffer.alloc(size);
+  let got = 0;
+  while (got < size) {
+    const { bytesRead } = await h.read(buf, got, size - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buf.subarray(0, got);
+}
+
+// ignoreBOM keeps a BOM in the text, so an edit writes it back instead of silently dropping it.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** UTF-8 text, or undefined for binary (a NUL byte or invalid UTF-8). */
+export function decodeText(buf: Buffer): string | undefined {
+  if (buf.includes(0)) return undefined;
+  try {
+    return UTF8.decode(buf);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LineWindow {
+  content: string;
+  totalLines: number;
+  offset: number;
+  lines: number;
+  truncated: boolean;
+}
+
+/** Lines `offset`…`offset+limit-1` (1-based) of `text`, with their line endings as in the file. */
+export function lineWindow(text: string, offset: number, limit: number): LineWindow {
+  const totalLines = text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  let start = 0;
+  for (let line = 1; line < offset && start < text.length; line++) {
+    const nl = text.indexOf('\n', start);
+    start = nl === -1 ? text.length : nl + 1;
+  }
+  let end = start;
+  let lines = 0;
+  while (lines < limit && end < text.length) {
+    const nl = text.indexOf('\n', end);
+    end = nl === -1 ? text.length : nl + 1;
+    lines++;
+  }
+  return { content: text.slice(start, end), totalLines, offset, lines, truncated: end < text.length };
+}
+
+/** `lineWindow` for files over the cap: streams, keeps at most `cap` bytes, still counts every line. */
+export async function streamLineWindow(
+  h: FileHandle,
+  size: number,
+  offset: number,
+  limit: number,
+  cap: number,
+  rel: string,
+): Promise<LineWindow> {
+  const buf = Buffer.alloc(CHUNK);
+  const parts: Buffer[] = [];
+  let kept = 0;
+  let cut = false;
+  let line = 1;
+  let lines = 0;
+  let lastKeptLine = 0;
+  let lastByte = 10;
+  for (let pos = 0; pos < size;) {
+    const { bytesRead } = await h.read(buf, 0, Math.min(CHUNK, size - pos), pos);
+    if (bytesRead === 0) break;
+    const chunk = buf.subarray(0, bytesRead);
+    if (pos === 0 && chunk.includes(0)) {
+      throw new FileOpError(
+        'FILE_TOO_LARGE',
+        `${rel} is a binary file of ${formatBytes(size)}, over the ${formatBytes(cap)} read cap; process it from code`,
+        { path: rel, size, cap },
+      );
+    }
+    for (let i = 0; i < chunk.length;) {
+      const nl = chunk.indexOf(10, i);
+      const stop = nl === -1 ? chunk.length : nl + 1;
+      if (line >= offset && line < offset + limit && !cut) {
+        const take = Math.min(stop - i, cap - kept);
+        if (take > 0 && line !== lastKeptLine) {
+          lines++;
+          lastKeptLine = line;
+        }
+        parts.push(Buffer.from(chunk.subarray(i, i + take)));
+        kept += take;
+        cut = take < stop - i;
+      }
+      if (nl !== -1) line++;
+      i = stop;
+    }
+    lastByte = chunk[chunk.length - 1];
+    pos += bytesRead;
+  }
+  const totalLines = line - 1 + (size > 0 && lastByte !== 10 ? 1 : 0);
+  return {
+    content: Buffer.concat(parts).toString('utf8'),
+    totalLines,
+    offset,
+    lines,
+    truncated: cut || totalLines >= offset + limit,
+  };
+}
+
+export function countOccurrences(text: string, find: string): number {
+  let n = 0;
+  for (let i = text.indexOf(find); i !== -1; i = text.indexOf(find, i + find.length)) n++;
+  return n;
+}

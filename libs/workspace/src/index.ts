@@ -1,0 +1,27 @@
+export * from './file-op.types';
+export { FileOperations } from './file-operations.service';
+export { compileGlob, type GlobMatcher } from './glob';
+export {
+  DEFAULT_MAX_PATH_LENGTH,
+  isInside,
+  type PathGuardOptions,
+  type RealPath,
+  realPathInside,
+  type ResolvedPath,
+  resolveInside,
+} from './path-guard';
+export { WorkspaceManager } from './workspace-manager.service';
+export {
+  FileOpError,
+  type FileOpErrorCode,
+  PathRejectedError,
+  type PathRejectionCode,
+} from './workspace.errors';
+export { WorkspaceModule } from './workspace.module';
+export {
+  DEFAULT_WORKSPACE_LIMITS,
+  resolveWorkspaceOptions,
+  WORKSPACE_OPTIONS,
+  type WorkspaceModuleOptions,
+  type WorkspaceOptions,
+} from './workspace.options';

@@ -1,0 +1,409 @@
+import { constants as C, existsSync, type Stats } from 'node:fs';
+import { type FileHandle, lstat, mkdir, open, readdir, readlink, realpath } from 'node:fs/promises';
+import * as path from 'node:path';
+import { InvalidInputError, NotFoundError } from '@switchyard/common';
+import { FileOpError, PathRejectedError } from './workspace.errors';
+
+/**
+ * Keeps every file-API access inside a workspace. Two layers:
+ *
+ * 1. `resolveInside` (pure): rejects malformed and lexically escaping paths and normalizes the rest.
+ * 2. `realPathInside` (disk): resolves symlinks one hop at a time and refuses any that leave the root,
+ *    dangle or point at another link. The ops then open what it vetted with `openDirInside`/`openFileIn`,
+ *    which walk component by component through `/proc/self/fd/<fd>` with O_NOFOLLOW: a component that
+ *    sandboxed code swaps for a symlink between the check and the use fails with ELOOP instead of being
+ *    followed (an `openat` chain, which Node lacks). This needs Linux `/proc`, like the sandbox tiers.
+ */
+
+export const DEFAULT_MAX_PATH_LENGTH = 4096;
+/** Linux NAME_MAX. */
+const MAX_SEGMENT_BYTES = 255;
+const NOFOLLOW_FLAGS = C.O_NOFOLLOW | C.O_NONBLOCK;
+
+export interface PathGuardOptions {
+  /** Longest accepted path in bytes (default 4096). */
+  maxPathLength?: number;
+  /** Accept `''` as the workspace root (for ops whose path is optional). Otherwise it is PATH_EMPTY. */
+  allowEmpty?: boolean;
+  /** Refuse paths that normalize to the root itself (`.`, `a/..`) with PATH_IS_ROOT. */
+  rejectRoot?: boolean;
+}
+
+export interface ResolvedPath {
+  /** Normalized relative path (`a/b`), `''` for the root. */
+  rel: string;
+  /** `rel` joined to the root, symlinks not resolved. */
+  abs: string;
+}
+
+export interface RealPath extends ResolvedPath {
+  realRoot: string;
+  /** Absolute path with every symlink on the way resolved and vetted. */
+  real: string;
+  /** `real` relative to `realRoot`, `''` for the root. */
+  realRel: string;
+  /** `lstat` of `real`; undefined when it does not exist (yet). */
+  stat?: Stats;
+}
+
+/**
+ * Normalizes `relPath` against `root` without touching the disk. Throws `PathRejectedError` for empty,
+ * absolute, escaping, NUL/control-char, backslash, percent-encoded-traversal and over-long paths.
+ * `a/../b` is fine; `a/../../x` is not.
+ */
+export function resolveInside(
+  root: string,
+  relPath: unknown,
+  field: string,
+  opts: PathGuardOptions = {},
+): ResolvedPath {
+  if (typeof relPath !== 'string') throw new InvalidInputError(field, `${field} must be a string`);
+  const reject = (code: ConstructorParameters<typeof PathRejectedError>[2], message: string): never => {
+    throw new PathRejectedError(field, relPath, code, message);
+  };
+  if (relPath === '') {
+    if (opts.allowEmpty && !opts.rejectRoot) return { rel: '', abs: root };
+    reject('PATH_EMPTY', `${field} is empty; give a path relative to the workspace root`);
+  }
+  if (relPath.includes('\0')) reject('PATH_NUL', `${field} contains a NUL byte`);
+  const max = opts.maxPathLength ?? DEFAULT_MAX_PATH_LENGTH;
+  const bytes = Buffer.byteLength(relPath);
+  if (bytes > max) reject('PATH_TOO_LONG', `${field} is ${bytes} bytes, over the ${max}-byte limit`);
+  // Newlines and other controls would forge lines in grep output and in the graph's file records.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  if (/[\x01-\x1f\x7f]/.test(relPath)) reject('PATH_CONTROL_CHAR', `${field} contains a control character`);
+  // On Linux `\` is an ordinary byte, so `..\..\x` could not escape here; but the same string means
+  // traversal to Windows tools, URL normalizers and people reading the graph, so it is refused outright.
+  if (relPath.includes('\\')) reject('PATH_BACKSLASH', `${field} contains a backslash; use / as separator`);
+  if (relPath.startsWith('/')) {
+    reject('PATH_ABSOLUTE', `${field} is absolute; give a path relative to the workspace root`);
+  }
+  checkEncodedTraversal(relPath, reject);
+
+  const segments: string[] = [];
+  for (const seg of relPath.split('/')) {
+    if (Buffer.byteLength(seg) > MAX_SEGMENT_BYTES) {
+      reject('PATH_TOO_LONG', `${field} has a component over ${MAX_SEGMENT_BYTES} bytes`);
+    }
+    if (seg === '' || seg === '.') continue;
+    if (seg !== '..') segments.push(seg);
+    else if (segments.pop() === undefined)
+      reject('PATH_ESCAPE', `${field} climbs out of the workspace with ..`);
+  }
+  if (segments.length === 0 && opts.rejectRoot) {
+    reject('PATH_IS_ROOT', `${field} names the workspace root itself; name an entry inside it`);
+  }
+  const rel = segments.join('/');
+  return { rel, abs: rel ? path.join(root, rel) : root };
+}
+
+/**
+ * Paths are used literally: nothing in the file API ever percent-decodes them, so a file named `%2e%2e`
+ * is just a file. A name that *would* decode (once, twice or thrice) to traversal is still refused,
+ * because some other layer (a proxy, a client, a log viewer) may decode it; such names have no honest use.
+ * Overlong UTF-8 (`%c0%ae`) and IIS-style `%u002e` are refused on sight for the same reason.
+ */
+function checkEncodedTraversal(
+  p: string,
+  reject: (code: 'PATH_ENCODED_TRAVERSAL', m: string) => never,
+): void {
+  if (!p.includes('%')) return;
+  const message = 'path contains percent-encoded traversal; send the decoded name (paths are not decoded)';
+  if (/%c[01]|%e0%80|%u00/i.test(p)) reject('PATH_ENCODED_TRAVERSAL', message);
+  let current = p;
+  for (let round = 0; round < 3; round++) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(current);
+    } catch {
+      return; // not valid percent-encoding: no decoder will turn it into traversal
+    }
+    if (decoded === current) return;
+    if (
+      decoded.includes('\0') ||
+      decoded.includes('\\') ||
+      decoded.startsWith('/') ||
+      decoded.split('/').includes('..')
+    ) {
+      reject('PATH_ENCODED_TRAVERSAL', message);
+    }
+    current = decoded;
+  }
+}
+
+export function isInside(root: string, p: string): boolean {
+  return p === root || p.startsWith(root.endsWith('/') ? root : `${root}/`);
+}
+
+/** Real path of a workspace directory; `NotFoundError` when it is missing. */
+export async function realRootOf(root: string): Promise<string> {
+  try {
+    const real = await realpath(root);
+    if (!(await lstat(real)).isDirectory()) throw new NotFoundError(`workspace ${root} is not a directory`);
+    return real;
+  } catch (err) {
+    if (errno(err) === 'ENOENT') throw new NotFoundError(`workspace ${root} does not exist`, { root });
+    throw err;
+  }
+}
+
+/**
+ * `resolveInside`, then the disk: every symlink on the path (the last one too, unless `followFinal` is
+ * false) is followed one hop and must land on an existing non-link inside the real root. Dangling links,
+ * links to links and links out (`ln -s .. up`, `ln -s /etc x`) are refused. A missing tail is fine: its
+ * nearest existing ancestor has been vetted, and files get created under it.
+ */
+export async function realPathInside(
+  root: string,
+  relPath: unknown,
+  field: string,
+  opts: PathGuardOptions & { followFinal?: boolean } = {},
+): Promise<RealPath> {
+  const resolved = resolveInside(root, relPath, field, opts);
+  const realRoot = await realRootOf(root);
+  const segs = resolved.rel ? resolved.rel.split('/') : [];
+  const done = (real: string, stat?: Stats): RealPath => ({
+    ...resolved,
+    realRoot,
+    real,
+    realRel: path.relative(realRoot, real),
+    stat,
+  });
+
+  let cur = realRoot;
+  let st = await lstat(realRoot);
+  for (let i = 0; i < segs.length; i++) {
+    const next = path.join(cur, segs[i]);
+    let s: Stats;
+    try {
+      s = await lstat(next);
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return done(path.join(next, ...segs.slice(i + 1)));
+      throw err;
+    }
+    const last = i === segs.length - 1;
+    if (s.isSymbolicLink() && (!last || opts.followFinal !== false)) {
+      cur = await followLink(realRoot, next, field, String(relPath));
+      st = await lstat(cur);
+    } else {
+      cur = next;
+      st = s;
+    }
+    if (!last && !st.isDirectory()) {
+      throw new FileOpError('ENOTDIR', `${segs.slice(0, i + 1).join('/')} is not a directory`, {
+        path: resolved.rel,
+      });
+    }
+  }
+  return done(cur, st);
+}
+
+async function followLink(realRoot: string, link: string, field: string, relPath: string): Promise<string> {
+  const reject = (
+    code: 'PATH_SYMLINK_ESCAPE' | 'PATH_SYMLINK_DANGLING' | 'PATH_SYMLINK_CHAIN',
+    why: string,
+  ) =>
+    new PathRejectedError(
+      field,
+      relPath,
+      code,
+      `${field} goes through symlink ${path.relative(realRoot, link)}, ${why}`,
+    );
+  // `link` sits in a directory with no symlinks in its path, so lexical `..` is physical `..` here.
+  const target = path.resolve(path.dirname(link), await readlink(link));
+  // Refused before anything is looked up: probing the target would tell code which host paths exist
+  // (dangling vs escape).
+  if (!isInside(realRoot, target)) throw reject('PATH_SYMLINK_ESCAPE', 'which leads outside the workspace');
+  // Walk the target from the root without following anything: any link on the way makes a chain.
+  let cur = realRoot;
+  for (const seg of path.relative(realRoot, target).split(path.sep).filter(Boolean)) {
+    cur = path.join(cur, seg);
+    let s: Stats;
+    try {
+      s = await lstat(cur);
+    } catch (err) {
+      if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') {
+        throw reject('PATH_SYMLINK_DANGLING', 'which points nowhere');
+      }
+      throw err;
+    }
+    if (s.isSymbolicLink()) throw reject('PATH_SYMLINK_CHAIN', 'which points to or through another link');
+  }
+  return cur;
+}
+
+/** `/proc` path that names exactly what `h` has open, whatever happens to the path it was opened by. */
+export function fdPath(h: FileHandle, name?: string): string {
+  return name === undefined ? `/proc/self/fd/${h.fd}` : `/proc/self/fd/${h.fd}/${name}`;
+}
+
+export function assertProcFd(): void {
+  if (!existsSync('/proc/self/fd')) {
+    throw new Error(
+      'the workspace file API needs Linux /proc (/proc/self/fd) to guard against symlink races',
+    );
+  }
+}
+
+export interface CreateAs {
+  mode: number;
+  owner?: { uid: number; gid: number };
+}
+
+/**
+ * Opens `realRel` (a path `realPathInside` returned: no symlinks in it) one component at a time, each
+ * relative to the directory opened before it and with O_NOFOLLOW, so nothing swapped in meanwhile is
+ * followed. With `create`, missing components are made (mkdir -p). The caller closes the handle.
+ */
+export async function openDirInside(
+  realRoot: string,
+  realRel: string,
+  field: string,
+  create?: CreateAs,
+): Promise<FileHandle> {
+  let dir = await open(realRoot, C.O_RDONLY | C.O_DIRECTORY | NOFOLLOW_FLAGS);
+  try {
+    for (const seg of realRel ? realRel.split('/') : []) {
+      const created = create ? await mkdirIn(dir, seg, create.mode) : false;
+      const next = await openFileIn(dir, seg, C.O_RDONLY | C.O_DIRECTORY, field, realRel);
+      await dir.close();
+      dir = next;
+      // Through the fd, never the path: chmod/chown by path would follow a link swapped in after mkdir.
+      if (created && create) await applyOwnership(dir, create);
+    }
+    return dir;
+  } catch (err) {
+    await dir.close();
+    throw err;
+  }
+}
+
+async function mkdirIn(dir: FileHandle, name: string, mode: number): Promise<boolean> {
+  try {
+    await mkdir(fdPath(dir, name), mode);
+    return true;
+  } catch (err) {
+    if (errno(err) === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/** Gives a freshly created entry exactly `mode` (mkdir/open filter it through the umask) and the owner. */
+export async function applyOwnership(h: FileHandle, create: CreateAs): Promise<void> {
+  await h.chmod(create.mode);
+  if (create.owner) await h.chown(create.owner.uid, create.owner.gid);
+}
+
+/**
+ * Opens `name` in the pinned directory `dir` without following a final symlink (O_NONBLOCK too, so a
+ * FIFO planted by code cannot hang the engine in open()).
+ */
+export async function openFileIn(
+  dir: FileHandle,
+  name: string,
+  flags: number,
+  field: string,
+  relPath: string,
+  mode?: number,
+): Promise<FileHandle> {
+  try {
+    return await open(fdPath(dir, name), flags | NOFOLLOW_FLAGS, mode);
+  } catch (err) {
+    const code = errno(err);
+    if (code === 'ELOOP' || (code === 'ENOTDIR' && (await isLinkIn(dir, name)))) {
+      throw new PathRejectedError(
+        field,
+        relPath,
+        'PATH_SYMLINK_ESCAPE',
+        `${field} became a symlink while in use`,
+      );
+    }
+    if (code === 'ENXIO') throw new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`);
+    throw toFileOpError(err, relPath);
+  }
+}
+
+async function isLinkIn(dir: FileHandle, name: string): Promise<boolean> {
+  return (await lstat(fdPath(dir, name)).catch(() => undefined))?.isSymbolicLink() ?? false;
+}
+
+/**
+ * Refuses anything but a regular file with a single link. A hardlink is indistinguishable from the file
+ * it shares an inode with, so one planted by code (`ln /etc/shadow x`, possible where
+ * fs.protected_hardlinks is off) would let the engine read or write outside the workspace. Regular files
+ * created normally have nlink 1, so the refusal costs honest users nothing.
+ */
+export async function assertPlainFile(h: FileHandle, field: string, relPath: string): Promise<Stats> {
+  const st = await h.stat();
+  if (st.isDirectory()) throw new FileOpError('EISDIR', `${relPath} is a directory`, { path: relPath });
+  if (!st.isFile())
+    throw new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`, { path: relPath });
+  if (st.nlink > 1) {
+    throw new PathRejectedError(
+      field,
+      relPath,
+      'PATH_HARDLINK',
+      `${relPath} has ${st.nlink} hard links; the file API refuses hardlinked files, copy it from code instead`,
+    );
+  }
+  return st;
+}
+
+/**
+ * Reads a directory opened by absolute path, after checking through `/proc/self/fd` that the directory
+ * actually opened is the one named (an intermediate component swapped for a link would show up as a
+ * different path). Entries are lstat'ed through the same fd. Returns undefined when the directory is gone
+ * or cannot be opened by path any more (too deep); walks treat that as "skip".
+ */
+export async function readDirVerified(absDir: string): Promise<{ name: string; stat: Stats }[] | undefined> {
+  let h: FileHandle;
+  try {
+    h = await open(absDir, C.O_RDONLY | C.O_DIRECTORY | NOFOLLOW_FLAGS);
+  } catch (err) {
+    const code = errno(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG')
+      return undefined;
+    throw err;
+  }
+  try {
+    if ((await readlink(fdPath(h))) !== absDir) return undefined;
+    const names = (await readdir(fdPath(h))).sort(compareNames);
+    const out: { name: string; stat: Stats }[] = [];
+    for (const name of names) {
+      const stat = await lstat(fdPath(h, name)).catch(() => undefined); // vanished meanwhile: skip
+      if (stat) out.push({ name, stat });
+    }
+    return out;
+  } finally {
+    await h.close();
+  }
+}
+
+/** Code-unit order, the same everywhere so cursors and snapshots agree. */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function errno(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
+}
+
+const ERRNO_MESSAGES: Partial<Record<string, [FileOpErrorCodeLike, string]>> = {
+  ENOENT: ['ENOENT', 'does not exist'],
+  EEXIST: ['EEXIST', 'already exists'],
+  EISDIR: ['EISDIR', 'is a directory'],
+  ENOTDIR: ['ENOTDIR', 'has a parent that is not a directory'],
+  ENOTEMPTY: ['ENOTEMPTY', 'is a directory that is not empty'],
+  EACCES: ['EACCES', 'is not accessible'],
+  EPERM: ['EACCES', 'is not accessible'],
+  ENOSPC: ['WORKSPACE_FULL', 'cannot be written: the disk is full'],
+  EDQUOT: ['WORKSPACE_FULL', 'cannot be written: the disk quota is exhausted'],
+};
+type FileOpErrorCodeLike = ConstructorParameters<typeof FileOpError>[0];
+
+/** Turns an errno from the disk into the matching `FileOpError`; anything unexpected passes through. */
+export function toFileOpError(err: unknown, relPath: string): unknown {
+  const hit = ERRNO_MESSAGES[errno(err) ?? ''];
+  if (!hit || err instanceof FileOpError) return err;
+  return new FileOpError(hit[0], `${relPath || '.'} ${hit[1]}`, { path: relPath }, { cause: err });
+}

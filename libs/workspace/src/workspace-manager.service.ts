@@ -1,0 +1,139 @@
+import { constants as C } from 'node:fs';
+import { chmod, lstat, mkdir, open, stat } from 'node:fs/promises';
+import * as path from 'node:path';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InvalidInputError } from '@switchyard/common';
+import type { WorkspaceSnapshot } from './file-op.types';
+import { errno, realRootOf } from './path-guard';
+import { compareSegments, diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
+import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
+
+const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * Owns the per-session workspace directories under `root`.
+ *
+ * Permissions: sandboxed code runs as an unprivileged uid (65534 by default) and must write its
+ * workspace. When the engine runs as root, each session directory is chowned to `sandboxUid:sandboxGid`
+ * with `dirMode` (default 0o700), so only that uid (and root) can enter it. Otherwise the directory keeps
+ * the engine's uid and gets `dirMode`; an operator whose sandboxes run as another uid sets 0o777, which
+ * is tolerable only because `root` itself is held at 0o711 (others may traverse it, never list it).
+ * Files the file API creates inherit owner and bits from the session directory (see `FileOperations`).
+ */
+@Injectable()
+export class WorkspaceManager {
+  private readonly logger = new Logger(WorkspaceManager.name);
+
+  constructor(@Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions) {}
+
+  /** Creates (idempotently) and returns the session's workspace directory. */
+  async create(sessionId: string): Promise<string> {
+    const dir = this.dirOf(sessionId);
+    await this.ensureRoot();
+    try {
+      await mkdir(dir, this.options.dirMode);
+    } catch (err) {
+      if (errno(err) !== 'EEXIST') throw err;
+      if (!(await lstat(dir)).isDirectory())
+        throw new Error(`workspace path ${dir} exists and is not a directory`);
+    }
+    // Through an fd opened without following links, in case the name was swapped after mkdir.
+    const h = await open(dir, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+    try {
+      await h.chmod(this.options.dirMode); // mkdir's mode went through the umask
+      const { sandboxUid, sandboxGid } = this.options;
+      if (process.getuid?.() === 0 && sandboxUid !== null)
+        await h.chown(sandboxUid, sandboxGid ?? sandboxUid);
+    } finally {
+      await h.close();
+    }
+    this.logger.debug(`workspace created for session ${sessionId}`);
+    return dir;
+  }
+
+  /** Absolute workspace path of a session; refuses ids that are not `[A-Za-z0-9_-]+`. */
+  dirOf(sessionId: string): string {
+    if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+      throw new InvalidInputError(
+        'sessionId',
+        'sessionId must be 1-128 characters of A-Z, a-z, 0-9, _ and -',
+      );
+    }
+    return path.join(this.options.root, sessionId);
+  }
+
+  /** rm -rf of the session's workspace; a missing workspace is fine. Never follows links inside it. */
+  async remove(sessionId: string): Promise<void> {
+    const dir = this.dirOf(sessionId);
+    let root;
+    try {
+      root = await open(this.options.root, C.O_RDONLY | C.O_DIRECTORY);
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      await removeEntry(root, sessionId, dir);
+    } finally {
+      await root.close();
+    }
+    this.logger.debug(`workspace removed for session ${sessionId}`);
+  }
+
+  /** Bytes held by the session's regular files (a lower bound past `maxScanEntries`). */
+  async usageBytes(sessionId: string): Promise<number> {
+    return (await diskUsage(await realRootOf(this.dirOf(sessionId)), this.options.maxScanEntries)).bytes;
+  }
+
+  /** A picture of every file and link (not directories) to diff later with `changedPaths`. */
+  async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
+    const entries = new Map<string, string>();
+    const state: WalkState = { scanned: 0, partial: false };
+    // Walks verify each directory against its real path, so they must start from one.
+    const start = await realRootOf(this.dirOf(sessionId));
+    // The cap counts the entries recorded; walk's own bound (larger) only keeps directories-only trees finite.
+    const opts = { recursive: true, maxEntries: this.options.maxScanEntries };
+    for await (const e of walk(start, opts, state)) {
+      if (e.type === 'dir') continue;
+      if (entries.size === this.options.snapshotMaxEntries) {
+        state.partial = true;
+        break;
+      }
+      entries.set(e.rel, `${e.stat.size}:${e.stat.mtimeMs}:${e.stat.ino}`);
+    }
+    return { entries, partial: state.partial };
+  }
+
+  /**
+   * Paths added, modified or deleted between two snapshots, sorted in walk order. A partial snapshot
+   * covers a prefix of the walk order, so only paths up to the shorter coverage are compared; otherwise
+   * the entries that slid past the cap would show up as bogus deletions.
+   */
+  changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
+    const bounds = [before, after].filter((s) => s.partial).map((s) => lastKey(s.entries));
+    const bound = bounds.reduce<string[] | undefined>((min, b) => {
+      if (!b) return min;
+      return !min || compareSegments(b, min) < 0 ? b : min;
+    }, undefined);
+    const inRange = (p: string) => !bound || compareSegments(p.split('/'), bound) <= 0;
+    const changed = new Set<string>();
+    for (const [p, v] of before.entries) if (after.entries.get(p) !== v && inRange(p)) changed.add(p);
+    for (const p of after.entries.keys()) if (!before.entries.has(p) && inRange(p)) changed.add(p);
+    return [...changed].sort((a, b) => compareSegments(a.split('/'), b.split('/')));
+  }
+
+  /** `root` exists and is 0o711/0o700 at most: other host users may traverse, never list or write. */
+  private async ensureRoot(): Promise<void> {
+    const root = this.options.root;
+    await mkdir(root, { recursive: true, mode: 0o711 });
+    const st = await stat(root); // operator's setting: a link here is the operator's choice, so followed
+    if (!st.isDirectory()) throw new Error(`workspace root ${root} is not a directory`);
+    if ((st.mode & 0o066) !== 0) await chmod(root, st.mode & 0o711);
+  }
+}
+
+function lastKey(entries: Map<string, string>): string[] | undefined {
+  let last: string | undefined;
+  for (const k of entries.keys()) last = k;
+  return last?.split('/');
+}

@@ -1,0 +1,84 @@
+import * as path from 'node:path';
+import { InvalidInputError } from '@switchyard/common';
+import type { WorkspaceLimits } from './file-op.types';
+
+/** Injection token of the resolved {@link WorkspaceOptions}. */
+export const WORKSPACE_OPTIONS = Symbol('switchyard:workspace:options');
+
+export const DEFAULT_WORKSPACE_LIMITS: Readonly<WorkspaceLimits> = Object.freeze({
+  maxFileBytes: 1024 * 1024,
+  maxWorkspaceBytes: 512 * 1024 * 1024,
+  maxPathLength: 4096,
+});
+
+/** What `WorkspaceModule.forRoot` accepts; everything but `root` has a default. */
+export interface WorkspaceModuleOptions {
+  /** Absolute data directory; each session gets `<root>/<sessionId>`. */
+  root: string;
+  limits?: Partial<WorkspaceLimits>;
+  /**
+   * Owner given to session directories when the engine runs as root, so sandboxed code (which runs as
+   * this uid) can write its workspace. Default 65534 (nobody). `null` disables the chown.
+   */
+  sandboxUid?: number | null;
+  /** Default 65534 (nogroup). */
+  sandboxGid?: number | null;
+  /**
+   * Mode of each session directory. Default 0o700: with the chown above only the sandbox uid (and root)
+   * can enter. An engine that cannot chown but whose sandboxes run as another uid needs 0o777 here; that
+   * is tolerable only because `root` is kept at 0o711 (see `WorkspaceManager.create`).
+   */
+  dirMode?: number;
+  /** Entries a walk (usage, list, find, grep) visits before it stops. Default 100 000. */
+  maxScanEntries?: number;
+  /** Entries a snapshot records before it is marked `partial`. Default 10 000. */
+  snapshotMaxEntries?: number;
+  /** Longest grep pattern accepted (chars). Default 1000. */
+  maxRegexLength?: number;
+  /** CPU time one grep may spend matching a single file before it is refused as too slow. Default 1000 ms. */
+  grepFileTimeoutMs?: number;
+}
+
+export type WorkspaceOptions = Required<Omit<WorkspaceModuleOptions, 'limits'>> & { limits: WorkspaceLimits };
+
+/** Fills defaults and fails loudly, naming the setting at fault; called once at boot. */
+export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): WorkspaceOptions {
+  if (typeof input.root !== 'string' || !path.isAbsolute(input.root)) {
+    throw new InvalidInputError('workspace.root', 'root must be an absolute path');
+  }
+  const opts: WorkspaceOptions = {
+    root: path.resolve(input.root),
+    limits: { ...DEFAULT_WORKSPACE_LIMITS, ...input.limits },
+    sandboxUid: input.sandboxUid === undefined ? 65534 : input.sandboxUid,
+    sandboxGid: input.sandboxGid === undefined ? 65534 : input.sandboxGid,
+    dirMode: input.dirMode ?? 0o700,
+    maxScanEntries: input.maxScanEntries ?? 100_000,
+    snapshotMaxEntries: input.snapshotMaxEntries ?? 10_000,
+    maxRegexLength: input.maxRegexLength ?? 1000,
+    grepFileTimeoutMs: input.grepFileTimeoutMs ?? 1000,
+  };
+  const positive: [string, number][] = [
+    ['limits.maxFileBytes', opts.limits.maxFileBytes],
+    ['limits.maxWorkspaceBytes', opts.limits.maxWorkspaceBytes],
+    ['limits.maxPathLength', opts.limits.maxPathLength],
+    ['maxScanEntries', opts.maxScanEntries],
+    ['snapshotMaxEntries', opts.snapshotMaxEntries],
+    ['maxRegexLength', opts.maxRegexLength],
+    ['grepFileTimeoutMs', opts.grepFileTimeoutMs],
+  ];
+  for (const [name, value] of positive) {
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new InvalidInputError(`workspace.${name}`, `${name} must be a positive integer, got ${value}`);
+    }
+  }
+  for (const name of ['sandboxUid', 'sandboxGid'] as const) {
+    const v = opts[name];
+    if (v !== null && (!Number.isSafeInteger(v) || v < 0)) {
+      throw new InvalidInputError(`workspace.${name}`, `${name} must be a non-negative integer or null`);
+    }
+  }
+  if (!Number.isInteger(opts.dirMode) || opts.dirMode < 0 || opts.dirMode > 0o777) {
+    throw new InvalidInputError('workspace.dirMode', 'dirMode must be a permission mode between 0 and 0o777');
+  }
+  return opts;
+}

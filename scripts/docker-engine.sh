@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Make sure a Docker engine answers on this machine; start one if not.
+#
+#   bash scripts/docker-engine.sh           # ensure an engine runs (idempotent)
+#   bash scripts/docker-engine.sh status    # exit 0 if an engine answers, 1 if not
+#   bash scripts/docker-engine.sh stop      # stop the dockerd THIS script started (pid file)
+#
+# - If an engine already answers (`docker info`, or GET /_ping on the socket), nothing is done.
+# - Else, as root: install Debian's `docker.io` if `dockerd` is missing, then start
+#   `dockerd --bridge=none --iptables=false` in the background (nohup + setsid), logging to
+#   $SWITCHYARD_RUNTIME_DIR/dockerd.log (default <repo>/.runtime/) with the pid in dockerd.pid,
+#   and wait up to $SWITCHYARD_DOCKERD_TIMEOUT seconds (default 60) for the socket to answer.
+# - The engine only ever starts sandboxes with `--network none`, so the daemon runs without a
+#   bridge and without touching iptables: no docker0, no NAT rules, no private address ranges.
+# - Without systemd (containers, CI VMs), apt's post-install must not try to start the packaged
+#   service (its init script would start a *default* dockerd with a bridge): during the install a
+#   temporary policy-rc.d that denies service starts is put in place if none exists.
+#   With systemd as PID 1, the packaged docker.service is left to start itself and is used as is.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUNTIME_DIR="${SWITCHYARD_RUNTIME_DIR:-$REPO/.runtime}"
+LOG_FILE="$RUNTIME_DIR/dockerd.log"
+PID_FILE="$RUNTIME_DIR/dockerd.pid"
+SOCKET="/var/run/docker.sock"
+TIMEOUT="${SWITCHYARD_DOCKERD_TIMEOUT:-60}"
+
+say() { printf '[docker-engine] %s\n' "$*"; }
+die() { printf '[docker-engine] ERROR: %s\n' "$*" >&2; exit 1; }
+
+engine_answers() {
+  # Socket ping first: cheap, and independent of the CLI/daemon API version pairing.
+  if [[ -S "$SOCKET" ]] && command -v curl >/dev/null 2>&1; then
+    if [[ "$(curl -fsS --max-time 3 --unix-socket "$SOCKET" http://localhost/_ping 2>/dev/null)" == "OK" ]]; then
+      return 0
+    fi
+  fi
+  # `docker info` also covers DOCKER_HOST / contexts pointing elsewhere.
+  if command -v docker >/dev/null 2>&1; then
+    timeout 10 docker info >/dev/null 2>&1 && return 0
+  fi
+  return 1
+}
+
+our_pid() {
+  # Prints the pid from our pid file if that process is still a dockerd.
+  [[ -f "$PID_FILE" ]] || return 1
+  local pid
+  pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  [[ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" == "dockerd" ]] || return 1
+  echo "$pid"
+}
+
+have_systemd() { [[ -d /run/systemd/system ]]; }
+
+install_docker_io() {
+  [[ "$(id -u)" -eq 0 ]] || die "dockerd is not installed and this is not root: install docker.io (apt-get install docker.io) or run as root"
+  command -v apt-get >/dev/null 2>&1 || die "dockerd is not installed and apt-get is missing: install a Docker engine by hand"
+  export DEBIAN_FRONTEND=noninteractive
+  # apt-get update once, only if docker.io is not known to apt yet.
+  local policy_out
+  policy_out="$(apt-cache policy docker.io 2>/dev/null || true)"
+  if [[ "$policy_out" != *"Candidate: "[0-9]* ]]; then
+    say "apt-get update"
+    apt-get update -qq || die "apt-get update failed"
+  fi
+  local policy=/usr/sbin/policy-rc.d temp_policy=0
+  if ! have_systemd && [[ ! -e "$policy" ]]; then
+    # No systemd: keep the package from starting its own (bridged) daemon via invoke-rc.d.
+    printf '#!/bin/sh\n# temporary, from switchyard scripts/docker-engine.sh\nexit 101\n' >"$policy"
+    chmod 0755 "$policy"
+    temp_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  say "installing docker.io (apt-get install --no-install-recommends docker.io)"
+  if ! apt-get install -y -qq --no-install-recommends docker.io >"$RUNTIME_DIR/apt-docker.io.log" 2>&1; then
+    tail -n 20 "$RUNTIME_DIR/apt-docker.io.log" >&2 || true
+    die "apt-get install docker.io failed (full log: $RUNTIME_DIR/apt-docker.io.log)"
+  fi
+  if [[ "$temp_policy" -eq 1 ]]; then
+    rm -f "$policy"
+    trap - EXIT
+  fi
+  command -v dockerd >/dev/null 2>&1 || die "docker.io installed but dockerd is still not on PATH"
+  say "installed $(dockerd --version 2>/dev/null || echo dockerd)"
+}
+
+wait_for_engine() {
+  local pid="${1:-}" waited=0
+  while ((waited < TIMEOUT)); do
+    if engine_answers; then return 0; fi
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      say "dockerd (pid $pid) exited; last log lines:"
+      tail -n 25 "$LOG_FILE" >&2 || true
+      die "dockerd failed to start (log: $LOG_FILE)"
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  [[ -f "$LOG_FILE" ]] && tail -n 25 "$LOG_FILE" >&2
+  die "no Docker engine answered on $SOCKET within ${TIMEOUT}s (log: $LOG_FILE)"
+}
+
+cmd_status() {
+  if engine_answers; then say "engine answers"; exit 0; fi
+  say "no engine answers"; exit 1
+}
+
+cmd_stop() {
+  local pid
+  if ! pid="$(our_pid)"; then say "no dockerd started by this script is running"; exit 0; fi
+  say "stopping dockerd (pid $pid)"
+  kill -TERM "$pid"
+  for _ in $(seq 1 30); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$PID_FILE"; say "stopped"; exit 0; }
+    sleep 1
+  done
+  die "dockerd (pid $pid) did not stop within 30s"
+}
+
+cmd_start() {
+  if engine_answers; then
+    say "engine already answers; nothing to do"
+    return 0
+  fi
+  mkdir -p "$RUNTIME_DIR"
+
+  # A daemon we (or someone) started may still be coming up: wait for it rather than start a second.
+  local pid
+  if pid="$(our_pid)"; then
+    say "dockerd (pid $pid) from an earlier run is starting; waiting up to ${TIMEOUT}s"
+    wait_for_engine "$pid"
+    say "engine ready"
+    return 0
+  fi
+  if command -v pgrep >/dev/null 2>&1 && pid="$(pgrep -x dockerd | head -n1)" && [[ -n "$pid" ]]; then
+    say "a dockerd (pid $pid) not started by this script is running; waiting up to ${TIMEOUT}s for it"
+    wait_for_engine "$pid"
+    say "engine ready"
+    return 0
+  fi
+
+  if ! command -v dockerd >/dev/null 2>&1; then
+    install_docker_io
+    if engine_answers; then # e.g. systemd started the packaged service
+      say "engine answers after install (packaged service); nothing more to do"
+      return 0
+    fi
+  fi
+
+  [[ "$(id -u)" -eq 0 ]] || die "starting dockerd needs root (or start the Docker service yourself)"
+  if have_systemd && systemctl cat docker.service >/dev/null 2>&1; then
+    say "systemd present: systemctl start docker"
+    systemctl start docker || die "systemctl start docker failed (see: journalctl -u docker)"
+    wait_for_engine ""
+    say "engine ready (docker.service)"
+    return 0
+  fi
+
+  say "starting dockerd --bridge=none --iptables=false (log: $LOG_FILE)"
+  {
+    printf '\n===== %s scripts/docker-engine.sh start =====\n' "$(date -u +%FT%TZ)"
+  } >>"$LOG_FILE"
+  # setsid: own session, so stopping the shell/job that ran this script does not stop the daemon.
+  setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+    >>"$LOG_FILE" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$PID_FILE"
+  wait_for_engine "$pid"
+  local driver
+  driver="$(timeout 10 docker info --format '{{.Driver}}' 2>/dev/null || echo '?')"
+  say "engine ready (dockerd pid $pid, storage driver $driver)"
+  if [[ "$driver" == "vfs" ]]; then
+    say "warning: storage driver vfs (no overlayfs here): every layer is a full copy, builds and runs are slow"
+  fi
+}
+
+case "${1:-start}" in
+  start) cmd_start ;;
+  status) cmd_status ;;
+  stop) cmd_stop ;;
+  *) die "usage: $0 [start|status|stop]" ;;
+esac

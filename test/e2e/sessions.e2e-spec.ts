@@ -1,0 +1,121 @@
+import { existsSync } from 'node:fs';
+import { EngineHarness } from '../support/engine-harness';
+
+describe('sessions API', () => {
+  let engine: EngineHarness;
+
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_SWEEP_INTERVAL_MS: '100' });
+  });
+  afterAll(() => engine.stop());
+
+  it('creates, lists, gets and deletes a session with its workspace', async () => {
+    const created = await engine.request('POST', '/v1/sessions', { metadata: { agent: 'a1' }, ttlSeconds: 600 });
+    expect(created.status).toBe(201);
+    const s = created.body;
+    expect(s.id).toMatch(/^ses_[0-9a-f]{24}$/);
+    expect(s.metadata).toEqual({ agent: 'a1' });
+    expect(new Date(s.expiresAt).getTime() - new Date(s.createdAt).getTime()).toBe(600_000);
+    expect(existsSync(engine.workspaceOf(s.id))).toBe(true);
+
+    const list = await engine.request('GET', '/v1/sessions');
+    expect(list.status).toBe(200);
+    expect(list.body.sessions.map((x: { id: string }) => x.id)).toContain(s.id);
+
+    const got = await engine.request('GET', `/v1/sessions/${s.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.id).toBe(s.id);
+
+    const del = await engine.request('DELETE', `/v1/sessions/${s.id}`);
+    expect(del.status).toBe(204);
+    expect(existsSync(engine.workspaceOf(s.id))).toBe(false);
+    expect((await engine.request('GET', `/v1/sessions/${s.id}`)).status).toBe(404);
+    expect((await engine.request('DELETE', `/v1/sessions/${s.id}`)).status).toBe(404);
+  });
+
+  it('defaults to an empty metadata object and a one-hour TTL', async () => {
+    const res = await engine.request('POST', '/v1/sessions');
+    expect(res.status).toBe(201);
+    expect(res.body.metadata).toEqual({});
+    expect(res.body.ttlSeconds).toBe(3600);
+  });
+
+  it('answers 404 for unknown sessions on every session route', async () => {
+    const id = 'ses_000000000000000000000000';
+    for (const [method, url, body] of [
+      ['GET', `/v1/sessions/${id}`],
+      ['DELETE', `/v1/sessions/${id}`],
+      ['POST', `/v1/sessions/${id}/actions`, { type: 'file', op: 'list' }],
+      ['GET', `/v1/sessions/${id}/actions`],
+      ['GET', `/v1/sessions/${id}/actions/act_x`],
+      ['GET', `/v1/sessions/${id}/graph`],
+    ] as const) {
+      const res = await engine.request(method, url, body);
+      expect({ url, method, status: res.status }).toEqual({ url, method, status: 404 });
+      expect(res.body.message).toContain(id);
+    }
+  });
+
+  it('rejects a TTL above the configured maximum and bad session bodies', async () => {
+    const tooLong = await engine.request('POST', '/v1/sessions', { ttlSeconds: 10 * 24 * 3600 });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.details.field).toBe('ttlSeconds');
+    const wrong = await engine.request('POST', '/v1/sessions', { ttlSeconds: 'soon', color: 'red' });
+    expect(wrong.status).toBe(400);
+    const fields = wrong.body.errors.map((e: { field: string }) => e.field);
+    expect(fields).toEqual(expect.arrayContaining(['ttlSeconds', 'color']));
+  });
+
+  it('expires idle sessions after their TTL and removes their workspace', async () => {
+    const id = await engine.createSession({ ttlSeconds: 1 });
+    expect(existsSync(engine.workspaceOf(id))).toBe(true);
+    await new Promise((r) => setTimeout(r, 1600));
+    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(404);
+    expect(existsSync(engine.workspaceOf(id))).toBe(false);
+  });
+
+  it('keeps an active session alive past its TTL', async () => {
+    const id = await engine.createSession({ ttlSeconds: 1 });
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 400));
+      await engine.action(id, { type: 'file', op: 'write', path: `f${i}.txt`, content: 'x' });
+    }
+    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(200);
+  });
+});
+
+describe('API keys and tenants', () => {
+  const keyA = 'tenant-a-key-0123456789';
+  const keyB = 'tenant-b-key-0123456789';
+  let engine: EngineHarness;
+
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_API_KEYS: `${keyA},${keyB}` });
+  });
+  afterAll(() => engine.stop());
+
+  it('requires a valid bearer token on /v1 but not on /health', async () => {
+    engine.as(undefined);
+    expect((await engine.request('GET', '/v1/sessions')).status).toBe(401);
+    expect((await engine.request('GET', '/health')).status).toBe(200);
+    engine.as('not-a-valid-key-at-all');
+    expect((await engine.request('GET', '/v1/sessions')).status).toBe(401);
+  });
+
+  it("hides one tenant's sessions from another (404, not 403)", async () => {
+    engine.as(keyA);
+    const id = await engine.createSession();
+    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(200);
+
+    engine.as(keyB);
+    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(404);
+    expect((await engine.request('GET', `/v1/sessions/${id}/graph`)).status).toBe(404);
+    expect((await engine.request('POST', `/v1/sessions/${id}/actions`, { type: 'file', op: 'list' })).status).toBe(404);
+    expect((await engine.request('DELETE', `/v1/sessions/${id}`)).status).toBe(404);
+    const list = await engine.request('GET', '/v1/sessions');
+    expect(list.body.sessions.map((s: { id: string }) => s.id)).not.toContain(id);
+
+    engine.as(keyA);
+    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(200);
+  });
+});
