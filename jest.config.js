@@ -3,11 +3,18 @@ const moduleNameMapper = {
   '^@switchyard/(common|sandbox|workspace|context-graph|browser)$': '<rootDir>/libs/$1/src',
 };
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }] };
-const base = { rootDir: __dirname, testEnvironment: 'node', moduleNameMapper, transform, moduleFileExtensions: ['ts', 'js', 'json'] };
+const base = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  moduleNameMapper,
+  transform,
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
 
 module.exports = {
-  // Two cores on CI machines: more workers only make timing-sensitive sandbox tests contend.
-  maxWorkers: 2,
+  // One file at a time: the sandbox and e2e suites assert on host-wide process counts and timings, which
+  // parallel workers would disturb. The whole suite still runs in about a minute.
+  maxWorkers: 1,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },

@@ -40,4 +40,4 @@ COPY --from=build /app/scripts/ scripts/
 # each session's workspace to the sandbox image's uid (10001) before bind-mounting it.
 EXPOSE 8080
 # `npm start` minus its `prestart` rebuild (the image is already built).
-CMD ["node", "scripts/start.mjs"]
+CMD ["node", "dist/apps/engine/src/main.js"]

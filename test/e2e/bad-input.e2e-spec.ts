@@ -4,10 +4,14 @@ describe('bad input', () => {
   let engine: EngineHarness;
   let sid: string;
   const url = (): string => `/v1/sessions/${sid}/actions`;
-  const fieldsOf = (body: { errors?: { field: string }[] }): string[] => (body.errors ?? []).map((e) => e.field);
+  const fieldsOf = (body: { errors?: { field: string }[] }): string[] =>
+    (body.errors ?? []).map((e) => e.field);
 
   beforeAll(async () => {
-    engine = await EngineHarness.start({ SWITCHYARD_MAX_BODY_BYTES: '65536', SWITCHYARD_MAX_CODE_BYTES: '1024' });
+    engine = await EngineHarness.start({
+      SWITCHYARD_MAX_BODY_BYTES: '65536',
+      SWITCHYARD_MAX_CODE_BYTES: '1024',
+    });
     sid = await engine.createSession();
   });
   afterAll(() => engine.stop());
@@ -33,7 +37,13 @@ describe('bad input', () => {
   });
 
   it('unknown fields → 400 naming them', async () => {
-    const res = await engine.request('POST', url(), { type: 'code', language: 'python', code: '1', shell: true, x: 1 });
+    const res = await engine.request('POST', url(), {
+      type: 'code',
+      language: 'python',
+      code: '1',
+      shell: true,
+      x: 1,
+    });
     expect(res.status).toBe(400);
     expect(fieldsOf(res.body)).toEqual(expect.arrayContaining(['shell', 'x']));
   });
@@ -60,7 +70,12 @@ describe('bad input', () => {
     const lang = await engine.request('POST', url(), { type: 'code', language: 'ruby', code: 'p 1' });
     expect(lang.status).toBe(400);
     expect(fieldsOf(lang.body)).toEqual(['language']);
-    const tier = await engine.request('POST', url(), { type: 'code', language: 'bash', code: 'true', tier: 'vm' });
+    const tier = await engine.request('POST', url(), {
+      type: 'code',
+      language: 'bash',
+      code: 'true',
+      tier: 'vm',
+    });
     expect(tier.status).toBe(400);
     expect(fieldsOf(tier.body)).toEqual(['tier']);
   });
@@ -72,16 +87,29 @@ describe('bad input', () => {
   });
 
   it('body over the size limit → 413', async () => {
-    const res = await engine.request('POST', url(), { type: 'file', op: 'write', path: 'a', content: 'x'.repeat(70_000) });
+    const res = await engine.request('POST', url(), {
+      type: 'file',
+      op: 'write',
+      path: 'a',
+      content: 'x'.repeat(70_000),
+    });
     expect(res.status).toBe(413);
     expect(res.body.message).toContain('SWITCHYARD_MAX_BODY_BYTES');
   });
 
   it('code with NUL bytes or over the size limit → 400', async () => {
-    const nul = await engine.request('POST', url(), { type: 'code', language: 'python', code: 'print(1)\u0000' });
+    const nul = await engine.request('POST', url(), {
+      type: 'code',
+      language: 'python',
+      code: 'print(1)\u0000',
+    });
     expect(nul.status).toBe(400);
     expect(nul.body.details.field).toBe('code');
-    const big = await engine.request('POST', url(), { type: 'code', language: 'python', code: `#${'x'.repeat(2000)}` });
+    const big = await engine.request('POST', url(), {
+      type: 'code',
+      language: 'python',
+      code: `#${'x'.repeat(2000)}`,
+    });
     expect(big.status).toBe(400);
     expect(big.body.details.field).toBe('code');
   });

@@ -10,7 +10,10 @@ describe('file actions', () => {
     engine.request('POST', `/v1/sessions/${sid}/actions`, { type: 'file', ...body });
 
   beforeAll(async () => {
-    engine = await EngineHarness.start({ SWITCHYARD_MAX_FILE_BYTES: '65536', SWITCHYARD_MAX_WORKSPACE_BYTES: '200000' });
+    engine = await EngineHarness.start({
+      SWITCHYARD_MAX_FILE_BYTES: '65536',
+      SWITCHYARD_MAX_WORKSPACE_BYTES: '200000',
+    });
     sid = await engine.createSession();
   });
   afterAll(() => engine.stop());
@@ -23,7 +26,9 @@ describe('file actions', () => {
     expect(w.truncated).toEqual({ stdout: false, stderr: false });
     expect(typeof w.durationMs).toBe('number');
     expect(Date.parse(w.startedAt)).toBeLessThanOrEqual(Date.parse(w.endedAt));
-    expect(readFileSync(path.join(engine.workspaceOf(sid), 'notes/a.txt'), 'utf8')).toBe('one\ntwo\nthree\nfour\n');
+    expect(readFileSync(path.join(engine.workspaceOf(sid), 'notes/a.txt'), 'utf8')).toBe(
+      'one\ntwo\nthree\nfour\n',
+    );
 
     const r = await file({ op: 'read', path: 'notes/a.txt', offset: 2, limit: 2 });
     expect(r.status).toBe('succeeded');
@@ -68,11 +73,24 @@ describe('file actions', () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await file({ op: 'list', path: 'proj', recursive: true, limit: 2, ...(cursor && { cursor }) });
+      const page = await file({
+        op: 'list',
+        path: 'proj',
+        recursive: true,
+        limit: 2,
+        ...(cursor && { cursor }),
+      });
       seen.push(...page.output.entries.map((e: { path: string }) => e.path));
       cursor = page.output.nextCursor;
     } while (cursor);
-    expect(seen).toEqual(['proj/README.md', 'proj/src', 'proj/src/a.py', 'proj/src/b.py', 'proj/src/c.py', 'proj/src/deep']);
+    expect(seen).toEqual([
+      'proj/README.md',
+      'proj/src',
+      'proj/src/a.py',
+      'proj/src/b.py',
+      'proj/src/c.py',
+      'proj/src/deep',
+    ]);
 
     const found = await file({ op: 'find', path: 'proj', pattern: '**/*.py' });
     expect(found.output.paths).toEqual(['proj/src/a.py', 'proj/src/b.py', 'proj/src/c.py']);
@@ -106,7 +124,8 @@ describe('file actions', () => {
     expect(big.status).toBe('failed');
     expect(big.error.class).toBe('limit');
     expect(big.error.code).toBe('FILE_TOO_LARGE');
-    for (let i = 0; i < 3; i++) await file({ op: 'write', path: `fill${i}.txt`, content: 'y'.repeat(60_000) });
+    for (let i = 0; i < 3; i++)
+      await file({ op: 'write', path: `fill${i}.txt`, content: 'y'.repeat(60_000) });
     const full = await file({ op: 'write', path: 'fill9.txt', content: 'y'.repeat(60_000) });
     expect(full.status).toBe('failed');
     expect(full.error).toMatchObject({ class: 'limit', code: 'WORKSPACE_FULL' });

@@ -11,7 +11,12 @@ describe('context graph and timeline', () => {
   afterAll(() => engine.stop());
 
   it('links session → actions (HAS_ACTION, NEXT) and actions → files (READ, WROTE)', async () => {
-    const w = await engine.action(sid, { type: 'file', op: 'write', path: 'data.csv', content: 'a,b\n1,2\n' });
+    const w = await engine.action(sid, {
+      type: 'file',
+      op: 'write',
+      path: 'data.csv',
+      content: 'a,b\n1,2\n',
+    });
     const r = await engine.action(sid, { type: 'file', op: 'read', path: 'data.csv' });
     const c = await engine.action(sid, {
       type: 'code',
@@ -23,7 +28,9 @@ describe('context graph and timeline', () => {
     const g = (await engine.request('GET', `/v1/sessions/${sid}/graph`)).body;
     const node = (id: string) => g.nodes.find((n: { id: string }) => n.id === id);
     const has = (from: string, to: string, type: string) =>
-      g.edges.some((e: { from: string; to: string; type: string }) => e.from === from && e.to === to && e.type === type);
+      g.edges.some(
+        (e: { from: string; to: string; type: string }) => e.from === from && e.to === to && e.type === type,
+      );
 
     expect(node(sid)).toMatchObject({ label: 'Session' });
     for (const a of [w, r, c]) {
@@ -39,7 +46,11 @@ describe('context graph and timeline', () => {
     expect(has(r.id, csv, 'READ')).toBe(true);
     // Code actions record the workspace files they changed.
     expect(has(c.id, out, 'WROTE')).toBe(true);
-    expect(node(c.id).properties).toMatchObject({ status: 'succeeded', tier: 'subprocess', operation: 'python' });
+    expect(node(c.id).properties).toMatchObject({
+      status: 'succeeded',
+      tier: 'subprocess',
+      operation: 'python',
+    });
   });
 
   it('serves the timeline oldest first with cursor pagination, and single actions with their input', async () => {
@@ -62,7 +73,12 @@ describe('context graph and timeline', () => {
 
     const one = await engine.request('GET', `/v1/sessions/${s2}/actions/${ids[2]}`);
     expect(one.status).toBe(200);
-    expect(one.body).toMatchObject({ id: ids[2], seq: 3, status: 'succeeded', input: { op: 'write', path: 'f2' } });
+    expect(one.body).toMatchObject({
+      id: ids[2],
+      seq: 3,
+      status: 'succeeded',
+      input: { op: 'write', path: 'f2' },
+    });
     expect(one.body.files).toEqual([{ path: 'f2', access: 'write' }]);
 
     expect((await engine.request('GET', `/v1/sessions/${s2}/actions/act_nope`)).status).toBe(404);
@@ -99,8 +115,14 @@ describe('health and OpenAPI', () => {
     const json = await engine.request('GET', '/docs-json');
     expect(json.status).toBe(200);
     expect(json.body.paths['/v1/sessions/{sessionId}/actions'].post).toBeDefined();
-    expect(json.body.components.schemas.CodeActionDto.properties.language.enum).toEqual(['python', 'node', 'bash']);
-    expect(json.body.components.schemas.FileWriteDto.required).toEqual(expect.arrayContaining(['path', 'content']));
+    expect(json.body.components.schemas.CodeActionDto.properties.language.enum).toEqual([
+      'python',
+      'node',
+      'bash',
+    ]);
+    expect(json.body.components.schemas.FileWriteDto.required).toEqual(
+      expect.arrayContaining(['path', 'content']),
+    );
     const ui = await engine.request('GET', '/docs');
     expect(ui.status).toBe(200);
     expect(String(ui.body)).toContain('swagger');

@@ -50,7 +50,8 @@ describe('crash and restart (the built engine as a real process)', () => {
     const port = await freePort();
     child = await startEngine(dataDir, port);
     const base = `http://127.0.0.1:${port}`;
-    const sid = ((await (await fetch(`${base}/v1/sessions`, { method: 'POST' })).json()) as { id: string }).id;
+    const sid = ((await (await fetch(`${base}/v1/sessions`, { method: 'POST' })).json()) as { id: string })
+      .id;
     await fetch(`${base}/v1/sessions/${sid}/actions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -73,7 +74,9 @@ describe('crash and restart (the built engine as a real process)', () => {
     };
     expect(timeline.actions.map((a) => a.status)).toEqual(['succeeded', 'interrupted']);
     const last = timeline.actions[1];
-    const one = (await (await fetch(`${base}/v1/sessions/${sid}/actions/${last.id}`)).json()) as { status: string };
+    const one = (await (await fetch(`${base}/v1/sessions/${sid}/actions/${last.id}`)).json()) as {
+      status: string;
+    };
     expect(one.status).toBe('interrupted');
     const read = await fetch(`${base}/v1/sessions/${sid}/actions`, {
       method: 'POST',

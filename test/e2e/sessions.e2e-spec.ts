@@ -10,7 +10,10 @@ describe('sessions API', () => {
   afterAll(() => engine.stop());
 
   it('creates, lists, gets and deletes a session with its workspace', async () => {
-    const created = await engine.request('POST', '/v1/sessions', { metadata: { agent: 'a1' }, ttlSeconds: 600 });
+    const created = await engine.request('POST', '/v1/sessions', {
+      metadata: { agent: 'a1' },
+      ttlSeconds: 600,
+    });
     expect(created.status).toBe(201);
     const s = created.body;
     expect(s.id).toMatch(/^ses_[0-9a-f]{24}$/);
@@ -110,7 +113,9 @@ describe('API keys and tenants', () => {
     engine.as(keyB);
     expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(404);
     expect((await engine.request('GET', `/v1/sessions/${id}/graph`)).status).toBe(404);
-    expect((await engine.request('POST', `/v1/sessions/${id}/actions`, { type: 'file', op: 'list' })).status).toBe(404);
+    expect(
+      (await engine.request('POST', `/v1/sessions/${id}/actions`, { type: 'file', op: 'list' })).status,
+    ).toBe(404);
     expect((await engine.request('DELETE', `/v1/sessions/${id}`)).status).toBe(404);
     const list = await engine.request('GET', '/v1/sessions');
     expect(list.body.sessions.map((s: { id: string }) => s.id)).not.toContain(id);

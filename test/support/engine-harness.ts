@@ -22,7 +22,10 @@ export class EngineHarness {
     private token?: string,
   ) {}
 
-  static async start(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<EngineHarness> {
+  static async start(
+    env: Record<string, string> = {},
+    options: { dataDir?: string } = {},
+  ): Promise<EngineHarness> {
     const dataDir = options.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-'));
     const config = loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error', ...env });
     const app = await createEngineApp(config);
@@ -61,7 +64,8 @@ export class EngineHarness {
 
   async createSession(body: Record<string, unknown> = {}): Promise<string> {
     const res = await this.request('POST', '/v1/sessions', body);
-    if (res.status !== 201) throw new Error(`session create failed: ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.status !== 201)
+      throw new Error(`session create failed: ${res.status} ${JSON.stringify(res.body)}`);
     return (res.body as { id: string }).id;
   }
 

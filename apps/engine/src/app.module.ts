@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { BrowserModule } from '@switchyard/browser';
 import { ContextGraphModule } from '@switchyard/context-graph';
-import { SandboxModule } from '@switchyard/sandbox';
+import { DEFAULT_SANDBOX_HOST_ID, SandboxModule } from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
 import { ActionsController } from './actions/actions.controller';
@@ -31,6 +31,9 @@ export class AppModule {
             maxWorkspaceBytes: config.workspace.maxWorkspaceBytes,
             maxPathLength: 4096,
           },
+          // Workspaces belong to the uid sandboxed code runs as (applied only when the engine is root).
+          sandboxUid: DEFAULT_SANDBOX_HOST_ID,
+          sandboxGid: DEFAULT_SANDBOX_HOST_ID,
         }),
         SandboxModule.forRoot({
           defaultTimeoutMs: config.sandbox.defaultTimeoutMs,

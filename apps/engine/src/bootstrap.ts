@@ -1,3 +1,4 @@
+import { chmodSync, mkdirSync } from 'node:fs';
 import { type INestApplication, Logger, type LogLevel as NestLogLevel } from '@nestjs/common';
 import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -9,6 +10,15 @@ import type { EngineConfig, LogLevel } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
 import { installOpenApi } from './http/openapi';
+
+/**
+ * The data dir holds every session's workspace. Sandboxed code runs as an unprivileged uid that must traverse
+ * it to reach its own workspace, but must not list it (other sessions' ids): hence 0711.
+ */
+function prepareDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o711);
+}
 
 const NEST_LEVELS: Record<LogLevel, NestLogLevel[]> = {
   error: ['fatal', 'error'],
@@ -24,12 +34,19 @@ export interface BootOptions {
 }
 
 /** Builds the HTTP app from a validated config. Shared by `main.ts`, the e2e tests and the bench. */
-export async function createEngineApp(config: EngineConfig, options: BootOptions = {}): Promise<INestApplication> {
+export async function createEngineApp(
+  config: EngineConfig,
+  options: BootOptions = {},
+): Promise<INestApplication> {
+  prepareDataDir(config.dataDir);
   const logger = new ConsoleLogger({ json: options.json ?? true, logLevels: NEST_LEVELS[config.logLevel] });
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, { clock: options.clock }), {
-    bodyParser: false,
-    logger,
-  });
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(config, { clock: options.clock }),
+    {
+      bodyParser: false,
+      logger,
+    },
+  );
   app.disable('x-powered-by');
   installJsonBody(app, config.http.maxBodyBytes);
   app.useGlobalFilters(new DomainErrorFilter());

@@ -1,6 +1,14 @@
 /** Shared vocabulary of an action's outcome, used by every tier, the graph and the HTTP API. */
 
-export const ACTION_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'denied', 'error', 'interrupted'] as const;
+export const ACTION_STATUSES = [
+  'running',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'denied',
+  'error',
+  'interrupted',
+] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
 /** Statuses an action can end in (everything but `running`). */
 export type FinalActionStatus = Exclude<ActionStatus, 'running'>;
@@ -68,4 +76,4 @@ export interface ActionResult {
   error?: ActionError;
 }
 
-export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] }) as RiskAssessment;
+export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] });

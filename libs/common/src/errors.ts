@@ -3,12 +3,7 @@
  * failure happened and `apps/engine` maps the kind to a status code in one filter.
  */
 export type ErrorKind =
-  | 'invalid_input'
-  | 'not_found'
-  | 'conflict'
-  | 'payload_too_large'
-  | 'unavailable'
-  | 'internal';
+  'invalid_input' | 'not_found' | 'conflict' | 'payload_too_large' | 'unavailable' | 'internal';
 
 /** Base of every error a Switchyard library throws on purpose. */
 export abstract class SwitchyardError extends Error {

@@ -133,6 +133,12 @@ export interface SandboxModuleOptions {
   tempDir?: string;
   /** Extra host directories made visible read-only at the same path, e.g. an interpreter's lib dir. */
   extraReadOnlyBinds?: string[];
+  /**
+   * Host uid/gid the sandbox launcher runs as. Default: `DEFAULT_SANDBOX_HOST_ID` when the engine is root
+   * (so sandboxed code is never host root, and RLIMIT_NPROC applies), the engine's own ids otherwise; `null` keeps
+   * the engine's ids. The session workspace must be writable by this uid.
+   */
+  runAs?: { uid: number; gid: number } | null;
 }
 
 /** Options with every default applied; what the providers receive. */
@@ -152,7 +158,11 @@ export interface ResolvedSandboxOptions {
   shellPath: string;
   tempDir?: string;
   extraReadOnlyBinds: string[];
+  runAs?: { uid: number; gid: number };
 }
+
+/** Host uid/gid of sandboxed code when the engine runs as root; the sandbox image's user has the same ids. */
+export const DEFAULT_SANDBOX_HOST_ID = 10001;
 
 export const DEFAULT_ROUTING: TierForLevel = { low: 'subprocess', medium: 'pooled', high: 'container' };
 
@@ -209,6 +219,12 @@ export function resolveSandboxOptions(
     shellPath: options.shellPath ?? '/bin/sh',
     tempDir: options.tempDir,
     extraReadOnlyBinds: options.extraReadOnlyBinds ?? [],
+    runAs:
+      options.runAs === undefined
+        ? process.getuid?.() === 0
+          ? { uid: DEFAULT_SANDBOX_HOST_ID, gid: DEFAULT_SANDBOX_HOST_ID }
+          : undefined
+        : (options.runAs ?? undefined),
   };
   const positive: Array<[string, number | undefined]> = [
     ['defaultTimeoutMs', resolved.defaultTimeoutMs],

@@ -33,7 +33,8 @@ function canonical(value: unknown): string {
 }
 
 /** sha256 of the canonical JSON of the input: equal inputs hash equal whatever their key order. */
-export const hashInput = (input: unknown): string => createHash('sha256').update(canonical(input)).digest('hex');
+export const hashInput = (input: unknown): string =>
+  createHash('sha256').update(canonical(input)).digest('hex');
 
 /** The DTO as a plain object, without undefined fields. */
 export const plainInput = (body: ActionBody): Record<string, unknown> =>

@@ -31,7 +31,11 @@ export class ActionsController {
     description: 'HTTP 200 whatever the outcome: `status` tells how the action ended.',
   })
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
-  run(@Tenant() tenant: string, @Param('sessionId') sessionId: string, @Body() body: unknown): Promise<ActionResult> {
+  run(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<ActionResult> {
     // Session first: an unknown session is a 404 even when the body is also wrong.
     this.sessions.get(tenant, sessionId);
     return this.engine.run(tenant, sessionId, parseActionBody(body));
@@ -62,7 +66,8 @@ export class ActionsController {
   ): Promise<ActionView> {
     this.sessions.get(tenant, sessionId);
     const record = await this.graph.getAction(sessionId, actionId);
-    if (!record) throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
+    if (!record)
+      throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
     return toActionView(record, true);
   }
 }

@@ -1,10 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnModuleInit,
-} from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import {
   type ActionError,
   type ActionResult,
@@ -59,6 +53,11 @@ interface PreparedAction {
   run(signal: AbortSignal): Promise<Outcome>;
 }
 
+interface InFlightAction {
+  abort: AbortController;
+  done: Promise<unknown>;
+}
+
 const EXCERPT_CHARS = 2048;
 const SHUTDOWN_GRACE_MS = 5000;
 
@@ -69,7 +68,10 @@ const SHUTDOWN_GRACE_MS = 5000;
 @Injectable()
 export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('Action');
-  private readonly inFlight = new Map<string, Map<string, { abort: AbortController; done: Promise<unknown> }>>();
+  private readonly inFlight = new Map<
+    string,
+    Map<string, { abort: AbortController; done: Promise<unknown> }>
+  >();
   private shuttingDown = false;
 
   constructor(
@@ -106,7 +108,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
   }
 
   async run(tenant: string, sessionId: string, body: ActionBody): Promise<ActionResult> {
-    if (this.shuttingDown) throw new EngineShuttingDownError('the engine is shutting down; retry on another instance');
+    if (this.shuttingDown)
+      throw new EngineShuttingDownError('the engine is shutting down; retry on another instance');
     const session = this.sessions.get(tenant, sessionId);
     const id = `act_${randomBytes(12).toString('hex')}`;
     const workspaceDir = this.sessions.workspaceOf(session);
@@ -160,7 +163,12 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
   }
 
   /** Validates and routes without side effects; throws a 4xx-kind error for bad input. */
-  private prepare(session: Session, actionId: string, workspaceDir: string, body: ActionBody): PreparedAction {
+  private prepare(
+    session: Session,
+    actionId: string,
+    workspaceDir: string,
+    body: ActionBody,
+  ): PreparedAction {
     switch (body.type) {
       case 'code':
         return this.prepareCode(session, actionId, workspaceDir, body);
@@ -171,7 +179,12 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     }
   }
 
-  private prepareCode(session: Session, actionId: string, workspaceDir: string, body: CodeActionDto): PreparedAction {
+  private prepareCode(
+    session: Session,
+    actionId: string,
+    workspaceDir: string,
+    body: CodeActionDto,
+  ): PreparedAction {
     const req: CodeRequest = {
       actionId,
       sessionId: session.id,
@@ -190,7 +203,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       tier,
       risk: decision.risk,
       run: async (signal) => {
-        if (decision.denial) return { status: 'denied', tier, risk: decision.risk, error: decision.denial, files: [] };
+        if (decision.denial)
+          return { status: 'denied', tier, risk: decision.risk, error: decision.denial, files: [] };
         const before = await this.workspaces.snapshot(session.id);
         const out = await this.sandbox.execute(req, signal);
         const after = await this.workspaces.snapshot(session.id);
@@ -203,7 +217,9 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           stderr: out.stderr,
           truncated: out.truncated,
           error: out.error,
-          files: this.workspaces.changedPaths(before, after).map((path) => ({ path, access: 'write' as const })),
+          files: this.workspaces
+            .changedPaths(before, after)
+            .map((path) => ({ path, access: 'write' as const })),
         };
       },
     };
@@ -259,8 +275,12 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     try {
       return await prepared.run(signal);
     } catch (err) {
-      this.logger.error({ msg: 'action failed inside the engine', err: err instanceof Error ? err.stack : String(err) });
-      const message = err instanceof SwitchyardError ? err.message : 'internal error while running the action';
+      this.logger.error({
+        msg: 'action failed inside the engine',
+        err: err instanceof Error ? err.stack : String(err),
+      });
+      const message =
+        err instanceof SwitchyardError ? err.message : 'internal error while running the action';
       return {
         status: 'error',
         tier: prepared.tier,
@@ -326,9 +346,12 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     });
   }
 
-  private track(sessionId: string, actionId: string, entry: { abort: AbortController; done: Promise<unknown> }): void {
+  private track(sessionId: string, actionId: string, entry: InFlightAction): void {
     let m = this.inFlight.get(sessionId);
-    if (!m) this.inFlight.set(sessionId, (m = new Map()));
+    if (!m) {
+      m = new Map<string, InFlightAction>();
+      this.inFlight.set(sessionId, m);
+    }
     m.set(actionId, entry);
   }
 

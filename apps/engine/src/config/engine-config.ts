@@ -40,74 +40,145 @@ const toList = ({ value }: { value: unknown }): unknown =>
  * stops start-up naming the variable. The README's configuration table mirrors this class.
  */
 export class EngineEnv {
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 8080;
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   HOST = '127.0.0.1';
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   SWITCHYARD_DATA_DIR = './data';
 
   /** Comma-separated bearer tokens; each one is a tenant. Empty = open (no auth). */
-  @IsOptional() @Transform(toList) @IsString({ each: true }) @MinLength(16, { each: true })
+  @IsOptional()
+  @Transform(toList)
+  @IsString({ each: true })
+  @MinLength(16, { each: true })
   SWITCHYARD_API_KEYS: string[] = [];
 
-  @IsOptional() @IsIn(LOG_LEVELS)
+  @IsOptional()
+  @IsIn(LOG_LEVELS)
   SWITCHYARD_LOG_LEVEL: LogLevel = 'info';
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(7 * 24 * 3600)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(7 * 24 * 3600)
   SWITCHYARD_SESSION_TTL_SECONDS = 3600;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 24 * 3600)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(30 * 24 * 3600)
   SWITCHYARD_MAX_SESSION_TTL_SECONDS = 24 * 3600;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(50) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(3_600_000)
   SWITCHYARD_SWEEP_INTERVAL_MS = 30_000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
   SWITCHYARD_MAX_SESSIONS = 1000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * MiB)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * MiB)
   SWITCHYARD_MAX_BODY_BYTES = 8 * MiB;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
   SWITCHYARD_DEFAULT_TIMEOUT_MS = 30_000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(24 * 3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(24 * 3_600_000)
   SWITCHYARD_MAX_TIMEOUT_MS = 300_000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(512 * MiB)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(512 * MiB)
   SWITCHYARD_MAX_CODE_BYTES = 1 * MiB;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1024) @Max(1024 * MiB)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * MiB)
   SWITCHYARD_OUTPUT_MAX_BYTES = 1 * MiB;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   SWITCHYARD_OUTPUT_MAX_LINES = 2000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1024)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
   SWITCHYARD_MAX_FILE_BYTES = 5 * MiB;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1024)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
   SWITCHYARD_MAX_WORKSPACE_BYTES = 1024 * MiB;
 
   /** Lets a caller request a weaker tier than the risk policy picks. Off: never weaker. */
-  @IsOptional() @Transform(toBool) @IsBoolean()
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean()
   SWITCHYARD_ALLOW_WEAKER_TIER = false;
 
   /** Risk score thresholds for medium, high and critical, as `20,50,80`. */
-  @IsOptional() @Transform(toList) @IsString({ each: true })
+  @IsOptional()
+  @Transform(toList)
+  @IsString({ each: true })
   SWITCHYARD_RISK_THRESHOLDS: string[] = ['20', '50', '80'];
 
   /** Risk rule ids to switch off, comma-separated. */
-  @IsOptional() @Transform(toList) @IsString({ each: true })
+  @IsOptional()
+  @Transform(toList)
+  @IsString({ each: true })
   SWITCHYARD_RISK_DISABLED_RULES: string[] = [];
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(16 * MiB)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(16 * MiB)
   SWITCHYARD_SUBPROCESS_MEMORY_BYTES = 512 * MiB;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(8) @Max(4096)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(8)
+  @Max(4096)
   SWITCHYARD_SUBPROCESS_PIDS = 128;
 }
 
@@ -124,7 +195,12 @@ export interface EngineConfig {
   dataDir: string;
   apiKeys: string[];
   logLevel: LogLevel;
-  sessions: { defaultTtlSeconds: number; maxTtlSeconds: number; sweepIntervalMs: number; maxSessions: number };
+  sessions: {
+    defaultTtlSeconds: number;
+    maxTtlSeconds: number;
+    sweepIntervalMs: number;
+    maxSessions: number;
+  };
   http: { maxBodyBytes: number };
   sandbox: {
     defaultTimeoutMs: number;
@@ -141,9 +217,7 @@ export interface EngineConfig {
 
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
-    super(
-      `Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`,
-    );
+    super(`Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`);
     this.name = 'ConfigError';
   }
 }
@@ -192,7 +266,10 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   }
   if (parsed.SWITCHYARD_SESSION_TTL_SECONDS > parsed.SWITCHYARD_MAX_SESSION_TTL_SECONDS) {
     throw new ConfigError([
-      { variable: 'SWITCHYARD_SESSION_TTL_SECONDS', message: 'must not exceed SWITCHYARD_MAX_SESSION_TTL_SECONDS' },
+      {
+        variable: 'SWITCHYARD_SESSION_TTL_SECONDS',
+        message: 'must not exceed SWITCHYARD_MAX_SESSION_TTL_SECONDS',
+      },
     ]);
   }
   return {
@@ -216,7 +293,10 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       allowWeakerTier: parsed.SWITCHYARD_ALLOW_WEAKER_TIER,
       riskThresholds: parseThresholds(parsed.SWITCHYARD_RISK_THRESHOLDS),
       disabledRiskRules: parsed.SWITCHYARD_RISK_DISABLED_RULES,
-      subprocess: { memoryBytes: parsed.SWITCHYARD_SUBPROCESS_MEMORY_BYTES, pids: parsed.SWITCHYARD_SUBPROCESS_PIDS },
+      subprocess: {
+        memoryBytes: parsed.SWITCHYARD_SUBPROCESS_MEMORY_BYTES,
+        pids: parsed.SWITCHYARD_SUBPROCESS_PIDS,
+      },
     },
     workspace: {
       maxFileBytes: parsed.SWITCHYARD_MAX_FILE_BYTES,

@@ -47,7 +47,8 @@ export class ApiKeyGuard implements CanActivate {
     for (const key of this.keys) {
       if (timingSafeEqual(key.digest, presented)) tenant = key.tenant;
     }
-    if (!tenant) throw new UnauthorizedException({ message: 'invalid bearer token', code: 'UNAUTHENTICATED' });
+    if (!tenant)
+      throw new UnauthorizedException({ message: 'invalid bearer token', code: 'UNAUTHENTICATED' });
     req.tenant = tenant;
     return true;
   }

@@ -53,11 +53,13 @@ export class DomainErrorFilter implements ExceptionFilter {
       const statusCode = exception.getStatus();
       const response = exception.getResponse();
       if (typeof response === 'object' && response !== null) {
-        return { statusCode, error: HttpStatus[statusCode] ?? 'Error', ...(response as object) } as ErrorBody;
+        return { statusCode, error: HttpStatus[statusCode] ?? 'Error', ...response } as ErrorBody;
       }
       return { statusCode, error: HttpStatus[statusCode] ?? 'Error', message: String(response) };
     }
-    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    this.logger.error(
+      exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+    );
     return { statusCode: 500, error: 'INTERNAL_SERVER_ERROR', message: 'internal error' };
   }
 }

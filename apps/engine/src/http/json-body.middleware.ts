@@ -12,7 +12,11 @@ interface BodyParserError extends Error {
  * malformed body (400) or an oversized one (413) is answered here, in the same format as every other error.
  */
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
-  const parse = express.json({ limit: maxBodyBytes, strict: false, type: ['application/json', 'application/*+json'] });
+  const parse = express.json({
+    limit: maxBodyBytes,
+    strict: false,
+    type: ['application/json', 'application/*+json'],
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     parse(req, res, (err?: unknown) => {
       if (!err) return next();

@@ -4,7 +4,9 @@ import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 
 /** `$ref` to a DTO's schema; the schemas come from the same class-validator metadata that validates requests. */
-export const schemaRef = (cls: { name: string }): { $ref: string } => ({ $ref: `#/components/schemas/${cls.name}` });
+export const schemaRef = (cls: { name: string }): { $ref: string } => ({
+  $ref: `#/components/schemas/${cls.name}`,
+});
 
 /** Serves the OpenAPI document at /docs (UI) and /docs-json. */
 export function installOpenApi(app: INestApplication): void {

@@ -2,14 +2,14 @@ import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { FieldProblem, RequestValidationError } from './request-validation.error';
 
+/** One problem per field, its constraint messages joined. */
 function collect(errors: ValidationError[], prefix = ''): FieldProblem[] {
   return errors.flatMap((e) => {
     const field = prefix ? `${prefix}.${e.property}` : e.property;
-    const own = Object.values(e.constraints ?? {}).map((message) =>
-      message.startsWith('property ') && message.endsWith(' should not exist')
-        ? { field, message: 'unknown field' }
-        : { field, message },
+    const messages = Object.values(e.constraints ?? {}).map((message) =>
+      message.startsWith('property ') && message.endsWith(' should not exist') ? 'unknown field' : message,
     );
+    const own = messages.length > 0 ? [{ field, message: messages.join('; ') }] : [];
     return [...own, ...collect(e.children ?? [], field)];
   });
 }

@@ -62,7 +62,10 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     this.endHooks.push(hook);
   }
 
-  async create(tenant: string, input: { metadata?: Record<string, unknown>; ttlSeconds?: number }): Promise<Session> {
+  async create(
+    tenant: string,
+    input: { metadata?: Record<string, unknown>; ttlSeconds?: number },
+  ): Promise<Session> {
     const ttlSeconds = input.ttlSeconds ?? this.config.sessions.defaultTtlSeconds;
     if (ttlSeconds > this.config.sessions.maxTtlSeconds) {
       throw new InvalidInputError(
@@ -174,7 +177,9 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     const now = this.clock.now().getTime();
     const expired = [...this.sessions.values()].filter(
       (s) =>
-        !this.busy.has(s.id) && !this.ending.has(s.id) && s.lastActiveAt.getTime() + s.ttlSeconds * 1000 <= now,
+        !this.busy.has(s.id) &&
+        !this.ending.has(s.id) &&
+        s.lastActiveAt.getTime() + s.ttlSeconds * 1000 <= now,
     );
     for (const s of expired) {
       try {

@@ -37,7 +37,9 @@ export class SqliteSessionStore extends SessionStore {
   }
 
   loadAll(): Session[] {
-    const rows = this.db.prepare('SELECT * FROM sessions ORDER BY created_at, id').all() as unknown as SessionRow[];
+    const rows = this.db
+      .prepare('SELECT * FROM sessions ORDER BY created_at, id')
+      .all() as unknown as SessionRow[];
     return rows.map((r) => ({
       id: r.id,
       tenant: r.tenant,
@@ -53,7 +55,14 @@ export class SqliteSessionStore extends SessionStore {
       .prepare(
         'INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata) VALUES (?, ?, ?, ?, ?, ?)',
       )
-      .run(s.id, s.tenant, s.createdAt.toISOString(), s.lastActiveAt.toISOString(), s.ttlSeconds, JSON.stringify(s.metadata));
+      .run(
+        s.id,
+        s.tenant,
+        s.createdAt.toISOString(),
+        s.lastActiveAt.toISOString(),
+        s.ttlSeconds,
+        JSON.stringify(s.metadata),
+      );
   }
 
   updateLastActive(entries: { id: string; lastActiveAt: Date }[]): void {

@@ -180,6 +180,27 @@ describe('RiskPolicy', () => {
     expect(performance.now() - started).toBeLessThan(1500);
   });
 
+  // Scoring runs on the event loop: no pattern may backtrack quadratically on hostile input.
+  it.each([
+    ['newlines', '\n'],
+    ['spaces', ' '],
+    ['function openers', 'f(){ f'],
+    ['rm flags', '-r '],
+    ['cp words', 'cp x '],
+    ['sed -i', 'sed -i '],
+    ['dd', 'dd '],
+    ['open paths', 'open("/etc/'],
+    ['near-base64', `${'a'.repeat(199)}.`],
+    ['compile calls', 'compile('],
+  ])('stays fast on 1 MiB of %s', (_, unit) => {
+    const code = unit.repeat(Math.ceil((1 << 20) / unit.length));
+    for (const language of ['python', 'node', 'bash'] as const) {
+      const started = performance.now();
+      policy.assess(language, code);
+      expect(performance.now() - started).toBeLessThan(1500);
+    }
+  });
+
   it('honours disabled rules, weight overrides and thresholds', () => {
     const custom = new RiskPolicy({
       disabledRules: ['env-read'],

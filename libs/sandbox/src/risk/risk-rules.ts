@@ -23,7 +23,7 @@ const OUTSIDE = String.raw`(?:/(?!(?:workspace|tmp)(?![\w.-])|dev/(?:null|stdout
 const Q = `['"\`]`;
 const SYSTEM_DIR = String.raw`(?:bin|boot|dev|etc|home|lib|lib32|lib64|opt|proc|root|run|sbin|srv|sys|usr|var)`;
 // Shell command position: start of line or after a separator / quote / substitution.
-const CMD = String.raw`(?:^|[;&|({\x60'"]|\$\()\s*`;
+const CMD = String.raw`(?:^|[;&|({\x60'"]|\$\()[ \t]*`;
 
 /** Finds a loop line followed, within `window` lines, by `body`. Linear in the code size. */
 function loopWith(code: string, loop: RegExp, body: RegExp, window = 4): string | undefined {
@@ -39,7 +39,7 @@ function loopWith(code: string, loop: RegExp, body: RegExp, window = 4): string 
 }
 
 const DECODE =
-  /\b(?:b64decode|b32decode|a2b_base64|unhexlify|fromhex|atob)\s*\(|Buffer\.from\([^)]*,\s*['"](?:base64|hex)['"]|\bbase64\s+(?:-d|--decode|-D)\b|\bxxd\s+-r\b|codecs\.decode\(/;
+  /\b(?:b64decode|b32decode|a2b_base64|unhexlify|fromhex|atob)\s*\(|Buffer\.from\([^)]{0,200},\s*['"](?:base64|hex)['"]|\bbase64\s+(?:-d|--decode|-D)\b|\bxxd\s+-r\b|codecs\.decode\(/;
 const RUN_DECODED: Record<Language, RegExp> = {
   python: /(?<![\w.])(?:exec|eval)\s*\(|\bcompile\s*\(|\bos\.system\s*\(|\bsubprocess\.\w+\s*\(/,
   node: /(?<![\w.])eval\s*\(|\bFunction\s*\(|\bvm\.\w+|child_process/,
@@ -53,7 +53,7 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     description: 'opens network connections (sockets, HTTP clients, curl/wget/nc, /dev/tcp)',
     patterns: {
       python: [
-        /^\s*(?:import|from)\s+(?:socket|requests|urllib3?|http\.client|httpx|aiohttp|ftplib|smtplib|telnetlib|paramiko|websockets?|pycurl)\b.*$/m,
+        /^[ \t]*(?:import|from)[ \t]+(?:socket|requests|urllib3?|http\.client|httpx|aiohttp|ftplib|smtplib|telnetlib|paramiko|websockets?|pycurl)\b.*$/m,
         /\bsocket\.(?:socket|create_connection|connect)\b/,
         /\b(?:urllib\.request|requests|httpx)\.\w+\s*\(/,
         /\basyncio\.open_connection\b/,
@@ -110,15 +110,15 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     patterns: {
       python: [
         new RegExp(
-          String.raw`\bopen\(\s*[rbfu]*${Q}${OUTSIDE}[^'"]*${Q}\s*,\s*(?:mode\s*=\s*)?[rbfu]*${Q}[rbt]*[wax+]`,
+          String.raw`\bopen\(\s*[rbfu]*${Q}${OUTSIDE}[^'"]{0,200}${Q}\s*,\s*(?:mode\s*=\s*)?[rbfu]*${Q}[rbt]*[wax+]`,
         ),
         new RegExp(
-          String.raw`\bPath\(\s*${Q}${OUTSIDE}[^'"]*${Q}\s*\)\s*\.\s*(?:write_text|write_bytes|touch|mkdir|symlink_to|unlink|rename|chmod)\b`,
+          String.raw`\bPath\(\s*${Q}${OUTSIDE}[^'"]{0,200}${Q}\s*\)\s*\.\s*(?:write_text|write_bytes|touch|mkdir|symlink_to|unlink|rename|chmod)\b`,
         ),
         new RegExp(
           String.raw`\bos\.(?:makedirs|mkdir|rename|replace|symlink|link|chmod|chown|remove|unlink|rmdir)\(\s*${Q}${OUTSIDE}`,
         ),
-        new RegExp(String.raw`\bshutil\.(?:copy\w*|move)\([^)]*,\s*${Q}${OUTSIDE}`),
+        new RegExp(String.raw`\bshutil\.(?:copy\w*|move)\([^)]{0,200},\s*${Q}${OUTSIDE}`),
       ],
       node: [
         new RegExp(
@@ -129,14 +129,14 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
         new RegExp(String.raw`(?:^|[^<>&0-9])\d?>{1,2}\|?\s*${OUTSIDE}`, 'm'),
         new RegExp(String.raw`\btee\s+(?:-a\s+)?${OUTSIDE}`),
         new RegExp(
-          String.raw`${CMD}(?:cp|mv|ln|install|rsync)\b[^\n;|&]*\s${OUTSIDE}[^\s;|&]*\s*(?:$|[;|&])`,
+          String.raw`${CMD}(?:cp|mv|ln|install|rsync)\b[^\n;|&]{0,200}\s${OUTSIDE}[^\s;|&]{0,200}\s*(?:$|[;|&])`,
           'm',
         ),
         new RegExp(
-          String.raw`${CMD}(?:touch|mkdir|chmod|chown|chgrp|truncate|rm|rmdir|unlink)\b[^\n;|&]*\s${OUTSIDE}`,
+          String.raw`${CMD}(?:touch|mkdir|chmod|chown|chgrp|truncate|rm|rmdir|unlink)\b[^\n;|&]{0,200}\s${OUTSIDE}`,
           'm',
         ),
-        new RegExp(String.raw`\bsed\b[^\n]*\s-i\b[^\n]*\s${OUTSIDE}`),
+        new RegExp(String.raw`\bsed\s+-i\S*\s+(?:[^\s;|&]+\s+){0,3}${OUTSIDE}`),
       ],
     },
   },
@@ -148,21 +148,21 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     patterns: {
       any: [
         new RegExp(
-          String.raw`\brm\s+(?:-{1,2}[\w-]+\s+)*(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+(?:-{1,2}[\w-]+\s+)*['"]?(?:/\*?|~/?\*?|\$HOME/?\*?|/${SYSTEM_DIR}/?\*?)['"]?(?=\s|$|[;&|)'"])`,
+          String.raw`\brm\s+(?:-{1,2}[\w-]+\s+){0,6}(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+(?:-{1,2}[\w-]+\s+){0,6}['"]?(?:/\*?|~/?\*?|\$HOME/?\*?|/${SYSTEM_DIR}/?\*?)['"]?(?=\s|$|[;&|)'"])`,
           'm',
         ),
         /--no-preserve-root\b/,
         /\bmkfs(?:\.\w+)?\b|\bmke2fs\b|\bwipefs\b/,
-        /\bdd\b[^\n]*\bof=\/dev\/(?!null\b|zero\b|stdout\b|stderr\b)/,
+        /\bdd\s+(?:\S+\s+){0,6}of=\/dev\/(?!null\b|zero\b|stdout\b|stderr\b)/,
         /(?:^|[^<])>\s*\/dev\/(?:sd[a-z]|nvme|vd[a-z]|xvd|hd[a-z]|mmcblk|disk|mapper)/m,
-        /\bshred\b[^\n]*\/dev\//,
+        /\bshred\b[^\n]{0,200}\/dev\//,
         /\bchmod\s+-R\s+\S+\s+\/(?=\s|$)/m,
         /\bchown\s+-R\s+\S+\s+\/(?=\s|$)/m,
       ],
       python: [new RegExp(String.raw`\bshutil\.rmtree\(\s*${Q}${OUTSIDE}`)],
       node: [
         new RegExp(
-          String.raw`\b(?:rm|rmdir)(?:Sync)?\s*\(\s*${Q}${OUTSIDE}[^'"\x60]*${Q}\s*,\s*\{[^}]*recursive\s*:\s*true`,
+          String.raw`\b(?:rm|rmdir)(?:Sync)?\s*\(\s*${Q}${OUTSIDE}[^'"\x60]{0,200}${Q}\s*,\s*\{[^}]{0,200}recursive\s*:\s*true`,
         ),
       ],
     },
@@ -178,15 +178,15 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
           'm',
         ),
         new RegExp(String.raw`${CMD}su(?:\s+-\w*|\s+root\b)?\s*(?:$|[;&|)'"])`, 'm'),
-        /\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*[+=][rwxt]*s|0?[2467][0-7]{3})\b/,
+        /\bchmod\s+(?:-\w+\s+){0,6}(?:[ugoa]*[+=][rwxt]*s|0?[2467][0-7]{3})\b/,
         /\/etc\/sudoers|docker\.sock|\/dev\/k?mem\b|\/proc\/sys\/kernel\b|\/proc\/sysrq-trigger/,
       ],
       python: [
         /\bos\.set(?:e|re|res)?[ug]id\s*\(/,
-        /\bos\.chmod\s*\([^)]*,\s*0o?[2467][0-7]{3}\b/,
-        /\bctypes\b[^\n]*\b(?:mount|unshare|setns|ptrace)\b/,
+        /\bos\.chmod\s*\([^)]{0,200},\s*0o?[2467][0-7]{3}\b/,
+        /\bctypes\b[^\n]{0,200}\b(?:mount|unshare|setns|ptrace)\b/,
       ],
-      node: [/\bprocess\.set(?:e)?[ug]id\s*\(/, /\bchmod(?:Sync)?\s*\([^)]*,\s*0o?[2467][0-7]{3}\b/],
+      node: [/\bprocess\.set(?:e)?[ug]id\s*\(/, /\bchmod(?:Sync)?\s*\([^)]{0,200},\s*0o?[2467][0-7]{3}\b/],
     },
   },
   {
@@ -213,7 +213,7 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
       python: [
         /\bos\.environ\b/,
         /\bos\.getenv(?:b)?\s*\(/,
-        /\bfrom\s+os\s+import\b[^\n]*\b(?:environ|getenv)\b/,
+        /\bfrom\s+os\s+import\b[^\n]{0,200}\b(?:environ|getenv)\b/,
       ],
       node: [/\bprocess\.env\b/],
       bash: [
@@ -246,7 +246,7 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     patterns: {
       python: [
         /(?<![\w.])(?:eval|exec)\s*\(/,
-        /\bcompile\s*\([^)]*['"]exec['"]/,
+        /\bcompile\s*\([^)]{0,200}['"]exec['"]/,
         /\b__import__\s*\(/,
         /\bimportlib\.import_module\s*\(/,
         /\b(?:marshal|pickle)\.loads?\b/,
@@ -279,8 +279,8 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     },
     patterns: {
       any: [
-        /[A-Za-z0-9+/]{200,}={0,2}/,
-        /(?:\\x[0-9a-fA-F]{2}){24,}/,
+        /(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{200,}={0,2}/,
+        /(?<!\\x[0-9a-fA-F]{2})(?:\\x[0-9a-fA-F]{2}){24,}/,
         /\b[0-9a-fA-F]{160,}\b/,
         /String\.fromCharCode\((?:\s*\d+\s*,){12,}/,
         /(?:chr\(\d+\)\s*\+\s*){8,}/,
@@ -297,14 +297,14 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
         /\bos\.fork\(\)\s*(?:and|or|\+|;)\s*os\.fork\(\)/,
       ],
       bash: [
-        /\b(\w+)\s*\(\s*\)\s*\{[^}]*\b\1\s*\|\s*\1\s*&/,
+        /\b(\w+)\s*\(\s*\)\s*\{[^}]{0,200}\b\1\s*\|\s*\1\s*&/,
         /(?:\$0|\$\{0\}|\$BASH_SOURCE)\s*(?:\|\s*(?:\$0|\$\{0\})\s*)?&/,
       ],
     },
     detect: (code, language) => {
       switch (language) {
         case 'python':
-          return loopWith(code, /^\s*(?:while|for)\b[^\n]*:/, /\bos\.fork(?:pty)?\s*\(/);
+          return loopWith(code, /^\s*(?:while|for)\b[^\n]{0,200}:/, /\bos\.fork(?:pty)?\s*\(/);
         case 'node':
           return loopWith(
             code,
@@ -325,7 +325,7 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
     weight: 15,
     description: 'loops forever with no way out (while True without break, for(;;), while :)',
     patterns: {
-      python: [/^\s*while\s+(?:True|1|not\s+False)\s*:/m],
+      python: [/^[ \t]*while[ \t]+(?:True|1|not[ \t]+False)[ \t]*:/m],
       node: [/\bfor\s*\(\s*;\s*;\s*\)|\bwhile\s*\(\s*(?:true|1|!0)\s*\)/],
       bash: [/\bwhile\s+(?:true|:|\[\s*1\s*\])(?=[\s;]|$)|\buntil\s+false\b|\bfor\s*\(\(\s*;\s*;\s*\)\)/m],
     },

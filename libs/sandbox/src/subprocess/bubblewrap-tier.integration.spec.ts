@@ -79,6 +79,8 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
     Logger.overrideLogger(['error']);
     process.env[CANARY] = 'engine-secret-value';
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-tier-int-'));
+    // The sandbox runs as `runAs` (when the engine is root): it must traverse the root to its workspace.
+    fs.chmodSync(root, 0o711);
     limiter = detectProcessLimiter(options.subprocess.cgroup);
     tier = new BubblewrapTier(options, new ChildProcessLauncher(), limiter);
     const availability = await tier.availability();
@@ -94,6 +96,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
 
   beforeEach(() => {
     workspaceDir = fs.mkdtempSync(path.join(root, 'ws-'));
+    if (options.runAs) fs.chownSync(workspaceDir, options.runAs.uid, options.runAs.gid);
   });
 
   function run(language: Language, code: string, extra: Partial<TierJob> = {}): Promise<TierRunResult> {

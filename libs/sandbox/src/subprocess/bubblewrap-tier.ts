@@ -210,6 +210,9 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       mode: 0o644,
     });
     fs.writeFileSync(p.etc.group, `nogroup:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
+    // bubblewrap runs as `runAs` and must reach the code files and synthetic /etc it binds.
+    const runAs = this.options.runAs;
+    if (runAs) for (const dir of [p.tempDir, p.codeDir]) fs.chownSync(dir, runAs.uid, runAs.gid);
   }
 
   private async probe(): Promise<TierAvailability> {
@@ -238,6 +241,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     const workspaceDir = path.join(prepared.tempDir, 'probe-workspace');
     try {
       fs.mkdirSync(workspaceDir, { recursive: true });
+      if (o.runAs) fs.chownSync(workspaceDir, o.runAs.uid, o.runAs.gid);
       const result = await this.execute(
         {
           actionId: 'probe',
@@ -397,7 +401,8 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     let proc: LaunchedProcess;
     try {
       // Empty environment: the child's comes only from `--setenv` in the options.
-      proc = this.launcher.launch({ command, args, env: {}, cwd: '/' });
+      const runAs = this.options.runAs;
+      proc = this.launcher.launch({ command, args, env: {}, cwd: '/', uid: runAs?.uid, gid: runAs?.gid });
     } catch (err) {
       if (group) this.track(group.destroy());
       throw err;

@@ -8,6 +8,9 @@ export interface LaunchSpec {
   /** The complete environment; nothing is inherited from the engine. */
   env: Record<string, string>;
   cwd: string;
+  /** Host uid/gid to run as (the engine must be root to switch); default: the engine's. */
+  uid?: number;
+  gid?: number;
 }
 
 export interface ProcessExit {
@@ -50,6 +53,8 @@ export class ChildProcessLauncher extends ProcessLauncher {
       cwd: spec.cwd,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      ...(spec.uid !== undefined && { uid: spec.uid }),
+      ...(spec.gid !== undefined && { gid: spec.gid }),
     });
     const closed = new Promise<ProcessExit>((resolve) => {
       child.once('error', (error) => resolve({ code: null, signal: null, error }));

@@ -13,18 +13,25 @@ const problems = (body: unknown): { field: string; message: string }[] => {
 
 describe('parseActionBody', () => {
   it('accepts each action type', () => {
-    expect(parseActionBody({ type: 'code', language: 'bash', code: 'echo hi', tier: 'container' })).toMatchObject({
+    expect(
+      parseActionBody({ type: 'code', language: 'bash', code: 'echo hi', tier: 'container' }),
+    ).toMatchObject({
       type: 'code',
       tier: 'container',
     });
-    expect(parseActionBody({ type: 'file', op: 'move', path: 'a', to: 'b' })).toMatchObject({ op: 'move', to: 'b' });
+    expect(parseActionBody({ type: 'file', op: 'move', path: 'a', to: 'b' })).toMatchObject({
+      op: 'move',
+      to: 'b',
+    });
     expect(parseActionBody({ type: 'browser', op: 'navigate', url: 'https://example.org' })).toMatchObject({
       op: 'navigate',
     });
   });
 
   it('names the discriminator at fault', () => {
-    expect(problems({ type: 'sql' })).toEqual([{ field: 'type', message: 'must be one of code, file, browser' }]);
+    expect(problems({ type: 'sql' })).toEqual([
+      { field: 'type', message: 'must be one of code, file, browser' },
+    ]);
     expect(problems({ type: 'file', op: 'chmod' })[0].field).toBe('op');
     expect(problems('code')[0].field).toBe('body');
   });
@@ -36,6 +43,8 @@ describe('parseActionBody', () => {
   });
 
   it('rejects fields that belong to another op', () => {
-    expect(problems({ type: 'file', op: 'read', path: 'a', content: 'x' }).map((x) => x.field)).toEqual(['content']);
+    expect(problems({ type: 'file', op: 'read', path: 'a', content: 'x' }).map((x) => x.field)).toEqual([
+      'content',
+    ]);
   });
 });

@@ -1,5 +1,4 @@
 import { ACTION_TYPES } from '@switchyard/common';
-import type { ClassConstructor } from 'class-transformer';
 import { FILE_OPS } from '@switchyard/workspace';
 import { RequestValidationError } from '../../http/request-validation.error';
 import { validateDto } from '../../http/validate-dto';
@@ -19,7 +18,9 @@ export function parseActionBody(body: unknown): ActionBody {
   }
   const { type, op } = body as { type?: unknown; op?: unknown };
   if (!isOneOf(ACTION_TYPES, type)) {
-    throw new RequestValidationError([{ field: 'type', message: `must be one of ${ACTION_TYPES.join(', ')}` }]);
+    throw new RequestValidationError([
+      { field: 'type', message: `must be one of ${ACTION_TYPES.join(', ')}` },
+    ]);
   }
   switch (type) {
     case 'code':
@@ -30,7 +31,7 @@ export function parseActionBody(body: unknown): ActionBody {
       if (!isOneOf(FILE_OPS, op)) {
         throw new RequestValidationError([{ field: 'op', message: `must be one of ${FILE_OPS.join(', ')}` }]);
       }
-      return validateDto<FileActionDto>(FILE_ACTION_DTOS[op] as ClassConstructor<FileActionDto>, body);
+      return validateDto<FileActionDto>(FILE_ACTION_DTOS[op], body);
   }
 }
 

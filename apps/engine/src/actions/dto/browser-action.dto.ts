@@ -2,9 +2,27 @@ import { Equals, IsBoolean, IsIn, IsInt, IsOptional, IsString, Min } from 'class
 import { JSONSchema } from 'class-validator-jsonschema';
 
 export const BROWSER_OPS = [
-  'navigate', 'click', 'fill', 'type', 'press', 'select', 'hover', 'check', 'wait_for', 'extract',
-  'screenshot', 'pdf', 'download', 'upload', 'evaluate', 'back', 'forward', 'reload', 'new_tab',
-  'switch_tab', 'close_tab',
+  'navigate',
+  'click',
+  'fill',
+  'type',
+  'press',
+  'select',
+  'hover',
+  'check',
+  'wait_for',
+  'extract',
+  'screenshot',
+  'pdf',
+  'download',
+  'upload',
+  'evaluate',
+  'back',
+  'forward',
+  'reload',
+  'new_tab',
+  'switch_tab',
+  'close_tab',
 ] as const;
 export type BrowserOp = (typeof BROWSER_OPS)[number];
 

@@ -29,7 +29,8 @@ export class CodeActionDto {
   @IsOptional()
   @IsObject()
   @JSONSchema({
-    description: 'Extra environment variables. Loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused.',
+    description:
+      'Extra environment variables. Loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused.',
     additionalProperties: { type: 'string' },
   })
   env?: Record<string, string>;

@@ -25,11 +25,16 @@ class OptionalPathField extends FileActionBase {
 export class FileReadDto extends PathField {
   @Equals('read') op!: 'read';
 
-  @IsOptional() @IsInt() @Min(1)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
   @JSONSchema({ description: 'First line to return, 1-based.' })
   offset?: number;
 
-  @IsOptional() @IsInt() @Min(1) @Max(100_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
   @JSONSchema({ description: 'Maximum number of lines to return.' })
   limit?: number;
 }
@@ -41,7 +46,8 @@ export class FileWriteDto extends PathField {
   @IsString()
   content!: string;
 
-  @IsOptional() @IsIn(['overwrite', 'append', 'create'])
+  @IsOptional()
+  @IsIn(['overwrite', 'append', 'create'])
   @JSONSchema({ description: 'overwrite (default), append, or create (fails if the file exists).' })
   mode?: 'overwrite' | 'append' | 'create';
 }
@@ -56,7 +62,8 @@ export class FileEditDto extends PathField {
   @IsString()
   replace!: string;
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   @JSONSchema({ description: 'Replace every occurrence; otherwise more than one match is an error.' })
   all?: boolean;
 }
@@ -65,13 +72,18 @@ export class FileEditDto extends PathField {
 export class FileListDto extends OptionalPathField {
   @Equals('list') op!: 'list';
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   recursive?: boolean;
 
-  @IsOptional() @IsInt() @Min(1) @Max(10_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
   limit?: number;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   @JSONSchema({ description: 'nextCursor of the previous page.' })
   cursor?: string;
 }
@@ -84,7 +96,10 @@ export class FileFindDto extends OptionalPathField {
   @JSONSchema({ description: 'Glob such as **/*.py.' })
   pattern!: string;
 
-  @IsOptional() @IsInt() @Min(1) @Max(10_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
   limit?: number;
 }
 
@@ -95,14 +110,19 @@ export class FileGrepDto extends OptionalPathField {
   @IsString()
   pattern!: string;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   @JSONSchema({ description: 'Only files matching this glob.' })
   glob?: string;
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   ignoreCase?: boolean;
 
-  @IsOptional() @IsInt() @Min(1) @Max(10_000)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
   limit?: number;
 }
 
@@ -123,7 +143,8 @@ export class FileMoveDto extends PathField {
   @IsString()
   to!: string;
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   overwrite?: boolean;
 }
 
@@ -131,7 +152,8 @@ export class FileMoveDto extends PathField {
 export class FileDeleteDto extends PathField {
   @Equals('delete') op!: 'delete';
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   recursive?: boolean;
 }
 
@@ -153,5 +175,5 @@ export type FileActionDto = InstanceType<(typeof FILE_ACTION_DTOS)[FileOpName]>;
 /** The workspace op carried by a file action (its `type` field stripped). */
 export function toFileOp(dto: FileActionDto): FileOp {
   const { type: _type, ...op } = dto;
-  return op as FileOp;
+  return op;
 }

@@ -1,0 +1,218 @@
+/**
+ * `npm run bench`: the engine against raw baselines measured in the same run, printed as ratios.
+ *
+ * 1. python `print(1)`: raw `spawn`, raw bubblewrap (same namespaces, no engine), and a code action through
+ *    the API (subprocess tier). Target: API ≤ 1.3× raw bubblewrap.
+ * 2. file actions: median latency of a write+read pair, and throughput at 16 concurrent clients with every
+ *    action recorded durably in the graph. Target ≥ 1000 actions/s.
+ */
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createEngineApp } from '../apps/engine/src/bootstrap';
+import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 40);
+const THROUGHPUT_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CLIENTS = 16;
+const PYTHON = '/usr/bin/python3';
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+};
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const ms = (n: number): string => `${n.toFixed(2)} ms`;
+
+function timeSpawn(command: string, args: string[], cwd: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(command, args, {
+      cwd,
+      env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.resume();
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 && out.trim() === '1'
+        ? resolve(performance.now() - t0)
+        : reject(new Error(`${command} exit ${code}: ${out}`)),
+    );
+  });
+}
+
+/** A bare bubblewrap sandbox with the tier's namespaces and mounts, none of the engine's bookkeeping. */
+function rawBwrapArgs(workspace: string): string[] {
+  return [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--uid',
+    '65534',
+    '--gid',
+    '65534',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    workspace,
+    '/workspace',
+    '--chdir',
+    '/workspace',
+    PYTHON,
+    '-c',
+    'print(1)',
+  ];
+}
+
+async function sample(n: number, fn: () => Promise<number>): Promise<number[]> {
+  for (let i = 0; i < 3; i++) await fn(); // warm-up
+  const xs: number[] = [];
+  for (let i = 0; i < n; i++) xs.push(await fn());
+  return xs;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
+  const rawWs = path.join(dataDir, 'raw-ws');
+  mkdirSync(rawWs);
+  const app = await createEngineApp(
+    loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error' }),
+  );
+  await app.listen(0, '127.0.0.1');
+  const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+  const post = async (url: string, body?: unknown): Promise<any> => {
+    const res = await fetch(`${base}${url}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return res.json();
+  };
+
+  try {
+    console.log(
+      `Switchyard bench — node ${process.version}, ${os.cpus().length} cores, ${RUNS} runs per median\n`,
+    );
+
+    // 1. python print(1)
+    const sid: string = (await post('/v1/sessions')).id;
+    const raw = await sample(RUNS, () => timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs));
+    const bwrap = await sample(RUNS, () => timeSpawn('bwrap', rawBwrapArgs(rawWs), rawWs));
+    const api = await sample(RUNS, async () => {
+      const t0 = performance.now();
+      const r = await post(`/v1/sessions/${sid}/actions`, {
+        type: 'code',
+        language: 'python',
+        code: 'print(1)',
+      });
+      if (r.status !== 'succeeded' || r.stdout !== '1\n' || r.tier !== 'subprocess') {
+        throw new Error(`code action did not succeed: ${JSON.stringify(r)}`);
+      }
+      return performance.now() - t0;
+    });
+    console.log('python print(1)');
+    console.log(`  raw spawn            median ${ms(median(raw))}`);
+    console.log(
+      `  raw bubblewrap       median ${ms(median(bwrap))}   (${(median(bwrap) / median(raw)).toFixed(2)}x raw spawn)`,
+    );
+    console.log(`  API subprocess tier  median ${ms(median(api))}   p99 ${ms(pct(api, 99))}`);
+    const ratio = median(api) / median(bwrap);
+    console.log(
+      `  ratio API / raw bubblewrap = ${ratio.toFixed(2)}x (target <= 1.30) ${ratio <= 1.3 ? 'OK' : 'MISSED'}`,
+    );
+    console.log(`  ratio API / raw spawn      = ${(median(api) / median(raw)).toFixed(2)}x\n`);
+
+    // 2. file write + read pair
+    const fsid: string = (await post('/v1/sessions')).id;
+    const pair = await sample(RUNS * 5, async () => {
+      const t0 = performance.now();
+      const w = await post(`/v1/sessions/${fsid}/actions`, {
+        type: 'file',
+        op: 'write',
+        path: 'a.txt',
+        content: 'hello',
+      });
+      const r = await post(`/v1/sessions/${fsid}/actions`, { type: 'file', op: 'read', path: 'a.txt' });
+      if (w.status !== 'succeeded' || r.output?.content !== 'hello') throw new Error('file pair failed');
+      return performance.now() - t0;
+    });
+    console.log('file write+read pair (one client)');
+    console.log(`  median ${ms(median(pair))}   p99 ${ms(pct(pair, 99))}\n`);
+
+    // 3. throughput, 16 clients, each on its own session, every action recorded
+    const sessions: string[] = [];
+    for (let i = 0; i < CLIENTS; i++) sessions.push((await post('/v1/sessions')).id);
+    let done = 0;
+    let failed = 0;
+    const deadline = performance.now() + THROUGHPUT_SECONDS * 1000;
+    const t0 = performance.now();
+    await Promise.all(
+      sessions.map(async (s, i) => {
+        let n = 0;
+        while (performance.now() < deadline) {
+          const op =
+            n % 2 === 0
+              ? { type: 'file', op: 'write', path: `f${i}.txt`, content: `v${n}` }
+              : { type: 'file', op: 'read', path: `f${i}.txt` };
+          const r = await post(`/v1/sessions/${s}/actions`, op);
+          if (r.status === 'succeeded') done++;
+          else failed++;
+          n++;
+        }
+      }),
+    );
+    const elapsed = (performance.now() - t0) / 1000;
+    let recorded = 0;
+    for (const s of sessions) {
+      let cursor: string | undefined;
+      do {
+        const page = (await (
+          await fetch(`${base}/v1/sessions/${s}/actions?limit=1000${cursor ? `&cursor=${cursor}` : ''}`)
+        ).json()) as { actions: unknown[]; nextCursor?: string };
+        recorded += page.actions.length;
+        cursor = page.nextCursor;
+      } while (cursor);
+    }
+    const rate = done / elapsed;
+    console.log(`file actions, ${CLIENTS} concurrent clients, ${THROUGHPUT_SECONDS} s`);
+    console.log(
+      `  ${rate.toFixed(0)} actions/s (target >= 1000) ${rate >= 1000 ? 'OK' : 'MISSED'}; failed ${failed}`,
+    );
+    console.log(
+      `  recorded in the graph: ${recorded} of ${done + failed} ${recorded === done + failed ? '(all)' : '(MISSING)'}`,
+    );
+  } finally {
+    await app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
