@@ -179,7 +179,13 @@ describe('BubblewrapTier (fake processes)', () => {
     expect(run.spec.env).toEqual({});
     const exe = fs.realpathSync(process.execPath);
     expect(run.spec.args).toContain('--unshare-all');
-    expect(run.spec.args.slice(-5, -1)).toEqual(['--', exe, '-s', '-c']);
+    // Outside the system dirs, so it is bound at a fixed path inside the sandbox.
+    expect(run.spec.args.slice(-5, -1)).toEqual([
+      '--',
+      `/run/interpreters/python/${path.basename(exe)}`,
+      '-s',
+      '-c',
+    ]);
     expect(run.spec.args.at(-1)).toContain('"/run/switchyard/main.py"');
     const opts = run.options;
     expect(opts.slice(0, 3)).toEqual(['--bind', workspaceDir, '/workspace']);

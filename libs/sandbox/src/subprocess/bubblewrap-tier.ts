@@ -16,6 +16,7 @@ import {
   detectSystemLayout,
   encodeArgs,
   interpreterBind,
+  type ReadOnlyBind,
   SANDBOX_UID,
   type RlimitSettings,
   type SystemLayout,
@@ -56,7 +57,9 @@ interface Prepared {
   layout: SystemLayout;
   interpreters: Record<Language, Executable>;
   /** Per language: extra binds plus the interpreter's own directory when it lives outside the system dirs. */
-  readOnlyBinds: Record<Language, string[]>;
+  readOnlyBinds: Record<Language, ReadOnlyBind[]>;
+  /** Interpreter paths as seen inside the sandbox. */
+  sandboxInterpreters: Record<Language, string | undefined>;
   shell?: string;
 }
 
@@ -134,7 +137,8 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
         `workspace ${job.workspaceDir}: ${(err as Error).message}`,
       );
     }
-    return this.execute(job, this.argv(job.language, interpreter.path), signal, true);
+    const inside = prepared.sandboxInterpreters[job.language] ?? interpreter.path;
+    return this.execute(job, this.argv(job.language, inside), signal, true);
   }
 
   /** Holds nothing per session: every run is a fresh sandbox. */
@@ -182,9 +186,17 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       node: resolveExecutable(i.node),
       bash: resolveExecutable(i.bash),
     };
-    const binds = (interp: Executable) => {
-      const dir = interp.path && interpreterBind(interp.path, layout.boundDirs);
-      return [...new Set([...this.options.extraReadOnlyBinds, ...(dir ? [dir] : [])])];
+    const extra = [...new Set(this.options.extraReadOnlyBinds)].map((d) => ({ source: d, target: d }));
+    const placed = (language: Language, interp: Executable) =>
+      interp.path ? interpreterBind(interp.path, layout.boundDirs, language) : undefined;
+    const inSandbox = {
+      python: placed('python', interpreters.python),
+      node: placed('node', interpreters.node),
+      bash: placed('bash', interpreters.bash),
+    };
+    const binds = (language: Language) => {
+      const own = inSandbox[language]?.bind;
+      return own ? [...extra, own] : extra;
     };
     this.prepared = {
       tempDir,
@@ -192,10 +204,11 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       etc: { passwd: path.join(tempDir, 'passwd'), group: path.join(tempDir, 'group') },
       layout,
       interpreters,
-      readOnlyBinds: {
-        python: binds(interpreters.python),
-        node: binds(interpreters.node),
-        bash: binds(interpreters.bash),
+      readOnlyBinds: { python: binds('python'), node: binds('node'), bash: binds('bash') },
+      sandboxInterpreters: {
+        python: inSandbox.python?.path,
+        node: inSandbox.node?.path,
+        bash: inSandbox.bash?.path,
       },
       shell: resolveExecutable(this.options.shellPath).path,
     };

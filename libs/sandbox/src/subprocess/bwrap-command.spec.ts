@@ -16,7 +16,7 @@ const launcher = buildLauncherCommand({
   sandbox: {
     layout: { args: ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin'], boundDirs: ['/usr'] },
     etc: { passwd: '/eng/tmp/passwd', group: '/eng/tmp/group' },
-    readOnlyBinds: ['/opt/node/bin'],
+    readOnlyBinds: [{ source: '/opt/node/bin', target: '/run/interpreters/node' }],
     tmpfsBytes: 1024,
   },
   argv: ['/usr/bin/python3.11', '-s', '/run/switchyard/main.py'],
@@ -77,7 +77,7 @@ describe('buildLauncherCommand', () => {
   it('mounts system dirs read-only, a minimal /etc, size-capped tmpfs, and nothing else writable', () => {
     expect(hasSequence(bwrap, '--ro-bind', '/usr', '/usr')).toBe(true);
     expect(hasSequence(bwrap, '--ro-bind', '/eng/tmp/passwd', '/etc/passwd')).toBe(true);
-    expect(hasSequence(bwrap, '--ro-bind', '/opt/node/bin', '/opt/node/bin')).toBe(true);
+    expect(hasSequence(bwrap, '--ro-bind', '/opt/node/bin', '/run/interpreters/node')).toBe(true);
     expect(bwrap.some((a) => a === '/etc' || a === '/etc/shadow')).toBe(false);
     expect(bwrap).not.toContain('--bind');
     expect(hasSequence(bwrap, '--size', '1024', '--tmpfs', '/tmp')).toBe(true);
@@ -128,10 +128,15 @@ describe('helpers', () => {
     expect(encodeArgs(['a', 'b c', '']).toString()).toBe('a\0b c\0\0');
   });
 
-  it('binds an interpreter directory only when it is outside the system dirs', () => {
-    expect(interpreterBind('/usr/bin/python3.11', ['/usr'])).toBeUndefined();
-    expect(interpreterBind('/opt/node/bin/node', ['/usr'])).toBe('/opt/node/bin');
-    expect(interpreterBind('/usrx/bin/node', ['/usr'])).toBe('/usrx/bin');
+  it('binds an interpreter directory at a fixed path only when it is outside the system dirs', () => {
+    expect(interpreterBind('/usr/bin/python3.11', ['/usr'], 'python')).toEqual({
+      path: '/usr/bin/python3.11',
+    });
+    expect(interpreterBind('/tmp/ci/node_modules/node/bin/node', ['/usr'], 'node')).toEqual({
+      path: '/run/interpreters/node/node',
+      bind: { source: '/tmp/ci/node_modules/node/bin', target: '/run/interpreters/node' },
+    });
+    expect(interpreterBind('/usrx/bin/node', ['/usr'], 'node').bind?.source).toBe('/usrx/bin');
   });
 
   it('mirrors symlinked and real system dirs and skips missing ones', () => {

@@ -67,7 +67,8 @@ export interface SandboxLayoutInput {
   /** Synthetic `/etc/passwd` and `/etc/group` with just the sandbox user. */
   etc: { passwd: string; group: string };
   /** Further host directories to show read-only at the same path (interpreters outside /usr, extra binds). */
-  readOnlyBinds: readonly string[];
+  /** Host directories bound read-only at `target` inside the sandbox. */
+  readOnlyBinds: readonly ReadOnlyBind[];
   tmpfsBytes: number;
 }
 
@@ -128,7 +129,7 @@ export function buildLauncherCommand(input: {
       '--ro-bind',
       s.etc.group,
       '/etc/group',
-      ...s.readOnlyBinds.flatMap((d) => ['--ro-bind', d, d]),
+      ...s.readOnlyBinds.flatMap((b) => ['--ro-bind', b.source, b.target]),
       '--proc',
       '/proc',
       '--dev',
@@ -183,7 +184,28 @@ export function encodeArgs(args: readonly string[]): Buffer {
   return Buffer.from(args.map((a) => `${a}\0`).join(''), 'utf8');
 }
 
-/** Directory to bind so `interpreter` (a resolved path) exists in the sandbox, or none when already visible. */
-export function interpreterBind(interpreter: string, boundDirs: readonly string[]): string | undefined {
-  return isUnder(interpreter, boundDirs) ? undefined : path.dirname(interpreter);
+export interface ReadOnlyBind {
+  source: string;
+  target: string;
+}
+
+/** Where interpreters outside the system dirs appear in the sandbox: a fixed path that no tmpfs covers. */
+export const INTERPRETER_MOUNT = '/run/interpreters';
+
+/**
+ * How `interpreter` (a resolved host path) is reached inside the sandbox: as is when a system dir already
+ * shows it, else its directory is bound under `INTERPRETER_MOUNT/<language>` (a checkout under /tmp would
+ * otherwise be hidden by the sandbox's own /tmp).
+ */
+export function interpreterBind(
+  interpreter: string,
+  boundDirs: readonly string[],
+  language: Language,
+): { path: string; bind?: ReadOnlyBind } {
+  if (isUnder(interpreter, boundDirs)) return { path: interpreter };
+  const target = `${INTERPRETER_MOUNT}/${language}`;
+  return {
+    path: `${target}/${path.basename(interpreter)}`,
+    bind: { source: path.dirname(interpreter), target },
+  };
 }
