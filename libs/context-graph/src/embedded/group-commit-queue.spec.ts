@@ -50,6 +50,29 @@ describe('GroupCommitQueue', () => {
     expect(db.isTransaction).toBe(false);
   });
 
+  it('settles a batch only after the durability sync that follows its commit', async () => {
+    let release!: () => void;
+    const syncs: string[] = [];
+    const synced = new GroupCommitQueue(db, 500, () => {
+      syncs.push(`sync after ${ids().join(',')}`);
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    let settled = false;
+    const write = synced.enqueue(insert(1, null)).then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    expect(ids()).toEqual([1]); // committed…
+    expect(syncs).toEqual(['sync after 1']);
+    expect(settled).toBe(false); // …but not acknowledged before the sync ends
+    release();
+    await write;
+    expect(settled).toBe(true);
+  });
+
+  it('rejects a batch whose durability sync fails', async () => {
+    const failing = new GroupCommitQueue(db, 500, () => Promise.reject(new Error('EIO')));
+    await expect(failing.enqueue(insert(1, null))).rejects.toThrow('EIO');
+  });
+
   it('drain commits queued writes synchronously', () => {
     void queue.enqueue(insert(1, null));
     void queue.enqueue(insert(2, 1));

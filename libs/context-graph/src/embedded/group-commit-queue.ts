@@ -11,7 +11,7 @@ type BatchResult =
   { committed: true; outcomes: Outcome[] } | { committed: false; error: unknown; begun: boolean };
 
 export interface GroupCommitStats {
-  /** Committed transactions (each one fsync with `synchronous=FULL`). */
+  /** Committed transactions (each one made durable by one fsync). */
   transactions: number;
   /** Writes committed by them; `writes / transactions` is the mean batch size. */
   writes: number;
@@ -20,7 +20,7 @@ export interface GroupCommitStats {
 /**
  * Group commit for a synchronous SQLite connection.
  *
- * With `synchronous=FULL` every commit is an fsync, which caps one-write-per-transaction at a few hundred
+ * Every durable commit costs an fsync, which caps one-write-per-transaction at a few hundred
  * writes/s. Instead, writes requested during one turn of the event loop are applied in a single
  * transaction on `setImmediate`, and their promises settle only after that transaction commits.
  *
@@ -38,6 +38,11 @@ export class GroupCommitQueue {
     private readonly db: DatabaseSync,
     /** Bounds how long one flush blocks the event loop. */
     private readonly maxBatch = 500,
+    /**
+     * Makes committed transactions durable off the event loop (an fdatasync of the WAL on the thread pool).
+     * When given, a batch's promises settle only after a sync that began after its COMMIT has finished.
+     */
+    private readonly sync?: () => Promise<void>,
   ) {}
 
   /** Queues `write`; resolves with its return value once the transaction holding it has committed. */
@@ -69,11 +74,14 @@ export class GroupCommitQueue {
   private run(batch: PendingWrite[]): void {
     const result = this.commit(batch);
     if (result.committed) {
-      batch.forEach((w, i) => {
-        const outcome = result.outcomes[i];
-        if (outcome.ok) w.resolve(outcome.value);
-        else w.reject(outcome.error);
-      });
+      const settle = (): void =>
+        batch.forEach((w, i) => {
+          const outcome = result.outcomes[i];
+          if (outcome.ok) w.resolve(outcome.value);
+          else w.reject(outcome.error);
+        });
+      if (!this.sync) return settle();
+      this.sync().then(settle, (error: unknown) => batch.forEach((w) => w.reject(error)));
     } else if (batch.length > 1 && result.begun) {
       for (const w of batch) this.run([w]);
     } else {

@@ -52,10 +52,10 @@ describe('SqliteContextGraph', () => {
     risk: { score: 0, level: 'low', reasons: [] },
   });
 
-  it('runs in WAL mode with synchronous=FULL, foreign keys and a busy timeout', () => {
+  it('runs in WAL mode (NORMAL sync plus an explicit WAL fsync per commit), foreign keys and a busy timeout', () => {
     expect(graph.pragmas()).toEqual({
       journalMode: 'wal',
-      synchronous: 2,
+      synchronous: 1,
       foreignKeys: true,
       busyTimeoutMs: 5000,
     });

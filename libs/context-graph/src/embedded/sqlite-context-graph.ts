@@ -29,6 +29,7 @@ import type {
   SessionRecord,
 } from '../context-graph.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
+import { WalSync } from './wal-sync';
 
 export interface SqliteContextGraphOptions {
   /** Database file; its parent directory is created. */
@@ -147,13 +148,15 @@ const compact = (props: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(props).filter(([, v]) => v !== undefined && v !== null));
 
 /**
- * Embedded `ContextGraph` adapter: one SQLite file in WAL mode with `synchronous=FULL`.
+ * Embedded `ContextGraph` adapter: one SQLite file in WAL mode; every acknowledged write is on disk
+ * (`synchronous=NORMAL` plus an fdatasync of the WAL after each group commit, see `WalSync`).
  *
  * Writes go through a {@link GroupCommitQueue} (one fsync per batch of concurrent writes); reads run
  * directly on the same connection and see every write whose promise has resolved.
  */
 export class SqliteContextGraph extends ContextGraph {
   private db: DatabaseSync | undefined;
+  private wal: WalSync | undefined;
   private queue: GroupCommitQueue | undefined;
   private readonly statements = new Map<string, StatementSync>();
   private closed = false;
@@ -170,7 +173,7 @@ export class SqliteContextGraph extends ContextGraph {
     const db = new DatabaseSync(path);
     try {
       db.exec(`PRAGMA journal_mode = WAL;
-        PRAGMA synchronous = FULL;
+        PRAGMA synchronous = NORMAL;
         PRAGMA foreign_keys = ON;
         PRAGMA busy_timeout = ${Math.trunc(this.options.busyTimeoutMs ?? 5000)};`);
       db.exec(`BEGIN IMMEDIATE; ${SCHEMA} COMMIT;`);
@@ -179,7 +182,9 @@ export class SqliteContextGraph extends ContextGraph {
       throw error;
     }
     this.db = db;
-    this.queue = new GroupCommitQueue(db, this.options.maxBatchSize ?? 500);
+    this.wal = new WalSync(`${path}-wal`);
+    await this.wal.open();
+    this.queue = new GroupCommitQueue(db, this.options.maxBatchSize ?? 500, () => this.wal!.sync());
   }
 
   override recordSession(session: SessionRecord): Promise<void> {
@@ -355,9 +360,11 @@ export class SqliteContextGraph extends ContextGraph {
     if (!db || !queue) return;
     try {
       queue.drain();
+      // Let the syncs of the last batches finish before the connection goes.
+      await this.wal?.close();
     } finally {
       this.statements.clear();
-      this.db = this.queue = undefined;
+      this.db = this.queue = this.wal = undefined;
       db.close();
     }
   }
