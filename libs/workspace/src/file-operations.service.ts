@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { constants as C, type Stats } from 'node:fs';
-import { type FileHandle, link, lstat, readdir, rename, unlink } from 'node:fs/promises';
+import { closeSync, constants as C, linkSync, type Stats, unlinkSync } from 'node:fs';
+import { readdir, rename, unlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import type {
   DeleteOp,
@@ -19,22 +19,31 @@ import type {
   StatOp,
   WriteOp,
 } from './file-op.types';
-import { countOccurrences, decodeText, lineWindow, readUpTo, streamLineWindow } from './file-content';
+import {
+  countOccurrences,
+  decodeText,
+  fdReader,
+  lineWindow,
+  readFdUpTo,
+  streamLineWindow,
+  writeFdAll,
+} from './file-content';
 import { compileGlob, type GlobMatcher } from './glob';
 import {
-  applyOwnership,
-  assertPlainFile,
+  applyOwnershipSync,
+  assertPlainFd,
   assertProcFd,
   type CreateAs,
   errno,
   fdPath,
-  openDirInside,
-  openFileIn,
+  openDirInsideSync,
+  openFileInSync,
   type RealPath,
   realPathInside,
   toFileOpError,
 } from './path-guard';
 import { diskUsage, entryType, removeEntry, walk, type WalkState } from './workspace-fs';
+import { type UsageTicket, WorkspaceUsage } from './workspace-usage';
 import { FileOpError, formatBytes, PathRejectedError } from './workspace.errors';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
 
@@ -47,6 +56,11 @@ const GREP_TEXT_CHARS = 500;
 type Touched = FileOpOutcome['touched'];
 /** What opening an existing file needs: where it really is, what the caller called it, its lstat. */
 type FileRef = Pick<RealPath, 'realRoot' | 'realRel' | 'rel' | 'stat'>;
+/** A file opened by `withExistingFile`: a raw fd (valid only during the callback) and its fstat. */
+interface OpenFile {
+  fd: number;
+  st: Stats;
+}
 interface Policy {
   file: CreateAs;
   dir: CreateAs;
@@ -59,11 +73,31 @@ interface Policy {
  * Binary files: `read` returns anything that is not valid UTF-8 or contains a NUL byte as base64
  * (`encoding: 'base64'`, whole file, no line window), because code often produces images or archives an
  * agent wants back; `grep` skips them and `edit` refuses them.
+ *
+ * Workspace cap: checked against a per-workspace running count (`WorkspaceUsage`) that this API keeps up
+ * to date itself; changes made behind its back (code actions) must be reported with `markUsageStale`,
+ * after which the next write re-measures with a bounded walk.
  */
 @Injectable()
 export class FileOperations {
-  constructor(@Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions) {
+  private readonly usage: WorkspaceUsage;
+
+  constructor(
+    @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
+    // Shared with `WorkspaceManager` in `WorkspaceModule`; a standalone instance keeps its own.
+    @Optional() usage?: WorkspaceUsage,
+  ) {
     assertProcFd();
+    this.usage = usage ?? new WorkspaceUsage();
+  }
+
+  /**
+   * Tells the file API that `workspaceDir` may have changed behind its back (a code action ran in it,
+   * something outside the engine wrote to it): the workspace cap re-measures it on the next write.
+   * `WorkspaceManager.markUsageStale(sessionId)` does the same by session id.
+   */
+  markUsageStale(workspaceDir: string): void {
+    this.usage.markStale(workspaceDir);
   }
 
   async execute(workspaceDir: string, op: FileOp): Promise<FileOpOutcome> {
@@ -117,9 +151,9 @@ export class FileOperations {
     const limit = intOption(op.limit, 'limit', DEFAULT_READ_LINES, 1, 1_000_000);
     const rp = await this.guard(ws, op.path, 'path', { rejectRoot: true });
     const cap = this.limits.maxFileBytes;
-    const output = await this.withExistingFile(rp, 'path', C.O_RDONLY, async (h, st) => {
+    const output = await this.withExistingFile(rp, 'path', C.O_RDONLY, async ({ fd, st }) => {
       if (st.size <= cap) {
-        const buf = await readUpTo(h, st.size);
+        const buf = await readFdUpTo(fd, st.size);
         const text = decodeText(buf);
         if (text === undefined) {
           return {
@@ -143,7 +177,7 @@ export class FileOperations {
       return {
         path: rp.rel,
         encoding: 'utf8',
-        ...(await streamLineWindow(h, st.size, offset, limit, cap, rp.rel)),
+        ...(await streamLineWindow(fdReader(fd), st.size, offset, limit, cap, rp.rel)),
       };
     });
     return { output, touched: [{ path: rp.realRel, access: 'read' }] };
@@ -160,47 +194,60 @@ export class FileOperations {
     const rp = await this.guard(ws, op.path, 'path', { rejectRoot: true });
     const data = Buffer.from(op.content, 'utf8');
     const existing = rp.stat;
-    if (existing) {
-      // Regular and single-link, or refused (EISDIR, NOT_REGULAR_FILE, PATH_HARDLINK), whatever the mode.
-      await this.withExistingFile(rp, 'path', C.O_RDONLY, async () => undefined);
-      if (mode === 'create') {
-        throw new FileOpError('EEXIST', `${rp.rel} already exists; use mode overwrite or append`, {
-          path: rp.rel,
-        });
-      }
-    }
+    const name = path.basename(rp.real);
     const oldSize = existing?.size ?? 0;
     const newSize = mode === 'append' ? oldSize + data.length : data.length;
-    await this.checkCaps(rp, newSize, oldSize);
-
-    const policy = await newEntryPolicy(rp.realRoot);
-    const dir = await openDirInside(rp.realRoot, parentOf(rp.realRel), 'path', policy.dir);
-    const name = path.basename(rp.real);
+    // The parent, pinned once and used for the check, the append or the temp file and rename. Opened
+    // without `create` while the target exists (its parent does too); for a new file it is opened (and
+    // missing directories made) only after the caps passed, so a refused write leaves nothing behind.
+    let dir: number | undefined;
     try {
-      if (mode === 'append' && existing) {
-        const h = await openFileIn(dir, name, C.O_WRONLY | C.O_APPEND, 'path', rp.rel);
-        try {
-          const st = await assertPlainFile(h, 'path', rp.rel);
-          // The file we vetted must be the one we opened; a replacement could be far bigger.
-          if (st.ino !== existing.ino) {
-            throw new FileOpError('ENOENT', `${rp.rel} was replaced while writing; retry`, { path: rp.rel });
-          }
-          await h.writeFile(data);
-        } finally {
-          await h.close();
+      if (existing) {
+        if (existing.isDirectory()) {
+          throw new FileOpError('EISDIR', `${rp.rel} is a directory`, { path: rp.rel });
         }
-      } else {
-        await atomicWrite(
-          dir,
-          name,
-          data,
-          rp.rel,
-          mode === 'create',
-          existing ? keepAs(existing) : policy.file,
-        );
+        dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), 'path');
+        // Regular and single-link, or refused (EISDIR, NOT_REGULAR_FILE, PATH_HARDLINK), whatever the mode.
+        closeSync(openPlainFile(dir, name, C.O_RDONLY, rp.rel).fd);
+        if (mode === 'create') {
+          throw new FileOpError('EEXIST', `${rp.rel} already exists; use mode overwrite or append`, {
+            path: rp.rel,
+          });
+        }
+      }
+      const ticket = await this.checkCaps(rp, newSize, oldSize);
+      // What the write has changed on disk so far, for the usage count: nothing until the new content is
+      // in place; unknown while an append is under way.
+      let applied: number | undefined = 0;
+      try {
+        const policy = newEntryPolicy(rp.rootStat);
+        dir ??= openDirInsideSync(rp.realRoot, parentOf(rp.realRel), 'path', policy.dir);
+        if (mode === 'append' && existing) {
+          const { fd, st } = openPlainFile(dir, name, C.O_WRONLY | C.O_APPEND, rp.rel);
+          try {
+            // The file we vetted must be the one we opened; a replacement could be far bigger.
+            if (st.ino !== existing.ino) {
+              throw new FileOpError('ENOENT', `${rp.rel} was replaced while writing; retry`, {
+                path: rp.rel,
+              });
+            }
+            applied = undefined;
+            await writeFdAll(fd, data);
+            applied = data.length;
+          } finally {
+            closeSync(fd);
+          }
+        } else {
+          const as = existing ? keepAs(existing) : policy.file;
+          await atomicWrite(dir, name, data, rp.rel, mode === 'create', as, () => {
+            applied = newSize - oldSize;
+          });
+        }
+      } finally {
+        ticket.settle(applied);
       }
     } finally {
-      await dir.close();
+      if (dir !== undefined) closeSync(dir);
     }
     return {
       output: { path: rp.rel, bytesWritten: data.length, size: newSize, created: !existing },
@@ -215,7 +262,7 @@ export class FileOperations {
     if (typeof op.replace !== 'string') throw new InvalidInputError('replace', 'replace must be a string');
     const rp = await this.guard(ws, op.path, 'path', { rejectRoot: true });
     const cap = this.limits.maxFileBytes;
-    const { text, st } = await this.withExistingFile(rp, 'path', C.O_RDONLY, async (h, st) => {
+    const { text, st } = await this.withExistingFile(rp, 'path', C.O_RDONLY, async ({ fd, st }) => {
       if (st.size > cap) {
         throw new FileOpError(
           'FILE_TOO_LARGE',
@@ -223,7 +270,7 @@ export class FileOperations {
           { path: rp.rel, size: st.size, cap },
         );
       }
-      return { text: decodeText(await readUpTo(h, st.size)), st };
+      return { text: decodeText(await readFdUpTo(fd, st.size)), st };
     });
     if (text === undefined) {
       throw new FileOpError('NOT_REGULAR_FILE', `${rp.rel} is binary (not UTF-8 text); edit it from code`, {
@@ -246,12 +293,19 @@ export class FileOperations {
       );
     }
     const data = Buffer.from(text.split(op.find).join(op.replace), 'utf8');
-    await this.checkCaps(rp, data.length, st.size);
-    const dir = await openDirInside(rp.realRoot, parentOf(rp.realRel), 'path');
+    const ticket = await this.checkCaps(rp, data.length, st.size);
+    let applied = 0;
     try {
-      await atomicWrite(dir, path.basename(rp.real), data, rp.rel, false, keepAs(st));
+      const dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), 'path');
+      try {
+        await atomicWrite(dir, path.basename(rp.real), data, rp.rel, false, keepAs(st), () => {
+          applied = data.length - st.size;
+        });
+      } finally {
+        closeSync(dir);
+      }
     } finally {
-      await dir.close();
+      ticket.settle(applied);
     }
     return {
       output: { path: rp.rel, replacements: count },
@@ -262,8 +316,11 @@ export class FileOperations {
     };
   }
 
-  /** Per-file cap, then the workspace cap on what the workspace would hold after the write. */
-  private async checkCaps(rp: RealPath, newSize: number, replacedSize: number): Promise<void> {
+  /**
+   * Per-file cap, then the workspace cap on what the workspace would hold after the write. Passing both
+   * reserves the change in the workspace's usage count: settle the ticket with what was actually written.
+   */
+  private async checkCaps(rp: RealPath, newSize: number, replacedSize: number): Promise<UsageTicket> {
     const { maxFileBytes, maxWorkspaceBytes } = this.limits;
     if (newSize > maxFileBytes) {
       throw new FileOpError(
@@ -272,16 +329,19 @@ export class FileOperations {
         { path: rp.rel, size: newSize, cap: maxFileBytes },
       );
     }
-    // A walk capped at maxScanEntries gives a lower bound; huge trees are the sandbox's quota to police.
-    const { bytes } = await diskUsage(rp.realRoot, this.options.maxScanEntries);
-    const after = bytes - replacedSize + newSize;
-    if (after > maxWorkspaceBytes) {
-      throw new FileOpError(
-        'WORKSPACE_FULL',
-        `the workspace would hold ${formatBytes(after)}, over its ${formatBytes(maxWorkspaceBytes)} cap; delete files first`,
-        { path: rp.rel, usage: bytes, cap: maxWorkspaceBytes },
-      );
-    }
+    // When the count is stale: a walk capped at maxScanEntries gives a lower bound; huge trees are the
+    // sandbox's quota to police.
+    const measure = async () => (await diskUsage(rp.realRoot, this.options.maxScanEntries)).bytes;
+    return this.usage.reserve(rp, newSize - replacedSize, measure, (bytes) => {
+      const after = bytes - replacedSize + newSize;
+      if (after > maxWorkspaceBytes) {
+        throw new FileOpError(
+          'WORKSPACE_FULL',
+          `the workspace would hold ${formatBytes(after)}, over its ${formatBytes(maxWorkspaceBytes)} cap; delete files first`,
+          { path: rp.rel, usage: bytes, cap: maxWorkspaceBytes },
+        );
+      }
+    });
   }
 
   /** Opens an existing regular, single-link file through its pinned parent and runs `fn` on it. */
@@ -289,20 +349,21 @@ export class FileOperations {
     rp: FileRef,
     field: string,
     flags: number,
-    fn: (h: FileHandle, st: Stats) => Promise<T>,
+    fn: (file: OpenFile) => Promise<T>,
   ): Promise<T> {
     if (!rp.stat) throw new FileOpError('ENOENT', `${rp.rel} does not exist`, { path: rp.rel });
     if (rp.stat.isDirectory()) throw new FileOpError('EISDIR', `${rp.rel} is a directory`, { path: rp.rel });
-    const dir = await openDirInside(rp.realRoot, parentOf(rp.realRel), field);
+    const dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), field);
+    let file: OpenFile;
     try {
-      const h = await openFileIn(dir, path.basename(rp.realRel), flags, field, rp.rel);
-      try {
-        return await fn(h, await assertPlainFile(h, field, rp.rel));
-      } finally {
-        await h.close();
-      }
+      file = openPlainFile(dir, path.basename(rp.realRel), flags, rp.rel, field);
     } finally {
-      await dir.close();
+      closeSync(dir); // the open file pins what it needs; the directory is done with
+    }
+    try {
+      return await fn(file);
+    } finally {
+      closeSync(file.fd);
     }
   }
 
@@ -472,8 +533,8 @@ export class FileOperations {
   /** Text of a file for grep, or undefined for anything it should skip (binary, hardlinked, swapped…). */
   private async readTextQuietly(ref: FileRef): Promise<string | undefined> {
     try {
-      return await this.withExistingFile(ref, 'path', C.O_RDONLY, async (h, st) =>
-        st.size > this.limits.maxFileBytes ? undefined : decodeText(await readUpTo(h, st.size)),
+      return await this.withExistingFile(ref, 'path', C.O_RDONLY, async ({ fd, st }) =>
+        st.size > this.limits.maxFileBytes ? undefined : decodeText(await readFdUpTo(fd, st.size)),
       );
     } catch (err) {
       if (err instanceof FileOpError || err instanceof PathRejectedError) return undefined;
@@ -517,8 +578,7 @@ export class FileOperations {
       }
       return { output: { path: rp.rel, created: false }, touched: [] };
     }
-    const policy = await newEntryPolicy(rp.realRoot);
-    await (await openDirInside(rp.realRoot, rp.realRel, 'path', policy.dir)).close();
+    closeSync(openDirInsideSync(rp.realRoot, rp.realRel, 'path', newEntryPolicy(rp.rootStat).dir));
     return { output: { path: rp.rel, created: true }, touched: [] };
   }
 
@@ -539,21 +599,35 @@ export class FileOperations {
         path: from.rel,
       });
     }
-    const policy = await newEntryPolicy(from.realRoot);
-    const src = await openDirInside(from.realRoot, parentOf(from.realRel), 'path');
+    // Renaming inside the workspace only changes its usage by the file an overwrite replaces (a link
+    // counts for nothing, and a directory can only be replaced when empty). A failed rename changed nothing.
+    const replaced = to.stat?.isFile() ? to.stat.size : 0;
+    const ticket = await this.usage.track(from);
+    let applied = 0;
     try {
-      const dst = await openDirInside(to.realRoot, parentOf(to.realRel), 'to', policy.dir);
+      const src = openDirInsideSync(from.realRoot, parentOf(from.realRel), 'path');
       try {
-        await rename(fdPath(src, path.basename(from.real)), fdPath(dst, path.basename(to.real)));
-      } catch (err) {
-        if (errno(err) === 'EINVAL')
-          throw new FileOpError('INVALID_MOVE', `cannot move ${from.rel} to ${to.rel}`);
-        throw toFileOpError(err, to.rel);
+        const dst = openDirInsideSync(
+          to.realRoot,
+          parentOf(to.realRel),
+          'to',
+          newEntryPolicy(from.rootStat).dir,
+        );
+        try {
+          await rename(fdPath(src, path.basename(from.real)), fdPath(dst, path.basename(to.real)));
+          applied = -replaced;
+        } catch (err) {
+          if (errno(err) === 'EINVAL')
+            throw new FileOpError('INVALID_MOVE', `cannot move ${from.rel} to ${to.rel}`);
+          throw toFileOpError(err, to.rel);
+        } finally {
+          closeSync(dst);
+        }
       } finally {
-        await dst.close();
+        closeSync(src);
       }
     } finally {
-      await src.close();
+      ticket.settle(applied);
     }
     return {
       output: { path: from.rel, to: to.rel },
@@ -569,25 +643,35 @@ export class FileOperations {
     const rp = await this.guard(ws, op.path, 'path', { rejectRoot: true, followFinal: false });
     if (!rp.stat) throw new FileOpError('ENOENT', `${rp.rel} does not exist`, { path: rp.rel });
     const name = path.basename(rp.real);
-    const dir = await openDirInside(rp.realRoot, parentOf(rp.realRel), 'path');
+    const ticket = await this.usage.track(rp);
+    // A file frees its size (links and other entries count for nothing); a tree, an amount only a walk
+    // can tell, so the count goes stale; a failed unlink changed nothing.
+    let applied: number | undefined = 0;
     try {
-      if (!rp.stat.isDirectory()) {
-        await unlink(fdPath(dir, name));
-      } else if (op.recursive === true) {
-        await removeEntry(dir, name, rp.rel);
-      } else {
-        const empty = (await readdir(fdPath(dir, name))).length === 0;
-        const what = empty ? 'a directory' : 'a non-empty directory';
-        throw new FileOpError(
-          empty ? 'EISDIR' : 'ENOTEMPTY',
-          `${rp.rel} is ${what}; set recursive: true to delete it`,
-          {
-            path: rp.rel,
-          },
-        );
+      const dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), 'path');
+      try {
+        if (!rp.stat.isDirectory()) {
+          await unlink(fdPath(dir, name));
+          applied = rp.stat.isFile() ? -rp.stat.size : 0;
+        } else if (op.recursive === true) {
+          applied = undefined;
+          await removeEntry(dir, name, rp.rel);
+        } else {
+          const empty = (await readdir(fdPath(dir, name))).length === 0;
+          const what = empty ? 'a directory' : 'a non-empty directory';
+          throw new FileOpError(
+            empty ? 'EISDIR' : 'ENOTEMPTY',
+            `${rp.rel} is ${what}; set recursive: true to delete it`,
+            {
+              path: rp.rel,
+            },
+          );
+        }
+      } finally {
+        closeSync(dir);
       }
     } finally {
-      await dir.close();
+      ticket.settle(applied);
     }
     return { output: { path: rp.rel, deleted: true }, touched: [{ path: rp.realRel, access: 'write' }] };
   }
@@ -609,10 +693,10 @@ const MATCH_SCRIPT = new vm.Script(`(function () {
 
 /**
  * New entries take their permission bits and (when the engine is root) their owner from the workspace
- * root, so whatever `WorkspaceManager.create` arranged for the sandbox uid holds for API-made files too.
+ * root (`st`, its lstat), so whatever `WorkspaceManager.create` arranged for the sandbox uid holds for
+ * API-made files too.
  */
-async function newEntryPolicy(realRoot: string): Promise<Policy> {
-  const st = await lstat(realRoot);
+function newEntryPolicy(st: Stats): Policy {
   const owner = process.getuid?.() === 0 ? { uid: st.uid, gid: st.gid } : undefined;
   return { dir: { mode: st.mode & 0o777, owner }, file: { mode: st.mode & 0o666, owner } };
 }
@@ -625,38 +709,69 @@ function keepAs(st: Stats): CreateAs {
   };
 }
 
+/** Opens `name` in the pinned `dir` and checks it is a regular single-link file, closing it if not. */
+function openPlainFile(dir: number, name: string, flags: number, rel: string, field = 'path'): OpenFile {
+  const fd = openFileInSync(dir, name, flags, field, rel);
+  try {
+    return { fd, st: assertPlainFd(fd, field, rel) };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
 /**
  * Writes a temp file beside the target (O_EXCL, same directory so the rename stays on one filesystem)
  * then renames it over the target: readers see the old or the new content, never half. `exclusive` uses
  * link() instead, which fails with EEXIST if the target appeared meanwhile. Not fsync'ed: atomic against
- * concurrent readers, not against power loss, which is fine for a scratch workspace.
+ * concurrent readers, not against power loss, which is fine for a scratch workspace. `committed` runs
+ * once the new content is in place.
+ *
+ * Everything is sync but the rename: on ext4 (auto_da_alloc) replacing a file by rename starts writeback
+ * of the new one, ~200 µs of kernel work that may wait on the disk, so it runs in the threadpool, off the
+ * event loop.
  */
 async function atomicWrite(
-  dir: FileHandle,
+  dir: number,
   name: string,
   data: Buffer,
   rel: string,
   exclusive: boolean,
   as: CreateAs,
+  committed: () => void,
 ): Promise<void> {
   const tmp = `.switchyard-${randomBytes(8).toString('hex')}.tmp`;
-  const h = await openFileIn(dir, tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, 'path', rel, 0o600);
+  const fd = openFileInSync(dir, tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, 'path', rel, 0o600);
+  // After a rename the temp name is gone; in every other case it must be removed.
+  let tmpLeft = true;
   try {
-    await h.writeFile(data);
+    await writeFdAll(fd, data);
     if (exclusive) {
-      await link(fdPath(dir, tmp), fdPath(dir, name)).catch((err: unknown) => {
+      try {
+        linkSync(fdPath(dir, tmp), fdPath(dir, name));
+      } catch (err) {
         throw errno(err) === 'EEXIST'
           ? new FileOpError('EEXIST', `${rel} already exists`, { path: rel })
           : err;
-      });
+      }
     } else {
       await rename(fdPath(dir, tmp), fdPath(dir, name));
+      tmpLeft = false;
     }
+    committed();
     // Only now, through the fd: link() of a file the engine no longer owns needs CAP_FOWNER.
-    await applyOwnership(h, as);
+    applyOwnershipSync(fd, as);
   } finally {
-    await h.close();
-    await unlink(fdPath(dir, tmp)).catch(() => undefined);
+    closeSync(fd);
+    if (tmpLeft) unlinkQuietly(fdPath(dir, tmp));
+  }
+}
+
+function unlinkQuietly(p: string): void {
+  try {
+    unlinkSync(p);
+  } catch {
+    // already gone
   }
 }
 

@@ -1,5 +1,19 @@
-import { constants as C, existsSync, type Stats } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readdir, readlink, realpath } from 'node:fs/promises';
+import {
+  constants as C,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs';
+import { type FileHandle, open, readdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import { FileOpError, PathRejectedError } from './workspace.errors';
@@ -13,6 +27,12 @@ import { FileOpError, PathRejectedError } from './workspace.errors';
  *    which walk component by component through `/proc/self/fd/<fd>` with O_NOFOLLOW: a component that
  *    sandboxed code swaps for a symlink between the check and the use fails with ELOOP instead of being
  *    followed (an `openat` chain, which Node lacks). This needs Linux `/proc`, like the sandbox tiers.
+ *
+ * Cost: the metadata calls here (realpath, lstat, open, fstat, close, readlink) are made with the *sync*
+ * fs variants. Each is a single syscall of 1-10 µs on a local filesystem, while a trip through libuv's
+ * threadpool costs 40-80 µs and queues behind every other fs call of the process; a read or write used to
+ * make a dozen such trips. Nothing here can block for long: opens use O_NONBLOCK (a FIFO cannot hang
+ * them) and the workspace is a local directory. Content I/O past a few KiB and walks stay asynchronous.
  */
 
 export const DEFAULT_MAX_PATH_LENGTH = 4096;
@@ -38,6 +58,8 @@ export interface ResolvedPath {
 
 export interface RealPath extends ResolvedPath {
   realRoot: string;
+  /** `lstat` of `realRoot`, taken by this call (new entries copy its mode and owner). */
+  rootStat: Stats;
   /** Absolute path with every symlink on the way resolved and vetted. */
   real: string;
   /** `real` relative to `realRoot`, `''` for the root. */
@@ -137,10 +159,20 @@ export function isInside(root: string, p: string): boolean {
 
 /** Real path of a workspace directory; `NotFoundError` when it is missing. */
 export async function realRootOf(root: string): Promise<string> {
+  return rootOf(root).realRoot;
+}
+
+/**
+ * Real path and `lstat` of a workspace directory, looked up afresh on each call but only once per call:
+ * a handful of sync syscalls (~5 µs), cheap enough that a cache, and the question of when to distrust it,
+ * is not worth having.
+ */
+function rootOf(root: string): { realRoot: string; rootStat: Stats } {
   try {
-    const real = await realpath(root);
-    if (!(await lstat(real)).isDirectory()) throw new NotFoundError(`workspace ${root} is not a directory`);
-    return real;
+    const realRoot = realpathSync.native(root);
+    const rootStat = lstatSync(realRoot);
+    if (!rootStat.isDirectory()) throw new NotFoundError(`workspace ${root} is not a directory`);
+    return { realRoot, rootStat };
   } catch (err) {
     if (errno(err) === 'ENOENT') throw new NotFoundError(`workspace ${root} does not exist`, { root });
     throw err;
@@ -159,32 +191,31 @@ export async function realPathInside(
   field: string,
   opts: PathGuardOptions & { followFinal?: boolean } = {},
 ): Promise<RealPath> {
+  // Async for its callers (and the tests that wrap it), synchronous inside: see the note at the top.
   const resolved = resolveInside(root, relPath, field, opts);
-  const realRoot = await realRootOf(root);
+  const { realRoot, rootStat } = rootOf(root);
   const segs = resolved.rel ? resolved.rel.split('/') : [];
   const done = (real: string, stat?: Stats): RealPath => ({
     ...resolved,
     realRoot,
+    rootStat,
     real,
     realRel: path.relative(realRoot, real),
     stat,
   });
 
   let cur = realRoot;
-  let st = await lstat(realRoot);
+  let st = rootStat;
   for (let i = 0; i < segs.length; i++) {
     const next = path.join(cur, segs[i]);
-    let s: Stats;
-    try {
-      s = await lstat(next);
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return done(path.join(next, ...segs.slice(i + 1)));
-      throw err;
-    }
+    // throwIfNoEntry: a missing tail is the common case for writes, and an exception costs more than the
+    // syscall.
+    const s = lstatSync(next, { throwIfNoEntry: false });
+    if (!s) return done(path.join(next, ...segs.slice(i + 1)));
     const last = i === segs.length - 1;
     if (s.isSymbolicLink() && (!last || opts.followFinal !== false)) {
-      cur = await followLink(realRoot, next, field, String(relPath));
-      st = await lstat(cur);
+      cur = followLink(realRoot, next, field, String(relPath));
+      st = lstatSync(cur);
     } else {
       cur = next;
       st = s;
@@ -198,7 +229,7 @@ export async function realPathInside(
   return done(cur, st);
 }
 
-async function followLink(realRoot: string, link: string, field: string, relPath: string): Promise<string> {
+function followLink(realRoot: string, link: string, field: string, relPath: string): string {
   const reject = (
     code: 'PATH_SYMLINK_ESCAPE' | 'PATH_SYMLINK_DANGLING' | 'PATH_SYMLINK_CHAIN',
     why: string,
@@ -210,7 +241,7 @@ async function followLink(realRoot: string, link: string, field: string, relPath
       `${field} goes through symlink ${path.relative(realRoot, link)}, ${why}`,
     );
   // `link` sits in a directory with no symlinks in its path, so lexical `..` is physical `..` here.
-  const target = path.resolve(path.dirname(link), await readlink(link));
+  const target = path.resolve(path.dirname(link), readlinkSync(link));
   // Refused before anything is looked up: probing the target would tell code which host paths exist
   // (dangling vs escape).
   if (!isInside(realRoot, target)) throw reject('PATH_SYMLINK_ESCAPE', 'which leads outside the workspace');
@@ -220,7 +251,7 @@ async function followLink(realRoot: string, link: string, field: string, relPath
     cur = path.join(cur, seg);
     let s: Stats;
     try {
-      s = await lstat(cur);
+      s = lstatSync(cur);
     } catch (err) {
       if (errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR') {
         throw reject('PATH_SYMLINK_DANGLING', 'which points nowhere');
@@ -232,9 +263,13 @@ async function followLink(realRoot: string, link: string, field: string, relPath
   return cur;
 }
 
-/** `/proc` path that names exactly what `h` has open, whatever happens to the path it was opened by. */
-export function fdPath(h: FileHandle, name?: string): string {
-  return name === undefined ? `/proc/self/fd/${h.fd}` : `/proc/self/fd/${h.fd}/${name}`;
+/**
+ * `/proc` path that names exactly what `h` (a handle or a raw fd) has open, whatever happens to the path
+ * it was opened by.
+ */
+export function fdPath(h: FileHandle | number, name?: string): string {
+  const fd = typeof h === 'number' ? h : h.fd;
+  return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
 }
 
 export function assertProcFd(): void {
@@ -250,37 +285,67 @@ export interface CreateAs {
   owner?: { uid: number; gid: number };
 }
 
+const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY;
+
 /**
  * Opens `realRel` (a path `realPathInside` returned: no symlinks in it) one component at a time, each
  * relative to the directory opened before it and with O_NOFOLLOW, so nothing swapped in meanwhile is
- * followed. With `create`, missing components are made (mkdir -p). The caller closes the handle.
+ * followed. With `create`, missing components are made (mkdir -p). Returns a raw fd, which the caller
+ * closes with `closeSync`; this is the version the file API uses.
  */
+export function openDirInsideSync(
+  realRoot: string,
+  realRel: string,
+  field: string,
+  create?: CreateAs,
+): number {
+  let dir = openSync(realRoot, DIR_FLAGS | NOFOLLOW_FLAGS);
+  try {
+    for (const seg of realRel ? realRel.split('/') : []) {
+      let next: number;
+      let created = false;
+      try {
+        // Open first, mkdir only when that says ENOENT: parents usually exist, and this spares a
+        // failing mkdir per component.
+        next = openSync(fdPath(dir, seg), DIR_FLAGS | NOFOLLOW_FLAGS);
+      } catch (err) {
+        if (!create || errno(err) !== 'ENOENT') throw openFailure(err, dir, seg, field, realRel);
+        created = mkdirIn(dir, seg, create.mode);
+        next = openFileInSync(dir, seg, DIR_FLAGS, field, realRel);
+      }
+      closeSync(dir);
+      dir = next;
+      // Through the fd, never the path: chmod/chown by path would follow a link swapped in after mkdir.
+      if (created && create) applyOwnershipSync(dir, create);
+    }
+    return dir;
+  } catch (err) {
+    closeSync(dir);
+    throw err;
+  }
+}
+
+/** `openDirInsideSync` as a `FileHandle`, for callers that want one. The caller closes the handle. */
 export async function openDirInside(
   realRoot: string,
   realRel: string,
   field: string,
   create?: CreateAs,
 ): Promise<FileHandle> {
-  let dir = await open(realRoot, C.O_RDONLY | C.O_DIRECTORY | NOFOLLOW_FLAGS);
+  const fd = openDirInsideSync(realRoot, realRel, field, create);
   try {
-    for (const seg of realRel ? realRel.split('/') : []) {
-      const created = create ? await mkdirIn(dir, seg, create.mode) : false;
-      const next = await openFileIn(dir, seg, C.O_RDONLY | C.O_DIRECTORY, field, realRel);
-      await dir.close();
-      dir = next;
-      // Through the fd, never the path: chmod/chown by path would follow a link swapped in after mkdir.
-      if (created && create) await applyOwnership(dir, create);
-    }
-    return dir;
-  } catch (err) {
-    await dir.close();
-    throw err;
+    // The fd's /proc entry is a magic link to exactly the directory the walk pinned; opening it cannot be
+    // redirected by any path swapped meanwhile.
+    return await open(fdPath(fd), DIR_FLAGS);
+  } finally {
+    closeSync(fd);
   }
 }
 
-async function mkdirIn(dir: FileHandle, name: string, mode: number): Promise<boolean> {
+/** mkdir of `name` in the pinned `dir`; false when something by that name already exists. */
+function mkdirIn(dir: number, name: string, mode: number): boolean {
   try {
-    await mkdir(fdPath(dir, name), mode);
+    mkdirSync(fdPath(dir, name), mode);
     return true;
   } catch (err) {
     if (errno(err) === 'EEXIST') return false;
@@ -294,10 +359,32 @@ export async function applyOwnership(h: FileHandle, create: CreateAs): Promise<v
   if (create.owner) await h.chown(create.owner.uid, create.owner.gid);
 }
 
+/** `applyOwnership` on a raw fd. */
+export function applyOwnershipSync(fd: number, create: CreateAs): void {
+  fchmodSync(fd, create.mode);
+  if (create.owner) fchownSync(fd, create.owner.uid, create.owner.gid);
+}
+
 /**
  * Opens `name` in the pinned directory `dir` without following a final symlink (O_NONBLOCK too, so a
- * FIFO planted by code cannot hang the engine in open()).
+ * FIFO planted by code cannot hang the engine in open()). Returns a raw fd; the caller closes it.
  */
+export function openFileInSync(
+  dir: number,
+  name: string,
+  flags: number,
+  field: string,
+  relPath: string,
+  mode?: number,
+): number {
+  try {
+    return openSync(fdPath(dir, name), flags | NOFOLLOW_FLAGS, mode);
+  } catch (err) {
+    throw openFailure(err, dir, name, field, relPath);
+  }
+}
+
+/** `openFileInSync` returning a `FileHandle`. */
 export async function openFileIn(
   dir: FileHandle,
   name: string,
@@ -309,22 +396,31 @@ export async function openFileIn(
   try {
     return await open(fdPath(dir, name), flags | NOFOLLOW_FLAGS, mode);
   } catch (err) {
-    const code = errno(err);
-    if (code === 'ELOOP' || (code === 'ENOTDIR' && (await isLinkIn(dir, name)))) {
-      throw new PathRejectedError(
-        field,
-        relPath,
-        'PATH_SYMLINK_ESCAPE',
-        `${field} became a symlink while in use`,
-      );
-    }
-    if (code === 'ENXIO') throw new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`);
-    throw toFileOpError(err, relPath);
+    throw openFailure(err, dir.fd, name, field, relPath);
   }
 }
 
-async function isLinkIn(dir: FileHandle, name: string): Promise<boolean> {
-  return (await lstat(fdPath(dir, name)).catch(() => undefined))?.isSymbolicLink() ?? false;
+/** What a failed open of `name` in the pinned `dir` means for the caller. */
+function openFailure(err: unknown, dir: number, name: string, field: string, relPath: string): unknown {
+  const code = errno(err);
+  if (code === 'ELOOP' || (code === 'ENOTDIR' && isLinkIn(dir, name))) {
+    return new PathRejectedError(
+      field,
+      relPath,
+      'PATH_SYMLINK_ESCAPE',
+      `${field} became a symlink while in use`,
+    );
+  }
+  if (code === 'ENXIO') return new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`);
+  return toFileOpError(err, relPath);
+}
+
+function isLinkIn(dir: number, name: string): boolean {
+  try {
+    return lstatSync(fdPath(dir, name)).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -334,7 +430,15 @@ async function isLinkIn(dir: FileHandle, name: string): Promise<boolean> {
  * created normally have nlink 1, so the refusal costs honest users nothing.
  */
 export async function assertPlainFile(h: FileHandle, field: string, relPath: string): Promise<Stats> {
-  const st = await h.stat();
+  return checkPlainFile(await h.stat(), field, relPath);
+}
+
+/** `assertPlainFile` on a raw fd. */
+export function assertPlainFd(fd: number, field: string, relPath: string): Stats {
+  return checkPlainFile(fstatSync(fd), field, relPath);
+}
+
+function checkPlainFile(st: Stats, field: string, relPath: string): Stats {
   if (st.isDirectory()) throw new FileOpError('EISDIR', `${relPath} is a directory`, { path: relPath });
   if (!st.isFile())
     throw new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`, { path: relPath });
@@ -349,6 +453,11 @@ export async function assertPlainFile(h: FileHandle, field: string, relPath: str
   return st;
 }
 
+/** Directories up to this size (bytes, as fstat reports them) are read with one sync readdir. */
+const SYNC_READDIR_BYTES = 64 * 1024;
+/** Entries lstat'ed between two yields to the event loop. */
+const LSTAT_BATCH = 256;
+
 /**
  * Reads a directory opened by absolute path, after checking through `/proc/self/fd` that the directory
  * actually opened is the one named (an intermediate component swapped for a link would show up as a
@@ -356,9 +465,9 @@ export async function assertPlainFile(h: FileHandle, field: string, relPath: str
  * or cannot be opened by path any more (too deep); walks treat that as "skip".
  */
 export async function readDirVerified(absDir: string): Promise<{ name: string; stat: Stats }[] | undefined> {
-  let h: FileHandle;
+  let fd: number;
   try {
-    h = await open(absDir, C.O_RDONLY | C.O_DIRECTORY | NOFOLLOW_FLAGS);
+    fd = openSync(absDir, DIR_FLAGS | NOFOLLOW_FLAGS);
   } catch (err) {
     const code = errno(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG')
@@ -366,16 +475,28 @@ export async function readDirVerified(absDir: string): Promise<{ name: string; s
     throw err;
   }
   try {
-    if ((await readlink(fdPath(h))) !== absDir) return undefined;
-    const names = (await readdir(fdPath(h))).sort(compareNames);
+    if (readlinkSync(fdPath(fd)) !== absDir) return undefined;
+    // Small directories (nearly all) in one sync call; a huge one off the event loop.
+    const names = (
+      fstatSync(fd).size <= SYNC_READDIR_BYTES ? readdirSync(fdPath(fd)) : await readdir(fdPath(fd))
+    ).sort(compareNames);
     const out: { name: string; stat: Stats }[] = [];
-    for (const name of names) {
-      const stat = await lstat(fdPath(h, name)).catch(() => undefined); // vanished meanwhile: skip
-      if (stat) out.push({ name, stat });
+    for (let i = 0; i < names.length; i++) {
+      if (i > 0 && i % LSTAT_BATCH === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      const stat = lstatQuietly(fdPath(fd, names[i])); // vanished meanwhile: skip
+      if (stat) out.push({ name: names[i], stat });
     }
     return out;
   } finally {
-    await h.close();
+    closeSync(fd);
+  }
+}
+
+function lstatQuietly(p: string): Stats | undefined {
+  try {
+    return lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
   }
 }
 

@@ -109,11 +109,11 @@ const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW | C.O_NONBLOCK;
 /**
  * `rm -rf <dir>/<name>`, where `dir` is an open directory inside the workspace. Unlike `fs.rm` (which
  * walks by path and can be steered outside by a directory swapped for a symlink mid-walk, as in
- * CVE-2022-21658), every step here happens relative to an open directory fd with O_NOFOLLOW. Arbitrarily
- * deep trees are handled with bounded fds: past `MAX_OPEN_DEPTH` a subtree is renamed up into `dir` and
- * removed on its own afterwards. Missing `name` is not an error.
+ * CVE-2022-21658), every step here happens relative to an open directory fd (a handle or a raw fd) with
+ * O_NOFOLLOW. Arbitrarily deep trees are handled with bounded fds: past `MAX_OPEN_DEPTH` a subtree is
+ * renamed up into `dir` and removed on its own afterwards. Missing `name` is not an error.
  */
-export async function removeEntry(dir: FileHandle, name: string, relPath: string): Promise<void> {
+export async function removeEntry(dir: FileHandle | number, name: string, relPath: string): Promise<void> {
   const deferred: string[] = [];
   try {
     await unlink(fdPath(dir, name));
@@ -129,10 +129,10 @@ export async function removeEntry(dir: FileHandle, name: string, relPath: string
 }
 
 async function emptyDir(
-  parent: FileHandle,
+  parent: FileHandle | number,
   name: string,
   depth: number,
-  top: FileHandle,
+  top: FileHandle | number,
   deferred: string[],
   relPath: string,
 ): Promise<void> {
@@ -170,7 +170,7 @@ async function emptyDir(
   }
 }
 
-async function rmdirIn(dir: FileHandle, name: string, relPath: string): Promise<void> {
+async function rmdirIn(dir: FileHandle | number, name: string, relPath: string): Promise<void> {
   try {
     await rmdir(fdPath(dir, name));
   } catch (err) {

@@ -1,11 +1,12 @@
 import { constants as C } from 'node:fs';
 import { chmod, lstat, mkdir, open, stat } from 'node:fs/promises';
 import * as path from 'node:path';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
 import { errno, realRootOf } from './path-guard';
 import { compareSegments, diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
+import { WorkspaceUsage } from './workspace-usage';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -19,12 +20,32 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
  * the engine's uid and gets `dirMode`; an operator whose sandboxes run as another uid sets 0o777, which
  * is tolerable only because `root` itself is held at 0o711 (others may traverse it, never list it).
  * Files the file API creates inherit owner and bits from the session directory (see `FileOperations`).
+ *
+ * Usage: the file API checks its workspace cap against a running count of each workspace's bytes, which
+ * only its own writes keep current. Whatever else changes a workspace must say so with `markUsageStale`;
+ * `snapshot`, which the engine takes before and after every code action, does so itself.
  */
 @Injectable()
 export class WorkspaceManager {
   private readonly logger = new Logger(WorkspaceManager.name);
+  private readonly usage: WorkspaceUsage;
 
-  constructor(@Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions) {}
+  constructor(
+    @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
+    // Shared with `FileOperations` in `WorkspaceModule`; a standalone instance keeps its own.
+    @Optional() usage?: WorkspaceUsage,
+  ) {
+    this.usage = usage ?? new WorkspaceUsage();
+  }
+
+  /**
+   * The session's workspace may have changed behind the file API's back (code ran in it, something
+   * outside the engine wrote to it): its usage is re-measured before the next file API write is checked
+   * against the workspace cap. Cheap; call it after anything but the file API touched the workspace.
+   */
+  markUsageStale(sessionId: string): void {
+    this.usage.markStale(this.dirOf(sessionId));
+  }
 
   /** Creates (idempotently) and returns the session's workspace directory. */
   async create(sessionId: string): Promise<string> {
@@ -47,6 +68,7 @@ export class WorkspaceManager {
     } finally {
       await h.close();
     }
+    this.usage.markStale(dir); // a re-created workspace is not the one counted before
     this.logger.debug(`workspace created for session ${sessionId}`);
     return dir;
   }
@@ -72,6 +94,7 @@ export class WorkspaceManager {
       if (errno(err) === 'ENOENT') return;
       throw err;
     }
+    this.usage.markStale(dir);
     try {
       await removeEntry(root, sessionId, dir);
     } finally {
@@ -85,8 +108,13 @@ export class WorkspaceManager {
     return (await diskUsage(await realRootOf(this.dirOf(sessionId)), this.options.maxScanEntries)).bytes;
   }
 
-  /** A picture of every file and link (not directories) to diff later with `changedPaths`. */
+  /**
+   * A picture of every file and link (not directories) to diff later with `changedPaths`. Snapshots are
+   * taken around code actions, which change the workspace behind the file API's back, so taking one also
+   * marks the usage stale (`markUsageStale`).
+   */
   async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
+    this.markUsageStale(sessionId);
     const entries = new Map<string, string>();
     const state: WalkState = { scanned: 0, partial: false };
     // Walks verify each directory against its real path, so they must start from one.
