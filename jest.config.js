@@ -18,6 +18,8 @@ module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
+    // Measurements that need Jest's module mapping; run by `npm run bench`, never by `npm test`.
+    { ...base, displayName: 'bench', testMatch: ['<rootDir>/libs/*/src/**/*.bench.ts'], testTimeout: 600000 },
     {
       ...base,
       displayName: 'e2e',

@@ -7,4 +7,8 @@ bash scripts/system-deps.sh test
 npm run lint
 npm run typecheck
 npm run build
-npx jest --ci "$@"
+# The container tiers need a Docker engine (installed and started here when none answers) and the sandbox
+# image (built offline with debootstrap the first time, then reused while its definition hash holds).
+bash scripts/docker-engine.sh
+node scripts/sandbox-image.mjs >/dev/null
+npx jest --ci --selectProjects unit e2e "$@"

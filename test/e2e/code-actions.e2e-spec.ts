@@ -64,27 +64,25 @@ describe('code actions (subprocess tier, real bubblewrap)', () => {
       expect(() => readFileSync(marker)).toThrow();
     });
 
-    it('routes medium risk to the pooled tier and, with none installed, denies instead of downgrading', async () => {
+    it('routes medium risk to the session pooled container', async () => {
       const r = await code({ language: 'python', code: 'import os\nprint(os.environ.get("HOME"))' });
       expect(r.risk.level).toBe('medium');
-      expect(r).toMatchObject({ status: 'denied', tier: 'pooled', error: { class: 'policy' } });
-      expect(r.error.message).toMatch(/pooled/);
-      expect(r.stdout ?? '').toBe('');
+      expect(r).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: '/tmp\n' });
     });
 
-    it('routes high risk to the one-off container tier and denies while it is missing', async () => {
+    it('routes high risk to a one-off container, where the network is absent', async () => {
       const r = await code({
         language: 'python',
         code: 'import socket, subprocess\nsocket.create_connection(("example.org", 80))\nsubprocess.run(["ls"])',
       });
       expect(r.risk.level).toBe('high');
-      expect(r).toMatchObject({ status: 'denied', tier: 'container' });
-      expect(r.error.message).toMatch(/container/);
+      expect(r).toMatchObject({ status: 'failed', tier: 'container' });
+      expect(r.stderr).toMatch(/Error|gaierror|unreachable/);
     });
 
-    it('honours a stronger requested tier (denied here: not installed) and refuses a weaker one', async () => {
+    it('honours a stronger requested tier and refuses a weaker one', async () => {
       const stronger = await code({ language: 'python', code: 'print(1)', tier: 'container' });
-      expect(stronger).toMatchObject({ status: 'denied', tier: 'container' });
+      expect(stronger).toMatchObject({ status: 'succeeded', tier: 'container', stdout: '1\n' });
       const weaker = await code({
         language: 'python',
         code: 'import os\nprint(os.environ)',

@@ -106,8 +106,8 @@ describe('health and OpenAPI', () => {
     expect(res.body.status).toBe('ok');
     expect(res.body.auth).toBe('open');
     expect(res.body.tiers.subprocess.available).toBe(true);
-    expect(res.body.tiers.pooled.available).toBe(false);
-    expect(res.body.tiers.container.available).toBe(false);
+    expect(res.body.tiers.pooled.available).toBe(true);
+    expect(res.body.tiers.container.available).toBe(true);
     expect(res.body.tiers.browser).toMatchObject({ available: false });
   });
 

@@ -1,7 +1,14 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { BrowserModule } from '@switchyard/browser';
 import { ContextGraphModule } from '@switchyard/context-graph';
-import { DEFAULT_SANDBOX_HOST_ID, SandboxModule } from '@switchyard/sandbox';
+import {
+  ContainerModule,
+  ContainerTier,
+  DEFAULT_SANDBOX_HOST_ID,
+  PooledTier,
+  PooledTierModule,
+  SandboxModule,
+} from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
 import { ActionsController } from './actions/actions.controller';
@@ -35,22 +42,29 @@ export class AppModule {
           sandboxUid: DEFAULT_SANDBOX_HOST_ID,
           sandboxGid: DEFAULT_SANDBOX_HOST_ID,
         }),
-        SandboxModule.forRoot({
-          defaultTimeoutMs: config.sandbox.defaultTimeoutMs,
-          maxTimeoutMs: config.sandbox.maxTimeoutMs,
-          maxCodeBytes: config.sandbox.maxCodeBytes,
-          output: config.sandbox.output,
-          allowWeakerTier: config.sandbox.allowWeakerTier,
-          risk: {
-            thresholds: config.sandbox.riskThresholds,
-            disabledRules: config.sandbox.disabledRiskRules,
+        SandboxModule.forRoot(
+          {
+            defaultTimeoutMs: config.sandbox.defaultTimeoutMs,
+            maxTimeoutMs: config.sandbox.maxTimeoutMs,
+            maxCodeBytes: config.sandbox.maxCodeBytes,
+            output: config.sandbox.output,
+            allowWeakerTier: config.sandbox.allowWeakerTier,
+            risk: {
+              thresholds: config.sandbox.riskThresholds,
+              disabledRules: config.sandbox.disabledRiskRules,
+            },
+            subprocess: {
+              memoryBytes: config.sandbox.subprocess.memoryBytes,
+              pids: config.sandbox.subprocess.pids,
+            },
+            tempDir: path.join(config.dataDir, 'tmp'),
           },
-          subprocess: {
-            memoryBytes: config.sandbox.subprocess.memoryBytes,
-            pids: config.sandbox.subprocess.pids,
+          {
+            // One Docker client (imported by ContainerModule) shared by both container tiers.
+            imports: [ContainerModule.forRoot({}), PooledTierModule.forRoot({}, false)],
+            tiers: [ContainerTier, PooledTier],
           },
-          tempDir: path.join(config.dataDir, 'tmp'),
-        }),
+        ),
         BrowserModule,
       ],
       controllers: [SessionsController, ActionsController, GraphController, HealthController],

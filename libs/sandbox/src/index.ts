@@ -25,3 +25,5 @@ export {
   nodeCgroupHost,
   type CgroupHost,
 } from './subprocess/cgroup-limiter';
+export * from './container';
+export * from './pooled';

@@ -1,0 +1,145 @@
+import { buildContainerSpec, CODE_LOADER, CODE_TARGET, containerStdin } from './container-spec';
+import { resolveContainerOptions } from './container.options';
+
+const MiB = 1024 * 1024;
+const options = resolveContainerOptions({ engineInstanceId: 'engine-1' }, {}, '/nowhere');
+const job = {
+  actionId: 'act-1',
+  sessionId: 'sess-1',
+  language: 'python' as const,
+  code: 'print("€")',
+  env: { PATH: '/usr/bin:/bin', HOME: '/tmp', FOO: 'a=b c' },
+  workspaceDir: '/data/ws/sess-1',
+};
+const spec = buildContainerSpec({
+  job,
+  image: 'switchyard/sandbox:abc',
+  options,
+  name: 'switchyard-act-1-x',
+});
+const host = spec.HostConfig!;
+
+describe('buildContainerSpec', () => {
+  it('runs the image as the sandbox user in /workspace, never privileged', () => {
+    expect(spec).toMatchObject({
+      name: 'switchyard-act-1-x',
+      Image: 'switchyard/sandbox:abc',
+      User: '10001:10001',
+      WorkingDir: '/workspace',
+      Tty: false,
+    });
+    expect(host.Privileged).toBe(false);
+  });
+
+  it('applies every container setting of SECURITY.md', () => {
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.CapAdd).toBeUndefined();
+    expect(host.SecurityOpt).toEqual(['no-new-privileges']); // and no seccomp=unconfined: Docker's default profile
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m');
+    expect(host.NetworkMode).toBe('none');
+    expect(host.PidsLimit).toBe(128);
+    expect(host.Memory).toBe(512 * MiB);
+    expect(host.MemorySwap).toBe(host.Memory);
+    expect(host.NanoCpus).toBe(1e9);
+    expect(host.Ulimits).toEqual([
+      { Name: 'nofile', Soft: 256, Hard: 256 },
+      { Name: 'fsize', Soft: 64 * MiB, Hard: 64 * MiB },
+      { Name: 'core', Soft: 0, Hard: 0 },
+    ]);
+    expect(host.Ulimits?.map((u) => u.Name)).not.toContain('nproc');
+    expect(host.Init).toBe(true);
+    expect(host.LogConfig).toEqual({ Type: 'none', Config: {} });
+    expect(host.IpcMode).toBe('private');
+    expect(host.ShmSize).toBe(64 * MiB);
+    expect(host.AutoRemove).toBe(false);
+  });
+
+  it('labels the container with engine, session, tier and action', () => {
+    expect(spec.Labels).toEqual({
+      'dev.switchyard.engine': 'engine-1',
+      'dev.switchyard.session': 'sess-1',
+      'dev.switchyard.tier': 'container',
+      'dev.switchyard.action': 'act-1',
+    });
+  });
+
+  it('binds only the workspace, read-write, and never the Docker socket', () => {
+    expect(host.Binds).toEqual(['/data/ws/sess-1:/workspace:rw']);
+    expect(host.Mounts).toBeUndefined();
+    expect(host.Devices).toBeUndefined();
+    expect(JSON.stringify(spec)).not.toContain('docker.sock');
+  });
+
+  it('passes exactly the job environment', () => {
+    expect(spec.Env).toEqual(['PATH=/usr/bin:/bin', 'HOME=/tmp', 'FOO=a=b c']);
+  });
+
+  it('loads the code from stdin into a private tmpfs, then execs the interpreter', () => {
+    expect(spec.Entrypoint).toEqual(['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader']);
+    // '€' is 3 bytes in UTF-8: the loader counts bytes.
+    expect(spec.Cmd?.slice(0, 5)).toEqual([
+      String(Buffer.byteLength(job.code)),
+      CODE_TARGET.python,
+      '/usr/bin/python3',
+      '-s',
+      '-c',
+    ]);
+    expect(spec.Cmd?.[0]).toBe('12');
+    expect(spec.Cmd?.[5]).toContain(CODE_TARGET.python);
+    expect(host.Tmpfs?.['/run/switchyard']).toBe(
+      'rw,nosuid,nodev,noexec,size=4108,mode=0700,uid=10001,gid=10001',
+    );
+    expect(spec).toMatchObject({ OpenStdin: true, StdinOnce: true, AttachStdin: true });
+  });
+
+  it.each([
+    ['node', ['/usr/bin/node', '/run/switchyard/main.js']],
+    ['bash', ['/bin/bash', '--noprofile', '--norc', '/run/switchyard/main.sh']],
+  ] as const)('runs %s on its code file', (language, argv) => {
+    const s = buildContainerSpec({ job: { ...job, language }, image: 'i', options });
+    expect(s.Cmd?.slice(1)).toEqual([CODE_TARGET[language], ...argv]);
+    expect(s.name).toBeUndefined();
+  });
+
+  it('follows the configured limits and user', () => {
+    const custom = resolveContainerOptions(
+      {
+        user: '2000:3000',
+        limits: {
+          memoryBytes: 256 * MiB,
+          nanoCpus: 5e8,
+          pids: 64,
+          tmpfsBytes: 10 * 1024,
+          nofile: 64,
+          fsizeBytes: 1000,
+        },
+      },
+      {},
+      '/nowhere',
+    );
+    const s = buildContainerSpec({ job, image: 'i', options: custom });
+    expect(s.User).toBe('2000:3000');
+    expect(s.HostConfig).toMatchObject({
+      Memory: 256 * MiB,
+      MemorySwap: 256 * MiB,
+      NanoCpus: 5e8,
+      PidsLimit: 64,
+      ShmSize: 10 * 1024,
+      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=10k' },
+      Ulimits: [
+        { Name: 'nofile', Soft: 64, Hard: 64 },
+        { Name: 'fsize', Soft: 1000, Hard: 1000 },
+        { Name: 'core', Soft: 0, Hard: 0 },
+      ],
+    });
+    expect(s.HostConfig?.Tmpfs?.['/run/switchyard']).toContain('uid=2000,gid=3000');
+  });
+});
+
+describe('containerStdin', () => {
+  it('is the code bytes followed by the stdin bytes', () => {
+    expect(containerStdin({ code: 'print("€")', stdin: 'in€' }).toString()).toBe('print("€")in€');
+    expect(containerStdin({ code: 'x' }).toString()).toBe('x');
+  });
+});

@@ -1,0 +1,137 @@
+import type { ContainerCreateOptions } from 'dockerode';
+import type { Language } from '@switchyard/common';
+import type { TierJob } from '../sandbox.types';
+import {
+  CONTAINER_TIER_LABEL,
+  LABEL_ACTION,
+  LABEL_ENGINE,
+  LABEL_SESSION,
+  LABEL_TIER,
+} from './container.constants';
+import type { ResolvedContainerOptions } from './container.options';
+
+export const WORKSPACE_TARGET = '/workspace';
+/** A tmpfs only the sandbox user can write, holding the code file. */
+export const CODE_DIR = '/run/switchyard';
+export const CODE_TARGET: Record<Language, string> = {
+  python: `${CODE_DIR}/main.py`,
+  node: `${CODE_DIR}/main.js`,
+  bash: `${CODE_DIR}/main.sh`,
+};
+
+/**
+ * The code reaches the container on stdin, ahead of the job's own stdin: this loader copies exactly `$1` bytes
+ * into the file `$2` (coreutils `head -c` reads no further than the count, also from a pipe), then replaces itself
+ * with the interpreter, which inherits the rest of stdin. No host path is involved, so it works the same when the
+ * engine itself runs in a container, and up to 1 MiB of code never meets the 128 KiB argv/env string limit.
+ */
+export const CODE_LOADER = 'head -c "$1" > "$2" || exit 126; shift 2; exec "$@"';
+
+/** Runs the code file as `__main__` with its real name in tracebacks, keeping `python -c` path semantics. */
+const PYTHON_BOOTSTRAP =
+  `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
+  `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
+
+export interface ContainerSpecInput {
+  job: Pick<TierJob, 'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir'>;
+  image: string;
+  options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'>;
+  /** Container name; Docker picks one when absent. */
+  name?: string;
+}
+
+/**
+ * Create options of one run's container: every setting of SECURITY.md's container section, and nothing from the
+ * engine's own environment (`Env` is exactly `job.env`, on top of the image's `ENV`).
+ */
+export function buildContainerSpec({
+  job,
+  image,
+  options,
+  name,
+}: ContainerSpecInput): ContainerCreateOptions {
+  const { limits } = options;
+  const codeBytes = Buffer.byteLength(job.code, 'utf8');
+  const [uid, gid = uid] = options.user.split(':');
+  return {
+    ...(name === undefined ? {} : { name }),
+    Image: image,
+    User: options.user,
+    WorkingDir: WORKSPACE_TARGET,
+    // The loader is the entrypoint, so whatever entrypoint the image declares never runs first.
+    Entrypoint: ['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader'],
+    Cmd: [
+      String(codeBytes),
+      CODE_TARGET[job.language],
+      ...interpreterArgv(job.language, options.interpreters[job.language]),
+    ],
+    Env: Object.entries(job.env).map(([key, value]) => `${key}=${value}`),
+    Labels: {
+      [LABEL_ENGINE]: options.engineInstanceId,
+      [LABEL_SESSION]: job.sessionId,
+      [LABEL_TIER]: CONTAINER_TIER_LABEL,
+      [LABEL_ACTION]: job.actionId,
+    },
+    // stdin carries the code, then the job's stdin; it is closed after both, like a pipe.
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    OpenStdin: true,
+    StdinOnce: true,
+    Tty: false,
+    HostConfig: {
+      Binds: [`${job.workspaceDir}:${WORKSPACE_TARGET}:rw`],
+      Privileged: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      ReadonlyRootfs: true,
+      Tmpfs: {
+        '/tmp': `rw,nosuid,nodev,size=${formatSize(limits.tmpfsBytes)}`,
+        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},mode=0700,uid=${uid},gid=${gid}`,
+      },
+      ShmSize: limits.tmpfsBytes,
+      NetworkMode: 'none',
+      IpcMode: 'private',
+      PidsLimit: limits.pids,
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      // Not `nproc`: it counts every process of the host uid, across all containers.
+      Ulimits: [
+        { Name: 'nofile', Soft: limits.nofile, Hard: limits.nofile },
+        { Name: 'fsize', Soft: limits.fsizeBytes, Hard: limits.fsizeBytes },
+        { Name: 'core', Soft: 0, Hard: 0 },
+      ],
+      Init: true,
+      // Untrusted output must never land in the daemon's log files; it is read over the attach stream only.
+      LogConfig: { Type: 'none', Config: {} },
+      AutoRemove: false,
+      RestartPolicy: { Name: 'no' },
+    },
+  };
+}
+
+/** What the tier writes to the container's stdin: the code (its byte length is in `Cmd`), then the job's stdin. */
+export function containerStdin(job: Pick<TierJob, 'code' | 'stdin'>): Buffer {
+  const code = Buffer.from(job.code, 'utf8');
+  return job.stdin ? Buffer.concat([code, Buffer.from(job.stdin, 'utf8')]) : code;
+}
+
+function interpreterArgv(language: Language, interpreter: string): string[] {
+  switch (language) {
+    case 'python':
+      // -s: no user site-packages (their .pth files would run before the code).
+      return [interpreter, '-s', '-c', PYTHON_BOOTSTRAP];
+    case 'node':
+      return [interpreter, CODE_TARGET.node];
+    case 'bash':
+      return [interpreter, '--noprofile', '--norc', CODE_TARGET.bash];
+  }
+}
+
+/** tmpfs size option: `64m`, `68k`, or bytes. */
+function formatSize(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)}m`;
+  if (bytes % 1024 === 0) return `${bytes / 1024}k`;
+  return String(bytes);
+}

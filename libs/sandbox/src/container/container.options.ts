@@ -1,0 +1,221 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Language } from '@switchyard/common';
+import { SandboxConfigError } from '../sandbox.errors';
+
+const MiB = 1024 * 1024;
+
+/** Resource limits of each one-off container. */
+export interface ContainerLimits {
+  /** Memory cgroup limit; `MemorySwap` is set to the same value, so there is no swap. Default 512 MiB. */
+  memoryBytes: number;
+  /** CPU quota in billionths of a CPU (`NanoCpus`). Default 1e9: one CPU. */
+  nanoCpus: number;
+  /** `PidsLimit`: processes plus threads. SECURITY.md asks for 64–256; anything else fails at boot. Default 128. */
+  pids: number;
+  /** Size of the `/tmp` tmpfs, and of `/dev/shm`. Both are charged to the memory limit. Default 64 MiB. */
+  tmpfsBytes: number;
+  /** `nofile` ulimit (open files). Default 256. */
+  nofile: number;
+  /** `fsize` ulimit in bytes: largest file the code may write (SIGXFSZ past it). Default 64 MiB. */
+  fsizeBytes: number;
+}
+
+/**
+ * Options of the one-off container tier (`ContainerModule.forRoot`). Everything is optional.
+ *
+ * Image precedence: `image` > `SWITCHYARD_SANDBOX_IMAGE` > the tag in `imageTagFile` (written by
+ * `npm run sandbox:image`).
+ */
+export interface ContainerTierOptions {
+  /** Image reference, e.g. `switchyard/sandbox:5b16bcc01d30`. */
+  image?: string;
+  /**
+   * File holding the image tag. Default `.runtime/sandbox-image.tag` relative to the working directory. Re-read by
+   * every availability probe until it names an image, so building the image later needs no restart.
+   */
+  imageTagFile?: string;
+  limits?: Partial<ContainerLimits>;
+  /**
+   * Value of the `dev.switchyard.engine` label on this engine's containers. Default `<hostname>:<pid>:<start ticks>`
+   * (the same default as the pooled tier's `engineId`), unique per engine process and checkable for liveness on
+   * the same host.
+   */
+  engineInstanceId?: string;
+  /** `uid:gid` the code runs as; never root. Default `10001:10001`, the image's `sandbox` user. */
+  user?: string;
+  /** Interpreter paths inside the image. Defaults `/usr/bin/python3`, `/usr/bin/node`, `/bin/bash`. */
+  interpreters?: Partial<Record<Language, string>>;
+  /** How long an availability answer (Docker ping + image check) is reused. Default 2000 ms. */
+  availabilityCacheMs?: number;
+  /** Deadline of the availability probe's Docker calls. Default 3000 ms. */
+  probeTimeoutMs?: number;
+  /** Remove leftover one-off containers of other (dead) engine instances at start-up. Default true. */
+  reapOnStart?: boolean;
+  /**
+   * Whether a session is live, for the reaper: containers of live sessions are left alone. Default: no session is
+   * live, which is right for one engine per Docker daemon; engines sharing a daemon must pass one.
+   */
+  isSessionLive?: (sessionId: string) => boolean | Promise<boolean>;
+}
+
+export interface ResolvedContainerOptions {
+  /** Fixed image, when given by option or environment; otherwise read from `imageTagFile`. */
+  image?: string;
+  imageTagFile: string;
+  limits: ContainerLimits;
+  engineInstanceId: string;
+  user: string;
+  interpreters: Record<Language, string>;
+  availabilityCacheMs: number;
+  probeTimeoutMs: number;
+  reapOnStart: boolean;
+  isSessionLive: (sessionId: string) => boolean | Promise<boolean>;
+}
+
+export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze({
+  memoryBytes: 512 * MiB,
+  nanoCpus: 1e9,
+  pids: 128,
+  tmpfsBytes: 64 * MiB,
+  nofile: 256,
+  fsizeBytes: 64 * MiB,
+});
+
+export const DEFAULT_IMAGE_TAG_FILE = path.join('.runtime', 'sandbox-image.tag');
+
+const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
+const LABEL_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const USER = /^(\d+)(?::(\d+))?$/;
+
+/** Applies defaults and fails loudly, naming the option (`container.*`), on anything that cannot work. */
+export function resolveContainerOptions(
+  options: ContainerTierOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): ResolvedContainerOptions {
+  const limits: ContainerLimits = { ...DEFAULT_CONTAINER_LIMITS, ...definedOnly(options.limits ?? {}) };
+  const resolved: ResolvedContainerOptions = {
+    image: options.image ?? (env.SWITCHYARD_SANDBOX_IMAGE || undefined),
+    imageTagFile: path.resolve(cwd, options.imageTagFile ?? DEFAULT_IMAGE_TAG_FILE),
+    limits,
+    engineInstanceId: options.engineInstanceId ?? defaultEngineInstanceId(),
+    user: options.user ?? '10001:10001',
+    interpreters: {
+      python: options.interpreters?.python ?? '/usr/bin/python3',
+      node: options.interpreters?.node ?? '/usr/bin/node',
+      bash: options.interpreters?.bash ?? '/bin/bash',
+    },
+    availabilityCacheMs: options.availabilityCacheMs ?? 2000,
+    probeTimeoutMs: options.probeTimeoutMs ?? 3000,
+    reapOnStart: options.reapOnStart ?? true,
+    isSessionLive: options.isSessionLive ?? (() => false),
+  };
+
+  for (const [name, value] of Object.entries(limits)) {
+    if (!(Number.isSafeInteger(value) && value > 0)) {
+      throw new SandboxConfigError(
+        `container.limits.${name}`,
+        `must be a positive integer, got ${String(value)}`,
+      );
+    }
+  }
+  if (limits.pids < 64 || limits.pids > 256) {
+    throw new SandboxConfigError(
+      'container.limits.pids',
+      `must be from 64 to 256 (SECURITY.md), got ${limits.pids}`,
+    );
+  }
+  if (limits.memoryBytes < 16 * MiB) {
+    throw new SandboxConfigError('container.limits.memoryBytes', 'must be at least 16 MiB');
+  }
+  if (limits.nanoCpus < 1e7) {
+    throw new SandboxConfigError('container.limits.nanoCpus', 'must be at least 1e7 (0.01 CPU)');
+  }
+  for (const [name, value] of [
+    ['availabilityCacheMs', resolved.availabilityCacheMs],
+    ['probeTimeoutMs', resolved.probeTimeoutMs],
+  ] as const) {
+    if (!(Number.isSafeInteger(value) && value >= 0)) {
+      throw new SandboxConfigError(
+        `container.${name}`,
+        `must be a non-negative integer, got ${String(value)}`,
+      );
+    }
+  }
+  if (resolved.image !== undefined && !IMAGE_REF.test(resolved.image)) {
+    throw new SandboxConfigError(
+      options.image === undefined ? 'SWITCHYARD_SANDBOX_IMAGE' : 'container.image',
+      `not an image reference: ${JSON.stringify(resolved.image)}`,
+    );
+  }
+  if (!LABEL_VALUE.test(resolved.engineInstanceId)) {
+    throw new SandboxConfigError(
+      'container.engineInstanceId',
+      'must be 1–128 characters of letters, digits, "_", ".", ":" or "-"',
+    );
+  }
+  const user = USER.exec(resolved.user);
+  if (!user) throw new SandboxConfigError('container.user', 'must be "uid" or "uid:gid" in numbers');
+  if (Number(user[1]) === 0 || Number(user[2] ?? user[1]) === 0) {
+    throw new SandboxConfigError('container.user', 'must not be root (uid or gid 0)');
+  }
+  for (const [language, p] of Object.entries(resolved.interpreters)) {
+    if (!p.startsWith('/'))
+      throw new SandboxConfigError(`container.interpreters.${language}`, 'must be an absolute path');
+  }
+  return resolved;
+}
+
+/**
+ * The image to run: the fixed one, else the tag in `imageTagFile`; `undefined` when neither exists yet.
+ * Reads the file each time (it is tiny), so a rebuilt image is picked up.
+ */
+export function currentImage(
+  options: Pick<ResolvedContainerOptions, 'image' | 'imageTagFile'>,
+): string | undefined {
+  if (options.image) return options.image;
+  try {
+    const tag = fs.readFileSync(options.imageTagFile, 'utf8').trim();
+    return IMAGE_REF.test(tag) ? tag : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `<hostname>:<pid>:<start ticks>`: the pid alone could be reused by a later process. */
+export function defaultEngineInstanceId(pid: number = process.pid): string {
+  return `${labelSafeHostname(os.hostname())}:${pid}:${processStartTicks(pid) ?? 0}`;
+}
+
+/**
+ * True when `engineInstanceId` has the default shape and names a process that is running on this host right now:
+ * such an engine's containers are never reaped. Unknown shapes and other hosts are not provably alive.
+ */
+export function engineAliveHere(engineInstanceId: string, hostname: string = os.hostname()): boolean {
+  const parts = engineInstanceId.split(':');
+  if (parts.length < 3) return false;
+  const ticks = parts.pop()!;
+  const pid = Number(parts.pop());
+  if (parts.join(':') !== labelSafeHostname(hostname) || !Number.isSafeInteger(pid) || pid <= 0) return false;
+  return processStartTicks(pid) === ticks;
+}
+
+function labelSafeHostname(hostname: string): string {
+  return hostname.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64) || 'host';
+}
+
+/** Field 22 of `/proc/<pid>/stat` (start time in clock ticks), or undefined when there is no such process. */
+function processStartTicks(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

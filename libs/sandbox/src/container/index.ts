@@ -1,0 +1,39 @@
+export { ContainerTier } from './container-tier';
+export { ContainerModule, DockerModule, type DockerModuleOptions } from './container.module';
+export {
+  CONTAINER_CLOCK,
+  CONTAINER_OPTIONS,
+  CONTAINER_TIER_LABEL,
+  LABEL_ACTION,
+  LABEL_ENGINE,
+  LABEL_SESSION,
+  LABEL_TIER,
+  type Clock,
+} from './container.constants';
+export {
+  DEFAULT_CONTAINER_LIMITS,
+  currentImage,
+  resolveContainerOptions,
+  type ContainerLimits,
+  type ContainerTierOptions,
+  type ResolvedContainerOptions,
+} from './container.options';
+export { buildContainerSpec, containerStdin, type ContainerSpecInput } from './container-spec';
+export {
+  DOCKER_CLIENT,
+  DockerClient,
+  DockerodeClient,
+  type ContainerExit,
+  type ContainerStreams,
+  type DockerCallOptions,
+  type ContainerState,
+  type ContainerSummary,
+  type LabelFilter,
+} from './docker-client';
+export {
+  DockerApiError,
+  DockerError,
+  DockerNotFoundError,
+  DockerTimeoutError,
+  DockerUnavailableError,
+} from './docker.errors';

@@ -1,0 +1,208 @@
+import { Logger } from '@nestjs/common';
+import { createPool, type Pool } from 'generic-pool';
+import { PoolExhaustedError } from './pooled.errors';
+import type { PooledContainer, PooledContainerFactory } from './pooled-container';
+import type { ResolvedPooledOptions } from './pooled.options';
+
+/** Waits `ms`, or less when `signal` fires. Injected so tests need not wait for real backoff. */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
+const realSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+
+const BACKOFF_BASE_MS = 200;
+const BACKOFF_MAX_MS = 5000;
+const CLOSING_RETRY_MS = 100;
+
+/** Pool numbers for metrics. */
+export interface WarmPoolStats {
+  /** Warm containers, started or starting. */
+  size: number;
+  /** Warm, idle and ready to be claimed. */
+  available: number;
+  /** Being health-checked or handed to a session right now. */
+  borrowed: number;
+  /** Claims waiting for a warm container. */
+  pending: number;
+  min: number;
+  max: number;
+  /** Container starts that failed in a row (reset by a success). */
+  consecutiveCreateFailures: number;
+  lastCreateError?: { message: string; at: string };
+}
+
+/**
+ * Warm containers on generic-pool: `min` kept started, at most `max`, idle ones past `warmIdleTimeoutMs` replaced,
+ * and every container health-checked through its runner when borrowed (`testOnBorrow`), so a dead, paused or hung
+ * one is destroyed instead of handed out.
+ *
+ * A borrowed container is detached from the pool at once (it belongs to a session from then on and is destroyed,
+ * never returned), so the pool immediately starts a replacement and the next claim finds a warm one.
+ *
+ * A failing container start is retried inside `create` with exponential backoff (so a pool waiting on a missing
+ * Docker engine neither spins nor gives up; it refills by itself when Docker is back).
+ */
+export class WarmPool {
+  private readonly logger = new Logger('WarmPool');
+  private readonly pool: Pool<PooledContainer>;
+  private readonly closing = new AbortController();
+  private failures = 0;
+  private lastError?: { message: string; at: string };
+  private sweeping = false;
+
+  constructor(
+    private readonly factory: PooledContainerFactory,
+    private readonly options: ResolvedPooledOptions,
+    private readonly sleep: Sleep = realSleep,
+  ) {
+    this.pool = createPool<PooledContainer>(
+      {
+        create: () => this.createWithRetry(),
+        // A claimed container is the session's now: detaching it from the pool must not destroy it.
+        destroy: (c) => (c.state === 'claimed' ? Promise.resolve() : this.factory.destroy(c)),
+        validate: (c) => (c.state === 'warm' ? this.factory.healthy(c) : Promise.resolve(false)),
+      },
+      {
+        min: options.min,
+        max: options.max,
+        acquireTimeoutMillis: options.acquireTimeoutMs,
+        testOnBorrow: true,
+        idleTimeoutMillis: options.warmIdleTimeoutMs,
+        evictionRunIntervalMillis: options.evictionIntervalMs,
+        numTestsPerEvictionRun: options.max,
+        autostart: false,
+        fifo: true,
+      },
+    );
+    this.pool.on('factoryDestroyError', (err: Error) =>
+      this.logger.warn(`could not destroy a warm container: ${err.message}`),
+    );
+  }
+
+  start(): void {
+    this.pool.start();
+  }
+
+  /**
+   * Health-checks the idle warm containers now (test-while-idle): each is borrowed once, so the pool's own
+   * validation destroys a dead, paused or hung one and starts its replacement; healthy ones go straight back.
+   * Runs as soon as a warm container's runner connection closes, so a killed one is replaced at once (a paused or
+   * hung one is caught when next borrowed). Not periodic: borrowing resets generic-pool's idle clock, which would
+   * keep `warmIdleTimeoutMs` from ever recycling a container. Claims waiting for a container take precedence.
+   */
+  async sweep(): Promise<void> {
+    if (this.sweeping || this.isClosing) return;
+    this.sweeping = true;
+    try {
+      for (
+        let left = this.pool.available;
+        left > 0 && this.pool.available > 0 && this.pool.pending === 0;
+        left--
+      ) {
+        const container = await this.pool.acquire();
+        await this.pool.release(container);
+      }
+    } catch (err) {
+      this.logger.debug(`idle health sweep stopped: ${(err as Error).message}`);
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  get isClosing(): boolean {
+    return this.closing.signal.aborted;
+  }
+
+  /**
+   * A healthy warm container, now detached from the pool (the caller owns it and must destroy it). Rejects with
+   * `PoolExhaustedError` when none is ready within `acquireTimeoutMs`.
+   */
+  async acquire(): Promise<PooledContainer> {
+    let container: PooledContainer;
+    try {
+      container = await this.pool.acquire();
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') {
+        const cause = this.lastError ? `; last start failure: ${this.lastError.message}` : '';
+        throw new PoolExhaustedError(
+          'POOL_ACQUIRE_TIMEOUT',
+          `no healthy warm container within ${this.options.acquireTimeoutMs} ms${cause}; raise pooled.acquireTimeoutMs, ` +
+            `pooled.min or pooled.max`,
+          { acquireTimeoutMs: this.options.acquireTimeoutMs },
+        );
+      }
+      throw err;
+    }
+    container.state = 'claimed';
+    await this.pool.destroy(container); // detach; the pool's destroy callback leaves claimed containers alone
+    return container;
+  }
+
+  stats(): WarmPoolStats {
+    return {
+      size: this.pool.size,
+      available: this.pool.available,
+      borrowed: this.pool.borrowed,
+      pending: this.pool.pending,
+      min: this.pool.min,
+      max: this.pool.max,
+      consecutiveCreateFailures: this.failures,
+      ...(this.lastError && { lastCreateError: this.lastError }),
+    };
+  }
+
+  /** Stops refilling, fails pending claims, destroys every warm container. */
+  async close(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    this.closing.abort();
+    await this.pool.drain();
+    await this.pool.clear();
+  }
+
+  private async createWithRetry(): Promise<PooledContainer> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.closing.signal.aborted) {
+        // generic-pool re-creates at once for each waiting claim; pausing keeps that from spinning until they time out.
+        await new Promise((resolve) => setTimeout(resolve, CLOSING_RETRY_MS).unref());
+        throw new Error('the warm pool is closing');
+      }
+      try {
+        const container = await this.factory.create();
+        if (this.closing.signal.aborted) {
+          await this.factory.destroy(container);
+          throw new Error('the warm pool is closing');
+        }
+        if (this.failures > 0)
+          this.logger.log(`warm containers start again after ${this.failures} failure(s)`);
+        this.failures = 0;
+        void container.connection.closed.then(() => {
+          if (container.state === 'warm') {
+            this.logger.warn(`warm container ${container.shortId} lost its runner; replacing it`);
+            void this.sweep();
+          }
+        });
+        return container;
+      } catch (err) {
+        if (this.closing.signal.aborted) throw err;
+        this.failures++;
+        this.lastError = { message: (err as Error).message, at: new Date().toISOString() };
+        if (this.failures === 1 || this.failures % 20 === 0) {
+          this.logger.warn(
+            `warm container start failed (${this.failures} in a row): ${(err as Error).message}`,
+          );
+        }
+        const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 10));
+        await this.sleep(delay * (0.5 + Math.random() / 2), this.closing.signal);
+      }
+    }
+  }
+}
