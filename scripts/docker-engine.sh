@@ -93,6 +93,7 @@ wait_for_engine() {
     if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
       say "dockerd (pid $pid) exited; last log lines:"
       tail -n 25 "$LOG_FILE" >&2 || true
+      [[ -n "${START_RETRY:-}" ]] && return 1
       die "dockerd failed to start (log: $LOG_FILE)"
     fi
     sleep 1
@@ -130,15 +131,20 @@ cmd_start() {
   local pid
   if pid="$(our_pid)"; then
     say "dockerd (pid $pid) from an earlier run is starting; waiting up to ${TIMEOUT}s"
-    wait_for_engine "$pid"
-    say "engine ready"
-    return 0
+    if START_RETRY=1 wait_for_engine "$pid"; then
+      say "engine ready"
+      return 0
+    fi
+    # It was stopping, not starting: wait for its children to go, then start a fresh one below.
+    sleep 3
   fi
   if command -v pgrep >/dev/null 2>&1 && pid="$(pgrep -x dockerd | head -n1)" && [[ -n "$pid" ]]; then
     say "a dockerd (pid $pid) not started by this script is running; waiting up to ${TIMEOUT}s for it"
-    wait_for_engine "$pid"
-    say "engine ready"
-    return 0
+    if START_RETRY=1 wait_for_engine "$pid"; then
+      say "engine ready"
+      return 0
+    fi
+    sleep 3
   fi
 
   if ! command -v dockerd >/dev/null 2>&1; then
@@ -162,12 +168,25 @@ cmd_start() {
   {
     printf '\n===== %s scripts/docker-engine.sh start =====\n' "$(date -u +%FT%TZ)"
   } >>"$LOG_FILE"
-  # setsid: own session, so stopping the shell/job that ran this script does not stop the daemon.
-  setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
-    >>"$LOG_FILE" 2>&1 </dev/null &
-  pid=$!
-  echo "$pid" >"$PID_FILE"
-  wait_for_engine "$pid"
+  local attempt
+  for attempt in 1 2; do
+    # A daemon killed moments ago can leave its pid file and socket behind; the next start then exits at once.
+    if [[ -f /var/run/docker.pid ]] && ! kill -0 "$(cat /var/run/docker.pid 2>/dev/null)" 2>/dev/null; then
+      rm -f /var/run/docker.pid
+    fi
+    # setsid: own session, so stopping the shell/job that ran this script does not stop the daemon.
+    setsid nohup dockerd --bridge=none --iptables=false --ip6tables=false \
+      >>"$LOG_FILE" 2>&1 </dev/null &
+    pid=$!
+    echo "$pid" >"$PID_FILE"
+    if [[ "$attempt" -eq 1 ]]; then
+      START_RETRY=1 wait_for_engine "$pid" && break
+      say "retrying once in 3 s"
+      sleep 3
+    else
+      wait_for_engine "$pid"
+    fi
+  done
   local driver
   driver="$(timeout 10 docker info --format '{{.Driver}}' 2>/dev/null || echo '?')"
   say "engine ready (dockerd pid $pid, storage driver $driver)"
