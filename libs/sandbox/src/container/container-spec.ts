@@ -81,34 +81,68 @@ export function buildContainerSpec({
     Tty: false,
     HostConfig: {
       Binds: [`${job.workspaceDir}:${WORKSPACE_TARGET}:rw`],
-      Privileged: false,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      ReadonlyRootfs: true,
+      ...sandboxHostConfig({
+        memoryBytes: limits.memoryBytes,
+        nanoCpus: limits.nanoCpus,
+        pids: limits.pids,
+        openFiles: limits.nofile,
+        fileSizeBytes: limits.fsizeBytes,
+        tmpfsBytes: limits.tmpfsBytes,
+      }),
       Tmpfs: {
-        '/tmp': `rw,nosuid,nodev,size=${formatSize(limits.tmpfsBytes)}`,
+        ...sandboxTmpfs(limits.tmpfsBytes),
         [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},mode=0700,uid=${uid},gid=${gid}`,
       },
-      ShmSize: limits.tmpfsBytes,
-      NetworkMode: 'none',
-      IpcMode: 'private',
-      PidsLimit: limits.pids,
-      Memory: limits.memoryBytes,
-      MemorySwap: limits.memoryBytes,
-      NanoCpus: limits.nanoCpus,
-      // Not `nproc`: it counts every process of the host uid, across all containers.
-      Ulimits: [
-        { Name: 'nofile', Soft: limits.nofile, Hard: limits.nofile },
-        { Name: 'fsize', Soft: limits.fsizeBytes, Hard: limits.fsizeBytes },
-        { Name: 'core', Soft: 0, Hard: 0 },
-      ],
-      Init: true,
-      // Untrusted output must never land in the daemon's log files; it is read over the attach stream only.
-      LogConfig: { Type: 'none', Config: {} },
-      AutoRemove: false,
-      RestartPolicy: { Name: 'no' },
     },
   };
+}
+
+/** Resource limits every sandbox container gets. */
+export interface SandboxContainerLimits {
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+  openFiles: number;
+  fileSizeBytes: number;
+  tmpfsBytes: number;
+}
+
+/**
+ * SECURITY.md's container settings, shared by the one-off and pooled tiers so they cannot drift apart. Each tier
+ * adds its own mounts and its code tmpfs (`sandboxTmpfs` gives the common /tmp).
+ */
+export function sandboxHostConfig(
+  limits: SandboxContainerLimits,
+): NonNullable<ContainerCreateOptions['HostConfig']> {
+  return {
+    Privileged: false,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    ReadonlyRootfs: true,
+    ShmSize: limits.tmpfsBytes,
+    NetworkMode: 'none',
+    IpcMode: 'private',
+    PidsLimit: limits.pids,
+    Memory: limits.memoryBytes,
+    MemorySwap: limits.memoryBytes,
+    NanoCpus: limits.nanoCpus,
+    // Not `nproc`: it counts every process of the host uid, across all containers.
+    Ulimits: [
+      { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
+      { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
+      { Name: 'core', Soft: 0, Hard: 0 },
+    ],
+    Init: true,
+    // Untrusted output must never land in the daemon's log files; it is read over the attach stream only.
+    LogConfig: { Type: 'none', Config: {} },
+    AutoRemove: false,
+    RestartPolicy: { Name: 'no' },
+  };
+}
+
+/** The size-capped, world-writable (sticky) /tmp of every sandbox container. */
+export function sandboxTmpfs(tmpfsBytes: number): Record<string, string> {
+  return { '/tmp': `rw,nosuid,nodev,size=${formatSize(tmpfsBytes)},mode=1777` };
 }
 
 /** What the tier writes to the container's stdin: the code (its byte length is in `Cmd`), then the job's stdin. */

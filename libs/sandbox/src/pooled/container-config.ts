@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from '../container/container.constants';
+import { sandboxHostConfig, sandboxTmpfs } from '../container/container-spec';
 import type { PooledLimits } from './pooled.options';
 
 export const POOLED_LABELS = Object.freeze({
@@ -62,13 +63,9 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
     NetworkDisabled: true,
     StopSignal: 'SIGKILL',
     HostConfig: {
-      NetworkMode: 'none',
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      Privileged: false,
-      ReadonlyRootfs: true,
+      ...sandboxHostConfig(limits),
       Tmpfs: {
-        '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes},mode=1777`,
+        ...sandboxTmpfs(limits.tmpfsBytes),
         [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${CODE_TMPFS_BYTES},uid=${SANDBOX_UID},gid=${SANDBOX_UID},mode=0700`,
       },
       Mounts: [
@@ -80,20 +77,6 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
           BindOptions: { Propagation: 'rslave' },
         },
       ],
-      PidsLimit: limits.pids,
-      Memory: limits.memoryBytes,
-      MemorySwap: limits.memoryBytes,
-      NanoCpus: limits.nanoCpus,
-      Ulimits: [
-        { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
-        { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
-        { Name: 'core', Soft: 0, Hard: 0 },
-      ],
-      Init: true,
-      LogConfig: { Type: 'none', Config: {} },
-      IpcMode: 'private',
-      RestartPolicy: { Name: 'no' },
-      AutoRemove: false,
     },
   };
 }
