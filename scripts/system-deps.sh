@@ -9,6 +9,7 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/bin/python3 ] || need+=(python3)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -409,6 +409,38 @@ export function describeContextGraphContract(
         ]);
       });
 
+      it('links actions to the container they ran in with RAN_IN, one Sandbox node per container', async () => {
+        const s = await recorded();
+        const pooled = { tier: 'pooled' as const, containerId: 'c'.repeat(64) };
+        const a1 = await started(s.id, { tier: 'pooled' });
+        await graph.recordActionCompleted(a1.id, completion(a1, { sandbox: pooled }));
+        const a2 = await started(s.id, { tier: 'pooled' });
+        await graph.recordActionCompleted(a2.id, completion(a2, { sandbox: pooled }));
+        const a3 = await started(s.id, { tier: 'container' });
+        const oneOff = { tier: 'container' as const, containerId: 'd'.repeat(64) };
+        await graph.recordActionCompleted(a3.id, completion(a3, { sandbox: oneOff }));
+        const a4 = await started(s.id);
+        await graph.recordActionCompleted(a4.id, completion(a4));
+
+        const view = await graph.sessionGraph(s.id);
+        expect(view.nodes.filter((n) => n.label === 'Sandbox')).toEqual(
+          expect.arrayContaining([
+            { id: `sandbox:${pooled.containerId}`, label: 'Sandbox', properties: pooled },
+            { id: `sandbox:${oneOff.containerId}`, label: 'Sandbox', properties: oneOff },
+          ]),
+        );
+        expect(view.nodes.filter((n) => n.label === 'Sandbox')).toHaveLength(2);
+        expect(edgeSet(view).filter((e) => e.startsWith('RAN_IN'))).toEqual(
+          [
+            `RAN_IN ${a1.id} -> sandbox:${pooled.containerId}`,
+            `RAN_IN ${a2.id} -> sandbox:${pooled.containerId}`,
+            `RAN_IN ${a3.id} -> sandbox:${oneOff.containerId}`,
+          ].sort(),
+        );
+        expect((await graph.getAction(s.id, a2.id))?.sandbox).toEqual(pooled);
+        expect((await graph.getAction(s.id, a4.id))?.sandbox).toBeUndefined();
+      });
+
       it('rejects a retry of an action the session never recorded', async () => {
         const s = await recorded();
         await expect(

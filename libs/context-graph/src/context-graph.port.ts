@@ -19,7 +19,9 @@ import type {
  * - `recordActionCompleted` sets the final fields and adds `READ`/`WROTE` edges to `File` nodes
  *   (one `File` node per session and path, id `file:<sessionId>:<path>`).
  * - `RETRY_OF` goes from the retry to the original when `retryOf` is set.
- * - Node ids: the session id, the action id, and the file id above.
+ * - `sandbox` on completion adds a `RAN_IN` edge to a `Sandbox` node (id `sandbox:<containerId>`, one per
+ *   container, so a pooled container collects every action of its session).
+ * - Node ids: the session id, the action id, the file id and the sandbox id above.
  */
 export abstract class ContextGraph {
   /** Creates the schema. Called once at start-up, before anything else. */

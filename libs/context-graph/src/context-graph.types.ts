@@ -35,6 +35,12 @@ export interface ActionStart {
   retryOf?: string;
 }
 
+/** The container an action ran in (container tiers only). One `Sandbox` node per container. */
+export interface SandboxRef {
+  tier: Extract<ActionTier, 'pooled' | 'container'>;
+  containerId: string;
+}
+
 /** What is known when it ends. `result` is the full envelope returned to the caller. */
 export interface ActionCompletion {
   status: Exclude<ActionStatus, 'running'>;
@@ -48,6 +54,8 @@ export interface ActionCompletion {
   outputExcerpt: string;
   files: FileTouch[];
   result: ActionResult;
+  /** Where it ran, when that was a container: a `RAN_IN` edge to the `Sandbox` node. */
+  sandbox?: SandboxRef;
 }
 
 export interface ActionRecord {
@@ -69,6 +77,7 @@ export interface ActionRecord {
   error?: ActionError;
   outputExcerpt?: string;
   retryOf?: string;
+  sandbox?: SandboxRef;
   /** Deduplicated, sorted by path then access. */
   files: FileTouch[];
   /** The envelope as returned to the caller; absent while running or after a crash. */
@@ -86,8 +95,8 @@ export interface ListActionsQuery {
   limit: number;
 }
 
-export type GraphNodeLabel = 'Session' | 'Action' | 'File';
-export type GraphEdgeType = 'HAS_ACTION' | 'NEXT' | 'READ' | 'WROTE' | 'RETRY_OF';
+export type GraphNodeLabel = 'Session' | 'Action' | 'File' | 'Sandbox';
+export type GraphEdgeType = 'HAS_ACTION' | 'NEXT' | 'READ' | 'WROTE' | 'RETRY_OF' | 'RAN_IN';
 
 export interface GraphNode {
   id: string;

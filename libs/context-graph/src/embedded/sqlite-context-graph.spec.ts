@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describeContextGraphContract } from '../testing';
 import type { ContextGraphFixture } from '../testing';
 import type { ActionStart } from '../context-graph.types';
@@ -59,6 +60,28 @@ describe('SqliteContextGraph', () => {
       foreignKeys: true,
       busyTimeoutMs: 5000,
     });
+  });
+
+  it('migrates a version-1 file (no sandboxes) in place, keeping its actions', async () => {
+    await graph.close();
+    const sqlitePath = join(fixture.dir, 'v1.sqlite');
+    const v1 = new DatabaseSync(sqlitePath);
+    v1.exec(`CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, created_at TEXT NOT NULL,
+        metadata TEXT NOT NULL, ended_at TEXT, end_reason TEXT) STRICT;
+      CREATE TABLE actions (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL, type TEXT NOT NULL, operation TEXT NOT NULL, status TEXT NOT NULL,
+        input TEXT NOT NULL, input_summary TEXT NOT NULL, input_hash TEXT NOT NULL, started_at TEXT NOT NULL,
+        ended_at TEXT, duration_ms REAL, tier TEXT NOT NULL, risk TEXT NOT NULL, exit_code INTEGER,
+        error TEXT, output_excerpt TEXT, result TEXT, retry_of TEXT REFERENCES actions(id),
+        UNIQUE (session_id, seq)) STRICT;
+      INSERT INTO sessions VALUES ('s', 't', '2025-01-01T00:00:00.000Z', '{}', NULL, NULL);
+      PRAGMA user_version = 1;`);
+    v1.close();
+    graph = new SqliteContextGraph({ sqlitePath });
+    await graph.init();
+    await graph.recordActionStarted(start('a1', 's'));
+    expect((await graph.getAction('s', 'a1'))?.sandbox).toBeUndefined();
+    await graph.close();
   });
 
   it('commits writes requested in the same tick in one transaction', async () => {

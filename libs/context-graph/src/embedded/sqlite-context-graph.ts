@@ -26,6 +26,7 @@ import type {
   GraphView,
   ListActionsQuery,
   Page,
+  SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
@@ -80,6 +81,7 @@ CREATE TABLE IF NOT EXISTS actions (
   output_excerpt TEXT,
   result TEXT,
   retry_of TEXT REFERENCES actions(id),
+  sandbox_id TEXT,
   UNIQUE (session_id, seq)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS actions_running ON actions(status) WHERE status = 'running';
@@ -95,11 +97,21 @@ CREATE TABLE IF NOT EXISTS action_files (
   access TEXT NOT NULL CHECK (access IN ('read', 'write')),
   PRIMARY KEY (action_id, file_id, access)
 ) STRICT, WITHOUT ROWID;
-PRAGMA user_version = 1;
+CREATE TABLE IF NOT EXISTS sandboxes (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  tier TEXT NOT NULL,
+  container_id TEXT NOT NULL
+) STRICT;
 `;
+const SCHEMA_VERSION = 2;
+/** Steps from each older `user_version` to the next; version 1 had no sandboxes. */
+const MIGRATIONS: Record<number, string> = {
+  1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
+};
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
-  started_at, ended_at, duration_ms, tier, risk, exit_code, error, output_excerpt, result, retry_of`;
+  started_at, ended_at, duration_ms, tier, risk, exit_code, error, output_excerpt, result, retry_of, sandbox_id`;
 
 type SessionRow = {
   id: string;
@@ -130,6 +142,7 @@ type ActionRow = {
   output_excerpt: string | null;
   result: string | null;
   retry_of: string | null;
+  sandbox_id: string | null;
 };
 
 type TouchRow = { path: string; access: FileTouch['access'] };
@@ -141,6 +154,7 @@ const INTERRUPTED: ActionError = {
 };
 
 const fileId = (sessionId: string, path: string): string => `file:${sessionId}:${path}`;
+const sandboxNodeId = (containerId: string): string => `sandbox:${containerId}`;
 const parse = <T>(json: string): T => JSON.parse(json) as T;
 const parseOpt = <T>(json: string | null): T | undefined => (json === null ? undefined : parse<T>(json));
 /** Graph properties mirror Neo4j, which has no null properties: absent means unknown. */
@@ -176,7 +190,12 @@ export class SqliteContextGraph extends ContextGraph {
         PRAGMA synchronous = NORMAL;
         PRAGMA foreign_keys = ON;
         PRAGMA busy_timeout = ${Math.trunc(this.options.busyTimeoutMs ?? 5000)};`);
-      db.exec(`BEGIN IMMEDIATE; ${SCHEMA} COMMIT;`);
+      db.exec('BEGIN IMMEDIATE');
+      let version = Number(Object.values(db.prepare('PRAGMA user_version').get() ?? {})[0]);
+      // A fresh file gets the current schema at once; an older one is migrated step by step first.
+      if (version === 0) version = SCHEMA_VERSION;
+      for (; version < SCHEMA_VERSION; version++) db.exec(MIGRATIONS[version]);
+      db.exec(`${SCHEMA} PRAGMA user_version = ${SCHEMA_VERSION}; COMMIT;`);
     } catch (error) {
       db.close();
       throw error;
@@ -238,9 +257,15 @@ export class SqliteContextGraph extends ContextGraph {
         { session_id: string; status: ActionStatus } | undefined;
       if (!row) throw new ActionNotRecordedError(actionId);
       if (row.status !== 'running') throw new ActionAlreadyCompletedError(actionId, row.status);
+      const sandboxId = c.sandbox && sandboxNodeId(c.sandbox.containerId);
+      if (c.sandbox) {
+        this.sql(
+          'INSERT INTO sandboxes (id, session_id, tier, container_id) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+        ).run(sandboxId!, row.session_id, c.sandbox.tier, c.sandbox.containerId);
+      }
       this.sql(
         `UPDATE actions SET status = ?, ended_at = ?, duration_ms = ?, tier = ?, risk = ?, exit_code = ?,
-           error = ?, output_excerpt = ?, result = ? WHERE id = ?`,
+           error = ?, output_excerpt = ?, result = ?, sandbox_id = ? WHERE id = ?`,
       ).run(
         c.status,
         c.endedAt,
@@ -251,6 +276,7 @@ export class SqliteContextGraph extends ContextGraph {
         c.error ? JSON.stringify(c.error) : null,
         c.outputExcerpt,
         JSON.stringify(c.result),
+        sandboxId ?? null,
         actionId,
       );
       for (const file of c.files) {
@@ -301,6 +327,9 @@ export class SqliteContextGraph extends ContextGraph {
       path: string;
     }[];
     const touches = this.sessionTouches(sessionId);
+    const sandboxes = this.sql(
+      'SELECT id, tier, container_id FROM sandboxes WHERE session_id = ? ORDER BY rowid',
+    ).all(sessionId) as { id: string; tier: string; container_id: string }[];
 
     const nodes: GraphNode[] = [
       {
@@ -316,6 +345,13 @@ export class SqliteContextGraph extends ContextGraph {
       },
       ...actions.map((a): GraphNode => ({ id: a.id, label: 'Action', properties: actionProperties(a) })),
       ...files.map((f): GraphNode => ({ id: f.id, label: 'File', properties: { path: f.path } })),
+      ...sandboxes.map(
+        (b): GraphNode => ({
+          id: b.id,
+          label: 'Sandbox',
+          properties: { tier: b.tier, containerId: b.container_id },
+        }),
+      ),
     ];
     const edge = (from: string, to: string, type: GraphEdge['type']): GraphEdge => ({
       from,
@@ -328,6 +364,7 @@ export class SqliteContextGraph extends ContextGraph {
       ...actions.slice(1).map((a, i) => edge(actions[i].id, a.id, 'NEXT')),
       ...touches.map((t) => edge(t.action_id, t.file_id, t.access === 'read' ? 'READ' : 'WROTE')),
       ...actions.flatMap((a) => (a.retry_of === null ? [] : [edge(a.id, a.retry_of, 'RETRY_OF')])),
+      ...actions.flatMap((a) => (a.sandbox_id === null ? [] : [edge(a.id, a.sandbox_id, 'RAN_IN')])),
     ];
     return { nodes, edges };
   }
@@ -419,6 +456,13 @@ export class SqliteContextGraph extends ContextGraph {
          WHERE af.action_id = ? ORDER BY f.path, af.access`,
       ).all(row.id) as TouchRow[]
     ).map(({ path, access }) => ({ path, access }));
+    const sandbox =
+      row.sandbox_id === null
+        ? undefined
+        : (this.sql('SELECT tier, container_id FROM sandboxes WHERE id = ?').get(row.sandbox_id) as {
+            tier: SandboxRef['tier'];
+            container_id: string;
+          });
     return {
       id: row.id,
       sessionId: row.session_id,
@@ -438,6 +482,7 @@ export class SqliteContextGraph extends ContextGraph {
       error: parseOpt<ActionError>(row.error),
       outputExcerpt: row.output_excerpt ?? undefined,
       retryOf: row.retry_of ?? undefined,
+      sandbox: sandbox && { tier: sandbox.tier, containerId: sandbox.container_id },
       files,
       result: parseOpt(row.result),
     };
