@@ -100,6 +100,35 @@ describe('container tiers (real Docker)', () => {
     expect(r.stdout).toMatch(/^refused/);
   });
 
+  it('records the container each action ran in: a Sandbox node per container, RAN_IN edges', async () => {
+    const s = await engine.createSession();
+    const p1 = await run(s, 'pooled', 'bash', 'hostname');
+    const p2 = await run(s, 'pooled', 'bash', 'hostname');
+    const one = await run(s, 'container', 'bash', 'hostname');
+    const sub = await run(s, 'subprocess', 'bash', 'true');
+    const pooledId = p1.stdout.trim();
+    expect(p2.stdout.trim()).toBe(pooledId);
+
+    const graph = (await engine.request('GET', `/v1/sessions/${s}/graph`)).body;
+    const sandboxes = graph.nodes.filter((n: any) => n.label === 'Sandbox');
+    expect(sandboxes).toHaveLength(2);
+    const pooledNode = sandboxes.find((n: any) => n.properties.tier === 'pooled');
+    const oneOffNode = sandboxes.find((n: any) => n.properties.tier === 'container');
+    // Docker's hostname is the short container id.
+    expect(pooledNode.properties.containerId.startsWith(pooledId)).toBe(true);
+    expect(oneOffNode.properties.containerId.startsWith(one.stdout.trim())).toBe(true);
+    const ranIn = graph.edges
+      .filter((e: any) => e.type === 'RAN_IN')
+      .map((e: any) => `${e.from}->${e.to}`)
+      .sort();
+    expect(ranIn).toEqual(
+      [`${p1.id}->${pooledNode.id}`, `${p2.id}->${pooledNode.id}`, `${one.id}->${oneOffNode.id}`].sort(),
+    );
+    expect(ranIn.some((e: string) => e.startsWith(sub.id))).toBe(false);
+    const view = (await engine.request('GET', `/v1/sessions/${s}/actions/${one.id}`)).body;
+    expect(view.sandbox).toEqual({ tier: 'container', containerId: oneOffNode.properties.containerId });
+  });
+
   it('deleting a session destroys its pooled container', async () => {
     const s = await engine.createSession();
     const id = (await run(s, 'pooled', 'bash', 'hostname')).stdout.trim();

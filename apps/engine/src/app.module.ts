@@ -5,6 +5,7 @@ import {
   ContainerModule,
   ContainerTier,
   DEFAULT_SANDBOX_HOST_ID,
+  defaultEngineInstanceId,
   PooledTier,
   PooledTierModule,
   SandboxModule,
@@ -12,9 +13,13 @@ import {
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
 import { ActionsController } from './actions/actions.controller';
+import { ActionScheduler } from './actions/action-scheduler';
 import { ExecutionEngine } from './actions/execution-engine.service';
+import { EventsController } from './events/events.controller';
+import { SessionEvents } from './events/session-events';
+import { IdempotencyService } from './idempotency/idempotency.service';
 import { CLOCK, type Clock, ENGINE_CONFIG, systemClock } from './config/config.tokens';
-import type { EngineConfig } from './config/engine-config';
+import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
 import { GraphController } from './graph/graph.controller';
 import { HealthController } from './health/health.controller';
 import { ApiKeyGuard } from './http/api-key.guard';
@@ -27,6 +32,13 @@ import { SqliteSessionStore } from './sessions/sqlite-session.store';
 @Module({})
 export class AppModule {
   static forRoot(config: EngineConfig, overrides: { clock?: Clock } = {}): DynamicModule {
+    const sb = config.sandbox;
+    // One id labels every container of this engine process, so a later engine can tell its leftovers apart.
+    const engineInstanceId = defaultEngineInstanceId();
+    const tierLimits = (t: ContainerTierConfig) => ({
+      maxTimeoutMs: t.maxTimeoutMs,
+      output: { maxBytes: t.outputMaxBytes },
+    });
     return {
       module: AppModule,
       imports: [
@@ -58,16 +70,47 @@ export class AppModule {
               pids: config.sandbox.subprocess.pids,
             },
             tempDir: path.join(config.dataDir, 'tmp'),
+            tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
           },
           {
-            // One Docker client (imported by ContainerModule) shared by both container tiers.
-            imports: [ContainerModule.forRoot({}), PooledTierModule.forRoot({}, false)],
+            // One Docker client (imported by ContainerModule, from DOCKER_HOST as dockerode reads it) shared by
+            // both container tiers.
+            imports: [
+              ContainerModule.forRoot({
+                image: sb.image,
+                engineInstanceId,
+                limits: {
+                  memoryBytes: sb.container.memoryBytes,
+                  nanoCpus: sb.container.nanoCpus,
+                  pids: sb.container.pids,
+                },
+              }),
+              PooledTierModule.forRoot(
+                {
+                  image: sb.image,
+                  engineId: engineInstanceId,
+                  ...sb.pool,
+                  limits: {
+                    memoryBytes: sb.pooled.memoryBytes,
+                    nanoCpus: sb.pooled.nanoCpus,
+                    pids: sb.pooled.pids,
+                  },
+                },
+                false,
+              ),
+            ],
             tiers: [ContainerTier, PooledTier],
           },
         ),
         BrowserModule,
       ],
-      controllers: [SessionsController, ActionsController, GraphController, HealthController],
+      controllers: [
+        SessionsController,
+        ActionsController,
+        EventsController,
+        GraphController,
+        HealthController,
+      ],
       providers: [
         { provide: ENGINE_CONFIG, useValue: config },
         { provide: CLOCK, useValue: overrides.clock ?? systemClock },
@@ -78,6 +121,9 @@ export class AppModule {
         ApiKeyGuard,
         SessionsService,
         ExecutionEngine,
+        IdempotencyService,
+        { provide: ActionScheduler, useFactory: () => new ActionScheduler(config.actions) },
+        { provide: SessionEvents, useFactory: () => new SessionEvents(config.actions.eventsBuffer) },
       ],
     };
   }

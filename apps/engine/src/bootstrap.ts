@@ -4,6 +4,7 @@ import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ContextGraph } from '@switchyard/context-graph';
+import { SandboxManager } from '@switchyard/sandbox';
 import { AppModule } from './app.module';
 import type { Clock } from './config/config.tokens';
 import type { EngineConfig, LogLevel } from './config/engine-config';
@@ -56,6 +57,11 @@ export async function createEngineApp(
   const interrupted = await app.get(ContextGraph).markRunningInterrupted(new Date().toISOString());
   const log = new Logger('Engine');
   if (interrupted > 0) log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
+  // Say at start-up, not at the first action, which tiers cannot run and how to fix it (missing image, Docker down).
+  for (const [tier, availability] of Object.entries(await app.get(SandboxManager).availability())) {
+    if (availability.available) log.log({ msg: 'tier available', tier });
+    else log.warn({ msg: 'tier unavailable: its actions will be denied', tier, reason: availability.reason });
+  }
   if (config.apiKeys.length === 0) {
     log.warn(
       '!!! SWITCHYARD_API_KEYS is not set: the API is OPEN to anyone who can reach ' +

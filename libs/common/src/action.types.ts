@@ -7,6 +7,8 @@ export const ACTION_STATUSES = [
   'timed_out',
   'denied',
   'error',
+  /** Stopped on request: a cancel call, its session ending, or the engine shutting down. */
+  'cancelled',
   'interrupted',
 ] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
@@ -17,7 +19,15 @@ export const ACTION_TYPES = ['code', 'file', 'browser'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 
 /** Why the engine itself (not the user's code) failed an action. */
-export const ERROR_CLASSES = ['validation', 'policy', 'timeout', 'spawn', 'limit', 'internal'] as const;
+export const ERROR_CLASSES = [
+  'validation',
+  'policy',
+  'timeout',
+  'spawn',
+  'limit',
+  'cancelled',
+  'internal',
+] as const;
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 export interface ActionError {

@@ -3,7 +3,16 @@
  * failure happened and `apps/engine` maps the kind to a status code in one filter.
  */
 export type ErrorKind =
-  'invalid_input' | 'not_found' | 'conflict' | 'payload_too_large' | 'unavailable' | 'internal';
+  | 'invalid_input'
+  | 'not_found'
+  | 'conflict'
+  /** Well-formed, but cannot be processed as sent (an idempotency key reused with another body). */
+  | 'unprocessable'
+  | 'payload_too_large'
+  /** Too much work queued: retry after `details.retryAfterSeconds`. */
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
 
 /** Base of every error a Switchyard library throws on purpose. */
 export abstract class SwitchyardError extends Error {

@@ -207,6 +207,31 @@ describe('SandboxManager.execute', () => {
     expect(Object.values(fakes).every((f) => f.runs.length === 0)).toBe(true);
   });
 
+  it('applies per-tier limits: tier output caps, default timeout lowered, a larger explicit timeout denied', async () => {
+    const { manager, fakes } = setup(undefined, {
+      defaultTimeoutMs: 30_000,
+      tierLimits: { pooled: { maxTimeoutMs: 10_000, output: { maxBytes: 4096 } } },
+    });
+    await manager.execute(request({ code: MEDIUM }));
+    expect(fakes.pooled.runs[0]).toMatchObject({ timeoutMs: 10_000, output: { maxBytes: 4096, maxLines: 2000 } });
+    expect(fakes.pooled.runs[0].output.redact!.length).toBeGreaterThan(0);
+    await manager.execute(request({ code: LOW }));
+    expect(fakes.subprocess.runs[0]).toMatchObject({ timeoutMs: 30_000, output: { maxBytes: 1 << 20 } });
+
+    const tooLong = await manager.execute(request({ code: MEDIUM, timeoutMs: 20_000 }));
+    expect(tooLong).toMatchObject({
+      status: 'denied',
+      tier: 'pooled',
+      error: { class: 'policy', code: 'TIMEOUT_ABOVE_TIER_MAX' },
+    });
+    expect(tooLong.error!.message).toBe("timeoutMs 20000 exceeds the pooled tier's maximum of 10000 ms");
+    expect(fakes.pooled.runs).toHaveLength(1);
+    // A stronger tier with the global maximum takes the same request.
+    const container = await manager.execute(request({ code: MEDIUM, timeoutMs: 20_000, tier: 'container' }));
+    expect(container.status).toBe('succeeded');
+    expect(fakes.container.runs[0].timeoutMs).toBe(20_000);
+  });
+
   it('validates before running', async () => {
     const { manager, fakes } = setup();
     await expect(manager.execute(request({ env: { BASH_ENV: '/x' } }))).rejects.toThrow(InvalidInputError);

@@ -66,8 +66,10 @@ export class SandboxManager {
       };
     }
     const routed = this.options.routing[risk.level];
-    if (req.tier === 'auto' || req.tier === routed) return { risk, tier: routed };
-    if (rank(req.tier) > rank(routed) || this.options.allowWeakerTier) return { risk, tier: req.tier };
+    if (req.tier === 'auto' || req.tier === routed) return this.withinTierLimits(req, { risk, tier: routed });
+    if (rank(req.tier) > rank(routed) || this.options.allowWeakerTier) {
+      return this.withinTierLimits(req, { risk, tier: req.tier });
+    }
     return {
       risk,
       tier: req.tier,
@@ -77,6 +79,20 @@ export class SandboxManager {
         message:
           `tier "${req.tier}" is weaker than "${routed}", which ${risk.level} risk requires ` +
           `(${risk.reasons.join('; ')}); ask for "${routed}", a stronger tier or "auto"`,
+      },
+    };
+  }
+
+  /** A timeout the chosen tier does not allow is a policy refusal (the global maximum was checked already). */
+  private withinTierLimits(req: CodeRequest, decision: RoutingDecision & { tier: Tier }): RoutingDecision {
+    const max = this.options.tierLimits[decision.tier].maxTimeoutMs;
+    if (req.timeoutMs === undefined || req.timeoutMs <= max) return decision;
+    return {
+      ...decision,
+      denial: {
+        class: 'policy',
+        code: 'TIMEOUT_ABOVE_TIER_MAX',
+        message: `timeoutMs ${req.timeoutMs} exceeds the ${decision.tier} tier's maximum of ${max} ms`,
       },
     };
   }
@@ -96,6 +112,9 @@ export class SandboxManager {
     const elapsed = () => Math.round(performance.now() - started);
     if (decision.denial) return denied(decision.risk, decision.denial, elapsed(), decision.tier);
     const tierName = decision.tier!;
+    const limits = this.options.tierLimits[tierName];
+    // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
+    const runTimeoutMs = Math.min(timeoutMs, limits.maxTimeoutMs);
     const tier = this.tiers.get(tierName);
     const availability = tier ? await this.safeAvailability(tier) : notInstalled();
     if (!tier || !availability.available) {
@@ -116,9 +135,9 @@ export class SandboxManager {
           code: req.code,
           stdin: req.stdin,
           env: buildChildEnv(env, req.language),
-          timeoutMs,
+          timeoutMs: runTimeoutMs,
           workspaceDir: req.workspaceDir,
-          output: this.options.output,
+          output: limits.output,
           onOutput: hooks.onOutput,
         },
         signal,
@@ -140,7 +159,7 @@ export class SandboxManager {
         durationMs: elapsed(),
       };
     }
-    return toOutcome(result, tierName, decision.risk, timeoutMs);
+    return toOutcome(result, tierName, decision.risk, runTimeoutMs);
   }
 
   /** Every tier, registered or not; unregistered ones say so. */
@@ -282,6 +301,7 @@ export function toOutcome(
     truncated: r.truncated,
     durationMs: r.durationMs,
     ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
+    ...(r.containerId === undefined ? {} : { containerId: r.containerId }),
   };
   if (r.spawnError !== undefined) {
     return {

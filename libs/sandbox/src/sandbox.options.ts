@@ -1,4 +1,4 @@
-import { TIERS } from '@switchyard/common';
+import { type Tier, TIERS } from '@switchyard/common';
 import { SandboxConfigError } from './sandbox.errors';
 import type { OutputLimits, RiskThresholds, TierForLevel } from './sandbox.types';
 
@@ -119,6 +119,11 @@ export interface SandboxModuleOptions {
   routing?: Partial<TierForLevel>;
   /** Let a caller pick a tier weaker than the one its risk routes to. Default false. */
   allowWeakerTier?: boolean;
+  /**
+   * Per-tier overrides of the run limits. A request asking for more time than its tier allows is `denied`; the
+   * default timeout is lowered to the tier's maximum. Default: the global `maxTimeoutMs` and `output` caps.
+   */
+  tierLimits?: Partial<Record<Tier, TierRunLimitsOptions>>;
   interpreters?: Partial<InterpreterPaths>;
   /** Default `/usr/bin/bwrap`. */
   bwrapPath?: string;
@@ -141,8 +146,19 @@ export interface SandboxModuleOptions {
   runAs?: { uid: number; gid: number } | null;
 }
 
+export interface TierRunLimitsOptions {
+  maxTimeoutMs?: number;
+  output?: { maxBytes?: number; maxLines?: number };
+}
+
+export interface TierRunLimits {
+  maxTimeoutMs: number;
+  output: OutputLimits;
+}
+
 /** Options with every default applied; what the providers receive. */
 export interface ResolvedSandboxOptions {
+  tierLimits: Record<Tier, TierRunLimits>;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   maxCodeBytes: number;
@@ -182,19 +198,38 @@ export function resolveSandboxOptions(
   nodePath: string = process.execPath,
 ): ResolvedSandboxOptions {
   const sub = options.subprocess ?? {};
+  const maxTimeoutMs = options.maxTimeoutMs ?? 300_000;
+  const output: OutputLimits = {
+    maxBytes: options.output?.maxBytes ?? MiB,
+    maxLines: options.output?.maxLines ?? 2000,
+    redact: [
+      ...(options.output?.redact ?? DEFAULT_SECRET_PATTERNS).map((p, i) => compilePattern(p, i)),
+      ...(options.output?.redactEngineSecrets === false ? [] : engineSecretPatterns()),
+    ],
+  };
+  const tierLimits = Object.fromEntries(
+    TIERS.map((tier): [Tier, TierRunLimits] => {
+      const o = options.tierLimits?.[tier] ?? {};
+      return [
+        tier,
+        {
+          maxTimeoutMs: o.maxTimeoutMs ?? maxTimeoutMs,
+          output: {
+            ...output,
+            maxBytes: o.output?.maxBytes ?? output.maxBytes,
+            maxLines: o.output?.maxLines ?? output.maxLines,
+          },
+        },
+      ];
+    }),
+  ) as Record<Tier, TierRunLimits>;
   const resolved: ResolvedSandboxOptions = {
+    tierLimits,
     defaultTimeoutMs: options.defaultTimeoutMs ?? 30_000,
-    maxTimeoutMs: options.maxTimeoutMs ?? 300_000,
+    maxTimeoutMs,
     maxCodeBytes: options.maxCodeBytes ?? MiB,
     maxStdinBytes: options.maxStdinBytes ?? MiB,
-    output: {
-      maxBytes: options.output?.maxBytes ?? MiB,
-      maxLines: options.output?.maxLines ?? 2000,
-      redact: [
-        ...(options.output?.redact ?? DEFAULT_SECRET_PATTERNS).map((p, i) => compilePattern(p, i)),
-        ...(options.output?.redactEngineSecrets === false ? [] : engineSecretPatterns()),
-      ],
-    },
+    output,
     subprocess: {
       addressSpaceBytes: sub.addressSpaceBytes,
       fileSizeBytes: sub.fileSizeBytes ?? 64 * MiB,
@@ -240,6 +275,11 @@ export function resolveSandboxOptions(
     ['subprocess.memoryBytes', resolved.subprocess.memoryBytes],
     ['subprocess.pids', resolved.subprocess.pids],
     ['subprocess.tmpfsBytes', resolved.subprocess.tmpfsBytes],
+    ...TIERS.flatMap((t): Array<[string, number]> => [
+      [`tierLimits.${t}.maxTimeoutMs`, tierLimits[t].maxTimeoutMs],
+      [`tierLimits.${t}.output.maxBytes`, tierLimits[t].output.maxBytes],
+      [`tierLimits.${t}.output.maxLines`, tierLimits[t].output.maxLines],
+    ]),
   ];
   for (const [name, value] of positive) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {

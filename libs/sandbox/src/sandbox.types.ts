@@ -41,6 +41,8 @@ export interface CodeOutcome {
   stderr: string;
   truncated: OutputTruncation;
   error?: ActionError;
+  /** Set when the code ran in a container (pooled or one-off). */
+  containerId?: string;
   durationMs: number;
 }
 
@@ -86,6 +88,8 @@ export interface TierRunResult {
   spawnError?: string;
   /** The caller's `AbortSignal` fired and the run was killed. */
   aborted?: boolean;
+  /** The container the run used (container tiers), for the graph's `Sandbox` node. */
+  containerId?: string;
   durationMs: number;
 }
 

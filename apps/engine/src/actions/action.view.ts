@@ -7,6 +7,8 @@ export type ActionView = ActionResult & {
   inputSummary: string;
   input?: Record<string, unknown>;
   files: ActionRecord['files'];
+  /** The container it ran in (container tiers only). */
+  sandbox?: ActionRecord['sandbox'];
 };
 
 /** The stored envelope, or one rebuilt from the record for actions that never completed normally. */
@@ -33,5 +35,6 @@ export function toActionView(r: ActionRecord, withInput: boolean): ActionView {
     inputSummary: r.inputSummary,
     ...(withInput && { input: r.input }),
     files: r.files,
+    ...(r.sandbox && { sandbox: r.sandbox }),
   };
 }

@@ -1,7 +1,9 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { ActionResult } from '@switchyard/common';
-import { NotFoundError } from '@switchyard/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { ActionResult, ActionType } from '@switchyard/common';
+import { InvalidInputError, NotFoundError } from '@switchyard/common';
+import type { Response } from 'express';
+import { IdempotencyService } from '../idempotency/idempotency.service';
 import { ContextGraph } from '@switchyard/context-graph';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
@@ -13,6 +15,31 @@ import { ACTION_DTO_CLASSES, parseActionBody } from './dto/action-body';
 import { ListActionsQuery } from './dto/list-actions.query';
 import { ExecutionEngine } from './execution-engine.service';
 
+/** Answer to `"wait": false`: the action is recorded and running (or queued). */
+export interface AcceptedAction {
+  id: string;
+  sessionId: string;
+  type: ActionType;
+  status: 'running';
+}
+
+const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
+  id,
+  sessionId,
+  type,
+  status: 'running',
+});
+
+/** `wait` steers the request, not the action: taken out before the action body is validated. */
+function takeWait(body: unknown): { wait: boolean; rest: unknown } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('wait' in body)) {
+    return { wait: true, rest: body };
+  }
+  const { wait, ...rest } = body as Record<string, unknown>;
+  if (typeof wait !== 'boolean') throw new InvalidInputError('wait', 'wait must be a boolean');
+  return { wait, rest };
+}
+
 @ApiTags('actions')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
@@ -22,23 +49,60 @@ export class ActionsController {
     private readonly engine: ExecutionEngine,
     private readonly sessions: SessionsService,
     private readonly graph: ContextGraph,
+    private readonly idempotency: IdempotencyService,
   ) {}
 
   @Post()
-  @HttpCode(200)
   @ApiOperation({
     summary: 'Run one action and return its result',
-    description: 'HTTP 200 whatever the outcome: `status` tells how the action ended.',
+    description:
+      'HTTP 200 whatever the outcome: `status` tells how the action ended. With `"wait": false` in the body the ' +
+      'answer is 202 with the action id as soon as it is recorded; poll `GET …/actions/:id` or follow ' +
+      '`GET …/events`. An `Idempotency-Key` header makes a repeated request return the first answer instead of ' +
+      'running again (422 when the key comes back with another body). 429 with `Retry-After` when the queue is full.',
   })
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
-  run(
+  async run(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
     @Body() body: unknown,
-  ): Promise<ActionResult> {
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ActionResult | AcceptedAction> {
     // Session first: an unknown session is a 404 even when the body is also wrong.
     this.sessions.get(tenant, sessionId);
-    return this.engine.run(tenant, sessionId, parseActionBody(body));
+    const { wait, rest } = takeWait(body);
+    const action = parseActionBody(rest);
+    const answer = await this.idempotency.run<ActionResult | AcceptedAction>(
+      tenant,
+      idempotencyKey,
+      { method: 'POST', path: `/v1/sessions/${sessionId}/actions`, body },
+      async () => {
+        const submitted = await this.engine.submit(tenant, sessionId, action);
+        if (wait) return { statusCode: 200, body: await submitted.result };
+        // Nobody awaits the result: a refusal found while running is already recorded as `denied`.
+        submitted.result.catch(() => undefined);
+        return { statusCode: 202, body: accepted(submitted.id, sessionId, action.type) };
+      },
+    );
+    res.status(answer.statusCode);
+    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return answer.body;
+  }
+
+  @Post(':actionId/cancel')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Stop a running or queued action',
+    description: 'Answers with its result (status `cancelled`); 409 when it had already ended.',
+  })
+  cancel(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('actionId') actionId: string,
+  ): Promise<ActionResult> {
+    return this.engine.cancel(tenant, sessionId, actionId);
   }
 
   @Get()

@@ -6,3 +6,9 @@ export class EngineShuttingDownError extends SwitchyardError {
   readonly kind = 'unavailable' as const;
   override readonly retriable = true;
 }
+
+/** Cancel of an action that is no longer running. */
+export class ActionAlreadyEndedError extends SwitchyardError {
+  readonly code = 'ACTION_ENDED';
+  readonly kind = 'conflict' as const;
+}

@@ -6,11 +6,12 @@ import {
   type FileTouch,
   type FinalActionStatus,
   NO_RISK,
+  NotFoundError,
   type RiskAssessment,
   SwitchyardError,
 } from '@switchyard/common';
 import { BrowserRouter } from '@switchyard/browser';
-import { ContextGraph } from '@switchyard/context-graph';
+import { ContextGraph, type SandboxRef } from '@switchyard/context-graph';
 import { type CodeRequest, SandboxManager } from '@switchyard/sandbox';
 import {
   FileOperations,
@@ -28,7 +29,9 @@ import type { ActionBody } from './dto/action-body';
 import type { BrowserActionDto } from './dto/browser-action.dto';
 import type { CodeActionDto } from './dto/code-action.dto';
 import { type FileActionDto, toFileOp } from './dto/file-action.dto';
-import { EngineShuttingDownError } from './engine.errors';
+import { SessionEvents } from '../events/session-events';
+import { ActionScheduler } from './action-scheduler';
+import { ActionAlreadyEndedError, EngineShuttingDownError } from './engine.errors';
 
 /** How an action ended, before it is wrapped in the result envelope. */
 interface Outcome {
@@ -42,6 +45,8 @@ interface Outcome {
   truncated?: ActionResult['truncated'];
   error?: ActionError;
   files: FileTouch[];
+  /** The container the code ran in, for the graph's `RAN_IN` edge. */
+  sandbox?: SandboxRef;
   /** Re-thrown after the action is recorded (a refusal the HTTP caller must see as 4xx). */
   rethrow?: SwitchyardError;
 }
@@ -56,6 +61,30 @@ interface PreparedAction {
 interface InFlightAction {
   abort: AbortController;
   done: Promise<unknown>;
+}
+
+type OutputListener = (stream: 'stdout' | 'stderr', chunk: string) => void;
+
+export interface SubmitOptions {
+  /** The action this one retries (a `RETRY_OF` edge). */
+  retryOf?: string;
+}
+
+export interface SubmittedAction {
+  id: string;
+  /** Settles when the action's completion is recorded; rejects only with a refusal the caller must see as 4xx. */
+  result: Promise<ActionResult>;
+}
+
+/** An action stopped on request keeps what it produced, under status `cancelled`. */
+function cancelled(o: Outcome, reason: unknown): Outcome {
+  const why = reason instanceof Error ? reason.message : 'cancelled';
+  return {
+    ...o,
+    status: 'cancelled',
+    error: { class: 'cancelled', code: 'CANCELLED', message: `cancelled: ${why}` },
+    rethrow: undefined,
+  };
 }
 
 const EXCERPT_CHARS = 2048;
@@ -82,15 +111,26 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly files: FileOperations,
     private readonly workspaces: WorkspaceManager,
     private readonly browser: BrowserRouter,
+    private readonly scheduler: ActionScheduler,
+    private readonly events: SessionEvents,
   ) {}
 
   onModuleInit(): void {
-    this.sessions.onSessionEnd((sessionId) => this.cancelSession(sessionId));
+    this.sessions.onSessionEnd(async (sessionId) => {
+      await this.cancelSession(sessionId);
+      this.events.end(sessionId);
+    });
   }
 
   /** Stop taking actions, let running ones finish for a grace period, then cancel them. */
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
+    await this.drain();
+    // Open event streams would keep the HTTP server from closing.
+    this.events.endAll();
+  }
+
+  private async drain(): Promise<void> {
     const all = [...this.inFlight.values()].flatMap((m) => [...m.values()]);
     if (all.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
@@ -107,16 +147,38 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     return n;
   }
 
-  async run(tenant: string, sessionId: string, body: ActionBody): Promise<ActionResult> {
+  /** Runs an action to its end (see `submit`). Rejects with the 4xx error of a refusal found while running. */
+  async run(
+    tenant: string,
+    sessionId: string,
+    body: ActionBody,
+    options: SubmitOptions = {},
+  ): Promise<ActionResult> {
+    return (await this.submit(tenant, sessionId, body, options)).result;
+  }
+
+  /**
+   * Validates, admits and records the action as `running`, then lets it run in the background: resolves once the
+   * record is durable, with the action id and a promise of its result. Throws before recording anything for bad
+   * input (400), an unknown session (404), a full queue (429) or shutdown (503).
+   */
+  async submit(
+    tenant: string,
+    sessionId: string,
+    body: ActionBody,
+    options: SubmitOptions = {},
+  ): Promise<SubmittedAction> {
     if (this.shuttingDown)
       throw new EngineShuttingDownError('the engine is shutting down; retry on another instance');
     const session = this.sessions.get(tenant, sessionId);
     const id = `act_${randomBytes(12).toString('hex')}`;
     const workspaceDir = this.sessions.workspaceOf(session);
-    const prepared = this.prepare(session, id, workspaceDir, body);
+    const prepared = this.prepare(session, id, workspaceDir, body, (stream, chunk) =>
+      this.events.publish(session.id, 'action.output', { actionId: id, stream, chunk }),
+    );
+    const ticket = this.scheduler.admit(session.id, session.maxConcurrentActions);
     const input = plainInput(body);
-    const started = this.clock.now();
-    const startedAt = started.toISOString();
+    const startedAt = this.clock.now().toISOString();
     const t0 = performance.now();
 
     this.sessions.enter(session);
@@ -124,6 +186,12 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
     this.track(session.id, id, { abort, done });
+    const end = () => {
+      ticket.release();
+      this.untrack(session.id, id);
+      this.sessions.leave(session);
+      finish();
+    };
     try {
       await this.graph.recordActionStarted({
         id,
@@ -136,30 +204,80 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         startedAt,
         tier: prepared.tier,
         risk: prepared.risk,
+        ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
       });
-      const outcome = await this.execute(prepared, abort.signal);
-      const durationMs = Math.round(performance.now() - t0);
-      const result = this.envelope(id, session.id, body, outcome, startedAt, durationMs);
-      await this.graph.recordActionCompleted(id, {
-        status: outcome.status,
-        endedAt: result.endedAt!,
-        durationMs,
-        tier: outcome.tier,
-        risk: outcome.risk,
-        exitCode: outcome.exitCode,
-        error: outcome.error,
-        outputExcerpt: this.excerpt(outcome),
-        files: outcome.files,
-        result,
-      });
-      this.logAction(result, summarizeInput(body));
-      if (outcome.rethrow) throw outcome.rethrow;
-      return result;
-    } finally {
-      this.untrack(session.id, id);
-      this.sessions.leave(session);
-      finish();
+    } catch (err) {
+      end();
+      throw err;
     }
+    this.events.publish(session.id, 'action.started', {
+      actionId: id,
+      type: body.type,
+      operation: operationOf(body),
+      tier: prepared.tier,
+      ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
+    });
+
+    const result = (async (): Promise<ActionResult> => {
+      try {
+        const outcome = await ticket.turn(abort.signal).then(
+          () => this.execute(prepared, abort.signal),
+          (): Outcome => ({ status: 'error', tier: prepared.tier, risk: prepared.risk, files: [] }),
+        );
+        const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
+        const durationMs = Math.round(performance.now() - t0);
+        const envelope = this.envelope(id, session.id, body, final, startedAt, durationMs);
+        await this.graph.recordActionCompleted(id, {
+          status: final.status,
+          endedAt: envelope.endedAt!,
+          durationMs,
+          tier: final.tier,
+          risk: final.risk,
+          exitCode: final.exitCode,
+          error: final.error,
+          outputExcerpt: this.excerpt(final),
+          files: final.files,
+          result: envelope,
+          sandbox: final.sandbox,
+        });
+        this.logAction(envelope, summarizeInput(body));
+        this.events.publish(session.id, 'action.completed', {
+          actionId: id,
+          status: envelope.status,
+          ...(envelope.exitCode !== undefined && { exitCode: envelope.exitCode }),
+          ...(envelope.error && { error: envelope.error }),
+          durationMs,
+        });
+        if (final.rethrow) throw final.rethrow;
+        return envelope;
+      } finally {
+        end();
+      }
+    })();
+    return { id, result };
+  }
+
+  /**
+   * Stops a running (or queued) action and answers with its recorded result. 404 for an action the session never
+   * had, 409 for one that already ended.
+   */
+  async cancel(tenant: string, sessionId: string, actionId: string): Promise<ActionResult> {
+    this.sessions.get(tenant, sessionId);
+    const entry = this.inFlight.get(sessionId)?.get(actionId);
+    if (entry) {
+      entry.abort.abort(new Error('cancel requested'));
+      await entry.done;
+    }
+    const record = await this.graph.getAction(sessionId, actionId);
+    if (!record)
+      throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
+    if (!entry) {
+      throw new ActionAlreadyEndedError(`action ${actionId} already ended with status ${record.status}`, {
+        actionId,
+        status: record.status,
+      });
+    }
+    return record.result!;
   }
 
   /** Validates and routes without side effects; throws a 4xx-kind error for bad input. */
@@ -168,10 +286,11 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     actionId: string,
     workspaceDir: string,
     body: ActionBody,
+    onOutput?: OutputListener,
   ): PreparedAction {
     switch (body.type) {
       case 'code':
-        return this.prepareCode(session, actionId, workspaceDir, body);
+        return this.prepareCode(session, actionId, workspaceDir, body, onOutput);
       case 'file':
         return this.prepareFile(session, workspaceDir, body);
       case 'browser':
@@ -184,6 +303,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     actionId: string,
     workspaceDir: string,
     body: CodeActionDto,
+    onOutput?: OutputListener,
   ): PreparedAction {
     const req: CodeRequest = {
       actionId,
@@ -206,7 +326,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         if (decision.denial)
           return { status: 'denied', tier, risk: decision.risk, error: decision.denial, files: [] };
         const before = await this.workspaces.snapshot(session.id);
-        const out = await this.sandbox.execute(req, signal);
+        const out = await this.sandbox.execute(req, signal, { onOutput });
         const after = await this.workspaces.snapshot(session.id);
         return {
           status: out.status,
@@ -217,6 +337,10 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           stderr: out.stderr,
           truncated: out.truncated,
           error: out.error,
+          sandbox:
+            out.containerId !== undefined && (out.tier === 'pooled' || out.tier === 'container')
+              ? { tier: out.tier, containerId: out.containerId }
+              : undefined,
           files: this.workspaces
             .changedPaths(before, after)
             .map((path) => ({ path, access: 'write' as const })),

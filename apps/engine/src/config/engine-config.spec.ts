@@ -29,6 +29,34 @@ describe('loadEngineConfig', () => {
     expect(c.logLevel).toBe('debug');
   });
 
+  it('configures both container tiers and the pool', () => {
+    const defaults = loadEngineConfig({}).sandbox;
+    expect(defaults.image).toBeUndefined();
+    expect(defaults.pool).toMatchObject({ min: 2, max: 8, maxSessions: 16, acquireTimeoutMs: 10_000 });
+    expect(defaults.pooled).toEqual({
+      memoryBytes: 512 * 2 ** 20,
+      nanoCpus: 1e9,
+      pids: 128,
+      maxTimeoutMs: 300_000,
+      outputMaxBytes: 2 ** 20,
+    });
+    const c = loadEngineConfig({
+      SWITCHYARD_SANDBOX_IMAGE: 'registry.local/switchyard/sandbox:1.2',
+      SWITCHYARD_POOL_MIN: '1',
+      SWITCHYARD_POOL_MAX: '3',
+      SWITCHYARD_POOL_MOUNT_ROOT: '/srv/switchyard/pooled',
+      SWITCHYARD_POOLED_CPUS: '0.5',
+      SWITCHYARD_POOLED_MAX_TIMEOUT_MS: '60000',
+      SWITCHYARD_CONTAINER_MEMORY_BYTES: String(256 * 2 ** 20),
+      SWITCHYARD_CONTAINER_PIDS: '64',
+      SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES: '4096',
+    }).sandbox;
+    expect(c.image).toBe('registry.local/switchyard/sandbox:1.2');
+    expect(c.pool).toMatchObject({ min: 1, max: 3, mountRoot: '/srv/switchyard/pooled' });
+    expect(c.pooled).toMatchObject({ nanoCpus: 5e8, maxTimeoutMs: 60_000 });
+    expect(c.container).toMatchObject({ memoryBytes: 256 * 2 ** 20, pids: 64, outputMaxBytes: 4096 });
+  });
+
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],
@@ -38,6 +66,14 @@ describe('loadEngineConfig', () => {
     ['SWITCHYARD_RISK_THRESHOLDS', '50,40,90'],
     ['SWITCHYARD_OUTPUT_MAX_BYTES', '12kb'],
     ['SWITCHYARD_DEFAULT_TIMEOUT_MS', '999999999'],
+    ['SWITCHYARD_SANDBOX_IMAGE', 'not an image!'],
+    ['SWITCHYARD_POOL_MIN', '9'],
+    ['SWITCHYARD_POOL_MAX', '0'],
+    ['SWITCHYARD_POOLED_PIDS', '1000'],
+    ['SWITCHYARD_CONTAINER_PIDS', '10'],
+    ['SWITCHYARD_CONTAINER_CPUS', 'two'],
+    ['SWITCHYARD_POOLED_MAX_TIMEOUT_MS', '1000'],
+    ['SWITCHYARD_POOL_MOUNT_ROOT', 'relative/dir'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     let error: unknown;
     try {

@@ -3,7 +3,9 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
+  Matches,
   IsString,
   Max,
   Min,
@@ -27,6 +29,8 @@ const toBool = ({ value }: { value: unknown }): unknown => {
   if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
   return value;
 };
+const toDecimal = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : value;
 const toList = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string'
     ? value
@@ -180,6 +184,188 @@ export class EngineEnv {
   @Min(8)
   @Max(4096)
   SWITCHYARD_SUBPROCESS_PIDS = 128;
+
+  /** Actions running at once across all sessions. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1024)
+  SWITCHYARD_MAX_CONCURRENT_ACTIONS = 16;
+
+  /** Actions waiting for a slot across all sessions; beyond it requests get 429 with Retry-After. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100_000)
+  SWITCHYARD_MAX_QUEUED_ACTIONS = 256;
+
+  /** Actions waiting per session; beyond it that session's requests get 429. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10_000)
+  SWITCHYARD_SESSION_MAX_QUEUED = 32;
+
+  /** Default `maxConcurrentActions` of a session: 1 runs its actions one at a time. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(16)
+  SWITCHYARD_SESSION_CONCURRENCY = 1;
+
+  /** Events kept per session for SSE clients resuming with Last-Event-ID. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(1_000_000)
+  SWITCHYARD_EVENTS_BUFFER = 1000;
+
+  /** How long an Idempotency-Key's first answer is kept. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  @Max(30 * 24 * 3600)
+  SWITCHYARD_IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+
+  /** Longest retry chain (RETRY_OF links) an action may start. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  SWITCHYARD_MAX_RETRY_DEPTH = 10;
+
+  /** Sandbox image of both container tiers. Default: the tag `npm run sandbox:image` wrote. */
+  @IsOptional()
+  @Matches(/^[\w][\w.\-/:@]*$/, { message: 'must be an image reference like switchyard/sandbox:tag' })
+  SWITCHYARD_SANDBOX_IMAGE?: string = undefined;
+
+  /** Warm containers kept ready for sessions' first pooled action. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(64)
+  SWITCHYARD_POOL_MIN = 2;
+
+  /** Most warm (unclaimed) containers at once. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  SWITCHYARD_POOL_MAX = 8;
+
+  /** Most sessions holding a pooled container at once; beyond it pooled actions are denied until one ends. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(4096)
+  SWITCHYARD_POOL_MAX_SESSIONS = 16;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(600_000)
+  SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+
+  /** A session's container idle this long is destroyed (its next pooled action claims a fresh one). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(2 ** 31 - 1)
+  SWITCHYARD_POOL_SESSION_IDLE_MS = 900_000;
+
+  /** Host directory for the pooled tier's per-container mount points; must be the same path for the Docker daemon. */
+  @IsOptional()
+  @Matches(/^\/[^\0]*$/, { message: 'must be an absolute path' })
+  SWITCHYARD_POOL_MOUNT_ROOT?: string = undefined;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(16 * MiB)
+  SWITCHYARD_POOLED_MEMORY_BYTES = 512 * MiB;
+
+  @IsOptional()
+  @Transform(toDecimal)
+  @IsNumber()
+  @Min(0.01)
+  @Max(1024)
+  SWITCHYARD_POOLED_CPUS = 1;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(64)
+  @Max(256)
+  SWITCHYARD_POOLED_PIDS = 128;
+
+  /** Longest `timeoutMs` a pooled action may ask for. Default: SWITCHYARD_MAX_TIMEOUT_MS. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  SWITCHYARD_POOLED_MAX_TIMEOUT_MS?: number = undefined;
+
+  /** Output cap per stream of pooled actions. Default: SWITCHYARD_OUTPUT_MAX_BYTES. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  SWITCHYARD_POOLED_OUTPUT_MAX_BYTES?: number = undefined;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(16 * MiB)
+  SWITCHYARD_CONTAINER_MEMORY_BYTES = 512 * MiB;
+
+  @IsOptional()
+  @Transform(toDecimal)
+  @IsNumber()
+  @Min(0.01)
+  @Max(1024)
+  SWITCHYARD_CONTAINER_CPUS = 1;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(64)
+  @Max(256)
+  SWITCHYARD_CONTAINER_PIDS = 128;
+
+  /** Longest `timeoutMs` a one-off container action may ask for. Default: SWITCHYARD_MAX_TIMEOUT_MS. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  SWITCHYARD_CONTAINER_MAX_TIMEOUT_MS?: number = undefined;
+
+  /** Output cap per stream of one-off container actions. Default: SWITCHYARD_OUTPUT_MAX_BYTES. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES?: number = undefined;
+}
+
+/** Limits of one container tier. */
+export interface ContainerTierConfig {
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+  maxTimeoutMs: number;
+  outputMaxBytes: number;
 }
 
 export interface RiskThresholdConfig {
@@ -211,8 +397,29 @@ export interface EngineConfig {
     riskThresholds: RiskThresholdConfig;
     disabledRiskRules: string[];
     subprocess: { memoryBytes: number; pids: number };
+    /** Explicit image, else the tag file written by `npm run sandbox:image`. */
+    image?: string;
+    pool: {
+      min: number;
+      max: number;
+      maxSessions: number;
+      acquireTimeoutMs: number;
+      sessionIdleTimeoutMs: number;
+      mountRoot?: string;
+    };
+    pooled: ContainerTierConfig;
+    container: ContainerTierConfig;
   };
   workspace: { maxFileBytes: number; maxWorkspaceBytes: number };
+  actions: {
+    maxRunning: number;
+    maxQueued: number;
+    maxQueuedPerSession: number;
+    sessionConcurrency: number;
+    eventsBuffer: number;
+    idempotencyTtlSeconds: number;
+    maxRetryDepth: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -264,6 +471,18 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       { variable: 'SWITCHYARD_DEFAULT_TIMEOUT_MS', message: 'must not exceed SWITCHYARD_MAX_TIMEOUT_MS' },
     ]);
   }
+  if (parsed.SWITCHYARD_POOL_MIN > parsed.SWITCHYARD_POOL_MAX) {
+    throw new ConfigError([
+      { variable: 'SWITCHYARD_POOL_MIN', message: 'must not exceed SWITCHYARD_POOL_MAX' },
+    ]);
+  }
+  for (const name of ['SWITCHYARD_POOLED_MAX_TIMEOUT_MS', 'SWITCHYARD_CONTAINER_MAX_TIMEOUT_MS'] as const) {
+    const value = parsed[name];
+    if (value !== undefined && value < parsed.SWITCHYARD_DEFAULT_TIMEOUT_MS) {
+      // The default timeout is lowered to a tier's maximum, so this only warns nobody; refuse the surprise instead.
+      throw new ConfigError([{ variable: name, message: 'must not be below SWITCHYARD_DEFAULT_TIMEOUT_MS' }]);
+    }
+  }
   if (parsed.SWITCHYARD_SESSION_TTL_SECONDS > parsed.SWITCHYARD_MAX_SESSION_TTL_SECONDS) {
     throw new ConfigError([
       {
@@ -297,10 +516,42 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
         memoryBytes: parsed.SWITCHYARD_SUBPROCESS_MEMORY_BYTES,
         pids: parsed.SWITCHYARD_SUBPROCESS_PIDS,
       },
+      image: parsed.SWITCHYARD_SANDBOX_IMAGE,
+      pool: {
+        min: parsed.SWITCHYARD_POOL_MIN,
+        max: parsed.SWITCHYARD_POOL_MAX,
+        maxSessions: parsed.SWITCHYARD_POOL_MAX_SESSIONS,
+        acquireTimeoutMs: parsed.SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS,
+        sessionIdleTimeoutMs: parsed.SWITCHYARD_POOL_SESSION_IDLE_MS,
+        mountRoot: parsed.SWITCHYARD_POOL_MOUNT_ROOT,
+      },
+      pooled: {
+        memoryBytes: parsed.SWITCHYARD_POOLED_MEMORY_BYTES,
+        nanoCpus: Math.round(parsed.SWITCHYARD_POOLED_CPUS * 1e9),
+        pids: parsed.SWITCHYARD_POOLED_PIDS,
+        maxTimeoutMs: parsed.SWITCHYARD_POOLED_MAX_TIMEOUT_MS ?? parsed.SWITCHYARD_MAX_TIMEOUT_MS,
+        outputMaxBytes: parsed.SWITCHYARD_POOLED_OUTPUT_MAX_BYTES ?? parsed.SWITCHYARD_OUTPUT_MAX_BYTES,
+      },
+      container: {
+        memoryBytes: parsed.SWITCHYARD_CONTAINER_MEMORY_BYTES,
+        nanoCpus: Math.round(parsed.SWITCHYARD_CONTAINER_CPUS * 1e9),
+        pids: parsed.SWITCHYARD_CONTAINER_PIDS,
+        maxTimeoutMs: parsed.SWITCHYARD_CONTAINER_MAX_TIMEOUT_MS ?? parsed.SWITCHYARD_MAX_TIMEOUT_MS,
+        outputMaxBytes: parsed.SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES ?? parsed.SWITCHYARD_OUTPUT_MAX_BYTES,
+      },
     },
     workspace: {
       maxFileBytes: parsed.SWITCHYARD_MAX_FILE_BYTES,
       maxWorkspaceBytes: parsed.SWITCHYARD_MAX_WORKSPACE_BYTES,
+    },
+    actions: {
+      maxRunning: parsed.SWITCHYARD_MAX_CONCURRENT_ACTIONS,
+      maxQueued: parsed.SWITCHYARD_MAX_QUEUED_ACTIONS,
+      maxQueuedPerSession: parsed.SWITCHYARD_SESSION_MAX_QUEUED,
+      sessionConcurrency: parsed.SWITCHYARD_SESSION_CONCURRENCY,
+      eventsBuffer: parsed.SWITCHYARD_EVENTS_BUFFER,
+      idempotencyTtlSeconds: parsed.SWITCHYARD_IDEMPOTENCY_TTL_SECONDS,
+      maxRetryDepth: parsed.SWITCHYARD_MAX_RETRY_DEPTH,
     },
   };
 }

@@ -7,6 +7,8 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   invalid_input: HttpStatus.BAD_REQUEST,
   not_found: HttpStatus.NOT_FOUND,
   conflict: HttpStatus.CONFLICT,
+  unprocessable: HttpStatus.UNPROCESSABLE_ENTITY,
+  rate_limited: HttpStatus.TOO_MANY_REQUESTS,
   payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   unavailable: HttpStatus.SERVICE_UNAVAILABLE,
   internal: HttpStatus.INTERNAL_SERVER_ERROR,
@@ -35,6 +37,9 @@ export class DomainErrorFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<Response>();
     const body = this.toBody(exception);
     if (res.headersSent) return;
+    const retryAfter = body.details?.retryAfterSeconds;
+    if (typeof retryAfter === 'number')
+      res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfter))));
     res.status(body.statusCode).json(body);
   }
 

@@ -6,6 +6,8 @@ export interface Session {
   lastActiveAt: Date;
   ttlSeconds: number;
   metadata: Record<string, unknown>;
+  /** Actions of this session that may run at once; 1 keeps a session's shell state from interleaving. */
+  maxConcurrentActions: number;
 }
 
 export const expiresAt = (s: Session): Date => new Date(s.lastActiveAt.getTime() + s.ttlSeconds * 1000);

@@ -7,6 +7,7 @@ export interface SessionResponse {
   lastActiveAt: string;
   ttlSeconds: number;
   metadata: Record<string, unknown>;
+  maxConcurrentActions: number;
 }
 
 export const toSessionResponse = (s: Session): SessionResponse => ({
@@ -16,4 +17,5 @@ export const toSessionResponse = (s: Session): SessionResponse => ({
   lastActiveAt: s.lastActiveAt.toISOString(),
   ttlSeconds: s.ttlSeconds,
   metadata: s.metadata,
+  maxConcurrentActions: s.maxConcurrentActions,
 });

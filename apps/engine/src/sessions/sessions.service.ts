@@ -64,7 +64,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   async create(
     tenant: string,
-    input: { metadata?: Record<string, unknown>; ttlSeconds?: number },
+    input: { metadata?: Record<string, unknown>; ttlSeconds?: number; maxConcurrentActions?: number },
   ): Promise<Session> {
     const ttlSeconds = input.ttlSeconds ?? this.config.sessions.defaultTtlSeconds;
     if (ttlSeconds > this.config.sessions.maxTtlSeconds) {
@@ -90,6 +90,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       lastActiveAt: now,
       ttlSeconds,
       metadata,
+      maxConcurrentActions: input.maxConcurrentActions ?? this.config.actions.sessionConcurrency,
     };
     await this.workspaces.create(session.id);
     try {

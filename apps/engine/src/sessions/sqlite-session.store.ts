@@ -11,6 +11,7 @@ interface SessionRow {
   last_active_at: string;
   ttl_seconds: number;
   metadata: string;
+  max_concurrent_actions: number;
 }
 
 /** `SessionStore` in the engine's own SQLite file (`<data>/engine.db`). */
@@ -31,9 +32,15 @@ export class SqliteSessionStore extends SessionStore {
         created_at TEXT NOT NULL,
         last_active_at TEXT NOT NULL,
         ttl_seconds INTEGER NOT NULL,
-        metadata TEXT NOT NULL
+        metadata TEXT NOT NULL,
+        max_concurrent_actions INTEGER NOT NULL DEFAULT 1
       ) STRICT;
     `);
+    // Files from before per-session concurrency existed get the column with its default.
+    const columns = this.db.prepare('PRAGMA table_info(sessions)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'max_concurrent_actions')) {
+      this.db.exec('ALTER TABLE sessions ADD COLUMN max_concurrent_actions INTEGER NOT NULL DEFAULT 1');
+    }
   }
 
   loadAll(): Session[] {
@@ -47,13 +54,15 @@ export class SqliteSessionStore extends SessionStore {
       lastActiveAt: new Date(r.last_active_at),
       ttlSeconds: r.ttl_seconds,
       metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+      maxConcurrentActions: r.max_concurrent_actions,
     }));
   }
 
   insert(s: Session): void {
     this.db
       .prepare(
-        'INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+        `INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata, max_concurrent_actions)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         s.id,
@@ -62,6 +71,7 @@ export class SqliteSessionStore extends SessionStore {
         s.lastActiveAt.toISOString(),
         s.ttlSeconds,
         JSON.stringify(s.metadata),
+        s.maxConcurrentActions,
       );
   }
 

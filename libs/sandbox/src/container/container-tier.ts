@@ -128,7 +128,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       });
       active.containerId = id;
       try {
-        const result = await this.supervise(id, job, abort, started);
+        const result = { ...(await this.supervise(id, job, abort, started)), containerId: id };
         this.logger.debug(
           `run ${job.actionId} in ${id.slice(0, 12)} ended: exit=${result.exitCode} timedOut=${result.timedOut}`,
         );

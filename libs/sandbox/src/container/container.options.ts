@@ -207,7 +207,7 @@ function labelSafeHostname(hostname: string): string {
 }
 
 /** Field 22 of `/proc/<pid>/stat` (start time in clock ticks), or undefined when there is no such process. */
-function processStartTicks(pid: number): string | undefined {
+export function processStartTicks(pid: number): string | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];

@@ -13,6 +13,7 @@ export {
 export {
   DEFAULT_CONTAINER_LIMITS,
   currentImage,
+  defaultEngineInstanceId,
   resolveContainerOptions,
   type ContainerLimits,
   type ContainerTierOptions,

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { defaultEngineInstanceId, processStartTicks } from '../container/container.options';
 import { SandboxConfigError } from '../sandbox.errors';
 
 const MiB = 2 ** 20;
@@ -92,20 +93,9 @@ export const DEFAULT_POOLED_LIMITS: Readonly<PooledLimits> = Object.freeze({
   fileSizeBytes: 64 * MiB,
 });
 
-/** `<hostname>:<pid>:<start time in clock ticks>`: unique per process on a host, checkable from /proc. */
-export function defaultEngineId(pid = process.pid): string {
-  return `${os.hostname()}:${pid}:${processStartTicks(pid) ?? 0}`;
-}
-
-/** Field 22 of /proc/<pid>/stat, or undefined when the process does not exist. */
-export function processStartTicks(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
+/** Both container tiers label their containers with the same engine id (see `defaultEngineInstanceId`). */
+export const defaultEngineId = defaultEngineInstanceId;
+export { processStartTicks };
 
 function imageFrom(
   options: PooledOptions,

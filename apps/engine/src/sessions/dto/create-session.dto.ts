@@ -1,4 +1,4 @@
-import { IsInt, IsObject, IsOptional, Min } from 'class-validator';
+import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
 export class CreateSessionDto {
@@ -12,4 +12,14 @@ export class CreateSessionDto {
   @Min(1)
   @JSONSchema({ description: 'Idle time after which the session expires (default 3600).' })
   ttlSeconds?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(16)
+  @JSONSchema({
+    description:
+      'Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel.',
+  })
+  maxConcurrentActions?: number;
 }

@@ -1,0 +1,87 @@
+import { Controller, Get, Headers, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { InvalidInputError } from '@switchyard/common';
+import type { Request, Response } from 'express';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { Tenant } from '../http/tenant.decorator';
+import { SessionsService } from '../sessions/sessions.service';
+import { type SessionEvent, SessionEvents } from './session-events';
+
+const HEARTBEAT_MS = 15_000;
+
+const frame = (e: SessionEvent): string =>
+  `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, at: e.at })}\n\n`;
+
+@ApiTags('events')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@Controller('v1/sessions/:sessionId/events')
+export class EventsController {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly events: SessionEvents,
+  ) {}
+
+  @Get()
+  @ApiOperation({
+    summary: "Server-Sent Events of the session's actions and plans",
+    description:
+      '`action.started`, `action.output` (stdout/stderr chunks as they come), `action.completed`, `plan.step.*`, ' +
+      '`plan.completed`. Each event has an id; reconnect with `Last-Event-ID` (or `?lastEventId=`) to get what ' +
+      'was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). The stream ends with the session.',
+  })
+  @ApiHeader({ name: 'Last-Event-ID', required: false })
+  @ApiProduces('text/event-stream')
+  stream(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Headers('last-event-id') lastEventHeader: string | undefined,
+    @Query('lastEventId') lastEventQuery: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): void {
+    this.sessions.get(tenant, sessionId);
+    const raw = lastEventHeader ?? lastEventQuery;
+    if (raw !== undefined && !/^\d{1,15}$/.test(raw.trim())) {
+      throw new InvalidInputError(
+        'Last-Event-ID',
+        'Last-Event-ID must be the id of an earlier event (an integer)',
+      );
+    }
+    const afterId = raw === undefined ? undefined : Number(raw.trim());
+
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+
+    let closed = false;
+    let heartbeat: NodeJS.Timeout | undefined;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(heartbeat);
+      subscription.unsubscribe();
+      res.end();
+    };
+    const subscription = this.events.subscribe(sessionId, afterId, {
+      onEvent: (e) => {
+        if (!closed) res.write(frame(e));
+      },
+      onEnd: () => {
+        if (!closed) res.write('event: session.ended\ndata: {}\n\n');
+        close();
+      },
+    });
+    // Tell the client how to reconnect, and whether it lost events the buffer no longer holds.
+    res.write('retry: 1000\n');
+    if (subscription.missed) res.write(': some events after Last-Event-ID are no longer buffered\n');
+    res.write('\n');
+    for (const e of subscription.replay) res.write(frame(e));
+    heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
+    req.on('close', close);
+  }
+}

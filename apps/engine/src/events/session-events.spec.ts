@@ -1,0 +1,51 @@
+import { type SessionEvent, SessionEvents } from './session-events';
+
+const collect = () => {
+  const events: SessionEvent[] = [];
+  let ended = false;
+  return {
+    events,
+    ended: () => ended,
+    listener: { onEvent: (e: SessionEvent) => events.push(e), onEnd: () => (ended = true) },
+  };
+};
+
+describe('SessionEvents', () => {
+  it('numbers events per session and delivers them live', () => {
+    const bus = new SessionEvents(10);
+    const a = collect();
+    bus.subscribe('s1', undefined, a.listener);
+    bus.publish('s1', 'action.started', { actionId: 'x' });
+    bus.publish('s2', 'action.started', { actionId: 'y' });
+    bus.publish('s1', 'action.completed', { actionId: 'x' });
+    expect(a.events.map((e) => [e.id, e.type])).toEqual([
+      [1, 'action.started'],
+      [2, 'action.completed'],
+    ]);
+  });
+
+  it('replays what is buffered after Last-Event-ID and says when older events were dropped', () => {
+    const bus = new SessionEvents(3);
+    for (let i = 0; i < 5; i++) bus.publish('s', 'action.output', { i });
+    const resumed = bus.subscribe('s', 3, collect().listener);
+    expect(resumed.replay.map((e) => e.id)).toEqual([4, 5]);
+    expect(resumed.missed).toBe(false);
+    const late = bus.subscribe('s', 1, collect().listener);
+    expect(late.replay.map((e) => e.id)).toEqual([3, 4, 5]);
+    expect(late.missed).toBe(true);
+  });
+
+  it('tells subscribers when the session ends and stops delivering after unsubscribe', () => {
+    const bus = new SessionEvents(10);
+    const a = collect();
+    const b = collect();
+    const subA = bus.subscribe('s', undefined, a.listener);
+    bus.subscribe('s', undefined, b.listener);
+    subA.unsubscribe();
+    bus.publish('s', 'action.started', {});
+    expect(a.events).toHaveLength(0);
+    bus.end('s');
+    expect(b.ended()).toBe(true);
+    expect(a.ended()).toBe(false);
+  });
+});

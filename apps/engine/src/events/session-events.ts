@@ -1,0 +1,99 @@
+/** Event types on a session's stream. */
+export type SessionEventType =
+  | 'action.started'
+  | 'action.output'
+  | 'action.completed'
+  | 'plan.started'
+  | 'plan.step.started'
+  | 'plan.step.completed'
+  | 'plan.completed';
+
+export interface SessionEvent {
+  /** Increases by one per event of the session; what `Last-Event-ID` refers to. */
+  id: number;
+  type: SessionEventType;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export interface SessionEventListener {
+  onEvent(event: SessionEvent): void;
+  /** The session ended: no more events will come. */
+  onEnd(): void;
+}
+
+interface Stream {
+  nextId: number;
+  buffer: SessionEvent[];
+  listeners: Set<SessionEventListener>;
+}
+
+/**
+ * Per-session event streams with a bounded replay buffer. A client reconnecting with `Last-Event-ID` gets every
+ * event after it that is still buffered, then live ones. Memory is bounded by `bufferSize` events per live session;
+ * a session's stream goes when the session ends.
+ */
+export class SessionEvents {
+  private readonly streams = new Map<string, Stream>();
+
+  constructor(
+    private readonly bufferSize: number,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  publish(sessionId: string, type: SessionEventType, data: Record<string, unknown>): SessionEvent {
+    const stream = this.stream(sessionId);
+    const event: SessionEvent = { id: stream.nextId++, type, at: this.now().toISOString(), data };
+    stream.buffer.push(event);
+    if (stream.buffer.length > this.bufferSize)
+      stream.buffer.splice(0, stream.buffer.length - this.bufferSize);
+    for (const listener of stream.listeners) {
+      try {
+        listener.onEvent(event);
+      } catch {
+        // A broken subscriber must not break the action that published.
+      }
+    }
+    return event;
+  }
+
+  /**
+   * Replays buffered events with an id above `afterId` (all buffered ones when undefined), then calls `listener`
+   * for every new event until the returned function is called. `missed` is true when events after `afterId` were
+   * already dropped from the buffer.
+   */
+  subscribe(
+    sessionId: string,
+    afterId: number | undefined,
+    listener: SessionEventListener,
+  ): { replay: SessionEvent[]; missed: boolean; unsubscribe: () => void } {
+    const stream = this.stream(sessionId);
+    const replay = stream.buffer.filter((e) => afterId === undefined || e.id > afterId);
+    const oldest = stream.buffer[0]?.id ?? stream.nextId;
+    const missed = afterId !== undefined && afterId + 1 < oldest;
+    stream.listeners.add(listener);
+    return { replay, missed, unsubscribe: () => stream.listeners.delete(listener) };
+  }
+
+  /** Drops the session's stream and tells its subscribers. */
+  end(sessionId: string): void {
+    const stream = this.streams.get(sessionId);
+    if (!stream) return;
+    this.streams.delete(sessionId);
+    for (const l of stream.listeners) l.onEnd();
+  }
+
+  /** Ends every stream (engine shutdown). */
+  endAll(): void {
+    for (const id of [...this.streams.keys()]) this.end(id);
+  }
+
+  private stream(sessionId: string): Stream {
+    let s = this.streams.get(sessionId);
+    if (!s) {
+      s = { nextId: 1, buffer: [], listeners: new Set() };
+      this.streams.set(sessionId, s);
+    }
+    return s;
+  }
+}
