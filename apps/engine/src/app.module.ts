@@ -8,6 +8,7 @@ import {
   defaultEngineInstanceId,
   PooledTier,
   PooledTierModule,
+  RiskPolicy,
   SandboxModule,
 } from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
@@ -18,6 +19,12 @@ import { ExecutionEngine } from './actions/execution-engine.service';
 import { EventsController } from './events/events.controller';
 import { SessionEvents } from './events/session-events';
 import { IdempotencyService } from './idempotency/idempotency.service';
+import { PlanExecutor } from './plans/plan-executor.service';
+import { PlanStore } from './plans/plan.store';
+import { PlansController } from './plans/plans.controller';
+import { ToolCallsService } from './tools/tool-calls.service';
+import { ToolsController } from './tools/tools.controller';
+import { ToolsService } from './tools/tools.service';
 import { CLOCK, type Clock, ENGINE_CONFIG, systemClock } from './config/config.tokens';
 import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
 import { GraphController } from './graph/graph.controller';
@@ -102,12 +109,41 @@ export class AppModule {
             tiers: [ContainerTier, PooledTier],
           },
         ),
-        BrowserModule,
+        BrowserModule.forRoot({
+          enabled: config.browser.enabled,
+          executablePath: config.browser.executablePath,
+          // Engine-private (profiles, downloads before they are copied in): never under `workspaces/`.
+          stateDir: path.join(config.dataDir, 'browser'),
+          allowlist: config.browser.allowlist,
+          allowlistSetting: 'SWITCHYARD_BROWSER_ALLOWLIST',
+          evaluate: config.browser.evaluate,
+          evaluateSetting: 'SWITCHYARD_BROWSER_EVALUATE',
+          // Page JavaScript is scored by the same rules and thresholds as node code.
+          assessScript: (
+            (risk) => (script: string) =>
+              risk.assess('node', script)
+          )(
+            new RiskPolicy({
+              thresholds: config.sandbox.riskThresholds,
+              disabledRules: config.sandbox.disabledRiskRules,
+            }),
+          ),
+          defaultTimeoutMs: config.browser.timeoutMs,
+          maxTimeoutMs: config.sandbox.maxTimeoutMs,
+          maxContexts: config.browser.maxContexts,
+          maxDedicated: config.browser.maxDedicated,
+          idleMs: config.browser.idleMs,
+          maxArtifactBytes: config.browser.maxArtifactBytes,
+          outputMaxBytes: config.sandbox.output.maxBytes,
+          prelaunch: config.browser.prelaunch,
+        }),
       ],
       controllers: [
         SessionsController,
         ActionsController,
         EventsController,
+        PlansController,
+        ToolsController,
         GraphController,
         HealthController,
       ],
@@ -122,6 +158,10 @@ export class AppModule {
         SessionsService,
         ExecutionEngine,
         IdempotencyService,
+        PlanExecutor,
+        ToolsService,
+        ToolCallsService,
+        { provide: PlanStore, useFactory: () => new PlanStore(path.join(config.dataDir, 'engine.db')) },
         { provide: ActionScheduler, useFactory: () => new ActionScheduler(config.actions) },
         { provide: SessionEvents, useFactory: () => new SessionEvents(config.actions.eventsBuffer) },
       ],

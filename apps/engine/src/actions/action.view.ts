@@ -7,6 +7,8 @@ export type ActionView = ActionResult & {
   inputSummary: string;
   input?: Record<string, unknown>;
   files: ActionRecord['files'];
+  /** The action this one retried. */
+  retryOf?: string;
   /** The container it ran in (container tiers only). */
   sandbox?: ActionRecord['sandbox'];
 };
@@ -35,6 +37,7 @@ export function toActionView(r: ActionRecord, withInput: boolean): ActionView {
     inputSummary: r.inputSummary,
     ...(withInput && { input: r.input }),
     files: r.files,
+    ...(r.retryOf !== undefined && { retryOf: r.retryOf }),
     ...(r.sandbox && { sandbox: r.sandbox }),
   };
 }

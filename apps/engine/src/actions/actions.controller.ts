@@ -13,6 +13,7 @@ import { SessionsService } from '../sessions/sessions.service';
 import { type ActionView, toActionView } from './action.view';
 import { ACTION_DTO_CLASSES, parseActionBody } from './dto/action-body';
 import { ListActionsQuery } from './dto/list-actions.query';
+import { RetryActionDto } from './dto/retry-action.dto';
 import { ExecutionEngine } from './execution-engine.service';
 
 /** Answer to `"wait": false`: the action is recorded and running (or queued). */
@@ -84,6 +85,42 @@ export class ActionsController {
         // Nobody awaits the result: a refusal found while running is already recorded as `denied`.
         submitted.result.catch(() => undefined);
         return { statusCode: 202, body: accepted(submitted.id, sessionId, action.type) };
+      },
+    );
+    res.status(answer.statusCode);
+    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return answer.body;
+  }
+
+  @Post(':actionId/retry')
+  @ApiOperation({
+    summary: 'Run an action again, revised or not, linked to it by RETRY_OF',
+    description:
+      'A code retry never runs in a weaker tier than the original; `escalate` moves one tier up after a timeout or ' +
+      'limit failure. 409 past SWITCHYARD_MAX_RETRY_DEPTH or while the original still runs.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiBody({ schema: schemaRef(RetryActionDto) })
+  async retry(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('actionId') actionId: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ActionResult | AcceptedAction> {
+    this.sessions.get(tenant, sessionId);
+    const dto = validateDto(RetryActionDto, body ?? {});
+    const answer = await this.idempotency.run<ActionResult | AcceptedAction>(
+      tenant,
+      idempotencyKey,
+      { method: 'POST', path: `/v1/sessions/${sessionId}/actions/${actionId}/retry`, body },
+      async () => {
+        const submitted = await this.engine.retry(tenant, sessionId, actionId, dto);
+        if (dto.wait !== false) return { statusCode: 200, body: await submitted.result };
+        submitted.result.catch(() => undefined);
+        const type = (await this.graph.getAction(sessionId, submitted.id))?.type ?? 'code';
+        return { statusCode: 202, body: accepted(submitted.id, sessionId, type) };
       },
     );
     res.status(answer.statusCode);

@@ -12,3 +12,9 @@ export class ActionAlreadyEndedError extends SwitchyardError {
   readonly code = 'ACTION_ENDED';
   readonly kind = 'conflict' as const;
 }
+
+/** A retry that cannot be made: the original still runs, the chain is too deep, or no stronger tier exists. */
+export class RetryRefusedError extends SwitchyardError {
+  readonly code = 'RETRY_REFUSED';
+  readonly kind = 'conflict' as const;
+}

@@ -5,13 +5,16 @@ import {
   type ActionTier,
   type FileTouch,
   type FinalActionStatus,
+  InvalidInputError,
   NO_RISK,
   NotFoundError,
+  TIERS,
+  type TierRequest,
   type RiskAssessment,
   SwitchyardError,
 } from '@switchyard/common';
-import { BrowserRouter } from '@switchyard/browser';
-import { ContextGraph, type SandboxRef } from '@switchyard/context-graph';
+import { BrowserRouter, requestPaths } from '@switchyard/browser';
+import { type ActionRecord, ContextGraph, type SandboxRef } from '@switchyard/context-graph';
 import { type CodeRequest, SandboxManager } from '@switchyard/sandbox';
 import {
   FileOperations,
@@ -21,17 +24,19 @@ import {
   WorkspaceManager,
 } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
-import { CLOCK, type Clock } from '../config/config.tokens';
+import { CLOCK, type Clock, ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
 import { hashInput, operationOf, plainInput, summarizeInput } from './action-input';
 import type { ActionBody } from './dto/action-body';
-import type { BrowserActionDto } from './dto/browser-action.dto';
+import { type BrowserActionDto, toBrowserRequest } from './dto/browser-action.dto';
 import type { CodeActionDto } from './dto/code-action.dto';
 import { type FileActionDto, toFileOp } from './dto/file-action.dto';
 import { SessionEvents } from '../events/session-events';
 import { ActionScheduler } from './action-scheduler';
-import { ActionAlreadyEndedError, EngineShuttingDownError } from './engine.errors';
+import { ActionAlreadyEndedError, EngineShuttingDownError, RetryRefusedError } from './engine.errors';
+import { parseActionBody } from './dto/action-body';
 
 /** How an action ended, before it is wrapped in the result envelope. */
 interface Outcome {
@@ -68,6 +73,8 @@ type OutputListener = (stream: 'stdout' | 'stderr', chunk: string) => void;
 export interface SubmitOptions {
   /** The action this one retries (a `RETRY_OF` edge). */
   retryOf?: string;
+  /** Why it is retried, kept on the `RETRY_OF` edge. */
+  retryReason?: string;
 }
 
 export interface SubmittedAction {
@@ -105,6 +112,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     private readonly sessions: SessionsService,
     private readonly graph: ContextGraph,
     private readonly sandbox: SandboxManager,
@@ -119,6 +127,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     this.sessions.onSessionEnd(async (sessionId) => {
       await this.cancelSession(sessionId);
       this.events.end(sessionId);
+      // After its actions stopped: close the session's browser context (or dedicated browser).
+      await this.browser.releaseSession(sessionId);
     });
   }
 
@@ -145,6 +155,96 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     let n = 0;
     for (const m of this.inFlight.values()) n += m.size;
     return n;
+  }
+
+  /**
+   * Runs `revised` (or the original input) as a new action linked to `actionId` by `RETRY_OF`. A code retry never
+   * runs in a weaker tier than the original; with `escalate`, one that failed on its tier's limits (timeout, out of
+   * memory, output cap) runs one tier up. Chains longer than SWITCHYARD_MAX_RETRY_DEPTH are refused (409).
+   */
+  async retry(
+    tenant: string,
+    sessionId: string,
+    actionId: string,
+    request: { action?: unknown; reason?: string; escalate?: boolean },
+  ): Promise<SubmittedAction> {
+    this.sessions.get(tenant, sessionId);
+    const original = await this.graph.getAction(sessionId, actionId);
+    if (!original)
+      throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
+    const max = this.config.actions.maxRetryDepth;
+    if (original.status === 'running') {
+      throw new RetryRefusedError(`action ${actionId} is still running; cancel it or wait for it to end`, {
+        actionId,
+      });
+    }
+    // Hops from the original back to the first action of its chain; the retry adds one.
+    let hops = 0;
+    for (let id = original.retryOf; id !== undefined && hops < max; hops++) {
+      id = (await this.graph.getAction(sessionId, id))?.retryOf;
+    }
+    if (hops + 1 > max) {
+      throw new RetryRefusedError(
+        `action ${actionId} is already retry ${hops} of its chain; SWITCHYARD_MAX_RETRY_DEPTH allows ${max}`,
+        { actionId, depth: hops },
+      );
+    }
+    const body = parseActionBody(request.action ?? original.input);
+    if (body.type === 'code') body.tier = this.retryTier(original, body, request.escalate ?? false);
+    else if (request.escalate) {
+      throw new InvalidInputError('escalate', 'only code actions run in tiers that can be escalated');
+    }
+    return this.submit(tenant, sessionId, body, {
+      retryOf: actionId,
+      ...(request.reason !== undefined && { retryReason: request.reason }),
+    });
+  }
+
+  /** The tier a code retry asks for: at least the original's (one up when escalating), never below the policy's. */
+  private retryTier(original: ActionRecord, body: CodeActionDto, escalate: boolean): TierRequest {
+    const ranked = (t: string): number => (TIERS as readonly string[]).indexOf(t);
+    let floor = ranked(original.tier); // -1 when the original never reached a sandbox tier
+    if (escalate) {
+      const limited = original.error?.class === 'timeout' || original.error?.class === 'limit';
+      if (!limited) {
+        throw new InvalidInputError(
+          'escalate',
+          `escalation is for actions that failed on their tier's limits (timeout, out of memory, output cap); ` +
+            `${original.id} ended ${original.status}${original.error ? ` (${original.error.class})` : ''}`,
+        );
+      }
+      if (floor < 0 || floor === TIERS.length - 1) {
+        throw new RetryRefusedError(
+          `action ${original.id} ran in "${original.tier}", there is no stronger tier`,
+          {
+            actionId: original.id,
+          },
+        );
+      }
+      floor += 1;
+    }
+    const requested = body.tier ?? 'auto';
+    if (floor < 0 || (requested !== 'auto' && ranked(requested) >= floor)) return requested;
+    // Ask for the floor unless the policy already routes this code higher.
+    const routed = this.sandbox.route({ ...this.codeRequestProbe(body), tier: 'auto' }).tier;
+    return routed !== undefined && ranked(routed) > floor ? routed : TIERS[floor];
+  }
+
+  private codeRequestProbe(body: CodeActionDto): CodeRequest {
+    return {
+      actionId: 'act_probe',
+      sessionId: 'probe',
+      language: body.language,
+      code: body.code,
+      tier: 'auto',
+      workspaceDir: '/',
+    };
+  }
+
+  /** Checks an action as `submit` would (400 for bad input), without recording or running anything. */
+  check(tenant: string, sessionId: string, body: ActionBody): void {
+    const session = this.sessions.get(tenant, sessionId);
+    this.prepare(session, 'act_check', this.sessions.workspaceOf(session), body);
   }
 
   /** Runs an action to its end (see `submit`). Rejects with the 4xx error of a refusal found while running. */
@@ -294,7 +394,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       case 'file':
         return this.prepareFile(session, workspaceDir, body);
       case 'browser':
-        return this.prepareBrowser(body);
+        return this.prepareBrowser(session, workspaceDir, body);
     }
   }
 
@@ -378,18 +478,28 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     };
   }
 
-  private prepareBrowser(_body: BrowserActionDto): PreparedAction {
+  private prepareBrowser(session: Session, workspaceDir: string, body: BrowserActionDto): PreparedAction {
+    const request = toBrowserRequest(body);
+    // Lexical checks first, like file actions: traversal is a 400 and nothing is recorded.
+    for (const p of requestPaths(request)) resolveInside(workspaceDir, p.path, p.field, { rejectRoot: true });
+    // Refusals that need no DNS (scheme, address literals, evaluate off or critical) are recorded as denied.
+    const { risk, denial } = this.browser.precheck(request);
     return {
       tier: 'browser',
-      risk: NO_RISK,
-      run: async () => {
-        const availability = await this.browser.availability();
-        const error: ActionError = {
-          class: 'policy',
-          code: 'TIER_UNAVAILABLE',
-          message: `browser tier not enabled: ${availability.reason ?? 'unavailable'}`,
-        };
-        return { status: 'denied', tier: 'browser', risk: NO_RISK, error, files: [] };
+      risk,
+      run: async (signal) => {
+        if (denial) return { status: 'denied', tier: 'browser', risk, error: denial, files: [] };
+        try {
+          const out = await this.browser.execute({ sessionId: session.id, workspaceDir, request }, signal);
+          return { ...out, tier: 'browser', risk };
+        } catch (err) {
+          if (err instanceof PathRejectedError) {
+            // A symlink out of the workspace found at execution: recorded as a refusal, answered as 400.
+            const error: ActionError = { class: 'policy', code: err.code, message: err.message };
+            return { status: 'denied', tier: 'browser', risk, error, files: [], rethrow: err };
+          }
+          throw err;
+        }
       },
     };
   }

@@ -14,6 +14,7 @@ import {
   ValidationError,
 } from 'class-validator';
 import * as path from 'node:path';
+import { AllowlistEntryError, parseAllowlist } from '@switchyard/browser';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -185,6 +186,74 @@ export class EngineEnv {
   @Max(4096)
   SWITCHYARD_SUBPROCESS_PIDS = 128;
 
+  /** Off: `/health` reports the browser tier unavailable and browser actions are denied. */
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean()
+  SWITCHYARD_BROWSER_ENABLED = true;
+
+  @IsOptional()
+  @IsString()
+  @Matches(/^\/[^\0]*$/, { message: 'must be an absolute path' })
+  SWITCHYARD_BROWSER_EXECUTABLE = '/usr/bin/chromium';
+
+  /** Hosts, addresses and CIDRs browsed pages may reach although they are not public, comma-separated. */
+  @IsOptional()
+  @Transform(toList)
+  @IsString({ each: true })
+  SWITCHYARD_BROWSER_ALLOWLIST: string[] = [];
+
+  /** Allow the `evaluate` op (page JavaScript, scored by the risk policy). */
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean()
+  SWITCHYARD_BROWSER_EVALUATE = false;
+
+  /** Browser contexts open at once (shared-browser contexts plus dedicated browsers). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  SWITCHYARD_BROWSER_MAX_CONTEXTS = 16;
+
+  /** Dedicated browser processes at once. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  SWITCHYARD_BROWSER_MAX_DEDICATED = 4;
+
+  /** Timeout of a browser op when the action gives none. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  SWITCHYARD_BROWSER_TIMEOUT_MS = 30_000;
+
+  /** A session's browser context unused this long is closed. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(2 ** 31 - 1)
+  SWITCHYARD_BROWSER_IDLE_MS = 600_000;
+
+  /** Largest screenshot, PDF, download or upload. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  SWITCHYARD_BROWSER_MAX_ARTIFACT_BYTES = 50 * MiB;
+
+  /** Start the shared browser at boot instead of at the first browser action. */
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean()
+  SWITCHYARD_BROWSER_PRELAUNCH = false;
+
   /** Actions running at once across all sessions. */
   @IsOptional()
   @Transform(toInt)
@@ -240,6 +309,12 @@ export class EngineEnv {
   @Min(1)
   @Max(1000)
   SWITCHYARD_MAX_RETRY_DEPTH = 10;
+
+  /** TOML file with tool descriptions (`[bash] description = "…"`), read on every GET /v1/tools. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  SWITCHYARD_TOOLS_FILE?: string = undefined;
 
   /** Sandbox image of both container tiers. Default: the tag `npm run sandbox:image` wrote. */
   @IsOptional()
@@ -411,6 +486,19 @@ export interface EngineConfig {
     container: ContainerTierConfig;
   };
   workspace: { maxFileBytes: number; maxWorkspaceBytes: number };
+  browser: {
+    enabled: boolean;
+    executablePath: string;
+    allowlist: string[];
+    evaluate: boolean;
+    maxContexts: number;
+    maxDedicated: number;
+    timeoutMs: number;
+    idleMs: number;
+    maxArtifactBytes: number;
+    prelaunch: boolean;
+  };
+  tools: { descriptionsFile?: string };
   actions: {
     maxRunning: number;
     maxQueued: number;
@@ -455,6 +543,31 @@ function parseThresholds(raw: string[]): RiskThresholdConfig {
   return { medium, high, critical };
 }
 
+/** Cross-field checks of the browser tier's variables, and the allowlist's entries. */
+function checkBrowserEnv(parsed: EngineEnv): void {
+  if (parsed.SWITCHYARD_BROWSER_TIMEOUT_MS > parsed.SWITCHYARD_MAX_TIMEOUT_MS) {
+    throw new ConfigError([
+      { variable: 'SWITCHYARD_BROWSER_TIMEOUT_MS', message: 'must not exceed SWITCHYARD_MAX_TIMEOUT_MS' },
+    ]);
+  }
+  if (parsed.SWITCHYARD_BROWSER_MAX_DEDICATED > parsed.SWITCHYARD_BROWSER_MAX_CONTEXTS) {
+    throw new ConfigError([
+      {
+        variable: 'SWITCHYARD_BROWSER_MAX_DEDICATED',
+        message: 'must not exceed SWITCHYARD_BROWSER_MAX_CONTEXTS',
+      },
+    ]);
+  }
+  try {
+    parseAllowlist(parsed.SWITCHYARD_BROWSER_ALLOWLIST);
+  } catch (err) {
+    if (err instanceof AllowlistEntryError) {
+      throw new ConfigError([{ variable: 'SWITCHYARD_BROWSER_ALLOWLIST', message: err.message }]);
+    }
+    throw err;
+  }
+}
+
 /** Reads and validates the environment. Throws `ConfigError` naming every bad variable. */
 export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   const known = Object.keys(new EngineEnv());
@@ -483,6 +596,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       throw new ConfigError([{ variable: name, message: 'must not be below SWITCHYARD_DEFAULT_TIMEOUT_MS' }]);
     }
   }
+  checkBrowserEnv(parsed);
   if (parsed.SWITCHYARD_SESSION_TTL_SECONDS > parsed.SWITCHYARD_MAX_SESSION_TTL_SECONDS) {
     throw new ConfigError([
       {
@@ -544,6 +658,19 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       maxFileBytes: parsed.SWITCHYARD_MAX_FILE_BYTES,
       maxWorkspaceBytes: parsed.SWITCHYARD_MAX_WORKSPACE_BYTES,
     },
+    browser: {
+      enabled: parsed.SWITCHYARD_BROWSER_ENABLED,
+      executablePath: parsed.SWITCHYARD_BROWSER_EXECUTABLE,
+      allowlist: parsed.SWITCHYARD_BROWSER_ALLOWLIST,
+      evaluate: parsed.SWITCHYARD_BROWSER_EVALUATE,
+      maxContexts: parsed.SWITCHYARD_BROWSER_MAX_CONTEXTS,
+      maxDedicated: parsed.SWITCHYARD_BROWSER_MAX_DEDICATED,
+      timeoutMs: parsed.SWITCHYARD_BROWSER_TIMEOUT_MS,
+      idleMs: parsed.SWITCHYARD_BROWSER_IDLE_MS,
+      maxArtifactBytes: parsed.SWITCHYARD_BROWSER_MAX_ARTIFACT_BYTES,
+      prelaunch: parsed.SWITCHYARD_BROWSER_PRELAUNCH,
+    },
+    tools: { descriptionsFile: parsed.SWITCHYARD_TOOLS_FILE && path.resolve(parsed.SWITCHYARD_TOOLS_FILE) },
     actions: {
       maxRunning: parsed.SWITCHYARD_MAX_CONCURRENT_ACTIONS,
       maxQueued: parsed.SWITCHYARD_MAX_QUEUED_ACTIONS,

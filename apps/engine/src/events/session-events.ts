@@ -6,6 +6,7 @@ export type SessionEventType =
   | 'plan.started'
   | 'plan.step.started'
   | 'plan.step.completed'
+  | 'plan.needs_replan'
   | 'plan.completed';
 
 export interface SessionEvent {

@@ -1,0 +1,515 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { type ActionResult, NotFoundError, SwitchyardError } from '@switchyard/common';
+import { ContextGraph } from '@switchyard/context-graph';
+import { randomBytes } from 'node:crypto';
+import { ActionQueueFullError } from '../actions/action-scheduler';
+import { parseActionBody } from '../actions/dto/action-body';
+import { ExecutionEngine } from '../actions/execution-engine.service';
+import { CLOCK, type Clock } from '../config/config.tokens';
+import { SessionEvents } from '../events/session-events';
+import { type FieldProblem, RequestValidationError } from '../http/request-validation.error';
+import { SessionsService } from '../sessions/sessions.service';
+import type { CreatePlanDto, PlanStepDto, ReplanDto } from './dto/plan.dto';
+import { dagProblems } from './plan-graph';
+import { FINAL_STEP, type Plan, type PlanStep } from './plan.model';
+import { PlanStore } from './plan.store';
+
+/** A replan or cancel of a plan in a state that does not allow it. */
+export class PlanStateError extends SwitchyardError {
+  readonly code = 'PLAN_STATE';
+  readonly kind = 'conflict' as const;
+}
+
+interface PlanRun {
+  plan: Plan;
+  /** Aborts every running step's action and backoff. */
+  abort: AbortController;
+  running: Set<string>;
+  /** Set once a cancel or shutdown began: nothing new starts. */
+  stopping?: string;
+  /** Resolved each time the plan stops moving (ended or needs a replan). */
+  settled: Array<() => void>;
+}
+
+const QUEUE_FULL_PAUSE_MS = 250;
+
+/**
+ * Runs plans: DAGs of actions submitted through the same `ExecutionEngine` path as single actions. Independent
+ * steps run up to `maxParallel` at once (and within the session's own `maxConcurrentActions`). A step that fails
+ * after its retries stops new scheduling unless it `allowFailure`; the plan then waits in `needs_replan` for a
+ * replan (which replaces not-yet-succeeded steps and adds new ones) or a cancel.
+ */
+@Injectable()
+export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('Plan');
+  private readonly runs = new Map<string, PlanRun>();
+
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly engine: ExecutionEngine,
+    private readonly sessions: SessionsService,
+    private readonly graph: ContextGraph,
+    private readonly events: SessionEvents,
+    private readonly store: PlanStore,
+  ) {}
+
+  onModuleInit(): void {
+    for (const plan of this.store.running()) {
+      for (const step of plan.steps) {
+        if (step.status === 'running') {
+          step.status = 'cancelled';
+          step.reason = 'engine stopped';
+        }
+      }
+      this.finish(plan, 'interrupted');
+      this.store.save(plan);
+    }
+    this.sessions.onSessionEnd(async (sessionId) => {
+      const runs = [...this.runs.values()].filter((r) => r.plan.sessionId === sessionId);
+      await Promise.all(runs.map((r) => this.stop(r, 'session ended')));
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.runs.values()].map((r) => this.stop(r, 'engine shutting down')));
+  }
+
+  onApplicationShutdown(): void {
+    this.store.close();
+  }
+
+  /** Validates the whole plan (400 naming the steps at fault, nothing runs), records it and starts it. */
+  async create(tenant: string, sessionId: string, dto: CreatePlanDto): Promise<Plan> {
+    this.sessions.get(tenant, sessionId);
+    this.validateSteps(tenant, sessionId, dto.steps, new Set());
+    const now = this.now();
+    const plan: Plan = {
+      id: `plan_${randomBytes(12).toString('hex')}`,
+      sessionId,
+      tenant,
+      ...(dto.goal !== undefined && { goal: dto.goal }),
+      status: 'running',
+      maxParallel: dto.maxParallel ?? 1,
+      createdAt: now,
+      updatedAt: now,
+      steps: dto.steps.map((s) => this.toStep(s, 1)),
+    };
+    this.store.save(plan);
+    const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
+    this.runs.set(plan.id, run);
+    this.events.publish(sessionId, 'plan.started', { planId: plan.id, steps: plan.steps.map((s) => s.id) });
+    this.pump(run);
+    return plan;
+  }
+
+  get(tenant: string, sessionId: string, planId: string): Plan {
+    this.sessions.get(tenant, sessionId);
+    const plan = this.runs.get(planId)?.plan ?? this.store.get(planId);
+    if (!plan || plan.sessionId !== sessionId) {
+      throw new NotFoundError(`plan ${planId} not found in session ${sessionId}`, { planId });
+    }
+    return plan;
+  }
+
+  list(tenant: string, sessionId: string): Plan[] {
+    this.sessions.get(tenant, sessionId);
+    return this.store.listBySession(sessionId).map((p) => this.runs.get(p.id)?.plan ?? p);
+  }
+
+  /**
+   * Adds steps, or replaces steps that have not succeeded (same id; the new version starts afresh), then resumes.
+   * Allowed while the plan runs or needs a replan.
+   */
+  replan(tenant: string, sessionId: string, planId: string, dto: ReplanDto): Plan {
+    const plan = this.get(tenant, sessionId, planId);
+    const run = this.runs.get(planId);
+    if (!run || (plan.status !== 'running' && plan.status !== 'needs_replan')) {
+      throw new PlanStateError(
+        `plan ${planId} is ${plan.status}; only a running plan or one that needs a replan can be replanned`,
+        {
+          planId,
+          status: plan.status,
+        },
+      );
+    }
+    const byId = new Map(plan.steps.map((s) => [s.id, s]));
+    const problems: FieldProblem[] = [];
+    dto.steps.forEach((s, i) => {
+      const old = byId.get(s.id);
+      if (old?.status === 'succeeded')
+        problems.push({ field: `steps[${i}].id`, message: `step "${s.id}" already succeeded` });
+      if (old?.status === 'running') {
+        problems.push({
+          field: `steps[${i}].id`,
+          message: `step "${s.id}" is running; cancel the plan or wait for it`,
+        });
+      }
+    });
+    if (problems.length > 0) throw new RequestValidationError(problems);
+    const replacing = new Set(dto.steps.map((s) => s.id));
+    const merged = [
+      ...plan.steps.filter((s) => !replacing.has(s.id)).map((s) => ({ id: s.id, dependsOn: s.dependsOn })),
+      ...dto.steps.map((s) => ({ id: s.id, dependsOn: s.dependsOn ?? [] })),
+    ];
+    const cycle = dagProblems(merged).filter((p) => p.message.startsWith('dependency cycle'));
+    if (cycle.length > 0)
+      throw new RequestValidationError(cycle.map((p) => ({ field: 'steps', message: p.message })));
+    this.validateSteps(
+      tenant,
+      sessionId,
+      dto.steps,
+      new Set(plan.steps.map((s) => s.id).filter((id) => !replacing.has(id))),
+    );
+
+    for (const s of dto.steps) {
+      const old = byId.get(s.id);
+      if (old) {
+        const { replaced, ...previous } = old;
+        Object.assign(old, this.toStep(s, old.version + 1), { replaced: [previous, ...(replaced ?? [])] });
+      } else {
+        plan.steps.push(this.toStep(s, 1));
+      }
+    }
+    // Steps skipped because of a step that has just been replaced get another chance.
+    for (const step of plan.steps) {
+      if (step.status === 'skipped') {
+        step.status = 'pending';
+        delete step.reason;
+      }
+    }
+    delete plan.failedStep;
+    delete plan.failureContext;
+    plan.status = 'running';
+    this.touch(plan);
+    this.pump(run);
+    return plan;
+  }
+
+  /** Stops the plan: running steps' actions are cancelled, pending steps never start. */
+  async cancel(tenant: string, sessionId: string, planId: string): Promise<Plan> {
+    const plan = this.get(tenant, sessionId, planId);
+    const run = this.runs.get(planId);
+    if (!run || plan.status === 'succeeded' || plan.status === 'cancelled' || plan.status === 'interrupted') {
+      throw new PlanStateError(`plan ${planId} already ended (${plan.status})`, {
+        planId,
+        status: plan.status,
+      });
+    }
+    await this.stop(run, 'cancel requested');
+    return plan;
+  }
+
+  /** Resolves when the plan ends or needs a replan, or after `timeoutMs`. */
+  async settle(plan: Plan, timeoutMs: number): Promise<void> {
+    const run = this.runs.get(plan.id);
+    if (!run || plan.status !== 'running') return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => run.settled.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private async stop(run: PlanRun, reason: string): Promise<void> {
+    if (run.stopping) {
+      while (this.runs.has(run.plan.id)) await new Promise<void>((resolve) => run.settled.push(resolve));
+      return;
+    }
+    run.stopping = reason;
+    run.abort.abort(new Error(reason));
+    const { plan } = run;
+    for (const step of plan.steps) {
+      if (step.status === 'pending') {
+        step.status = 'cancelled';
+        step.reason = reason;
+      }
+    }
+    // Running steps end through their own path once their actions are cancelled.
+    while (run.running.size > 0) await new Promise<void>((resolve) => run.settled.push(resolve));
+    this.finish(plan, 'cancelled');
+    this.runs.delete(plan.id);
+    this.wake(run);
+  }
+
+  private validateSteps(tenant: string, sessionId: string, steps: PlanStepDto[], known: Set<string>): void {
+    const problems = dagProblems(
+      steps.map((s) => ({ id: s.id, dependsOn: s.dependsOn ?? [] })),
+      known,
+    );
+    steps.forEach((s, i) => {
+      try {
+        this.engine.check(tenant, sessionId, parseActionBody(s.action));
+      } catch (err) {
+        const prefix = `steps[${i}].action`;
+        if (err instanceof RequestValidationError) {
+          problems.push(...err.problems.map((p) => ({ field: `${prefix}.${p.field}`, message: p.message })));
+        } else if (err instanceof SwitchyardError && err.kind === 'invalid_input') {
+          const field = typeof err.details.field === 'string' ? `${prefix}.${err.details.field}` : prefix;
+          problems.push({ field, message: err.message });
+        } else throw err;
+      }
+    });
+    if (problems.length > 0) throw new RequestValidationError(problems);
+  }
+
+  private toStep(s: PlanStepDto, version: number): PlanStep {
+    return {
+      id: s.id,
+      version,
+      action: s.action,
+      dependsOn: s.dependsOn ?? [],
+      allowFailure: s.allowFailure ?? false,
+      retry: { attempts: s.retry?.attempts ?? 0, backoffMs: s.retry?.backoffMs ?? 0 },
+      status: 'pending',
+      attempts: [],
+    };
+  }
+
+  /** Moves the plan forward: skips what can never run, starts what is ready, settles when nothing can move. */
+  private pump(run: PlanRun): void {
+    const { plan } = run;
+    if (plan.status !== 'running' || run.stopping) return;
+    const byId = new Map(plan.steps.map((s) => [s.id, s]));
+    // A failure that the step does not allow blocks new work until a replan.
+    const blocking = plan.steps.find((s) => s.status === 'failed' && !s.allowFailure);
+
+    let changed = true;
+    while (changed) {
+      changed = false;
+      for (const step of plan.steps) {
+        if (step.status !== 'pending') continue;
+        const dead = step.dependsOn
+          .map((d) => byId.get(d)!)
+          .find(
+            (d) =>
+              (d.status === 'failed' && d.allowFailure) || d.status === 'skipped' || d.status === 'cancelled',
+          );
+        if (dead) {
+          step.status = 'skipped';
+          step.reason = `dependency "${dead.id}" ${dead.status}`;
+          step.endedAt = this.now();
+          changed = true;
+          this.events.publish(plan.sessionId, 'plan.step.completed', {
+            planId: plan.id,
+            stepId: step.id,
+            status: 'skipped',
+            reason: step.reason,
+          });
+        }
+      }
+    }
+
+    if (!blocking) {
+      for (const step of plan.steps) {
+        if (run.running.size >= plan.maxParallel) break;
+        if (step.status !== 'pending') continue;
+        if (step.dependsOn.every((d) => byId.get(d)!.status === 'succeeded')) this.start(run, step);
+      }
+    }
+
+    if (run.running.size > 0) return this.touch(plan);
+    if (blocking) {
+      plan.status = 'needs_replan';
+      plan.failedStep = blocking.id;
+      this.touch(plan);
+      void this.attachFailureContext(run, blocking);
+      return;
+    }
+    if (plan.steps.every((s) => FINAL_STEP.has(s.status))) {
+      this.finish(plan, 'succeeded');
+      this.wake(run);
+      this.runs.delete(plan.id);
+      return;
+    }
+    this.touch(plan);
+  }
+
+  private start(run: PlanRun, step: PlanStep): void {
+    run.running.add(step.id);
+    step.status = 'running';
+    step.startedAt = this.now();
+    void this.runStep(run, step)
+      .catch((err: unknown) => {
+        // Never leave a step running because of an engine fault.
+        this.logger.error({
+          msg: 'plan step failed inside the engine',
+          planId: run.plan.id,
+          stepId: step.id,
+          err: String(err),
+        });
+        step.status = 'failed';
+      })
+      .finally(() => {
+        run.running.delete(step.id);
+        step.endedAt = this.now();
+        this.events.publish(run.plan.sessionId, 'plan.step.completed', {
+          planId: run.plan.id,
+          stepId: step.id,
+          status: step.status,
+          actionIds: step.attempts.flatMap((a) => (a.actionId ? [a.actionId] : [])),
+        });
+        this.pump(run);
+        if (run.plan.status !== 'running' || run.running.size === 0 || run.stopping) this.wake(run);
+      });
+  }
+
+  private async runStep(run: PlanRun, step: PlanStep): Promise<void> {
+    const signal = run.abort.signal;
+    const version = step.version;
+    let previous: string | undefined;
+    for (let attempt = 0; attempt <= step.retry.attempts; attempt++) {
+      if (signal.aborted) break;
+      if (attempt > 0 && step.retry.backoffMs > 0)
+        await this.sleep(step.retry.backoffMs * 2 ** (attempt - 1), signal);
+      if (signal.aborted) break;
+      const result = await this.attempt(run, step, attempt, previous);
+      if (step.version !== version) return; // replaced meanwhile (cannot happen while running, kept as a guard)
+      if (result?.status === 'succeeded') {
+        step.status = 'succeeded';
+        return;
+      }
+      if (result?.status === 'cancelled') break;
+      previous = result?.id ?? previous;
+    }
+    if (signal.aborted || step.attempts.at(-1)?.status === 'cancelled') {
+      step.status = 'cancelled';
+      step.reason = signal.aborted && signal.reason instanceof Error ? signal.reason.message : 'cancelled';
+    } else {
+      step.status = 'failed';
+    }
+  }
+
+  /** One attempt: submits the step's action (a retry is linked to the previous attempt by `RETRY_OF`). */
+  private async attempt(
+    run: PlanRun,
+    step: PlanStep,
+    attempt: number,
+    retryOf: string | undefined,
+  ): Promise<ActionResult | undefined> {
+    const { plan } = run;
+    const startedAt = this.now();
+    const body = parseActionBody(step.action);
+    let submitted;
+    for (;;) {
+      try {
+        submitted = await this.engine.submit(plan.tenant, plan.sessionId, body, retryOf ? { retryOf } : {});
+        break;
+      } catch (err) {
+        if (err instanceof ActionQueueFullError && !run.abort.signal.aborted) {
+          await this.sleep(QUEUE_FULL_PAUSE_MS, run.abort.signal);
+          continue;
+        }
+        const error =
+          err instanceof SwitchyardError
+            ? { class: 'validation' as const, code: err.code, message: err.message }
+            : { class: 'internal' as const, message: 'internal error while submitting the step' };
+        step.attempts.push({ status: 'denied', startedAt, endedAt: this.now(), error });
+        return undefined;
+      }
+    }
+    const record = { actionId: submitted.id, status: 'running' as const, startedAt };
+    step.attempts.push(record);
+    this.events.publish(plan.sessionId, 'plan.step.started', {
+      planId: plan.id,
+      stepId: step.id,
+      attempt: attempt + 1,
+      actionId: submitted.id,
+    });
+    this.touch(plan);
+    // Cancelling the plan cancels the step's action through the engine's own path.
+    const onAbort = () =>
+      void this.engine.cancel(plan.tenant, plan.sessionId, submitted.id).catch(() => undefined);
+    run.abort.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = await submitted.result.catch(async () => {
+        const r = await this.graph.getAction(plan.sessionId, submitted.id);
+        return r?.result;
+      });
+      Object.assign(record, {
+        status: result?.status ?? 'error',
+        endedAt: this.now(),
+        ...(result?.error && { error: result.error }),
+      });
+      return result;
+    } finally {
+      run.abort.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** What a replanner needs about the failed step: its last action as recorded, and every attempt. */
+  private async attachFailureContext(run: PlanRun, step: PlanStep): Promise<void> {
+    const { plan } = run;
+    const last = [...step.attempts].reverse().find((a) => a.actionId);
+    const action = last?.actionId ? await this.graph.getAction(plan.sessionId, last.actionId) : undefined;
+    plan.failureContext = {
+      stepId: step.id,
+      attempts: step.attempts,
+      ...(action && {
+        action: {
+          id: action.id,
+          input: action.input,
+          status: action.status,
+          tier: action.tier,
+          risk: action.risk,
+          exitCode: action.exitCode,
+          error: action.error,
+          outputExcerpt: action.outputExcerpt,
+          stderrTail: action.result?.stderr?.slice(-2048),
+        },
+      }),
+      ...(!action &&
+        last === undefined &&
+        step.attempts.at(-1)?.error && { error: step.attempts.at(-1)!.error }),
+    };
+    this.touch(plan);
+    this.events.publish(plan.sessionId, 'plan.needs_replan', { planId: plan.id, stepId: step.id });
+    this.wake(run);
+  }
+
+  private finish(plan: Plan, status: 'succeeded' | 'cancelled' | 'interrupted'): void {
+    if (plan.status === status) return;
+    plan.status = status;
+    plan.endedAt = this.now();
+    this.touch(plan);
+    this.events.publish(plan.sessionId, 'plan.completed', {
+      planId: plan.id,
+      status,
+      steps: Object.fromEntries(plan.steps.map((s) => [s.id, s.status])),
+    });
+  }
+
+  private touch(plan: Plan): void {
+    plan.updatedAt = this.now();
+    this.store.save(plan);
+  }
+
+  private wake(run: PlanRun): void {
+    const waiters = run.settled;
+    run.settled = [];
+    for (const w of waiters) w();
+  }
+
+  private now(): string {
+    return this.clock.now().toISOString();
+  }
+
+  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,105 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { schemaRef } from '../http/openapi';
+import { Tenant } from '../http/tenant.decorator';
+import { validateDto } from '../http/validate-dto';
+import { IdempotencyService } from '../idempotency/idempotency.service';
+import { CreatePlanDto, ReplanDto } from './dto/plan.dto';
+import { PlanExecutor } from './plan-executor.service';
+import type { Plan } from './plan.model';
+
+const DEFAULT_WAIT_MS = 300_000;
+
+@ApiTags('plans')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@Controller('v1/sessions/:sessionId/plans')
+export class PlansController {
+  constructor(
+    private readonly plans: PlanExecutor,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Submit a plan: a DAG of actions run in dependency order',
+    description:
+      'The whole plan is validated first (duplicate or unknown step ids, cycles, invalid actions: 400 naming the ' +
+      'steps, nothing runs). 202 at once, or with `"wait": true` 200 when the plan ends or needs a replan.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiBody({ schema: schemaRef(CreatePlanDto) })
+  async create(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<Plan> {
+    const dto = validateDto(CreatePlanDto, body);
+    const answer = await this.idempotency.run<Plan>(
+      tenant,
+      idempotencyKey,
+      { method: 'POST', path: `/v1/sessions/${sessionId}/plans`, body },
+      async () => {
+        const plan = await this.plans.create(tenant, sessionId, dto);
+        if (!dto.wait) return { statusCode: 202, body: plan };
+        await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
+        return { statusCode: plan.status === 'running' ? 202 : 200, body: plan };
+      },
+    );
+    res.status(answer.statusCode);
+    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    // A replayed plan is shown as it is now, not as it was first answered.
+    return answer.replayed ? this.plans.get(tenant, sessionId, answer.body.id) : answer.body;
+  }
+
+  @Get()
+  @ApiOperation({ summary: "The session's plans, oldest first" })
+  list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { plans: Plan[] } {
+    return { plans: this.plans.list(tenant, sessionId) };
+  }
+
+  @Get(':planId')
+  @ApiOperation({ summary: "A plan with every step's status, action ids and timings" })
+  get(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('planId') planId: string,
+  ): Plan {
+    return this.plans.get(tenant, sessionId, planId);
+  }
+
+  @Post(':planId/replan')
+  @ApiOperation({
+    summary: 'Add steps or replace steps that have not succeeded, then resume',
+    description: '409 once the plan has ended. With `"wait": true`, answers when the plan next settles.',
+  })
+  @ApiBody({ schema: schemaRef(ReplanDto) })
+  async replan(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('planId') planId: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<Plan> {
+    const dto = validateDto(ReplanDto, body);
+    const plan = this.plans.replan(tenant, sessionId, planId, dto);
+    if (dto.wait) await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
+    res.status(plan.status === 'running' ? 202 : 200);
+    return plan;
+  }
+
+  @Post(':planId/cancel')
+  @HttpCode(200)
+  @ApiOperation({ summary: "Stop a plan: running steps' actions are cancelled, pending steps never start" })
+  cancel(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('planId') planId: string,
+  ): Promise<Plan> {
+    return this.plans.cancel(tenant, sessionId, planId);
+  }
+}
