@@ -1,0 +1,127 @@
+import Ajv from 'ajv';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { EngineHarness } from '../support/engine-harness';
+
+/** A minimal valid input per tool; every tool in the list must have one (the test fails on a new tool without). */
+const MINIMAL: Record<string, Record<string, unknown>> = {
+  bash: { command: 'echo hi' },
+  python: { code: 'print(2 + 2)' },
+  node: { code: 'console.log(6 * 7)' },
+  write: { path: 'notes.txt', content: 'alpha\nbeta\n' },
+  read: { path: 'notes.txt' },
+  edit: { path: 'notes.txt', find: 'beta', replace: 'gamma' },
+  ls: {},
+  find: { pattern: '*.txt' },
+  grep: { pattern: 'gamma' },
+};
+const ORDER = ['bash', 'python', 'node', 'write', 'read', 'edit', 'ls', 'find', 'grep'];
+
+describe('tools for model loops', () => {
+  let engine: EngineHarness;
+  let dir: string;
+  let toolsFile: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-tools-'));
+    toolsFile = path.join(dir, 'tools.toml');
+    engine = await EngineHarness.start({ SWITCHYARD_TOOLS_FILE: toolsFile, SWITCHYARD_POOL_MIN: '0' });
+  });
+  afterAll(async () => {
+    await engine.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const call = (sid: string, body: unknown) => engine.request('POST', `/v1/sessions/${sid}/tool-calls`, body);
+
+  it.each(['anthropic', 'openai'])(
+    'lists tools in %s format with valid JSON Schemas, and each one runs with a minimal input',
+    async (format) => {
+      const res = await engine.request('GET', `/v1/tools?format=${format}`);
+      expect(res.status).toBe(200);
+      const tools = res.body.tools.map((t: any) =>
+        format === 'anthropic'
+          ? { name: t.name, description: t.description, schema: t.input_schema }
+          : (expect(t.type).toBe('function'),
+            { name: t.function.name, description: t.function.description, schema: t.function.parameters }),
+      );
+      const ajv = new Ajv({ strict: false });
+      for (const t of tools) {
+        expect(typeof t.description).toBe('string');
+        expect(t.schema.type).toBe('object');
+        expect(ajv.validateSchema(t.schema)).toBe(true);
+        expect(MINIMAL[t.name]).toBeDefined();
+        expect(ajv.validate(t.schema, MINIMAL[t.name])).toBe(true);
+      }
+      const sid = await engine.createSession();
+      const names = tools.map((t: any) => t.name);
+      for (const name of [...ORDER, ...names.filter((n: string) => !ORDER.includes(n))]) {
+        if (!names.includes(name)) continue;
+        const r = await call(sid, { id: `toolu_${name}`, name, input: MINIMAL[name] });
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({ tool_use_id: `toolu_${name}`, is_error: false });
+      }
+    },
+  );
+
+  it('answers code tools as [stdout]/[stderr]/[exit_code] sections, a non-zero exit as is_error', async () => {
+    const sid = await engine.createSession();
+    const ok = await call(sid, { id: 't1', name: 'bash', input: { command: 'echo out' } });
+    expect(ok.body).toEqual({
+      tool_use_id: 't1',
+      content: '[stdout]\nout\n\n[exit_code]\n0',
+      is_error: false,
+    });
+    const bad = await call(sid, {
+      id: 't2',
+      name: 'python',
+      input: { code: 'import sys; print("x", file=sys.stderr); sys.exit(3)' },
+    });
+    expect(bad.body).toEqual({ tool_use_id: 't2', content: '[stderr]\nx\n\n[exit_code]\n3', is_error: true });
+    const timeout = await call(sid, {
+      id: 't3',
+      name: 'bash',
+      input: { command: 'sleep 5', timeoutMs: 200 },
+    });
+    expect(timeout.body.is_error).toBe(true);
+    expect(timeout.body.content).toMatch(/^\[error\]\ntimed_out: timed out after 200 ms/);
+    const flood = await call(sid, { id: 't4', name: 'python', input: { code: 'print("y" * 3000000)' } });
+    expect(flood.body.content).toContain('...(truncated)');
+  });
+
+  it('turns unknown tools and invalid inputs into is_error results naming the field; batches run in order', async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, [
+      { id: 'a', name: 'rm_rf', input: {} },
+      { id: 'b', name: 'bash', input: {} },
+      { id: 'c', name: 'bash', input: { command: 'true', verbose: true } },
+      { id: 'd', name: 'read', input: { path: '../../etc/passwd' } },
+      { id: 'e', name: 'write', input: { path: 'order.txt', content: '1' } },
+      { id: 'f', name: 'read', input: { path: 'order.txt' } },
+    ]);
+    expect(res.status).toBe(200);
+    const [a, b, c, d, e, f] = res.body;
+    expect(a).toMatchObject({ tool_use_id: 'a', is_error: true });
+    expect(a.content).toContain('unknown tool "rm_rf"');
+    expect(b.content).toMatch(/^invalid input for bash: command:/);
+    expect(c.content).toContain('unknown field verbose');
+    expect(d).toMatchObject({ is_error: true });
+    expect(d.content).toMatch(/^path: /);
+    expect(e.is_error).toBe(false);
+    expect(f).toMatchObject({ tool_use_id: 'f', content: '1', is_error: false });
+    // Without an id there is nothing to answer a model with.
+    const noId = await call(sid, { name: 'bash', input: { command: 'true' } });
+    expect(noId.status).toBe(400);
+  });
+
+  it('reads descriptions from the TOML file on each request and falls back when it is invalid', async () => {
+    const describe = async (): Promise<string> =>
+      (await engine.request('GET', '/v1/tools')).body.tools.find((t: any) => t.name === 'bash').description;
+    const builtin = await describe();
+    writeFileSync(toolsFile, '[bash]\ndescription = "Shell for the build agent."\n');
+    expect(await describe()).toBe('Shell for the build agent.');
+    writeFileSync(toolsFile, '[bash\ndescription = ');
+    expect(await describe()).toBe(builtin);
+    expect((await engine.request('GET', '/v1/tools?format=xml')).status).toBe(400);
+  });
+});
