@@ -6,6 +6,8 @@ import {
   ContainerTier,
   DEFAULT_SANDBOX_HOST_ID,
   defaultEngineInstanceId,
+  DEFAULT_SECRET_PATTERNS,
+  engineSecretPatterns,
   PooledTier,
   PooledTierModule,
   RiskPolicy,
@@ -19,6 +21,7 @@ import { ExecutionEngine } from './actions/execution-engine.service';
 import { EventsController } from './events/events.controller';
 import { SessionEvents } from './events/session-events';
 import { IdempotencyService } from './idempotency/idempotency.service';
+import { SecretRedactor } from './redaction/secret-redactor';
 import { PlanExecutor } from './plans/plan-executor.service';
 import { PlanStore } from './plans/plan.store';
 import { PlansController } from './plans/plans.controller';
@@ -42,6 +45,13 @@ export class AppModule {
     const sb = config.sandbox;
     // One id labels every container of this engine process, so a later engine can tell its leftovers apart.
     const engineInstanceId = defaultEngineInstanceId();
+    // One list of secret patterns for the tiers (code output, as it streams) and the engine (everything else).
+    const secretPatterns = [
+      ...DEFAULT_SECRET_PATTERNS,
+      ...config.redaction.patterns,
+      ...config.redaction.values,
+      ...engineSecretPatterns(),
+    ];
     const tierLimits = (t: ContainerTierConfig) => ({
       maxTimeoutMs: t.maxTimeoutMs,
       output: { maxBytes: t.outputMaxBytes },
@@ -66,7 +76,7 @@ export class AppModule {
             defaultTimeoutMs: config.sandbox.defaultTimeoutMs,
             maxTimeoutMs: config.sandbox.maxTimeoutMs,
             maxCodeBytes: config.sandbox.maxCodeBytes,
-            output: config.sandbox.output,
+            output: { ...config.sandbox.output, redact: secretPatterns, redactEngineSecrets: false },
             allowWeakerTier: config.sandbox.allowWeakerTier,
             risk: {
               thresholds: config.sandbox.riskThresholds,
@@ -158,6 +168,7 @@ export class AppModule {
         SessionsService,
         ExecutionEngine,
         IdempotencyService,
+        { provide: SecretRedactor, useFactory: () => new SecretRedactor(secretPatterns) },
         PlanExecutor,
         ToolsService,
         ToolCallsService,

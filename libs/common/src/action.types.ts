@@ -84,6 +84,8 @@ export interface ActionResult {
   tier: ActionTier;
   risk: RiskAssessment;
   error?: ActionError;
+  /** Secrets were replaced by `***REDACTED***` somewhere in the output. */
+  redacted?: boolean;
 }
 
 export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] });

@@ -8,7 +8,7 @@ const collect = (
   const seen: string[] = [];
   const c = new OutputCollector(limits, (t) => seen.push(t));
   const accepted = chunks.map((ch) => c.push(typeof ch === 'string' ? Buffer.from(ch) : ch));
-  return { text: c.text(), truncated: c.truncated, accepted, seen };
+  return { text: c.text(), truncated: c.truncated, redacted: c.redacted, accepted, seen };
 };
 
 describe('OutputCollector', () => {
@@ -110,6 +110,29 @@ describe('OutputCollector', () => {
       expect(r.truncated).toBe(true);
       expect(r.text).toBe(`ab ${REDACTED}`.slice(0, 10));
       expect(r.text).not.toMatch(/AKIA/);
+    });
+
+    it('says whether it redacted anything', () => {
+      expect(collect(limits, [`x ${KEY}\n`]).redacted).toBe(true);
+      expect(collect(limits, ['plain\n']).redacted).toBe(false);
+    });
+
+    it('redacts a whole private key block, however many chunks and lines it spans', () => {
+      const body = Array.from({ length: 30 }, (_, i) => `MIIEvQIBADANBgkqhkiG9w0BAQEFAASC${i}`).join('\n');
+      const pem = `-----BEGIN RSA PRIVATE KEY-----\n${body}\n-----END RSA PRIVATE KEY-----`;
+      const chunks = [`before\n${pem.slice(0, 100)}`, pem.slice(100, 700), `${pem.slice(700)}\nafter\n`];
+      const r = collect({ ...limits, maxBytes: 100_000 }, chunks);
+      expect(r.text).not.toContain('MIIEvQ');
+      expect(r.text.startsWith(`before\n${REDACTED}`)).toBe(true);
+      expect(r.text.endsWith('\nafter\n')).toBe(true);
+      expect(r.seen.join('')).toBe(r.text);
+    });
+
+    it('redacts bearer tokens and the values of *_TOKEN / *_SECRET / *PASSWORD assignments', () => {
+      const r = collect(limits, [
+        'Authorization: Bearer abcdefghijklmnop1234567890\nGH_TOKEN=s3cr3t-value-1 DB_PASSWORD: "hunter2hunter2"\n',
+      ]);
+      expect(r.text).toBe(`Authorization: ${REDACTED}\nGH_TOKEN=${REDACTED} DB_PASSWORD: "${REDACTED}"\n`);
     });
 
     it('leaves ordinary output alone', () => {

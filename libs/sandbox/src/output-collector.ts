@@ -1,7 +1,9 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { OutputLimits } from './sandbox.types';
 
-export const REDACTED = '[REDACTED]';
+export const REDACTED = '***REDACTED***';
+const KEY_BEGIN = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/g;
+const KEY_END = /-----END [A-Z0-9 ]*PRIVATE KEY-----/g;
 /** A partial line is held back (for redaction) up to this many characters… */
 const HOLD_CHARS = 4096;
 /** …then flushed except for this tail, so a secret up to this long is still caught inside one huge line. */
@@ -21,7 +23,11 @@ export class OutputCollector {
   private pending = '';
   private bytes = 0;
   private lines = 0;
+  /** Inside a private key block whose END line has not come yet: everything is secret until it does. */
+  private inKeyBlock = false;
   truncated = false;
+  /** True once anything was replaced by {@link REDACTED}. */
+  redacted = false;
 
   constructor(
     private readonly limits: OutputLimits,
@@ -56,9 +62,12 @@ export class OutputCollector {
         cut = this.pending.length - OVERLAP_CHARS;
       }
     }
-    const spans = this.secretSpans();
+    let spans = this.secretSpans();
     // A secret crossing the cut waits, whole, for the next round.
     for (const [start, end] of spans) if (start < cut && end > cut) cut = start;
+    const blocks = this.keyBlockSpans(cut);
+    if (blocks.length > 0) spans = merge([...spans.filter(([, end]) => end <= cut), ...blocks]);
+    if (spans.some(([, end]) => end <= cut)) this.redacted = true;
     let out = '';
     let at = 0;
     for (const [start, end] of spans) {
@@ -79,14 +88,37 @@ export class OutputCollector {
         if (m[0].length > 0) spans.push([m.index, m.index + m[0].length]);
       }
     }
-    spans.sort((a, b) => a[0] - b[0]);
-    const merged: Array<[number, number]> = [];
-    for (const span of spans) {
-      const last = merged.at(-1);
-      if (last && span[0] <= last[1]) last[1] = Math.max(last[1], span[1]);
-      else merged.push([...span]);
+    return merge(spans);
+  }
+
+  /**
+   * Private key blocks span many lines, longer than any hold-back: from a BEGIN line everything up to the END line
+   * is secret, across as many releases as it takes.
+   */
+  private keyBlockSpans(cut: number): Array<[number, number]> {
+    const spans: Array<[number, number]> = [];
+    let at = 0;
+    while (at < cut) {
+      let start = at;
+      if (!this.inKeyBlock) {
+        KEY_BEGIN.lastIndex = at;
+        const begin = KEY_BEGIN.exec(this.pending);
+        if (!begin || begin.index >= cut) break;
+        start = begin.index;
+        this.inKeyBlock = true;
+      }
+      KEY_END.lastIndex = start;
+      const end = KEY_END.exec(this.pending);
+      if (end && end.index + end[0].length <= cut) {
+        spans.push([start, end.index + end[0].length]);
+        this.inKeyBlock = false;
+        at = end.index + end[0].length;
+      } else {
+        if (cut > start) spans.push([start, cut]);
+        break;
+      }
     }
-    return merged;
+    return spans;
   }
 
   /** Applies the byte and line caps to emitted text. */
@@ -113,4 +145,16 @@ export class OutputCollector {
     this.parts.push(kept);
     this.onText?.(kept);
   }
+}
+
+/** Sorted, disjoint spans. */
+function merge(spans: Array<[number, number]>): Array<[number, number]> {
+  const sorted = [...spans].sort((a, b) => a[0] - b[0]);
+  const merged: Array<[number, number]> = [];
+  for (const span of sorted) {
+    const last = merged.at(-1);
+    if (last && span[0] <= last[1]) last[1] = Math.max(last[1], span[1]);
+    else merged.push([span[0], span[1]]);
+  }
+  return merged;
 }

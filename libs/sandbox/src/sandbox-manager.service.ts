@@ -302,6 +302,7 @@ export function toOutcome(
     durationMs: r.durationMs,
     ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
     ...(r.containerId === undefined ? {} : { containerId: r.containerId }),
+    ...(r.redacted ? { redacted: true } : {}),
   };
   if (r.spawnError !== undefined) {
     return {

@@ -49,7 +49,7 @@ export interface OutputOptions {
   /** Per stream. Default 2000. */
   maxLines?: number;
   /**
-   * Secret patterns (regular expressions or their source) replaced by `[REDACTED]` in stdout and stderr,
+   * Secret patterns (regular expressions or their source) replaced by `***REDACTED***` in stdout and stderr,
    * before truncation. Default `DEFAULT_SECRET_PATTERNS` (cloud, GitHub, Slack, API keys, private-key headers).
    */
   redact?: Array<string | RegExp>;
@@ -70,6 +70,9 @@ export const DEFAULT_SECRET_PATTERNS: readonly RegExp[] = [
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack
   /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/g, // OpenAI / Anthropic style API keys
   /\bAIza[0-9A-Za-z_-]{35}\b/g, // Google API key
+  /\b[Bb]earer\s+[A-Za-z0-9._~+/-]{16,}=*/g, // bearer tokens (Authorization headers)
+  // The value of `*_TOKEN=…`, `*_SECRET: …`, `*PASSWORD=…` assignments (the name stays readable).
+  /(?<=\b[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)\s*[=:]\s*["']?)[^\s"']{6,}/gi,
 ];
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;

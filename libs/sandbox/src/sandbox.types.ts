@@ -43,6 +43,8 @@ export interface CodeOutcome {
   error?: ActionError;
   /** Set when the code ran in a container (pooled or one-off). */
   containerId?: string;
+  /** Secrets were replaced in stdout or stderr. */
+  redacted?: boolean;
   durationMs: number;
 }
 
@@ -70,7 +72,7 @@ export interface OutputLimits {
   maxBytes: number;
   /** Per stream. */
   maxLines: number;
-  /** Secret patterns replaced by `[REDACTED]` before the caps apply (matched within a line). */
+  /** Secret patterns replaced by `***REDACTED***` before the caps apply (matched within a line). */
   redact?: readonly RegExp[];
 }
 
@@ -90,6 +92,8 @@ export interface TierRunResult {
   aborted?: boolean;
   /** The container the run used (container tiers), for the graph's `Sandbox` node. */
   containerId?: string;
+  /** Secrets were replaced in stdout or stderr. */
+  redacted?: boolean;
   durationMs: number;
 }
 

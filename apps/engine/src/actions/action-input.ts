@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ActionBody } from './dto/action-body';
+import { describeBrowserAction } from './dto/browser-action.dto';
 
 const SUMMARY_CHARS = 200;
 
@@ -14,7 +15,7 @@ export function summarizeInput(body: ActionBody): string {
     case 'file':
       return clip(`${body.op} ${body.path ?? '.'}${'to' in body ? ` -> ${body.to}` : ''}`);
     case 'browser':
-      return clip(`${body.op} ${body.url ?? body.selector ?? ''}`.trim());
+      return clip(oneLine(describeBrowserAction(body)));
   }
 }
 

@@ -4,6 +4,7 @@ import type { ActionResult, ActionType } from '@switchyard/common';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import type { Response } from 'express';
 import { IdempotencyService } from '../idempotency/idempotency.service';
+import { SecretRedactor } from '../redaction/secret-redactor';
 import { ContextGraph } from '@switchyard/context-graph';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
@@ -51,6 +52,7 @@ export class ActionsController {
     private readonly sessions: SessionsService,
     private readonly graph: ContextGraph,
     private readonly idempotency: IdempotencyService,
+    private readonly redactor: SecretRedactor,
   ) {}
 
   @Post()
@@ -169,6 +171,9 @@ export class ActionsController {
     const record = await this.graph.getAction(sessionId, actionId);
     if (!record)
       throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
-    return toActionView(record, true);
+    const view = toActionView(record, true);
+    // The graph keeps the input as sent (a retry reruns it); what leaves the engine is redacted.
+    if (view.input) view.input = this.redactor.value(view.input).value;
+    return view;
   }
 }

@@ -34,6 +34,7 @@ import { type BrowserActionDto, toBrowserRequest } from './dto/browser-action.dt
 import type { CodeActionDto } from './dto/code-action.dto';
 import { type FileActionDto, toFileOp } from './dto/file-action.dto';
 import { SessionEvents } from '../events/session-events';
+import { SecretRedactor } from '../redaction/secret-redactor';
 import { ActionScheduler } from './action-scheduler';
 import { ActionAlreadyEndedError, EngineShuttingDownError, RetryRefusedError } from './engine.errors';
 import { parseActionBody } from './dto/action-body';
@@ -50,6 +51,8 @@ interface Outcome {
   truncated?: ActionResult['truncated'];
   error?: ActionError;
   files: FileTouch[];
+  /** The tier replaced secrets in stdout/stderr. */
+  redacted?: boolean;
   /** The container the code ran in, for the graph's `RAN_IN` edge. */
   sandbox?: SandboxRef;
   /** Re-thrown after the action is recorded (a refusal the HTTP caller must see as 4xx). */
@@ -121,6 +124,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly browser: BrowserRouter,
     private readonly scheduler: ActionScheduler,
     private readonly events: SessionEvents,
+    private readonly redactor: SecretRedactor,
   ) {}
 
   onModuleInit(): void {
@@ -299,7 +303,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         type: body.type,
         operation: operationOf(body),
         input,
-        inputSummary: summarizeInput(body),
+        inputSummary: this.redactor.text(summarizeInput(body)).text,
         inputHash: hashInput(input),
         startedAt,
         tier: prepared.tier,
@@ -334,13 +338,13 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           tier: final.tier,
           risk: final.risk,
           exitCode: final.exitCode,
-          error: final.error,
-          outputExcerpt: this.excerpt(final),
+          error: envelope.error,
+          outputExcerpt: this.excerpt({ ...final, output: envelope.output, error: envelope.error }),
           files: final.files,
           result: envelope,
           sandbox: final.sandbox,
         });
-        this.logAction(envelope, summarizeInput(body));
+        this.logAction(envelope, this.redactor.text(summarizeInput(body)).text);
         this.events.publish(session.id, 'action.completed', {
           actionId: id,
           status: envelope.status,
@@ -433,6 +437,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           tier: out.tier ?? tier,
           risk: out.risk,
           exitCode: out.exitCode,
+          redacted: out.redacted,
           stdout: out.stdout,
           stderr: out.stderr,
           truncated: out.truncated,
@@ -533,6 +538,10 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     startedAt: string,
     durationMs: number,
   ): ActionResult {
+    // Code output was redacted by the tier as it streamed (before its caps); everything else is redacted here.
+    const output = o.output === undefined ? undefined : this.redactor.value(o.output);
+    const error = o.error && this.redactor.value(o.error);
+    const redacted = Boolean(o.redacted || output?.redacted || error?.redacted);
     return {
       id,
       sessionId,
@@ -541,14 +550,15 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       ...(o.exitCode !== undefined && { exitCode: o.exitCode }),
       ...(o.stdout !== undefined && { stdout: o.stdout }),
       ...(o.stderr !== undefined && { stderr: o.stderr }),
-      ...(o.output !== undefined && { output: o.output }),
+      ...(output !== undefined && { output: output.value }),
       truncated: o.truncated ?? { stdout: false, stderr: false },
       durationMs,
       startedAt,
       endedAt: this.clock.now().toISOString(),
       tier: o.tier,
       risk: o.risk,
-      ...(o.error && { error: o.error }),
+      ...(error && { error: error.value }),
+      ...(redacted && { redacted: true }),
     };
   }
 

@@ -310,6 +310,18 @@ export class EngineEnv {
   @Max(1000)
   SWITCHYARD_MAX_RETRY_DEPTH = 10;
 
+  /** Env variables whose values are secrets to redact from every output (besides *KEY*, *TOKEN*, *SECRET*…). */
+  @IsOptional()
+  @Transform(toList)
+  @IsString({ each: true })
+  @Matches(/^[A-Za-z_][A-Za-z0-9_]*$/, { each: true, message: 'each must be an environment variable name' })
+  SWITCHYARD_SECRET_ENV_NAMES: string[] = [];
+
+  /** Extra secret patterns to redact, as a JSON array of regular expressions: `["acme_[0-9a-f]{32}"]`. */
+  @IsOptional()
+  @IsString()
+  SWITCHYARD_SECRET_PATTERNS?: string = undefined;
+
   /** TOML file with tool descriptions (`[bash] description = "…"`), read on every GET /v1/tools. */
   @IsOptional()
   @IsString()
@@ -499,6 +511,12 @@ export interface EngineConfig {
     prelaunch: boolean;
   };
   tools: { descriptionsFile?: string };
+  redaction: {
+    /** Compiled from SWITCHYARD_SECRET_PATTERNS. */
+    patterns: RegExp[];
+    /** Literal values of the SWITCHYARD_SECRET_ENV_NAMES variables, as patterns. */
+    values: RegExp[];
+  };
   actions: {
     maxRunning: number;
     maxQueued: number;
@@ -566,6 +584,33 @@ function checkBrowserEnv(parsed: EngineEnv): void {
     }
     throw err;
   }
+}
+
+function parseSecretPatterns(raw: string | undefined): RegExp[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const fail = (message: string): never => {
+    throw new ConfigError([{ variable: 'SWITCHYARD_SECRET_PATTERNS', message }]);
+  };
+  let list: unknown;
+  try {
+    list = JSON.parse(raw);
+  } catch {
+    return fail('must be a JSON array of regular expressions, e.g. ["acme_[0-9a-f]{32}"]');
+  }
+  if (!Array.isArray(list) || !list.every((p) => typeof p === 'string' && p.length > 0)) {
+    return fail('must be a JSON array of non-empty strings');
+  }
+  return (list as string[]).map((source) => {
+    try {
+      const re = new RegExp(source, 'g');
+      if (re.test('')) fail(`pattern ${JSON.stringify(source)} matches the empty string`);
+      re.lastIndex = 0;
+      return re;
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      return fail(`pattern ${JSON.stringify(source)}: ${(err as Error).message}`);
+    }
+  });
 }
 
 /** Reads and validates the environment. Throws `ConfigError` naming every bad variable. */
@@ -671,6 +716,15 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       prelaunch: parsed.SWITCHYARD_BROWSER_PRELAUNCH,
     },
     tools: { descriptionsFile: parsed.SWITCHYARD_TOOLS_FILE && path.resolve(parsed.SWITCHYARD_TOOLS_FILE) },
+    redaction: {
+      patterns: parseSecretPatterns(parsed.SWITCHYARD_SECRET_PATTERNS),
+      values: parsed.SWITCHYARD_SECRET_ENV_NAMES.flatMap((name) => {
+        const value = env[name];
+        return value && value.length >= 4
+          ? [new RegExp(value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g')]
+          : [];
+      }),
+    },
     actions: {
       maxRunning: parsed.SWITCHYARD_MAX_CONCURRENT_ACTIONS,
       maxQueued: parsed.SWITCHYARD_MAX_QUEUED_ACTIONS,

@@ -14,6 +14,7 @@ import { parseActionBody } from '../actions/dto/action-body';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import { CLOCK, type Clock } from '../config/config.tokens';
 import { SessionEvents } from '../events/session-events';
+import { SecretRedactor } from '../redaction/secret-redactor';
 import { type FieldProblem, RequestValidationError } from '../http/request-validation.error';
 import { SessionsService } from '../sessions/sessions.service';
 import type { CreatePlanDto, PlanStepDto, ReplanDto } from './dto/plan.dto';
@@ -58,6 +59,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
     private readonly graph: ContextGraph,
     private readonly events: SessionEvents,
     private readonly store: PlanStore,
+    private readonly redactor: SecretRedactor,
   ) {}
 
   onModuleInit(): void {
@@ -455,7 +457,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
       ...(action && {
         action: {
           id: action.id,
-          input: action.input,
+          input: this.redactor.value(action.input).value,
           status: action.status,
           tier: action.tier,
           risk: action.risk,

@@ -334,6 +334,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       stdout: stdout.text(),
       stderr: stderr.text(),
       truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
+      redacted: stdout.redacted || stderr.redacted,
       durationMs: Math.round(performance.now() - started),
     };
   }

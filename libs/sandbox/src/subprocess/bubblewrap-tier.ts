@@ -494,6 +494,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       stdout: stdout.text(),
       stderr: stderr.text(),
       truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
+      redacted: stdout.redacted || stderr.redacted,
       durationMs: Math.round(performance.now() - started),
     };
     if (ended === 'abort') result.aborted = true;

@@ -2,7 +2,7 @@ import { ACTION_TYPES } from '@switchyard/common';
 import { FILE_OPS } from '@switchyard/workspace';
 import { RequestValidationError } from '../../http/request-validation.error';
 import { validateDto } from '../../http/validate-dto';
-import { BrowserActionDto } from './browser-action.dto';
+import { BROWSER_ACTION_DTOS, BROWSER_OPS, type BrowserActionDto } from './browser-action.dto';
 import { CodeActionDto } from './code-action.dto';
 import { FILE_ACTION_DTOS, type FileActionDto } from './file-action.dto';
 
@@ -11,7 +11,7 @@ export type ActionBody = CodeActionDto | FileActionDto | BrowserActionDto;
 const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T =>
   typeof v === 'string' && (list as readonly string[]).includes(v);
 
-/** Validates a POST …/actions body: a union discriminated on `type` (and `op` for files). */
+/** Validates a POST …/actions body: a union discriminated on `type` (and `op` for files and browsers). */
 export function parseActionBody(body: unknown): ActionBody {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RequestValidationError([{ field: 'body', message: 'must be a JSON object' }]);
@@ -26,7 +26,12 @@ export function parseActionBody(body: unknown): ActionBody {
     case 'code':
       return validateDto(CodeActionDto, body);
     case 'browser':
-      return validateDto(BrowserActionDto, body);
+      if (!isOneOf(BROWSER_OPS, op)) {
+        throw new RequestValidationError([
+          { field: 'op', message: `must be one of ${BROWSER_OPS.join(', ')}` },
+        ]);
+      }
+      return validateDto<BrowserActionDto>(BROWSER_ACTION_DTOS[op], body);
     case 'file':
       if (!isOneOf(FILE_OPS, op)) {
         throw new RequestValidationError([{ field: 'op', message: `must be one of ${FILE_OPS.join(', ')}` }]);
@@ -35,4 +40,8 @@ export function parseActionBody(body: unknown): ActionBody {
   }
 }
 
-export const ACTION_DTO_CLASSES = [CodeActionDto, BrowserActionDto, ...Object.values(FILE_ACTION_DTOS)];
+export const ACTION_DTO_CLASSES = [
+  CodeActionDto,
+  ...Object.values(BROWSER_ACTION_DTOS),
+  ...Object.values(FILE_ACTION_DTOS),
+];
