@@ -45,6 +45,10 @@ describe('Docker outage and recovery', () => {
     expect(health.tiers.pooled.reason).toMatch(/Docker/);
     expect(health.tiers.container.reason).toMatch(/Docker/);
     expect(health.tiers.subprocess.available).toBe(true);
+    const notReady = await engine.request('GET', '/health/ready');
+    expect(notReady.status).toBe(503);
+    expect(notReady.body.details.docker.status).toBe('down');
+    expect(notReady.body.details.bubblewrap.status).toBe('up');
     for (const run of [pooled, oneOff]) {
       const r = await run(sid);
       expect(r).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'TIER_UNAVAILABLE' } });
@@ -67,5 +71,6 @@ describe('Docker outage and recovery', () => {
     expect(again.stdout).toBe('ok\n');
     expect((await pooled(await engine.createSession())).status).toBe('succeeded');
     expect((await oneOff(sid)).status).toBe('succeeded');
+    expect((await engine.request('GET', '/health/ready')).status).toBe(200);
   }, 180_000);
 });

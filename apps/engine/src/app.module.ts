@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { BrowserModule } from '@switchyard/browser';
 import { ContextGraphModule } from '@switchyard/context-graph';
 import {
@@ -26,6 +27,9 @@ import { PlanExecutor } from './plans/plan-executor.service';
 import { PlanStore } from './plans/plan.store';
 import { PlansController } from './plans/plans.controller';
 import { ToolCallsService } from './tools/tool-calls.service';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsService } from './metrics/metrics.service';
+import { ReadinessController } from './health/readiness.controller';
 import { ToolsController } from './tools/tools.controller';
 import { ToolsService } from './tools/tools.service';
 import { CLOCK, type Clock, ENGINE_CONFIG, systemClock } from './config/config.tokens';
@@ -59,6 +63,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
+        TerminusModule.forRoot({ errorLogStyle: 'json' }),
         ContextGraphModule.forRoot({ store: 'embedded', sqlitePath: path.join(config.dataDir, 'graph.db') }),
         WorkspaceModule.forRoot({
           root: path.join(config.dataDir, 'workspaces'),
@@ -154,6 +159,8 @@ export class AppModule {
         EventsController,
         PlansController,
         ToolsController,
+        MetricsController,
+        ReadinessController,
         GraphController,
         HealthController,
       ],
@@ -171,6 +178,7 @@ export class AppModule {
         { provide: SecretRedactor, useFactory: () => new SecretRedactor(secretPatterns) },
         PlanExecutor,
         ToolsService,
+        MetricsService,
         ToolCallsService,
         { provide: PlanStore, useFactory: () => new PlanStore(path.join(config.dataDir, 'engine.db')) },
         { provide: ActionScheduler, useFactory: () => new ActionScheduler(config.actions) },

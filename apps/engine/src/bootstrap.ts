@@ -10,6 +10,7 @@ import type { Clock } from './config/config.tokens';
 import type { EngineConfig, LogLevel } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
+import { installHttpMetrics } from './metrics/http-metrics.middleware';
 import { installOpenApi } from './http/openapi';
 
 /**
@@ -49,6 +50,7 @@ export async function createEngineApp(
     },
   );
   app.disable('x-powered-by');
+  installHttpMetrics(app);
   installJsonBody(app, config.http.maxBodyBytes);
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();

@@ -34,6 +34,7 @@ import { type BrowserActionDto, toBrowserRequest } from './dto/browser-action.dt
 import type { CodeActionDto } from './dto/code-action.dto';
 import { type FileActionDto, toFileOp } from './dto/file-action.dto';
 import { SessionEvents } from '../events/session-events';
+import { MetricsService } from '../metrics/metrics.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import { ActionScheduler } from './action-scheduler';
 import { ActionAlreadyEndedError, EngineShuttingDownError, RetryRefusedError } from './engine.errors';
@@ -125,6 +126,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly scheduler: ActionScheduler,
     private readonly events: SessionEvents,
     private readonly redactor: SecretRedactor,
+    private readonly metrics: MetricsService,
   ) {}
 
   onModuleInit(): void {
@@ -153,6 +155,11 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     clearTimeout(timer);
     for (const a of all) a.abort.abort(new Error('engine shutting down'));
     await Promise.allSettled(all.map((a) => a.done));
+  }
+
+  /** True from the moment graceful shutdown begins. */
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
   }
 
   get busy(): number {
@@ -345,6 +352,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           sandbox: final.sandbox,
         });
         this.logAction(envelope, this.redactor.text(summarizeInput(body)).text);
+        this.metrics.actionCompleted(envelope);
         this.events.publish(session.id, 'action.completed', {
           actionId: id,
           status: envelope.status,

@@ -1,0 +1,78 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  HealthCheck,
+  HealthCheckService,
+  HealthIndicatorService,
+  type HealthCheckResult,
+  type HealthIndicatorResult,
+} from '@nestjs/terminus';
+import { BrowserRouter } from '@switchyard/browser';
+import { ContextGraph } from '@switchyard/context-graph';
+import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
+import { ExecutionEngine } from '../actions/execution-engine.service';
+
+/**
+ * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
+ * (graph store, Docker, the sandbox image, bubblewrap, Chromium) and turns 503 when one is down or the engine is
+ * shutting down.
+ */
+@ApiTags('health')
+@Controller('health')
+export class ReadinessController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicators: HealthIndicatorService,
+    private readonly engine: ExecutionEngine,
+    private readonly sandbox: SandboxManager,
+    private readonly browser: BrowserRouter,
+    private readonly graph: ContextGraph,
+  ) {}
+
+  @Get('live')
+  @ApiOperation({ summary: 'Liveness: the process answers' })
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @HealthCheck()
+  @ApiOperation({
+    summary: 'Readiness: one indicator per dependency; 503 when one is down or during shutdown',
+  })
+  async ready(): Promise<HealthCheckResult> {
+    // One probe of the tiers serves the three indicators that depend on it.
+    const tiers = this.engine.isShuttingDown ? undefined : await this.sandbox.availability();
+    const shuttingDown: TierAvailability = { available: false, reason: 'not checked: shutting down' };
+    const tier = (key: string, a: TierAvailability | undefined): HealthIndicatorResult => {
+      const session = this.indicators.check(key);
+      return a?.available ? session.up() : session.down({ reason: a?.reason ?? 'unknown' });
+    };
+    return this.health.check([
+      () => {
+        const session = this.indicators.check('engine');
+        return this.engine.isShuttingDown ? session.down({ reason: 'shutting_down' }) : session.up();
+      },
+      async () => {
+        const session = this.indicators.check('graph');
+        try {
+          await this.graph.listActions('readiness-probe', { limit: 1 });
+          return session.up();
+        } catch (err) {
+          return session.down({ reason: (err as Error).message });
+        }
+      },
+      () => tier('bubblewrap', tiers?.subprocess ?? shuttingDown),
+      () => {
+        // Docker itself is down when the tier says the engine does not answer; a missing image is its own check.
+        const a = tiers?.container;
+        const dockerDown =
+          !a || (!a.available && /Docker/i.test(a.reason ?? '') && !/image/i.test(a.reason ?? ''));
+        const session = this.indicators.check('docker');
+        return dockerDown ? session.down({ reason: a?.reason ?? shuttingDown.reason }) : session.up();
+      },
+      () => tier('sandbox_image', tiers?.container ?? shuttingDown),
+      async () => tier('chromium', await this.browser.availability()),
+    ]);
+  }
+}

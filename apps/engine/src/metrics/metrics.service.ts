@@ -1,0 +1,112 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { ActionResult } from '@switchyard/common';
+import { PooledTier, SANDBOX_TIERS, type SandboxTier } from '@switchyard/sandbox';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ActionScheduler } from '../actions/action-scheduler';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/**
+ * Prometheus metrics of one engine, in its own registry (several engines may share a process in tests). Gauges of
+ * other components are read when scraped, so they cost nothing between scrapes.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly actions = new Counter({
+    name: 'switchyard_actions_total',
+    help: 'Actions by type, tier and final status',
+    labelNames: ['type', 'tier', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly durations = new Histogram({
+    name: 'switchyard_action_duration_seconds',
+    help: 'Action duration by tier',
+    labelNames: ['tier'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly risk = new Counter({
+    name: 'switchyard_action_risk_total',
+    help: 'Code actions by risk level',
+    labelNames: ['level'] as const,
+    registers: [this.registry],
+  });
+  private readonly http = new Counter({
+    name: 'switchyard_http_requests_total',
+    help: 'HTTP requests by method, route and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: 'switchyard_http_request_duration_seconds',
+    help: 'HTTP request duration by method and route',
+    labelNames: ['method', 'route'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  constructor(scheduler: ActionScheduler, @Inject(SANDBOX_TIERS) tiers: SandboxTier[]) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
+    const pooled = tiers.find((t): t is PooledTier => t instanceof PooledTier);
+    new Gauge({
+      name: 'switchyard_pool_containers',
+      help: 'Pooled tier containers by state (idle: warm and unclaimed; starting; claimed: held by a session)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        if (!pooled) return;
+        const s = pooled.stats();
+        this.set({ state: 'idle' }, s.available);
+        this.set({ state: 'starting' }, Math.max(0, s.size - s.available - s.borrowed));
+        this.set({ state: 'claimed' }, s.claimed);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_pool_pending_acquires',
+      help: 'Claims waiting for a warm container',
+      registers: [this.registry],
+      collect() {
+        if (pooled) this.set(pooled.stats().pending);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_actions_in_flight',
+      help: 'Actions running or queued',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const s = scheduler.stats();
+        this.set({ state: 'running' }, s.running);
+        this.set({ state: 'queued' }, s.queued);
+      },
+    });
+  }
+
+  /** A gauge whose value is read at scrape time. */
+  gauge(name: string, help: string, read: () => number | undefined): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const v = read();
+        if (v !== undefined) this.set(v);
+      },
+    });
+  }
+
+  actionCompleted(r: ActionResult): void {
+    this.actions.inc({ type: r.type, tier: r.tier, status: r.status });
+    this.durations.observe({ tier: r.tier }, r.durationMs / 1000);
+    if (r.type === 'code') this.risk.inc({ level: r.risk.level });
+  }
+
+  httpRequest(method: string, route: string, status: number, seconds: number): void {
+    this.http.inc({ method, route, status: String(status) });
+    this.httpDuration.observe({ method, route }, seconds);
+  }
+
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

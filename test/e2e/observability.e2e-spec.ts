@@ -1,0 +1,82 @@
+import { EngineHarness } from '../support/engine-harness';
+
+/** The value of one sample of a Prometheus text exposition, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+      return Number(line.split(' ').pop());
+  }
+  return 0;
+}
+
+describe('observability', () => {
+  let engine: EngineHarness;
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_POOL_MIN: '1' });
+  });
+  afterAll(() => engine.stop());
+
+  const metrics = async (): Promise<string> => {
+    const res = await fetch(`${engine.baseUrl}/metrics`);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    return res.text();
+  };
+
+  it('/metrics shows the action, risk, duration and HTTP counters moving after actions', async () => {
+    const before = await metrics();
+    const sid = await engine.createSession();
+    await engine.action(sid, { type: 'code', language: 'bash', code: 'echo hi' });
+    await engine.action(sid, { type: 'code', language: 'bash', code: 'exit 1' });
+    await engine.action(sid, { type: 'file', op: 'write', path: 'a.txt', content: 'x' });
+    const after = await metrics();
+    const delta = (name: string, labels: Record<string, string>) =>
+      sample(after, name, labels) - sample(before, name, labels);
+    expect(delta('switchyard_actions_total', { type: 'code', tier: 'subprocess', status: 'succeeded' })).toBe(
+      1,
+    );
+    expect(delta('switchyard_actions_total', { type: 'code', tier: 'subprocess', status: 'failed' })).toBe(1);
+    expect(delta('switchyard_actions_total', { type: 'file', tier: 'engine', status: 'succeeded' })).toBe(1);
+    expect(delta('switchyard_action_risk_total', { level: 'low' })).toBe(2);
+    expect(delta('switchyard_action_duration_seconds_count', { tier: 'subprocess' })).toBe(2);
+    expect(
+      delta('switchyard_http_requests_total', {
+        method: 'POST',
+        route: '/v1/sessions/:sessionId/actions',
+        status: '200',
+      }),
+    ).toBe(3);
+    expect(after).toMatch(/^switchyard_pool_containers\{state="idle"\} \d+/m);
+    expect(after).toMatch(/^switchyard_actions_in_flight\{state="queued"\} 0/m);
+    expect(after).toContain('switchyard_process_cpu_seconds_total');
+  });
+
+  it('/health/live answers and /health/ready has one indicator per dependency', async () => {
+    expect((await engine.request('GET', '/health/live')).body).toEqual({ status: 'ok' });
+    const ready = await engine.request('GET', '/health/ready');
+    expect(ready.status).toBe(200);
+    expect(Object.keys(ready.body.details).sort()).toEqual(
+      ['bubblewrap', 'chromium', 'docker', 'engine', 'graph', 'sandbox_image'].sort(),
+    );
+    for (const indicator of Object.values(ready.body.details))
+      expect(indicator).toMatchObject({ status: 'up' });
+  });
+
+  it('/health/ready says shutting_down (503) during graceful shutdown', async () => {
+    const own = await EngineHarness.start({ SWITCHYARD_POOL_MIN: '0' });
+    const sid = await own.createSession();
+    const long = own.request('POST', `/v1/sessions/${sid}/actions`, {
+      type: 'code',
+      language: 'bash',
+      code: 'sleep 3',
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const stopping = own.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    const ready = await own.request('GET', '/health/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body.details.engine).toEqual({ status: 'down', reason: 'shutting_down' });
+    expect((await long).body.status).toBe('succeeded');
+    await stopping;
+  });
+});
