@@ -15,16 +15,17 @@ module.exports = {
   // One file at a time: the sandbox and e2e suites assert on host-wide process counts and timings, which
   // parallel workers would disturb. The whole suite still runs in about a minute.
   maxWorkers: 1,
+  // Per test; real Docker, Chromium and process restarts take seconds (Jest only honours this at the top level).
+  testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
     // Measurements that need Jest's module mapping; run by `npm run bench`, never by `npm test`.
-    { ...base, displayName: 'bench', testMatch: ['<rootDir>/libs/*/src/**/*.bench.ts'], testTimeout: 600000 },
+    { ...base, displayName: 'bench', testMatch: ['<rootDir>/libs/*/src/**/*.bench.ts'] },
     {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
-      testTimeout: 60000,
     },
   ],
 };

@@ -1,23 +1,23 @@
-import { ConsoleLogger } from '@nestjs/common';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { EngineHarness } from '../support/engine-harness';
+import { EngineHarness, LogCapture } from '../support/engine-harness';
 
 const MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 const MiB = 2 ** 20;
 
-/** Containers (any state) whose engine label belongs to process `pid` of this host. */
-function containersOfEngine(pid: number): string[] {
+/** Containers (any state, of one tier when given) whose engine label belongs to process `pid` of this host. */
+function containersOfEngine(pid: number, tier?: 'pooled' | 'container'): string[] {
   const out = execFileSync(
     'docker',
     [
       'ps',
       '-a',
       '--filter',
-      'label=dev.switchyard.engine',
+      tier ? `label=dev.switchyard.tier=${tier}` : 'label=dev.switchyard.engine',
       '--format',
       '{{.ID}} {{.Label "dev.switchyard.engine"}}',
     ],
@@ -41,11 +41,14 @@ const freePort = (): Promise<number> =>
 
 describe('container tiers: configuration and lifecycle', () => {
   it('says at start-up that the image is missing and how to build it; container actions are denied naming it', async () => {
-    const warn = jest.spyOn(ConsoleLogger.prototype, 'warn');
+    const logs = new LogCapture();
     const image = `switchyard/sandbox:missing-${process.pid}`;
-    const engine = await EngineHarness.start({ SWITCHYARD_SANDBOX_IMAGE: image, SWITCHYARD_POOL_MIN: '0' });
+    const engine = await EngineHarness.start(
+      { SWITCHYARD_SANDBOX_IMAGE: image, SWITCHYARD_POOL_MIN: '0', SWITCHYARD_LOG_LEVEL: 'warn' },
+      { logs },
+    );
     try {
-      const warnings = warn.mock.calls.map((args) => JSON.stringify(args[0]));
+      const warnings = logs.lines.filter((l) => l.level === 40).map((l) => JSON.stringify(l));
       for (const tier of ['pooled', 'container']) {
         expect(warnings).toContainEqual(expect.stringContaining(`"tier":"${tier}"`));
       }
@@ -67,7 +70,6 @@ describe('container tiers: configuration and lifecycle', () => {
         expect(r.error.message).toContain(image);
       }
     } finally {
-      warn.mockRestore();
       await engine.stop();
     }
   });
@@ -156,27 +158,80 @@ describe('container tiers: configuration and lifecycle', () => {
         tier: 'pooled',
       });
       expect(warm.status).toBe('succeeded');
-      const inFlight = post(`/v1/sessions/${sid}/actions`, {
-        type: 'code',
-        language: 'bash',
-        code: 'sleep 60',
-        tier: 'container',
-        timeoutMs: 60_000,
+      // Its own connection (no keep-alive reuse): the answer must come back on it after the signal.
+      const inFlight = new Promise<any>((resolve, reject) => {
+        const payload = JSON.stringify({
+          type: 'code',
+          language: 'bash',
+          code: 'sleep 60',
+          tier: 'container',
+          timeoutMs: 60_000,
+        });
+        const req = http.request(
+          `${base}/v1/sessions/${sid}/actions`,
+          {
+            method: 'POST',
+            agent: false,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () => resolve(JSON.parse(text)));
+          },
+        );
+        req.on('error', reject);
+        req.end(payload);
       });
       // Wait until the one-off container exists, so the signal lands mid-action.
       const until = Date.now() + 15_000;
-      while (containersOfEngine(pid).length < 2 && Date.now() < until)
+      while (containersOfEngine(pid, 'container').length === 0 && Date.now() < until) {
         await new Promise((r) => setTimeout(r, 100));
-      expect(containersOfEngine(pid).length).toBeGreaterThanOrEqual(2);
+      }
+      expect(containersOfEngine(pid, 'container').length).toBeGreaterThanOrEqual(1);
+      expect(containersOfEngine(pid, 'pooled').length).toBeGreaterThanOrEqual(1);
 
       child.kill('SIGTERM');
-      const answer = await inFlight;
-      expect(answer).toMatchObject({
-        status: 'cancelled',
-        error: { class: 'cancelled', message: 'cancelled: engine shutting down' },
-      });
+      const t0 = Date.now();
+      // The caller gets its answer before the engine exits.
+      expect((await inFlight).status).toBe('cancelled');
       expect(await exited).toBe('SIGTERM');
+      expect(Date.now() - t0).toBeLessThan(15_000); // 5 s grace, then cancel and clean up
       expect(containersOfEngine(pid)).toEqual([]);
+
+      // Restarted on the same data dir: the action was recorded as cancelled before the exit (not `interrupted`).
+      const port2 = await freePort();
+      const again = spawn(process.execPath, [MAIN], {
+        env: {
+          ...process.env,
+          PORT: String(port2),
+          SWITCHYARD_DATA_DIR: dataDir,
+          SWITCHYARD_LOG_LEVEL: 'error',
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      child = again;
+      const base2 = `http://127.0.0.1:${port2}`;
+      for (const deadline = Date.now() + 20_000; ;) {
+        if (
+          await fetch(`${base2}/health/live`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          break;
+        if (Date.now() > deadline) throw new Error('engine did not restart');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const timeline = (await (await fetch(`${base2}/v1/sessions/${sid}/actions`)).json()) as {
+        actions: any[];
+      };
+      const statuses = timeline.actions.map((a) => a.status);
+      expect(statuses).toEqual(['succeeded', 'cancelled']);
+      expect(timeline.actions[1].error).toMatchObject({
+        class: 'cancelled',
+        message: 'cancelled: engine shutting down',
+      });
     }, 60_000);
   });
 });

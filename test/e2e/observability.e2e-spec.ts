@@ -1,4 +1,4 @@
-import { EngineHarness } from '../support/engine-harness';
+import { EngineHarness, LogCapture } from '../support/engine-harness';
 
 /** The value of one sample of a Prometheus text exposition, 0 when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -78,5 +78,57 @@ describe('observability', () => {
     expect(ready.body.details.engine).toEqual({ status: 'down', reason: 'shutting_down' });
     expect((await long).body.status).toBe('succeeded');
     await stopping;
+  });
+
+  it('logs one JSON line per action with the request id the result also carries; the level comes from config', async () => {
+    const logs = new LogCapture();
+    const own = await EngineHarness.start(
+      { SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_POOL_MIN: '0' },
+      { logs },
+    );
+    try {
+      const sid = await own.createSession();
+      const res = await own.request(
+        'POST',
+        `/v1/sessions/${sid}/actions`,
+        { type: 'code', language: 'bash', code: 'echo traced' },
+        { headers: { 'X-Request-Id': 'agent-req-42' } },
+      );
+      expect(res.headers.get('x-request-id')).toBe('agent-req-42');
+      expect(res.body.requestId).toBe('agent-req-42');
+      const line = logs.lines.find(
+        (l) => (l.msg as string | undefined) === 'action' && l.actionId === res.body.id,
+      );
+      expect(line).toMatchObject({
+        level: 30,
+        requestId: 'agent-req-42',
+        sessionId: sid,
+        tier: 'subprocess',
+        status: 'succeeded',
+      });
+      expect(typeof line!.time).toBe('string');
+      // A generated id when the caller sends none (or an unusable one).
+      const generated = await own.request(
+        'POST',
+        `/v1/sessions/${sid}/actions`,
+        { type: 'code', language: 'bash', code: 'true' },
+        { headers: { 'X-Request-Id': 'bad id with spaces' } },
+      );
+      expect(generated.body.requestId).toMatch(/^req_[0-9a-f]{16}$/);
+    } finally {
+      await own.stop();
+    }
+    const quiet = new LogCapture();
+    const warnOnly = await EngineHarness.start(
+      { SWITCHYARD_LOG_LEVEL: 'warn', SWITCHYARD_POOL_MIN: '0' },
+      { logs: quiet },
+    );
+    try {
+      await warnOnly.action(await warnOnly.createSession(), { type: 'code', language: 'bash', code: 'true' });
+      expect(quiet.lines.some((l) => l.msg === 'action')).toBe(false);
+      expect(quiet.lines.every((l) => (l.level as number) >= 40)).toBe(true);
+    } finally {
+      await warnOnly.stop();
+    }
   });
 });

@@ -1,7 +1,6 @@
-import { ConsoleLogger } from '@nestjs/common';
 import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { EngineHarness } from '../support/engine-harness';
+import { EngineHarness, LogCapture } from '../support/engine-harness';
 import { SseClient } from '../support/sse-client';
 
 // Canaries are assembled at run time so that no request body (an action's recorded input) carries them whole.
@@ -20,31 +19,20 @@ const emit = (value: string, to = ''): string => {
 
 describe('secret redaction (canaries looked for everywhere)', () => {
   let engine: EngineHarness;
-  const logged: string[] = [];
-  const spies: jest.SpyInstance[] = [];
+  const logs = new LogCapture();
   beforeAll(async () => {
-    for (const level of ['log', 'warn', 'error', 'debug'] as const) {
-      spies.push(
-        jest.spyOn(ConsoleLogger.prototype, level).mockImplementation(function (
-          this: unknown,
-          ...args: unknown[]
-        ) {
-          logged.push(JSON.stringify(args));
-        }),
-      );
-    }
-    engine = await EngineHarness.start({
-      SWITCHYARD_LOG_LEVEL: 'debug',
-      SWITCHYARD_SECRET_ENV_NAMES: 'DEPLOY_CANARY',
-      DEPLOY_CANARY: CONFIGURED,
-      SWITCHYARD_SECRET_PATTERNS: JSON.stringify(['acme_[0-9]{32}']),
-      SWITCHYARD_POOL_MIN: '0',
-    });
+    engine = await EngineHarness.start(
+      {
+        SWITCHYARD_LOG_LEVEL: 'debug',
+        SWITCHYARD_SECRET_ENV_NAMES: 'DEPLOY_CANARY',
+        DEPLOY_CANARY: CONFIGURED,
+        SWITCHYARD_SECRET_PATTERNS: JSON.stringify(['acme_[0-9]{32}']),
+        SWITCHYARD_POOL_MIN: '0',
+      },
+      { logs },
+    );
   });
-  afterAll(async () => {
-    await engine.stop();
-    for (const s of spies) s.mockRestore();
-  });
+  afterAll(() => engine.stop());
 
   it('never lets a canary out through responses, SSE, the graph or the logs', async () => {
     const sid = await engine.createSession();
@@ -104,14 +92,14 @@ describe('secret redaction (canaries looked for everywhere)', () => {
       listing: JSON.stringify(listing),
       views: JSON.stringify(views),
       graph: JSON.stringify(graph),
-      logs: logged.join('\n'),
+      logs: logs.raw.join('\n'),
       // The graph's own files: output excerpts and results as stored.
       graphFiles: readdirSync(engine.dataDir)
         .filter((f) => f.startsWith('graph.db'))
         .map((f) => readFileSync(path.join(engine.dataDir, f)).toString('latin1'))
         .join(''),
     };
-    expect(logged.some((l) => l.includes('"msg":"action"'))).toBe(true);
+    expect(logs.raw.some((l) => l.includes('"msg":"action"'))).toBe(true);
     for (const [where, text] of Object.entries(haystacks)) {
       for (const canary of CANARIES) {
         if (text.includes(canary)) throw new Error(`canary ${canary} leaked through ${where}`);

@@ -1,10 +1,31 @@
 import type { INestApplication } from '@nestjs/common';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../../apps/engine/src/config/engine-config';
+
+/** Collects the engine's JSON log lines, parsed. */
+export class LogCapture {
+  readonly lines: Array<Record<string, unknown>> = [];
+  readonly raw: string[] = [];
+  readonly stream = new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        this.raw.push(line);
+        try {
+          this.lines.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          /* not JSON: kept in raw only */
+        }
+      }
+      done();
+    },
+  });
+}
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -24,11 +45,11 @@ export class EngineHarness {
 
   static async start(
     env: Record<string, string> = {},
-    options: { dataDir?: string } = {},
+    options: { dataDir?: string; logs?: LogCapture } = {},
   ): Promise<EngineHarness> {
     const dataDir = options.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-'));
     const config = loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error', ...env });
-    const app = await createEngineApp(config);
+    const app = await createEngineApp(config, { logStream: options.logs?.stream });
     await app.listen(0, '127.0.0.1');
     const { port } = app.getHttpServer().address() as AddressInfo;
     return new EngineHarness(app, `http://127.0.0.1:${port}`, dataDir, !options.dataDir);

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { BrowserModule } from '@switchyard/browser';
-import { ContextGraphModule } from '@switchyard/context-graph';
+import { type ContextGraph, ContextGraphModule } from '@switchyard/context-graph';
 import {
   ContainerModule,
   ContainerTier,
@@ -35,6 +35,7 @@ import { ToolsService } from './tools/tools.service';
 import { CLOCK, type Clock, ENGINE_CONFIG, systemClock } from './config/config.tokens';
 import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
 import { GraphController } from './graph/graph.controller';
+import { contextGraphOptions } from './graph/graph-store';
 import { HealthController } from './health/health.controller';
 import { ApiKeyGuard } from './http/api-key.guard';
 import { SessionStore } from './sessions/session.store';
@@ -45,7 +46,10 @@ import { SqliteSessionStore } from './sessions/sqlite-session.store';
 /** Composition root: wires the libraries from one validated configuration. */
 @Module({})
 export class AppModule {
-  static forRoot(config: EngineConfig, overrides: { clock?: Clock } = {}): DynamicModule {
+  static forRoot(
+    config: EngineConfig,
+    overrides: { clock?: Clock; graph?: ContextGraph } = {},
+  ): DynamicModule {
     const sb = config.sandbox;
     // One id labels every container of this engine process, so a later engine can tell its leftovers apart.
     const engineInstanceId = defaultEngineInstanceId();
@@ -64,7 +68,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
-        ContextGraphModule.forRoot({ store: 'embedded', sqlitePath: path.join(config.dataDir, 'graph.db') }),
+        ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),
         WorkspaceModule.forRoot({
           root: path.join(config.dataDir, 'workspaces'),
           limits: {

@@ -6,10 +6,12 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ContextGraph } from '@switchyard/context-graph';
 import { SandboxManager } from '@switchyard/sandbox';
 import { AppModule } from './app.module';
+import { graphStartupError } from './graph/graph-store';
 import type { Clock } from './config/config.tokens';
 import type { EngineConfig, LogLevel } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
+import { EngineLogger } from './logging/engine-logger';
 import { installHttpMetrics } from './metrics/http-metrics.middleware';
 import { installOpenApi } from './http/openapi';
 
@@ -31,8 +33,12 @@ const NEST_LEVELS: Record<LogLevel, NestLogLevel[]> = {
 
 export interface BootOptions {
   clock?: Clock;
+  /** A graph store to use instead of the configured one (the bench's no-op store). */
+  graph?: ContextGraph;
   /** Structured JSON logs (default) or Nest's coloured text for local reading. */
   json?: boolean;
+  /** Where JSON log lines go (default stdout); tests pass a stream to read them. */
+  logStream?: NodeJS.WritableStream;
 }
 
 /** Builds the HTTP app from a validated config. Shared by `main.ts`, the e2e tests and the bench. */
@@ -41,14 +47,20 @@ export async function createEngineApp(
   options: BootOptions = {},
 ): Promise<INestApplication> {
   prepareDataDir(config.dataDir);
-  const logger = new ConsoleLogger({ json: options.json ?? true, logLevels: NEST_LEVELS[config.logLevel] });
+  const json = options.json ?? true;
+  const engineLogger = json ? new EngineLogger(config.logLevel, options.logStream) : undefined;
   const app = await NestFactory.create<NestExpressApplication>(
-    AppModule.forRoot(config, { clock: options.clock }),
+    AppModule.forRoot(config, { clock: options.clock, graph: options.graph }),
     {
       bodyParser: false,
-      logger,
+      // Rethrow start-up failures (Nest would abort the process), so a bad graph store setting is named.
+      abortOnError: false,
+      logger: engineLogger ?? new ConsoleLogger({ logLevels: NEST_LEVELS[config.logLevel] }),
     },
-  );
+  ).catch((error: unknown) => {
+    throw graphStartupError(error);
+  });
+  if (engineLogger) app.use(engineLogger.middleware());
   app.disable('x-powered-by');
   installHttpMetrics(app);
   installJsonBody(app, config.http.maxBodyBytes);

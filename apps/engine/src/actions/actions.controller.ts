@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestj
 import type { ActionResult, ActionType } from '@switchyard/common';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import type { Response } from 'express';
+import { RequestId } from '../http/request-id.decorator';
 import { IdempotencyService } from '../idempotency/idempotency.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import { ContextGraph } from '@switchyard/context-graph';
@@ -72,6 +73,7 @@ export class ActionsController {
     @Body() body: unknown,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
+    @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
     // Session first: an unknown session is a 404 even when the body is also wrong.
     this.sessions.get(tenant, sessionId);
@@ -82,7 +84,7 @@ export class ActionsController {
       idempotencyKey,
       { method: 'POST', path: `/v1/sessions/${sessionId}/actions`, body },
       async () => {
-        const submitted = await this.engine.submit(tenant, sessionId, action);
+        const submitted = await this.engine.submit(tenant, sessionId, action, { requestId });
         if (wait) return { statusCode: 200, body: await submitted.result };
         // Nobody awaits the result: a refusal found while running is already recorded as `denied`.
         submitted.result.catch(() => undefined);
@@ -110,6 +112,7 @@ export class ActionsController {
     @Body() body: unknown,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
+    @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
     this.sessions.get(tenant, sessionId);
     const dto = validateDto(RetryActionDto, body ?? {});
@@ -118,7 +121,7 @@ export class ActionsController {
       idempotencyKey,
       { method: 'POST', path: `/v1/sessions/${sessionId}/actions/${actionId}/retry`, body },
       async () => {
-        const submitted = await this.engine.retry(tenant, sessionId, actionId, dto);
+        const submitted = await this.engine.retry(tenant, sessionId, actionId, { ...dto, requestId });
         if (dto.wait !== false) return { statusCode: 200, body: await submitted.result };
         submitted.result.catch(() => undefined);
         const type = (await this.graph.getAction(sessionId, submitted.id))?.type ?? 'code';

@@ -79,6 +79,8 @@ export interface SubmitOptions {
   retryOf?: string;
   /** Why it is retried, kept on the `RETRY_OF` edge. */
   retryReason?: string;
+  /** The HTTP request that submitted it, echoed in the result and the log line. */
+  requestId?: string;
 }
 
 export interface SubmittedAction {
@@ -177,7 +179,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     tenant: string,
     sessionId: string,
     actionId: string,
-    request: { action?: unknown; reason?: string; escalate?: boolean },
+    request: { action?: unknown; reason?: string; escalate?: boolean; requestId?: string },
   ): Promise<SubmittedAction> {
     this.sessions.get(tenant, sessionId);
     const original = await this.graph.getAction(sessionId, actionId);
@@ -207,6 +209,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     }
     return this.submit(tenant, sessionId, body, {
       retryOf: actionId,
+      ...(request.requestId !== undefined && { requestId: request.requestId }),
       ...(request.reason !== undefined && { retryReason: request.reason }),
     });
   }
@@ -338,6 +341,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
         const durationMs = Math.round(performance.now() - t0);
         const envelope = this.envelope(id, session.id, body, final, startedAt, durationMs);
+        if (options.requestId !== undefined) envelope.requestId = options.requestId;
         await this.graph.recordActionCompleted(id, {
           status: final.status,
           endedAt: envelope.endedAt!,
@@ -595,6 +599,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       outputBytes: Buffer.byteLength(r.stdout ?? '') + Buffer.byteLength(r.stderr ?? ''),
       status: r.status,
       errorClass: r.error?.class,
+      requestId: r.requestId,
     });
   }
 

@@ -13,6 +13,7 @@ import {
   validateSync,
   ValidationError,
 } from 'class-validator';
+import { ValidateIf } from 'class-validator';
 import * as path from 'node:path';
 import { AllowlistEntryError, parseAllowlist } from '@switchyard/browser';
 
@@ -444,6 +445,40 @@ export class EngineEnv {
   @IsInt()
   @Min(1024)
   SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES?: number = undefined;
+
+  /** Where the context graph lives: `embedded` (SQLite in the data dir) or `neo4j` (behind a local outbox). */
+  @IsOptional()
+  @IsIn(['embedded', 'neo4j'])
+  SWITCHYARD_GRAPH: 'embedded' | 'neo4j' = 'embedded';
+
+  /** Neo4j's Bolt address; the NEO4J_* variables are read only with SWITCHYARD_GRAPH=neo4j. */
+  @ValidateIf((e: EngineEnv) => e.SWITCHYARD_GRAPH === 'neo4j')
+  @Matches(/^(bolt|neo4j)(\+s|\+ssc)?:\/\/[^\s/?#@:]+(:\d{1,5})?\/?$/, {
+    message: 'must be bolt://host[:port] or neo4j://host[:port] (bolt+s, neo4j+s… for TLS)',
+  })
+  NEO4J_URI = 'bolt://127.0.0.1:7687';
+
+  @ValidateIf((e: EngineEnv) => e.SWITCHYARD_GRAPH === 'neo4j')
+  @IsString()
+  @MinLength(1)
+  NEO4J_USERNAME = 'neo4j';
+
+  /** Unset: connect without authentication. */
+  @IsOptional()
+  @IsString()
+  NEO4J_PASSWORD?: string = undefined;
+
+  @ValidateIf((e: EngineEnv) => e.SWITCHYARD_GRAPH === 'neo4j')
+  @Matches(/^[A-Za-z][A-Za-z0-9.-]{2,62}$/, { message: 'must be a Neo4j database name' })
+  NEO4J_DATABASE = 'neo4j';
+
+  /** How long start-up waits for Neo4j to answer before failing. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  SWITCHYARD_GRAPH_CONNECT_TIMEOUT_MS = 30_000;
 }
 
 /** Limits of one container tier. */
@@ -526,7 +561,16 @@ export interface EngineConfig {
     idempotencyTtlSeconds: number;
     maxRetryDepth: number;
   };
+  graph: GraphConfig;
 }
+
+/** Which store holds the context graph (see `apps/engine/src/graph/graph-store.ts`). */
+export type GraphConfig =
+  | { store: 'embedded' }
+  | {
+      store: 'neo4j';
+      neo4j: { uri: string; username: string; password?: string; database: string; connectTimeoutMs: number };
+    };
 
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
@@ -734,5 +778,18 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
       idempotencyTtlSeconds: parsed.SWITCHYARD_IDEMPOTENCY_TTL_SECONDS,
       maxRetryDepth: parsed.SWITCHYARD_MAX_RETRY_DEPTH,
     },
+    graph:
+      parsed.SWITCHYARD_GRAPH === 'neo4j'
+        ? {
+            store: 'neo4j',
+            neo4j: {
+              uri: parsed.NEO4J_URI,
+              username: parsed.NEO4J_USERNAME,
+              password: parsed.NEO4J_PASSWORD,
+              database: parsed.NEO4J_DATABASE,
+              connectTimeoutMs: parsed.SWITCHYARD_GRAPH_CONNECT_TIMEOUT_MS,
+            },
+          }
+        : { store: 'embedded' },
   };
 }

@@ -1,24 +1,116 @@
-import { Controller, Get, Param, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ContextGraph, type GraphView } from '@switchyard/context-graph';
+import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ACTION_STATUSES, ACTION_TYPES, NotFoundError } from '@switchyard/common';
+import {
+  ContextGraph,
+  type FailureContext,
+  type FileLineage,
+  type GraphView,
+} from '@switchyard/context-graph';
+import type { Response } from 'express';
+import { posix } from 'node:path';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { Tenant } from '../http/tenant.decorator';
+import { validateDto } from '../http/validate-dto';
+import { SecretRedactor } from '../redaction/secret-redactor';
 import { SessionsService } from '../sessions/sessions.service';
+import { FileLineageQuery } from './dto/file-lineage.query';
+import { FailureContextQueryDto, GraphQuery, MAX_GRAPH_LIMIT } from './dto/graph.query';
 
+const DEFAULT_BEFORE = 10;
+
+/**
+ * Graph queries for planners and reflection loops. Every answer carries where the graph stands:
+ * `X-Graph-Store` (`embedded`|`neo4j`), `X-Graph-Status` (`degraded` while Neo4j cannot be reached) and
+ * `X-Graph-Lag` (records committed but not yet in Neo4j: what someone querying Neo4j directly would miss).
+ */
 @ApiTags('graph')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
-@Controller('v1/sessions/:sessionId/graph')
+@Controller('v1/sessions/:sessionId')
 export class GraphController {
   constructor(
     private readonly sessions: SessionsService,
     private readonly graph: ContextGraph,
+    private readonly redactor: SecretRedactor,
   ) {}
 
-  @Get()
-  @ApiOperation({ summary: 'The session as a graph of sessions, actions and files' })
-  async get(@Tenant() tenant: string, @Param('sessionId') sessionId: string): Promise<GraphView> {
+  @Get('graph')
+  @ApiOperation({ summary: 'The session as a graph of actions, files and sandboxes, optionally filtered' })
+  @ApiQuery({ name: 'since', required: false, description: 'Only actions started at or after (ISO 8601)' })
+  @ApiQuery({ name: 'types', required: false, description: `Comma-separated: ${ACTION_TYPES.join(', ')}` })
+  @ApiQuery({
+    name: 'status',
+    required: false,
+    description: `Comma-separated: ${ACTION_STATUSES.join(', ')}`,
+  })
+  @ApiQuery({ name: 'limit', required: false, description: `The latest N actions (1–${MAX_GRAPH_LIMIT})` })
+  async get(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<GraphView> {
+    const q = validateDto(GraphQuery, query);
     this.sessions.get(tenant, sessionId);
-    return this.graph.sessionGraph(sessionId);
+    const view = await this.graph.sessionGraph(sessionId, q);
+    await this.describeStore(res);
+    return view;
+  }
+
+  @Get('actions/:actionId/context')
+  @ApiOperation({
+    summary: 'Failure context of an action, for reflection',
+    description:
+      'The action (input, output excerpt, error), its retry chain (every RETRY_OF ancestor and descendant), ' +
+      'the actions before it, the files it touched with their last earlier writer, and its plan step.',
+  })
+  @ApiQuery({
+    name: 'before',
+    required: false,
+    description: `Preceding actions to include (0–100, default ${DEFAULT_BEFORE})`,
+  })
+  async context(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('actionId') actionId: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<FailureContext> {
+    const q = validateDto(FailureContextQueryDto, query);
+    this.sessions.get(tenant, sessionId);
+    const context = await this.graph.failureContext(sessionId, actionId, {
+      before: q.before ?? DEFAULT_BEFORE,
+    });
+    if (!context)
+      throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
+    // The graph keeps the input as sent (a retry reruns it); what leaves the engine is redacted.
+    context.action.input = this.redactor.value(context.action.input).value;
+    await this.describeStore(res);
+    return context;
+  }
+
+  @Get('files/lineage')
+  @ApiOperation({ summary: 'Which actions wrote and read a workspace file, in order' })
+  @ApiQuery({ name: 'path', required: true, description: 'Workspace-relative path, e.g. src/app.py' })
+  async lineage(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<FileLineage> {
+    const q = validateDto(FileLineageQuery, query);
+    this.sessions.get(tenant, sessionId);
+    // Recorded paths are normalised (`src/app.py`); accept `./src/app.py` and `src//app.py` for them.
+    const lineage = await this.graph.fileLineage(sessionId, posix.normalize(q.path).replace(/\/$/, ''));
+    await this.describeStore(res);
+    return lineage;
+  }
+
+  private async describeStore(res: Response): Promise<void> {
+    const health = await this.graph.health();
+    res.setHeader('X-Graph-Store', health.store);
+    res.setHeader('X-Graph-Status', health.status);
+    res.setHeader('X-Graph-Lag', String(health.backlog));
   }
 }

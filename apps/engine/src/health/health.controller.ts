@@ -1,6 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { BrowserRouter } from '@switchyard/browser';
+import { ContextGraph, type GraphHealth } from '@switchyard/context-graph';
 import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
@@ -9,7 +10,8 @@ export interface HealthResponse {
   status: 'ok';
   auth: 'api-keys' | 'open';
   tiers: Record<string, TierAvailability>;
-  graph: { store: 'embedded' };
+  /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
+  graph: GraphHealth;
 }
 
 @ApiTags('health')
@@ -19,6 +21,7 @@ export class HealthController {
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     private readonly sandbox: SandboxManager,
     private readonly browser: BrowserRouter,
+    private readonly graph: ContextGraph,
   ) {}
 
   @Get()
@@ -29,7 +32,7 @@ export class HealthController {
       status: 'ok',
       auth: this.config.apiKeys.length > 0 ? 'api-keys' : 'open',
       tiers: { ...tiers, browser: await this.browser.availability() },
-      graph: { store: 'embedded' },
+      graph: await this.graph.health(),
     };
   }
 }

@@ -1,0 +1,53 @@
+import { ACTION_STATUSES, ACTION_TYPES, type ActionStatus, type ActionType } from '@switchyard/common';
+import { Transform } from 'class-transformer';
+import { ArrayNotEmpty, IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+/** `?types=code,file` and `?types=code&types=file` both give a list. */
+const toList = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' || Array.isArray(value)
+    ? [value]
+        .flat()
+        .flatMap((v) => (typeof v === 'string' ? v.split(',') : [v]))
+        .map((v) => (typeof v === 'string' ? v.trim() : v))
+        .filter((v) => v !== '')
+    : value;
+
+export const MAX_GRAPH_LIMIT = 10_000;
+
+/** `GET /v1/sessions/:sessionId/graph` filters: a compact picture of a long session. */
+export class GraphQuery {
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  since?: string;
+
+  @IsOptional()
+  @Transform(toList)
+  @ArrayNotEmpty()
+  @IsIn(ACTION_TYPES, { each: true })
+  types?: ActionType[];
+
+  @IsOptional()
+  @Transform(toList)
+  @ArrayNotEmpty()
+  @IsIn(ACTION_STATUSES, { each: true })
+  status?: ActionStatus[];
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_GRAPH_LIMIT)
+  limit?: number;
+}
+
+/** `GET …/actions/:actionId/context`. */
+export class FailureContextQueryDto {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  before?: number;
+}

@@ -1,0 +1,104 @@
+import type { LoggerService } from '@nestjs/common';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import pino, { type Logger as Pino } from 'pino';
+import type { LogLevel } from '../config/engine-config';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * Structured JSON logs through pino, one logger per engine (several engines may share a process in tests, so
+ * nothing here is global). Every line written while serving a request carries its `requestId`, taken from the
+ * caller's `X-Request-Id` when sane or made up, and echoed in the response header.
+ */
+export class EngineLogger implements LoggerService {
+  private readonly pino: Pino;
+  private readonly requests = new AsyncLocalStorage<{ requestId: string }>();
+
+  constructor(level: LogLevel, stream?: NodeJS.WritableStream) {
+    this.pino = pino(
+      {
+        level,
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label, number) => ({ level: number, levelName: label }) },
+      },
+      (stream as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: true }),
+    );
+  }
+
+  /** The request id of the request being served, if any. */
+  requestId(): string | undefined {
+    return this.requests.getStore()?.requestId;
+  }
+
+  /** Express middleware: assigns the request id, runs the rest of the request in its context, logs the outcome. */
+  middleware() {
+    return (req: Request, res: Response, next: NextFunction): void => {
+      const given = req.headers['x-request-id'];
+      const requestId =
+        typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomBytes(8).toString('hex')}`;
+      res.setHeader('X-Request-Id', requestId);
+      (req as Request & { id?: string }).id = requestId;
+      const t0 = performance.now();
+      res.on('finish', () => {
+        const status = res.statusCode;
+        // The engine's own line per action says more than the request line: requests log at debug unless they fail.
+        const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'debug';
+        this.pino[level]({
+          msg: 'request',
+          requestId,
+          method: req.method,
+          url: req.originalUrl,
+          status,
+          durationMs: Math.round(performance.now() - t0),
+        });
+      });
+      this.requests.run({ requestId }, next);
+    };
+  }
+
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('info', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('trace', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
+  }
+
+  /** Flushes buffered lines (at shutdown). */
+  flush(): void {
+    this.pino.flush();
+  }
+
+  /** Nest calls `(message, context)` or `(message, stack, context)`: objects become fields, strings `msg`. */
+  private write(level: pino.Level, message: unknown, rest: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    const context = typeof rest.at(-1) === 'string' ? (rest.at(-1) as string) : undefined;
+    const stack = level === 'error' && rest.length > 1 && typeof rest[0] === 'string' ? rest[0] : undefined;
+    const requestId = this.requestId();
+    const fields: Record<string, unknown> = {
+      ...(context && { context }),
+      ...(requestId && { requestId }),
+      ...(stack && { stack }),
+    };
+    if (message instanceof Error) {
+      this.pino[level]({ ...fields, msg: message.message, stack: message.stack });
+    } else if (message && typeof message === 'object') {
+      this.pino[level]({ ...fields, ...(message as Record<string, unknown>) });
+    } else {
+      this.pino[level]({ ...fields, msg: String(message) });
+    }
+  }
+}
