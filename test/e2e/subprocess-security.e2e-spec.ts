@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { EngineHarness } from '../support/engine-harness';
 
@@ -43,7 +44,8 @@ const processesWith = (marker: string): number =>
     .filter((d) => /^\d+$/.test(d))
     .filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+        // Arguments are NUL-separated in cmdline; join them with spaces to match "sleep 916".
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(marker);
       } catch {
         return false;
       }
@@ -113,6 +115,16 @@ describe('subprocess tier under attack', () => {
     const r = await run(lang, src, 1000);
     expect(r).toMatchObject({ status: 'timed_out', error: { class: 'timeout' } });
     expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('the process probe finds a live process, so the checks below mean something', async () => {
+    const probe = spawn('sleep', ['919'], { stdio: 'ignore' });
+    try {
+      await new Promise((res) => setTimeout(res, 100));
+      expect(processesWith('sleep 919')).toBe(1);
+    } finally {
+      probe.kill('SIGKILL');
+    }
   });
 
   it.each([
