@@ -10,6 +10,7 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/bin/python3 ] || need+=(python3)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

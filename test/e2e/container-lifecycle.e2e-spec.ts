@@ -1,10 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness, LogCapture } from '../support/engine-harness';
+import { removeDataDir } from '../support/data-dir';
 
 const MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 const MiB = 2 ** 20;
@@ -113,7 +114,7 @@ describe('container tiers: configuration and lifecycle', () => {
     });
     afterAll(() => {
       child?.kill('SIGKILL');
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir(dataDir);
     });
 
     it('cancels in-flight actions, removes every container of the engine and exits', async () => {

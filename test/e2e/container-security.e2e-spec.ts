@@ -1,9 +1,10 @@
 import { randomInt } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
 import { EngineProcess, freePort } from '../support/engine-process';
+import { removeDataDir } from '../support/data-dir';
 import {
   containerExists,
   containersWith,
@@ -51,7 +52,8 @@ const ALL_RISK_RULES = [
 ].join(',');
 const MiB = 2 ** 20;
 const OUTPUT_CAP = 64 * 1024;
-const WORKSPACE_CAP = 64 * MiB;
+// Above the fsize limit, so one big file meets FILE_SIZE first and many files meet the workspace cap.
+const WORKSPACE_CAP = 96 * MiB;
 /** Sandbox defaults of both tiers (tmpfs /tmp, fsize ulimit). */
 const TMPFS_BYTES = 64 * MiB;
 const FSIZE_BYTES = 64 * MiB;
@@ -426,14 +428,10 @@ describe('container tiers under attack, through the API (SECURITY.md 1–7, 16)'
     },
   );
 
-  // KNOWN GAP, failing on purpose: /workspace is the host directory bind-mounted read-write, and neither container
-  // tier caps how much code writes there (the fsize ulimit caps one file; SWITCHYARD_MAX_WORKSPACE_BYTES is only
-  // enforced by the file API), so code fills the host disk with files each under the fsize limit. The attack is
-  // bounded (16 × 16 MiB) so the test never endangers the machine. It passes once the workspace of the container
-  // tiers is quota'd (e.g. an XFS project quota or a size-capped loop/overlay volume per session) at the
-  // workspace cap, 64 MiB here.
+  // Each workspace is its own loop-mounted filesystem of SWITCHYARD_MAX_WORKSPACE_BYTES (WorkspaceQuota), so code
+  // writing many files, each under the fsize limit, stops at the workspace cap with ENOSPC, whatever the tier.
   it.each(TIERS)(
-    '6. %s: [GAP: no workspace quota] filling /workspace with many files stops at the workspace cap; host free space unchanged',
+    '6. %s: filling /workspace with many files stops at the workspace cap (ENOSPC); host free space unchanged',
     async (tier) => {
       const sid = await newSession();
       const before = freeSpace(engine.dataDir).bytes;
@@ -451,6 +449,7 @@ describe('container tiers under attack, through the API (SECURITY.md 1–7, 16)'
           hostBytesUsedBeyondCap: Math.max(0, used - WORKSPACE_CAP - DISK_MARGIN),
         }).toEqual({ status: expect.stringMatching(/^(failed|timed_out)$/), hostBytesUsedBeyondCap: 0 });
         expect(r.exitCode === undefined || r.exitCode !== 0).toBe(true);
+        expect(r.stderr).toContain('No space left on device');
       } finally {
         // Deleting the session removes its workspace and gives the space back, whatever happened above.
         await deleteSession(sid);
@@ -764,7 +763,7 @@ describe('engine killed with SIGKILL mid-action, then restarted (SECURITY.md 17)
     // Never leave anything behind, whatever failed above.
     const left = [...(await ofEngine(first.pid)), ...(second ? await ofEngine(second.pid) : [])];
     await forceRemove(left.map((c) => c.id));
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir(dataDir);
   });
 
   it('17. the dead engine left containers of both tiers, labelled with its engine id', () => {

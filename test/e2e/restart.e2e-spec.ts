@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { removeDataDir } from '../support/data-dir';
 
 const MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 
@@ -43,7 +44,7 @@ describe('crash and restart (the built engine as a real process)', () => {
   });
   afterAll(() => {
     child?.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir(dataDir);
   });
 
   it('marks an action killed mid-run as interrupted, and keeps the session and its graph', async () => {

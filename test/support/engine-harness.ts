@@ -1,11 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../../apps/engine/src/config/engine-config';
+import { removeDataDir } from './data-dir';
 
 /** Collects the engine's JSON log lines, parsed. */
 export class LogCapture {
@@ -103,6 +104,6 @@ export class EngineHarness {
 
   async stop(): Promise<void> {
     await this.app.close();
-    if (this.ownsDataDir) rmSync(this.dataDir, { recursive: true, force: true });
+    if (this.ownsDataDir) removeDataDir(this.dataDir);
   }
 }

@@ -79,6 +79,7 @@ export class AppModule {
           // Workspaces belong to the uid sandboxed code runs as (applied only when the engine is root).
           sandboxUid: DEFAULT_SANDBOX_HOST_ID,
           sandboxGid: DEFAULT_SANDBOX_HOST_ID,
+          quota: config.workspace.quota,
         }),
         SandboxModule.forRoot(
           {

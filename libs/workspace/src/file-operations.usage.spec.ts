@@ -45,6 +45,7 @@ describe('FileOperations: workspace usage and I/O paths', () => {
   afterEach(async () => {
     jest.restoreAllMocks();
     await fs.rm(tmp, { recursive: true, force: true });
+    await fs.rm(`${tmp}.images`, { recursive: true, force: true }); // capped workspaces' images
   });
 
   it("keeps the count exact through the API's own writes, edits, moves and deletes, walking once", async () => {

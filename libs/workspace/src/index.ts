@@ -11,6 +11,7 @@ export {
   resolveInside,
 } from './path-guard';
 export { WorkspaceManager } from './workspace-manager.service';
+export { isMountPoint, LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
 export { USAGE_AGE_PER_WALK, USAGE_MAX_AGE_MS, type UsageTicket, WorkspaceUsage } from './workspace-usage';
 export {
   FileOpError,

@@ -1,11 +1,12 @@
 import { constants as C } from 'node:fs';
 import { chmod, lstat, mkdir, open, stat } from 'node:fs/promises';
 import * as path from 'node:path';
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, Optional } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
 import { errno, realRootOf } from './path-guard';
 import { compareSegments, diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
+import { NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
 import { WorkspaceUsage } from './workspace-usage';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
 
@@ -26,7 +27,7 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
  * `snapshot`, which the engine takes before and after every code action, does so itself.
  */
 @Injectable()
-export class WorkspaceManager {
+export class WorkspaceManager implements OnApplicationShutdown {
   private readonly logger = new Logger(WorkspaceManager.name);
   private readonly usage: WorkspaceUsage;
 
@@ -34,8 +35,22 @@ export class WorkspaceManager {
     @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
     // Shared with `FileOperations` in `WorkspaceModule`; a standalone instance keeps its own.
     @Optional() usage?: WorkspaceUsage,
+    @Optional() quota?: WorkspaceQuota,
   ) {
     this.usage = usage ?? new WorkspaceUsage();
+    this.quota = quota ?? new NoWorkspaceQuota();
+  }
+
+  private readonly quota: WorkspaceQuota;
+
+  /** Unmounts capped workspaces (their data stays in the images; `create` mounts them again). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.quota.detachAll(this.options.root);
+  }
+
+  /** How workspaces are capped for code (not only the file API): `loop` images or `off`. */
+  get quotaMode(): 'loop' | 'off' {
+    return this.quota.mode;
   }
 
   /**
@@ -58,6 +73,8 @@ export class WorkspaceManager {
       if (!(await lstat(dir)).isDirectory())
         throw new Error(`workspace path ${dir} exists and is not a directory`);
     }
+    // Before the chown below: once provisioned, the directory is the root of the workspace's own filesystem.
+    await this.quota.provision(sessionId, dir, this.options.limits.maxWorkspaceBytes);
     // Through an fd opened without following links, in case the name was swapped after mkdir.
     const h = await open(dir, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
     try {
@@ -96,6 +113,7 @@ export class WorkspaceManager {
     }
     this.usage.markStale(dir);
     try {
+      await this.quota.release(sessionId, dir);
       await removeEntry(root, sessionId, dir);
     } finally {
       await root.close();

@@ -20,7 +20,10 @@ describe('WorkspaceModule', () => {
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'sy-wsmod-'));
   });
-  afterEach(() => fs.rm(tmp, { recursive: true, force: true }));
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+    await fs.rm(`${tmp}.images`, { recursive: true, force: true }); // capped workspaces' images
+  });
 
   it('provides the options, the manager and the file API, wired together', async () => {
     const moduleRef = await Test.createTestingModule({
@@ -83,6 +86,8 @@ describe('WorkspaceModule', () => {
       snapshotMaxEntries: 10_000,
       maxRegexLength: 1000,
       grepFileTimeoutMs: 1000,
+      quota: 'auto',
+      imageDir: `${tmp}.images`,
     });
   });
 });

@@ -1,8 +1,15 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Logger, Module } from '@nestjs/common';
+import { InvalidInputError } from '@switchyard/common';
 import { FileOperations } from './file-operations.service';
 import { WorkspaceManager } from './workspace-manager.service';
+import { LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
 import { WorkspaceUsage } from './workspace-usage';
-import { resolveWorkspaceOptions, WORKSPACE_OPTIONS, type WorkspaceModuleOptions } from './workspace.options';
+import {
+  resolveWorkspaceOptions,
+  WORKSPACE_OPTIONS,
+  type WorkspaceModuleOptions,
+  type WorkspaceOptions,
+} from './workspace.options';
 
 /** Session workspaces and the file API over them. Global: the engine imports it once at the root. */
 @Module({})
@@ -16,10 +23,30 @@ export class WorkspaceModule {
         { provide: WORKSPACE_OPTIONS, useValue: resolveWorkspaceOptions(options) },
         // One usage count per workspace, shared: the manager marks it stale, the file API maintains it.
         WorkspaceUsage,
+        { provide: WorkspaceQuota, inject: [WORKSPACE_OPTIONS], useFactory: createWorkspaceQuota },
         WorkspaceManager,
         FileOperations,
       ],
-      exports: [WORKSPACE_OPTIONS, WorkspaceUsage, WorkspaceManager, FileOperations],
+      exports: [WORKSPACE_OPTIONS, WorkspaceUsage, WorkspaceQuota, WorkspaceManager, FileOperations],
     };
   }
+}
+
+/** The quota adapter for `options.quota`; `loop` where it cannot work fails the boot, `auto` falls back loudly. */
+export function createWorkspaceQuota(options: WorkspaceOptions): WorkspaceQuota {
+  if (options.quota === 'off') return new NoWorkspaceQuota();
+  const usable = LoopImageQuota.usable();
+  if (!usable.ok) {
+    const message = `workspaces cannot be capped for code: ${usable.reason}`;
+    if (options.quota === 'loop') throw new InvalidInputError('workspace.quota', message);
+    new Logger('WorkspaceQuota').warn(
+      `${message}; only the file API enforces maxWorkspaceBytes (code in a sandbox can fill the disk)`,
+    );
+    return new NoWorkspaceQuota();
+  }
+  const owner =
+    options.sandboxUid === null
+      ? null
+      : { uid: options.sandboxUid, gid: options.sandboxGid ?? options.sandboxUid };
+  return new LoopImageQuota(options.imageDir, owner);
 }

@@ -37,6 +37,14 @@ export interface WorkspaceModuleOptions {
   maxRegexLength?: number;
   /** CPU time one grep may spend matching a single file before it is refused as too slow. Default 1000 ms. */
   grepFileTimeoutMs?: number;
+  /**
+   * How `limits.maxWorkspaceBytes` is enforced on code, which writes the workspace directly: `loop` gives each
+   * workspace its own loop-mounted filesystem of that size (root, mkfs.ext4 and loop devices needed), `off` leaves
+   * only the file API's accounting, `auto` (default) picks `loop` when it can and warns when it cannot.
+   */
+  quota?: 'auto' | 'loop' | 'off';
+  /** Where the workspace images live. Default `<root>.images` (beside `root`, never inside a workspace). */
+  imageDir?: string;
 }
 
 export type WorkspaceOptions = Required<Omit<WorkspaceModuleOptions, 'limits'>> & { limits: WorkspaceLimits };
@@ -56,6 +64,8 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     snapshotMaxEntries: input.snapshotMaxEntries ?? 10_000,
     maxRegexLength: input.maxRegexLength ?? 1000,
     grepFileTimeoutMs: input.grepFileTimeoutMs ?? 1000,
+    quota: input.quota ?? 'auto',
+    imageDir: path.resolve(input.imageDir ?? `${path.resolve(input.root)}.images`),
   };
   const positive: [string, number][] = [
     ['limits.maxFileBytes', opts.limits.maxFileBytes],

@@ -156,6 +156,11 @@ export class EngineEnv {
   @Min(1024)
   SWITCHYARD_MAX_WORKSPACE_BYTES = 1024 * MiB;
 
+  /** `auto`: each workspace is its own loop-mounted filesystem of SWITCHYARD_MAX_WORKSPACE_BYTES when possible. */
+  @IsOptional()
+  @IsIn(['auto', 'loop', 'off'])
+  SWITCHYARD_WORKSPACE_QUOTA: 'auto' | 'loop' | 'off' = 'auto';
+
   /** Lets a caller request a weaker tier than the risk policy picks. Off: never weaker. */
   @IsOptional()
   @Transform(toBool)
@@ -532,7 +537,7 @@ export interface EngineConfig {
     pooled: ContainerTierConfig;
     container: ContainerTierConfig;
   };
-  workspace: { maxFileBytes: number; maxWorkspaceBytes: number };
+  workspace: { maxFileBytes: number; maxWorkspaceBytes: number; quota: 'auto' | 'loop' | 'off' };
   browser: {
     enabled: boolean;
     executablePath: string;
@@ -746,6 +751,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     workspace: {
       maxFileBytes: parsed.SWITCHYARD_MAX_FILE_BYTES,
       maxWorkspaceBytes: parsed.SWITCHYARD_MAX_WORKSPACE_BYTES,
+      quota: parsed.SWITCHYARD_WORKSPACE_QUOTA,
     },
     browser: {
       enabled: parsed.SWITCHYARD_BROWSER_ENABLED,

@@ -45,8 +45,10 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     private readonly sandbox: SandboxManager,
   ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     for (const s of this.store.loadAll()) this.sessions.set(s.id, s);
+    // Capped workspaces are unmounted at shutdown (or by a reboot): mount them again before any action runs.
+    for (const s of this.sessions.values()) await this.workspaces.create(s.id);
     this.sweepTimer = setInterval(() => void this.sweep(), this.config.sessions.sweepIntervalMs);
     this.sweepTimer.unref();
   }
