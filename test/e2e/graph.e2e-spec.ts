@@ -86,10 +86,13 @@ describe('context graph and timeline', () => {
     expect((await engine.request('GET', `/v1/sessions/${sid}/actions/${ids[0]}`)).status).toBe(404);
   });
 
-  it('records browser actions as denied while the browser tier is not enabled', async () => {
+  it('records a refused browser navigation as denied, with the reason', async () => {
     const res = await engine.action(sid, { type: 'browser', op: 'navigate', url: 'http://127.0.0.1/' });
     expect(res).toMatchObject({ status: 'denied', tier: 'browser', error: { class: 'policy' } });
-    expect(res.error.message).toContain('browser tier not enabled');
+    expect(res.error.message).toContain('loopback');
+    const g = (await engine.request('GET', `/v1/sessions/${sid}/graph`)).body;
+    const node = g.nodes.find((n: { id: string }) => n.id === res.id);
+    expect(node.properties).toMatchObject({ status: 'denied', tier: 'browser', operation: 'navigate' });
   });
 });
 
@@ -108,7 +111,7 @@ describe('health and OpenAPI', () => {
     expect(res.body.tiers.subprocess.available).toBe(true);
     expect(res.body.tiers.pooled.available).toBe(true);
     expect(res.body.tiers.container.available).toBe(true);
-    expect(res.body.tiers.browser).toMatchObject({ available: false });
+    expect(res.body.tiers.browser).toMatchObject({ available: true });
   });
 
   it('serves the OpenAPI document with the action schemas', async () => {

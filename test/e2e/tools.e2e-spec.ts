@@ -2,6 +2,7 @@ import Ajv from 'ajv';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { BrowserSite } from '../support/browser-site';
 import { EngineHarness } from '../support/engine-harness';
 
 /** A minimal valid input per tool; every tool in the list must have one (the test fails on a new tool without). */
@@ -18,17 +19,57 @@ const MINIMAL: Record<string, Record<string, unknown>> = {
 };
 const ORDER = ['bash', 'python', 'node', 'write', 'read', 'edit', 'ls', 'find', 'grep'];
 
+/** Browser tools in an order where each finds the page it needs; inputs may use earlier results. */
+function browserSteps(
+  site: BrowserSite,
+): Array<[string, (previous: Map<string, any>) => Record<string, unknown>]> {
+  return [
+    ['browser_navigate', () => ({ url: site.url('/form') })],
+    ['browser_fill', () => ({ selector: '#name', value: 'Ada' })],
+    ['browser_type', () => ({ selector: '#name', text: '!' })],
+    ['browser_select', () => ({ selector: '#color', values: ['blue'] })],
+    ['browser_check', () => ({ selector: '#agree' })],
+    ['browser_hover', () => ({ selector: '#go' })],
+    ['browser_press', () => ({ key: 'Tab' })],
+    ['browser_wait_for', () => ({ selector: '#go' })],
+    ['browser_extract', () => ({ mode: 'text' })],
+    ['browser_evaluate', () => ({ script: 'document.title' })],
+    ['browser_screenshot', () => ({ path: 'shot.png' })],
+    ['browser_pdf', () => ({ path: 'page.pdf' })],
+    ['browser_click', () => ({ selector: '#go' })],
+    ['browser_back', () => ({})],
+    ['browser_forward', () => ({})],
+    ['browser_reload', () => ({})],
+    ['browser_new_tab', () => ({ url: site.url('/download') })],
+    ['browser_switch_tab', (prev) => ({ tabId: JSON.parse(prev.get('browser_navigate').content).tabId })],
+    ['browser_close_tab', (prev) => ({ tabId: JSON.parse(prev.get('browser_new_tab').content).tabId })],
+    // Files move the session to its dedicated browser (tabs and cookies come along).
+    ['browser_navigate', () => ({ url: site.url('/download') })],
+    ['browser_download', () => ({ selector: '#get', path: 'downloads/' })],
+    ['browser_navigate', () => ({ url: site.url('/upload') })],
+    ['browser_upload', () => ({ selector: '#file', path: 'shot.png' })],
+  ];
+}
+
 describe('tools for model loops', () => {
   let engine: EngineHarness;
   let dir: string;
   let toolsFile: string;
+  let site: BrowserSite;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-tools-'));
     toolsFile = path.join(dir, 'tools.toml');
-    engine = await EngineHarness.start({ SWITCHYARD_TOOLS_FILE: toolsFile, SWITCHYARD_POOL_MIN: '0' });
+    site = await BrowserSite.start();
+    engine = await EngineHarness.start({
+      SWITCHYARD_TOOLS_FILE: toolsFile,
+      SWITCHYARD_POOL_MIN: '0',
+      SWITCHYARD_BROWSER_ALLOWLIST: '127.0.0.2',
+      SWITCHYARD_BROWSER_EVALUATE: 'true',
+    });
   });
   afterAll(async () => {
     await engine.stop();
+    await site.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -46,21 +87,31 @@ describe('tools for model loops', () => {
             { name: t.function.name, description: t.function.description, schema: t.function.parameters }),
       );
       const ajv = new Ajv({ strict: false });
+      const browser = browserSteps(site);
       for (const t of tools) {
         expect(typeof t.description).toBe('string');
         expect(t.schema.type).toBe('object');
         expect(ajv.validateSchema(t.schema)).toBe(true);
-        expect(MINIMAL[t.name]).toBeDefined();
-        expect(ajv.validate(t.schema, MINIMAL[t.name])).toBe(true);
+        const hasInput = MINIMAL[t.name] !== undefined || browser.some(([name]) => name === t.name);
+        if (!hasInput) throw new Error(`no minimal input for tool ${t.name}`);
+        if (MINIMAL[t.name]) expect(ajv.validate(t.schema, MINIMAL[t.name])).toBe(true);
       }
+      const schemaOf = new Map<string, object>(tools.map((t: any) => [t.name, t.schema]));
       const sid = await engine.createSession();
-      const names = tools.map((t: any) => t.name);
-      for (const name of [...ORDER, ...names.filter((n: string) => !ORDER.includes(n))]) {
-        if (!names.includes(name)) continue;
+      for (const name of ORDER) {
         const r = await call(sid, { id: `toolu_${name}`, name, input: MINIMAL[name] });
         expect(r.status).toBe(200);
         expect(r.body).toMatchObject({ tool_use_id: `toolu_${name}`, is_error: false });
       }
+      const results = new Map<string, any>();
+      for (const [name, input] of browser) {
+        const args = input(results);
+        expect(ajv.validate(schemaOf.get(name)!, args)).toBe(true);
+        const r = await call(sid, { id: `toolu_${name}`, name, input: args });
+        if (r.body.is_error) throw new Error(`${name} failed: ${r.body.content}`);
+        results.set(name, r.body);
+      }
+      expect(tools.length).toBe(ORDER.length + 21);
     },
   );
 

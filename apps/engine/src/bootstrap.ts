@@ -4,6 +4,7 @@ import { ConsoleLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ContextGraph } from '@switchyard/context-graph';
+import { BrowserRouter } from '@switchyard/browser';
 import { SandboxManager } from '@switchyard/sandbox';
 import { AppModule } from './app.module';
 import { graphStartupError } from './graph/graph-store';
@@ -72,7 +73,11 @@ export async function createEngineApp(
   const log = new Logger('Engine');
   if (interrupted > 0) log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
   // Say at start-up, not at the first action, which tiers cannot run and how to fix it (missing image, Docker down).
-  for (const [tier, availability] of Object.entries(await app.get(SandboxManager).availability())) {
+  const tiers = {
+    ...(await app.get(SandboxManager).availability()),
+    browser: await app.get(BrowserRouter).availability(),
+  };
+  for (const [tier, availability] of Object.entries(tiers)) {
     if (availability.available) log.log({ msg: 'tier available', tier });
     else log.warn({ msg: 'tier unavailable: its actions will be denied', tier, reason: availability.reason });
   }

@@ -1,2 +1,12 @@
-export * from './browser-router';
+export * from './browser.constants';
+export * from './browser.errors';
 export * from './browser.module';
+export * from './browser.options';
+export * from './browser.types';
+export { BrowserRouter } from './browser-router';
+export { capData } from './browser-output';
+export * from './driver/browser-driver.port';
+export { EgressProxy, type EgressProxyOptions, type EgressRefusal } from './egress/egress-proxy';
+export * from './url-policy/ip-address';
+export * from './url-policy/url-policy';
+export { WorkspaceFiles } from './workspace-files';

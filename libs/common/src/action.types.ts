@@ -86,6 +86,8 @@ export interface ActionResult {
   error?: ActionError;
   /** Secrets were replaced by `***REDACTED***` somewhere in the output. */
   redacted?: boolean;
+  /** The HTTP request that submitted the action (`X-Request-Id`), also on its log line. */
+  requestId?: string;
 }
 
 export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] });

@@ -115,7 +115,7 @@ export class ActionScheduler {
       const onAbort = () => {
         const i = queue.indexOf(waiter);
         if (i >= 0) queue.splice(i, 1);
-        reject(signal?.reason ?? new Error('aborted'));
+        reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
       };
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -58,7 +58,8 @@ export class EventsController {
     res.flushHeaders();
 
     let closed = false;
-    let heartbeat: NodeJS.Timeout | undefined;
+    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
     const close = () => {
       if (closed) return;
       closed = true;
@@ -80,8 +81,6 @@ export class EventsController {
     if (subscription.missed) res.write(': some events after Last-Event-ID are no longer buffered\n');
     res.write('\n');
     for (const e of subscription.replay) res.write(frame(e));
-    heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    heartbeat.unref();
     req.on('close', close);
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ActionResult } from '@switchyard/common';
+import { BrowserRouter } from '@switchyard/browser';
 import { PooledTier, SANDBOX_TIERS, type SandboxTier } from '@switchyard/sandbox';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ActionScheduler } from '../actions/action-scheduler';
@@ -45,7 +46,11 @@ export class MetricsService {
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
   });
-  constructor(scheduler: ActionScheduler, @Inject(SANDBOX_TIERS) tiers: SandboxTier[]) {
+  constructor(
+    scheduler: ActionScheduler,
+    @Inject(SANDBOX_TIERS) tiers: SandboxTier[],
+    browser: BrowserRouter,
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
     const pooled = tiers.find((t): t is PooledTier => t instanceof PooledTier);
     new Gauge({
@@ -67,6 +72,17 @@ export class MetricsService {
       registers: [this.registry],
       collect() {
         if (pooled) this.set(pooled.stats().pending);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_browser_contexts',
+      help: 'Open browser session contexts by route (shared browser or dedicated)',
+      labelNames: ['route'] as const,
+      registers: [this.registry],
+      collect() {
+        const s = browser.stats();
+        this.set({ route: 'shared' }, s.shared);
+        this.set({ route: 'dedicated' }, s.dedicated);
       },
     });
     new Gauge({

@@ -120,6 +120,9 @@ export function toContent(
     parts.push(...section('stdout', r.stdout, r.truncated.stdout));
     parts.push(...section('stderr', r.stderr, r.truncated.stderr));
     if (r.exitCode !== undefined) parts.push(`[exit_code]\n${r.exitCode}`);
+  } else if (r.error && r.status === 'failed') {
+    parts.push(`[error]\n${r.error.message}`);
+    if (r.output !== undefined) parts.push(JSON.stringify(r.output));
   } else if (r.output !== undefined) {
     const out = r.output as { content?: unknown; truncated?: unknown };
     if (
@@ -132,8 +135,6 @@ export function toContent(
     } else {
       parts.push(JSON.stringify(r.output));
     }
-  } else if (r.error && r.status === 'failed') {
-    parts.push(`[error]\n${r.error.message}`);
   }
   return { content: parts.join('\n') || '(no output)', is_error: failed };
 }

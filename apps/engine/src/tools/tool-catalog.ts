@@ -1,4 +1,5 @@
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { BROWSER_ACTION_DTOS } from '../actions/dto/browser-action.dto';
 import { CodeActionDto } from '../actions/dto/code-action.dto';
 import { FILE_ACTION_DTOS } from '../actions/dto/file-action.dto';
 
@@ -24,7 +25,7 @@ export interface ToolDefinition {
   kind: 'code' | 'file' | 'browser';
 }
 
-type SchemaObject = { properties?: Record<string, unknown>; required?: string[] };
+type SchemaObject = { properties?: Record<string, unknown>; required?: string[]; description?: string };
 
 let schemas: Record<string, SchemaObject> | undefined;
 /** Schemas of every validation class, computed once (the metadata does not change at run time). */
@@ -100,6 +101,23 @@ function fileTool(name: string, op: keyof typeof FILE_ACTION_DTOS, description: 
   };
 }
 
+/** `browser_<op>`: the op's fields, its description from the validation class. */
+function browserTool(op: keyof typeof BROWSER_ACTION_DTOS): ToolDefinition {
+  const cls = BROWSER_ACTION_DTOS[op];
+  const schema = dtoSchema(cls);
+  const fields = Object.keys(schema.properties ?? {}).filter((f) => f !== 'type' && f !== 'op');
+  const inputSchema = derive(cls, fields);
+  return {
+    name: `browser_${op}`,
+    description: `Browser (the session's own Chromium): ${schema.description ?? op}`,
+    inputSchema,
+    kind: 'browser',
+    fields,
+    toAction: (input) => ({ ...input, type: 'browser', op }),
+    fieldOf: (f) => f,
+  };
+}
+
 /** Built-in descriptions; a TOML file can override them without a rebuild (see `ToolDescriptions`). */
 export const BUILTIN_DESCRIPTIONS: Record<string, string> = {
   bash: 'Run bash commands in the session workspace (a sandbox picked by risk). Returns stdout, stderr and the exit code.',
@@ -127,5 +145,6 @@ export function buildToolCatalog(): ToolDefinition[] {
     fileTool('ls', 'list', d.ls),
     fileTool('find', 'find', d.find),
     fileTool('grep', 'grep', d.grep),
+    ...(Object.keys(BROWSER_ACTION_DTOS) as Array<keyof typeof BROWSER_ACTION_DTOS>).map(browserTool),
   ];
 }

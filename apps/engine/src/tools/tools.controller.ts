@@ -4,7 +4,7 @@ import { ApiKeyGuard } from '../http/api-key.guard';
 import { RequestValidationError } from '../http/request-validation.error';
 import { Tenant } from '../http/tenant.decorator';
 import { ToolCallsService, type ToolResult } from './tool-calls.service';
-import { type ToolFormat, ToolsService } from './tools.service';
+import { ToolsService } from './tools.service';
 
 @ApiTags('tools')
 @ApiBearerAuth()
@@ -27,7 +27,7 @@ export class ToolsController {
     if (f !== 'anthropic' && f !== 'openai') {
       throw new RequestValidationError([{ field: 'format', message: 'must be anthropic or openai' }]);
     }
-    return { tools: this.tools.list(f as ToolFormat) };
+    return { tools: this.tools.list(f) };
   }
 
   @Post('v1/sessions/:sessionId/tool-calls')

@@ -5,14 +5,13 @@ import { ArrayNotEmpty, IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'cla
 const toInt = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
 /** `?types=code,file` and `?types=code&types=file` both give a list. */
-const toList = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' || Array.isArray(value)
-    ? [value]
-        .flat()
-        .flatMap((v) => (typeof v === 'string' ? v.split(',') : [v]))
-        .map((v) => (typeof v === 'string' ? v.trim() : v))
-        .filter((v) => v !== '')
-    : value;
+const toList = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string' && !Array.isArray(value)) return value;
+  const items: unknown[] = Array.isArray(value) ? value : [value];
+  return items
+    .flatMap((v) => (typeof v === 'string' ? v.split(',').map((part) => part.trim()) : [v]))
+    .filter((v) => v !== '');
+};
 
 export const MAX_GRAPH_LIMIT = 10_000;
 

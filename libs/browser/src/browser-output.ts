@@ -1,0 +1,63 @@
+import * as path from 'node:path';
+
+/** `s` at most `n` characters long. */
+export function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+/** A download's own name, reduced to something safe as one path component. */
+export function safeName(name: string | undefined): string {
+  const base = (name ?? '').split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what must go
+  const noControls = base.replace(/[\x00-\x1f\x7f%]/g, '_');
+  const cleaned = noControls.replace(/^\.+/, '_').slice(0, 200);
+  return cleaned || 'download';
+}
+
+const MIME: Record<string, string> = {
+  '.txt': 'text/plain',
+  '.csv': 'text/csv',
+  '.json': 'application/json',
+  '.html': 'text/html',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.zip': 'application/zip',
+};
+
+export function mimeTypeOf(name: string): string {
+  return MIME[path.extname(name).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/** Caps strings in an op's data at `maxBytes` (UTF-8), flagging `truncated`; other values pass through. */
+export function capData(
+  data: Record<string, unknown> | undefined,
+  maxBytes: number,
+): Record<string, unknown> | undefined {
+  if (!data) return undefined;
+  let truncated = false;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) {
+    if (typeof v === 'string' && Buffer.byteLength(v) > maxBytes) {
+      out[k] = Buffer.from(v)
+        .subarray(0, maxBytes)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
+      out[`${k}Bytes`] = Buffer.byteLength(v);
+      truncated = true;
+    } else if (k === 'value' && v !== undefined && Buffer.byteLength(JSON.stringify(v) ?? '') > maxBytes) {
+      const json = JSON.stringify(v);
+      out[k] = Buffer.from(json)
+        .subarray(0, maxBytes)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
+      out.valueBytes = Buffer.byteLength(json);
+      truncated = true;
+    } else {
+      out[k] = v;
+    }
+  }
+  return truncated ? { ...out, truncated: true } : out;
+}
