@@ -11,4 +11,12 @@ npm run build
 # image (built offline with debootstrap the first time, then reused while its definition hash holds).
 bash scripts/docker-engine.sh
 node scripts/sandbox-image.mjs >/dev/null
+# The Neo4j store's tests need a Neo4j: a throwaway embedded Community 5.26 on 127.0.0.1 from
+# test/neo4j-launcher (built with Maven the first time; jars cached in ~/.m2). Reused when one already runs;
+# otherwise started on an empty data dir here and stopped, its data removed, when the tests end.
+if ! bash scripts/neo4j.sh status >/dev/null 2>&1; then
+  bash scripts/neo4j.sh clean
+  trap 'bash scripts/neo4j.sh clean' EXIT
+  bash scripts/neo4j.sh start >/dev/null
+fi
 npx jest --ci --selectProjects unit e2e "$@"

@@ -11,6 +11,7 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  GraphFilter,
   GraphView,
   SessionRecord,
 } from './context-graph.types';
@@ -409,6 +410,37 @@ export function describeContextGraphContract(
         ]);
       });
 
+      it('keeps why an action was retried as the reason of its RETRY_OF edge', async () => {
+        const s = await recorded();
+        const original = await started(s.id);
+        const reasoned = await started(s.id, {
+          retryOf: original.id,
+          retryReason: 'the file does not exist',
+        });
+        const plain = await started(s.id, { retryOf: original.id });
+
+        const retryEdges = (await graph.sessionGraph(s.id)).edges.filter((e) => e.type === 'RETRY_OF');
+        expect(retryEdges).toEqual([
+          {
+            from: reasoned.id,
+            to: original.id,
+            type: 'RETRY_OF',
+            properties: { reason: 'the file does not exist' },
+          },
+          { from: plain.id, to: original.id, type: 'RETRY_OF', properties: {} },
+        ]);
+        expect(await graph.getAction(s.id, reasoned.id)).toMatchObject({
+          retryReason: 'the file does not exist',
+        });
+        expect((await graph.getAction(s.id, plain.id))?.retryReason).toBeUndefined();
+        const chain = (await graph.failureContext(s.id, original.id, { before: 0 }))?.retryChain;
+        expect(chain?.map((e) => [e.id, e.retryReason])).toEqual([
+          [original.id, undefined],
+          [reasoned.id, 'the file does not exist'],
+          [plain.id, undefined],
+        ]);
+      });
+
       it('links actions to the container they ran in with RAN_IN, one Sandbox node per container', async () => {
         const s = await recorded();
         const pooled = { tier: 'pooled' as const, containerId: 'c'.repeat(64) };
@@ -490,6 +522,296 @@ export function describeContextGraphContract(
       it('rejects a limit below 1 with InvalidInputError on field "limit"', async () => {
         const s = await recorded();
         await expect(graph.listActions(s.id, { limit: 0 })).rejects.toMatchObject({ field: 'limit' });
+      });
+    });
+
+    describe('queries', () => {
+      /**
+       * a1 write src/app.py · a2 code writes src/app.py + out.txt, fails · a3 read src/app.py ·
+       * a4 retry of a2 reads src/app.py, writes out.txt, fails · a5 retry of a4 writes out.txt ·
+       * a6 retry of a2 (a sibling of a4), still running.
+       */
+      async function history() {
+        const s = await recorded();
+        const other = await recorded();
+        const done = async (
+          a: ActionStart,
+          c: Partial<ActionCompletion> & { files: ActionCompletion['files'] },
+        ): Promise<ActionStart> => {
+          await graph.recordActionCompleted(
+            a.id,
+            completion(a, { endedAt: at(Number(a.startedAt.slice(17, 19)) + 0.5), ...c }),
+          );
+          return a;
+        };
+        const a1 = await done(
+          await started(s.id, {
+            type: 'file',
+            operation: 'write',
+            tier: 'engine',
+            startedAt: at(1),
+            inputSummary: 'write src/app.py',
+          }),
+          { files: [{ path: 'src/app.py', access: 'write' }], exitCode: undefined, outputExcerpt: '' },
+        );
+        const a2 = await done(await started(s.id, { startedAt: at(2), inputSummary: 'python build' }), {
+          status: 'failed',
+          exitCode: 1,
+          outputExcerpt: 'Traceback',
+          files: [
+            { path: 'out.txt', access: 'write' },
+            { path: 'src/app.py', access: 'write' },
+          ],
+        });
+        const a3 = await done(
+          await started(s.id, { type: 'file', operation: 'read', tier: 'engine', startedAt: at(3) }),
+          { files: [{ path: 'src/app.py', access: 'read' }], exitCode: undefined },
+        );
+        const a4 = await done(await started(s.id, { startedAt: at(4), retryOf: a2.id }), {
+          status: 'failed',
+          exitCode: 2,
+          error: { class: 'limit', message: 'out of memory', code: 'OUT_OF_MEMORY' },
+          files: [
+            { path: 'src/app.py', access: 'read' },
+            { path: 'out.txt', access: 'write' },
+          ],
+        });
+        const a5 = await done(await started(s.id, { startedAt: at(5), retryOf: a4.id }), {
+          files: [
+            { path: 'out.txt', access: 'write' },
+            { path: 'out.txt', access: 'read' },
+          ],
+        });
+        const a6 = await started(s.id, {
+          startedAt: at(6),
+          retryOf: a2.id,
+          type: 'browser',
+          operation: 'navigate',
+          tier: 'browser',
+        });
+        // Same path in another session: a different File node, never part of s's answers.
+        const b1 = await done(await started(other.id, { startedAt: at(2) }), {
+          files: [{ path: 'src/app.py', access: 'write' }],
+        });
+        return { s, other, a1, a2, a3, a4, a5, a6, b1 };
+      }
+
+      const ids = (view: GraphView, label: string): string[] =>
+        view.nodes.filter((n) => n.label === label).map((n) => n.id);
+
+      it('sessionGraph without a filter (or with an empty one) is the whole session', async () => {
+        const h = await history();
+        const whole = await graph.sessionGraph(h.s.id);
+        expect(ids(whole, 'Action')).toEqual([h.a1, h.a2, h.a3, h.a4, h.a5, h.a6].map((a) => a.id));
+        expect(await graph.sessionGraph(h.s.id, {})).toEqual(whole);
+        expect(await graph.sessionGraph('no-such-session', { types: ['code'] })).toEqual({
+          nodes: [],
+          edges: [],
+        });
+      });
+
+      it('sessionGraph filters by types and status; edges only between included nodes', async () => {
+        const h = await history();
+        const code = await graph.sessionGraph(h.s.id, { types: ['code'] });
+        expect(ids(code, 'Session')).toEqual([h.s.id]);
+        expect(ids(code, 'Action')).toEqual([h.a2.id, h.a4.id, h.a5.id]);
+        expect(ids(code, 'File')).toEqual([`file:${h.s.id}:out.txt`, `file:${h.s.id}:src/app.py`]);
+        expect(edgeSet(code)).toEqual(
+          [
+            `HAS_ACTION ${h.s.id} -> ${h.a2.id}`,
+            `HAS_ACTION ${h.s.id} -> ${h.a4.id}`,
+            `HAS_ACTION ${h.s.id} -> ${h.a5.id}`,
+            `NEXT ${h.a4.id} -> ${h.a5.id}`,
+            `WROTE ${h.a2.id} -> file:${h.s.id}:out.txt`,
+            `WROTE ${h.a2.id} -> file:${h.s.id}:src/app.py`,
+            `READ ${h.a4.id} -> file:${h.s.id}:src/app.py`,
+            `WROTE ${h.a4.id} -> file:${h.s.id}:out.txt`,
+            `READ ${h.a5.id} -> file:${h.s.id}:out.txt`,
+            `WROTE ${h.a5.id} -> file:${h.s.id}:out.txt`,
+            `RETRY_OF ${h.a4.id} -> ${h.a2.id}`,
+            `RETRY_OF ${h.a5.id} -> ${h.a4.id}`,
+          ].sort(),
+        );
+        const failedOrRunning = await graph.sessionGraph(h.s.id, { status: ['failed', 'running'] });
+        expect(ids(failedOrRunning, 'Action')).toEqual([h.a2.id, h.a4.id, h.a6.id]);
+        // a6 retries a2, both included; a4 → a2 too. No NEXT: none of them are consecutive.
+        expect(edgeSet(failedOrRunning).filter((e) => /^(NEXT|RETRY_OF) /.test(e))).toEqual(
+          [`RETRY_OF ${h.a4.id} -> ${h.a2.id}`, `RETRY_OF ${h.a6.id} -> ${h.a2.id}`].sort(),
+        );
+        const both = await graph.sessionGraph(h.s.id, { types: ['file', 'browser'], status: ['succeeded'] });
+        expect(ids(both, 'Action')).toEqual([h.a1.id, h.a3.id]);
+      });
+
+      it('sessionGraph keeps actions started since an instant, and the latest `limit`', async () => {
+        const h = await history();
+        const since = await graph.sessionGraph(h.s.id, { since: at(4) });
+        expect(ids(since, 'Action')).toEqual([h.a4.id, h.a5.id, h.a6.id]);
+        // The same instant written with an offset is the same filter.
+        const offset = new Date(Date.parse(at(4)))
+          .toISOString()
+          .replace('T00:', 'T01:')
+          .replace('Z', '+01:00');
+        expect(await graph.sessionGraph(h.s.id, { since: offset })).toEqual(since);
+        const latest = await graph.sessionGraph(h.s.id, { limit: 2 });
+        expect(ids(latest, 'Action')).toEqual([h.a5.id, h.a6.id]);
+        expect(edgeSet(latest).filter((e) => /^(NEXT|RETRY_OF) /.test(e))).toEqual([
+          `NEXT ${h.a5.id} -> ${h.a6.id}`,
+        ]);
+        expect(ids(latest, 'File')).toEqual([`file:${h.s.id}:out.txt`]);
+        const combined = await graph.sessionGraph(h.s.id, { types: ['code'], since: at(2), limit: 2 });
+        expect(ids(combined, 'Action')).toEqual([h.a4.id, h.a5.id]);
+        expect(ids(await graph.sessionGraph(h.s.id, { since: at(7) }), 'Action')).toEqual([]);
+      });
+
+      it.each([
+        ['since', { since: 'yesterday' }],
+        ['since', { since: '2025-13-45T00:00:00Z' }],
+        ['types', { types: ['shell'] }],
+        ['types', { types: [] }],
+        ['status', { status: ['done'] }],
+        ['limit', { limit: 0 }],
+        ['limit', { limit: 1.5 }],
+      ] as const)(
+        'sessionGraph rejects a bad %s (%j) with InvalidInputError on that field',
+        async (field, filter) => {
+          const h = await history();
+          const attempt = graph.sessionGraph(h.s.id, filter as GraphFilter);
+          await expect(attempt).rejects.toBeInstanceOf(InvalidInputError);
+          await expect(attempt).rejects.toMatchObject({ field });
+        },
+      );
+
+      it('failureContext: the action, its retry chain, the actions before it, its files and their last writers', async () => {
+        const h = await history();
+        const ctx = await graph.failureContext(h.s.id, h.a4.id, { before: 2 });
+        const a2 = await graph.getAction(h.s.id, h.a2.id);
+        expect(ctx?.action).toEqual(await graph.getAction(h.s.id, h.a4.id));
+        expect(ctx?.action).toMatchObject({
+          input: h.a4.input,
+          outputExcerpt: '1\n',
+          error: { class: 'limit', message: 'out of memory', code: 'OUT_OF_MEMORY' },
+        });
+        // The sibling retry a6 is neither an ancestor nor a descendant of a4.
+        expect(ctx?.retryChain.map((e) => [e.id, e.relation, e.status])).toEqual([
+          [h.a2.id, 'ancestor', 'failed'],
+          [h.a4.id, 'self', 'failed'],
+          [h.a5.id, 'descendant', 'succeeded'],
+        ]);
+        expect(ctx?.before.map((a) => a.id)).toEqual([h.a2.id, h.a3.id]);
+        const a2Summary = {
+          id: h.a2.id,
+          seq: 2,
+          type: 'code',
+          operation: 'python',
+          status: 'failed',
+          inputSummary: 'python build',
+          inputHash: h.a2.inputHash,
+          startedAt: at(2),
+          endedAt: a2?.endedAt,
+          durationMs: 1000,
+          tier: 'subprocess',
+          exitCode: 1,
+        };
+        expect(ctx?.before[0]).toStrictEqual(a2Summary);
+        expect(ctx?.files).toStrictEqual([
+          { path: 'out.txt', access: ['write'], lastWrittenBy: a2Summary },
+          { path: 'src/app.py', access: ['read'], lastWrittenBy: a2Summary },
+        ]);
+        expect(ctx?.planStep).toBeNull();
+        expect(ctx?.retryChain[1]).toStrictEqual({
+          ...a2Summary,
+          id: h.a4.id,
+          seq: 4,
+          inputSummary: h.a4.inputSummary,
+          inputHash: h.a4.inputHash,
+          startedAt: at(4),
+          endedAt: ctx?.action.endedAt,
+          exitCode: 2,
+          error: { class: 'limit', message: 'out of memory', code: 'OUT_OF_MEMORY' },
+          retryOf: h.a2.id,
+          relation: 'self',
+        });
+      });
+
+      it('failureContext follows retries transitively both ways and handles the session’s edges', async () => {
+        const h = await history();
+        const root = await graph.failureContext(h.s.id, h.a2.id, { before: 10 });
+        expect(root?.retryChain.map((e) => [e.id, e.relation])).toEqual([
+          [h.a2.id, 'self'],
+          [h.a4.id, 'descendant'],
+          [h.a5.id, 'descendant'],
+          [h.a6.id, 'descendant'],
+        ]);
+        expect(root?.before.map((a) => a.id)).toEqual([h.a1.id]);
+        // a1 wrote src/app.py before a2; nothing wrote out.txt before a2.
+        expect(root?.files.map((f) => [f.path, f.access, f.lastWrittenBy?.id])).toEqual([
+          ['out.txt', ['write'], undefined],
+          ['src/app.py', ['write'], h.a1.id],
+        ]);
+        const leaf = await graph.failureContext(h.s.id, h.a5.id, { before: 0 });
+        expect(leaf?.retryChain.map((e) => [e.id, e.relation])).toEqual([
+          [h.a2.id, 'ancestor'],
+          [h.a4.id, 'ancestor'],
+          [h.a5.id, 'self'],
+        ]);
+        expect(leaf?.before).toEqual([]);
+        expect(leaf?.files).toEqual([
+          {
+            path: 'out.txt',
+            access: ['read', 'write'],
+            lastWrittenBy: expect.objectContaining({ id: h.a4.id }) as unknown,
+          },
+        ]);
+        const running = await graph.failureContext(h.s.id, h.a6.id, { before: 100 });
+        expect(running?.action).toMatchObject({ status: 'running', files: [] });
+        expect(running?.before.map((a) => a.seq)).toEqual([1, 2, 3, 4, 5]);
+        expect(running?.files).toEqual([]);
+      });
+
+      it('failureContext is undefined for an unknown action or another session’s, and checks `before`', async () => {
+        const h = await history();
+        expect(await graph.failureContext(h.s.id, 'no-such-action', { before: 5 })).toBeUndefined();
+        expect(await graph.failureContext(h.s.id, h.b1.id, { before: 5 })).toBeUndefined();
+        expect(await graph.failureContext('no-such-session', h.a1.id, { before: 5 })).toBeUndefined();
+        for (const before of [-1, 101, 1.5]) {
+          const attempt = graph.failureContext(h.s.id, h.a1.id, { before });
+          await expect(attempt).rejects.toBeInstanceOf(InvalidInputError);
+          await expect(attempt).rejects.toMatchObject({ field: 'before' });
+        }
+      });
+
+      it('fileLineage lists who wrote and read a file, in order, within the session', async () => {
+        const h = await history();
+        const lineage = await graph.fileLineage(h.s.id, 'src/app.py');
+        expect(lineage.path).toBe('src/app.py');
+        expect(lineage.entries.map((e) => [e.id, e.seq, e.access, e.status])).toEqual([
+          [h.a1.id, 1, ['write'], 'succeeded'],
+          [h.a2.id, 2, ['write'], 'failed'],
+          [h.a3.id, 3, ['read'], 'succeeded'],
+          [h.a4.id, 4, ['read'], 'failed'],
+        ]);
+        const ctx = await graph.failureContext(h.s.id, h.a4.id, { before: 2 });
+        expect(lineage.entries[1]).toStrictEqual({ ...ctx?.before[0], access: ['write'] });
+        expect((await graph.fileLineage(h.s.id, 'out.txt')).entries.map((e) => [e.id, e.access])).toEqual([
+          [h.a2.id, ['write']],
+          [h.a4.id, ['write']],
+          [h.a5.id, ['read', 'write']],
+        ]);
+        expect(await graph.fileLineage(h.s.id, 'never/touched')).toEqual({
+          path: 'never/touched',
+          entries: [],
+        });
+        expect((await graph.fileLineage(h.other.id, 'src/app.py')).entries.map((e) => e.id)).toEqual([
+          h.b1.id,
+        ]);
+        expect(await graph.fileLineage('no-such-session', 'src/app.py')).toEqual({
+          path: 'src/app.py',
+          entries: [],
+        });
+      });
+
+      it('health reports a usable store with nothing waiting', async () => {
+        expect(await graph.health()).toMatchObject({ status: 'ok', backlog: 0 });
       });
     });
 

@@ -44,3 +44,23 @@ export class ContextGraphClosedError extends SwitchyardError {
     super('the context graph is closed (the engine is shutting down)');
   }
 }
+
+/** Which connection setting a `GraphStoreConnectionError` blames. */
+export type GraphStoreSetting = 'uri' | 'credentials' | 'database';
+
+/**
+ * The graph store could not be used at start-up: unreachable or malformed address (`uri`), refused login
+ * (`credentials`) or no such database (`database`). The engine names the matching variable and stops.
+ */
+export class GraphStoreConnectionError extends SwitchyardError {
+  readonly code = 'GRAPH_STORE_CONNECTION';
+  readonly kind = 'unavailable' as const;
+
+  constructor(
+    readonly setting: GraphStoreSetting,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, { setting }, options);
+  }
+}

@@ -25,4 +25,16 @@ describe('ContextGraphModule', () => {
       graph.recordSession({ id: 's2', tenant: 't', createdAt: '', metadata: {} }),
     ).rejects.toBeInstanceOf(ContextGraphClosedError);
   });
+
+  it('initialises and closes a graph handed in as an instance', async () => {
+    const graph = new SqliteContextGraph({ sqlitePath: join(dir, 'instance.sqlite') });
+    const moduleRef = await Test.createTestingModule({
+      imports: [ContextGraphModule.forRoot({ store: 'instance', graph })],
+    }).compile();
+    const app = await moduleRef.init();
+    expect(app.get(ContextGraph)).toBe(graph);
+    expect(await graph.health()).toEqual({ store: 'embedded', status: 'ok', backlog: 0 });
+    await app.close();
+    await expect(graph.health()).rejects.toBeInstanceOf(ContextGraphClosedError);
+  });
 });

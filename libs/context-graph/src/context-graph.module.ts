@@ -1,6 +1,9 @@
 import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ContextGraph } from './context-graph.port';
 import { SqliteContextGraph } from './embedded/sqlite-context-graph';
+import { Neo4jContextGraph, type Neo4jContextGraphOptions } from './neo4j/neo4j-context-graph';
+import type { OutboxForwarderOptions } from './replication/outbox-forwarder';
+import { ReplicatedContextGraph } from './replication/replicated-context-graph';
 
 /** The embedded store: one SQLite file next to the engine. */
 export interface EmbeddedContextGraphOptions {
@@ -13,8 +16,29 @@ export interface EmbeddedContextGraphOptions {
   maxBatchSize?: number;
 }
 
-/** Which store backs the graph. A Neo4j store becomes another member of this union; callers do not change. */
-export type ContextGraphModuleOptions = EmbeddedContextGraphOptions;
+/**
+ * Neo4j as the store of record, behind a durable local outbox: records commit to the SQLite file first and
+ * are copied to Neo4j in order (see `ReplicatedContextGraph`).
+ */
+export interface Neo4jGraphStoreOptions {
+  store: 'neo4j';
+  /** The local file holding every record and the outbox. */
+  sqlitePath: string;
+  neo4j: Neo4jContextGraphOptions;
+  forwarder?: OutboxForwarderOptions;
+  busyTimeoutMs?: number;
+  maxBatchSize?: number;
+}
+
+/** A graph built elsewhere (tests, benchmarks); the module still initialises and closes it. */
+export interface InstanceContextGraphOptions {
+  store: 'instance';
+  graph: ContextGraph;
+}
+
+/** Which store backs the graph; callers of `ContextGraph` do not change with it. */
+export type ContextGraphModuleOptions =
+  EmbeddedContextGraphOptions | Neo4jGraphStoreOptions | InstanceContextGraphOptions;
 
 export const CONTEXT_GRAPH_OPTIONS = Symbol('switchyard:context-graph:options');
 
@@ -23,6 +47,20 @@ export function createContextGraph(options: ContextGraphModuleOptions): ContextG
   switch (options.store) {
     case 'embedded':
       return new SqliteContextGraph(options);
+    case 'neo4j':
+      return new ReplicatedContextGraph({
+        local: new SqliteContextGraph({
+          sqlitePath: options.sqlitePath,
+          busyTimeoutMs: options.busyTimeoutMs,
+          maxBatchSize: options.maxBatchSize,
+          outbox: true,
+        }),
+        // Short driver retries: the forwarder retries with its own backoff, and reads fall back to the file.
+        remote: new Neo4jContextGraph({ maxTransactionRetryTimeMs: 2000, ...options.neo4j }),
+        forwarder: options.forwarder,
+      });
+    case 'instance':
+      return options.graph;
   }
 }
 
@@ -56,7 +94,13 @@ export class ContextGraphModule {
           inject: [CONTEXT_GRAPH_OPTIONS],
           useFactory: async (opts: ContextGraphModuleOptions): Promise<ContextGraph> => {
             const graph = createContextGraph(opts);
-            await graph.init();
+            try {
+              await graph.init();
+            } catch (error) {
+              // Start-up stops here: release what init() opened (files, the Neo4j driver) before failing.
+              await graph.close().catch(() => undefined);
+              throw error;
+            }
             return graph;
           },
         },

@@ -2,6 +2,11 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  FailureContext,
+  FailureContextQuery,
+  FileLineage,
+  GraphFilter,
+  GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
@@ -18,10 +23,12 @@ import type {
  *   (1, 2, …) in the order their starts were recorded.
  * - `recordActionCompleted` sets the final fields and adds `READ`/`WROTE` edges to `File` nodes
  *   (one `File` node per session and path, id `file:<sessionId>:<path>`).
- * - `RETRY_OF` goes from the retry to the original when `retryOf` is set.
+ * - `RETRY_OF` goes from the retry to the original when `retryOf` is set, with `{reason}` when `retryReason` is.
  * - `sandbox` on completion adds a `RAN_IN` edge to a `Sandbox` node (id `sandbox:<containerId>`, one per
  *   container, so a pooled container collects every action of its session).
  * - Node ids: the session id, the action id, the file id and the sandbox id above.
+ * - Every query answers the same on every adapter (same values, same order); on a remote store each query is
+ *   one round trip.
  */
 export abstract class ContextGraph {
   /** Creates the schema. Called once at start-up, before anything else. */
@@ -49,8 +56,29 @@ export abstract class ContextGraph {
    */
   abstract listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>>;
 
-  /** Session node, actions by `seq`, files by path; empty for an unknown session. */
-  abstract sessionGraph(sessionId: string): Promise<GraphView>;
+  /**
+   * Session node, then actions by `seq`, files by path, sandboxes by id; edges grouped by type (`HAS_ACTION`,
+   * `NEXT`, `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`), each group by the action's `seq`. Empty for an unknown
+   * session. `filter` narrows it (see {@link GraphFilter}); throws `InvalidInputError` (field `since`, `types`,
+   * `status` or `limit`) for a filter that cannot be applied.
+   */
+  abstract sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView>;
+
+  /**
+   * The failure context of one action (see {@link FailureContext}); `undefined` when the session has no such
+   * action. Throws `InvalidInputError` (field `before`) unless `before` is an integer 0–100.
+   */
+  abstract failureContext(
+    sessionId: string,
+    actionId: string,
+    query: FailureContextQuery,
+  ): Promise<FailureContext | undefined>;
+
+  /** Which actions of the session read and wrote `path` (a workspace-relative path, as recorded), by `seq`. */
+  abstract fileLineage(sessionId: string, path: string): Promise<FileLineage>;
+
+  /** The store's state; cheap enough to call on every read (remote checks are cached briefly). */
+  abstract health(): Promise<GraphHealth>;
 
   /** Marks actions left `running` by a crash as `interrupted`; returns how many. */
   abstract markRunningInterrupted(endedAt: string): Promise<number>;

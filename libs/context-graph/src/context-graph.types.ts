@@ -31,8 +31,10 @@ export interface ActionStart {
   startedAt: string;
   tier: ActionTier;
   risk: RiskAssessment;
-  /** Reserved for the reflection issue: the action this one retries. */
+  /** The action this one retries: a `RETRY_OF` edge to it. */
   retryOf?: string;
+  /** Why it is retried, kept as the `reason` property of the `RETRY_OF` edge. */
+  retryReason?: string;
 }
 
 /** The container an action ran in (container tiers only). One `Sandbox` node per container. */
@@ -77,6 +79,7 @@ export interface ActionRecord {
   error?: ActionError;
   outputExcerpt?: string;
   retryOf?: string;
+  retryReason?: string;
   sandbox?: SandboxRef;
   /** Deduplicated, sorted by path then access. */
   files: FileTouch[];
@@ -118,4 +121,98 @@ export interface GraphEdge {
 export interface GraphView {
   nodes: GraphNode[];
   edges: GraphEdge[];
+}
+
+/**
+ * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included; files
+ * and sandboxes are those of the included actions, and an edge is kept only when both its ends are included
+ * (so `NEXT` links only consecutive included actions).
+ */
+export interface GraphFilter {
+  /** Only actions started at or after this instant (ISO 8601, compared as an instant). */
+  since?: string;
+  /** Only actions of these types. */
+  types?: ActionType[];
+  /** Only actions with these statuses. */
+  status?: ActionStatus[];
+  /** At most this many actions: the latest (highest `seq`) that match, still returned oldest first. */
+  limit?: number;
+}
+
+/** An action's identity and outcome, without its full input, output or result. */
+export interface ActionSummary {
+  id: string;
+  seq: number;
+  type: ActionType;
+  operation: string;
+  status: ActionStatus;
+  inputSummary: string;
+  inputHash: string;
+  startedAt: string;
+  endedAt?: string;
+  durationMs?: number;
+  tier: ActionTier;
+  exitCode?: number;
+  error?: ActionError;
+  retryOf?: string;
+  retryReason?: string;
+}
+
+/** One action of a retry chain, and where it stands relative to the action asked about. */
+export interface RetryChainEntry extends ActionSummary {
+  relation: 'ancestor' | 'self' | 'descendant';
+}
+
+/** A file the action touched, and which earlier action last wrote it. */
+export interface FileContext {
+  path: string;
+  /** How this action touched it: `read` before `write`. */
+  access: FileTouch['access'][];
+  /** The latest action of the session before this one (lower `seq`) that wrote the file; absent if none. */
+  lastWrittenBy?: ActionSummary;
+}
+
+/** What a reflection loop needs to revise a failed action, in one answer. */
+export interface FailureContext {
+  /** The action itself, with its input, output excerpt, error and files. */
+  action: ActionRecord;
+  /**
+   * Every action linked to it by `RETRY_OF` paths — the originals it retries (transitively) and the retries
+   * of it (transitively) — plus the action itself, by `seq`.
+   */
+  retryChain: RetryChainEntry[];
+  /** Up to `before` actions immediately preceding it in the session, oldest first. */
+  before: ActionSummary[];
+  /** The files it read or wrote, by path. */
+  files: FileContext[];
+  /** The plan step it belongs to. Plans arrive with the planner (issue 6); until then always `null`. */
+  planStep: null;
+}
+
+export interface FailureContextQuery {
+  /** How many preceding actions to include, 0–100. */
+  before: number;
+}
+
+/** One action that touched a file, with how it did. */
+export interface FileLineageEntry extends ActionSummary {
+  /** `read` before `write`. */
+  access: FileTouch['access'][];
+}
+
+/** Which actions wrote and read one workspace file, by `seq`. Empty `entries` for a path never touched. */
+export interface FileLineage {
+  path: string;
+  entries: FileLineageEntry[];
+}
+
+/** Where the store stands: for `/health`, and for reads that may lag behind the writes. */
+export interface GraphHealth {
+  store: 'embedded' | 'neo4j';
+  /** `degraded`: Neo4j cannot be reached or is refusing writes; records wait in the local outbox. */
+  status: 'ok' | 'degraded';
+  /** Records committed locally but not yet in Neo4j (always 0 for the embedded store). */
+  backlog: number;
+  /** The last error talking to Neo4j, while degraded. */
+  error?: string;
 }

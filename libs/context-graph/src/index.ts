@@ -8,3 +8,22 @@ export {
   type SqlitePragmas,
 } from './embedded/sqlite-context-graph';
 export type { GroupCommitStats } from './embedded/group-commit-queue';
+export type { SessionState } from './context-graph.views';
+export { Neo4jContextGraph, type Neo4jContextGraphOptions } from './neo4j/neo4j-context-graph';
+export {
+  OutboxForwarder,
+  type ForwarderState,
+  type ForwarderTimers,
+  type Outbox,
+  type OutboxForwarderOptions,
+} from './replication/outbox-forwarder';
+export {
+  ReplicatedContextGraph,
+  type ReplicatedContextGraphOptions,
+} from './replication/replicated-context-graph';
+export type {
+  OutboxBatch,
+  ReplicaAction,
+  ReplicaChanges,
+  ReplicaTarget,
+} from './replication/replication.types';

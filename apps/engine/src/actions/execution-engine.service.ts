@@ -319,6 +319,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         tier: prepared.tier,
         risk: prepared.risk,
         ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
+        ...(options.retryReason !== undefined && { retryReason: options.retryReason }),
       });
     } catch (err) {
       end();

@@ -129,4 +129,86 @@ describe('SqliteContextGraph', () => {
       /init\(\)/,
     );
   });
+
+  describe('outbox', () => {
+    const session = { id: 's', tenant: 't', createdAt: '2025-01-01T00:00:00.000Z', metadata: {} };
+    const open = async (outbox: boolean, file = 'outbox.sqlite'): Promise<SqliteContextGraph> => {
+      const g = new SqliteContextGraph({ sqlitePath: join(fixture.dir, file), outbox });
+      await g.init();
+      return g;
+    };
+
+    it('queues nothing without an outbox', async () => {
+      await graph.recordSession(session);
+      await graph.recordActionStarted(start('a1', 's'));
+      expect(graph.outboxSize()).toBe(0);
+      expect(graph.outboxHolds('s')).toBe(false);
+      expect(graph.outboxBatch(10)).toEqual({ lastId: 0, entries: 0, sessions: [], actions: [] });
+    });
+
+    it('queues what each write changed, in its transaction; a rejected write queues nothing', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      await expect(g.recordActionStarted(start('a2', 'missing'))).rejects.toBeInstanceOf(
+        SessionNotRecordedError,
+      );
+      await g.endSession('s', '2025-01-01T00:01:00.000Z', 'deleted');
+      expect(g.outboxSize()).toBe(3);
+      expect(g.outboxHolds('s')).toBe(true);
+      expect(g.outboxHolds('other')).toBe(false);
+
+      const batch = g.outboxBatch(10);
+      expect(batch).toMatchObject({ entries: 3, sessions: [{ id: 's', endReason: 'deleted' }] });
+      expect(batch.actions.map((a) => [a.id, a.seq, a.prevId])).toEqual([['a1', 1, undefined]]);
+      expect(await g.outboxAck(batch.lastId)).toBe(3);
+      expect(g.outboxSize()).toBe(0);
+      await g.close();
+    });
+
+    it('queues exactly the actions markRunningInterrupted ends', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      await g.recordActionStarted(start('a2', 's'));
+      await g.outboxAck(g.outboxBatch(10).lastId);
+      expect(await g.markRunningInterrupted('2025-01-01T00:02:00.000Z')).toBe(2);
+      const batch = g.outboxBatch(10);
+      expect(batch.actions.map((a) => [a.id, a.status, a.prevId])).toEqual([
+        ['a1', 'interrupted', undefined],
+        ['a2', 'interrupted', 'a1'],
+      ]);
+      await g.close();
+    });
+
+    it('stops a batch at the byte budget, but always takes one entry', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      for (const id of ['a1', 'a2', 'a3']) await g.recordActionStarted(start(id, 's'));
+      expect(g.outboxBatch(10, 1).entries).toBe(2); // the session, then one action over budget
+      expect(g.outboxBatch(10, 10_000).entries).toBe(4);
+      await g.close();
+    });
+
+    it('switching the outbox on queues the history once; switching it off forgets the queue', async () => {
+      await graph.recordSession(session);
+      await graph.recordActionStarted(start('a1', 's'));
+      await graph.recordActionStarted(start('a2', 's'));
+      await graph.close();
+      const path = 'nested/graph.sqlite';
+      let g = await open(true, path);
+      expect(g.outboxSize()).toBe(3);
+      await g.close();
+      g = await open(true, path); // already on: nothing queued twice
+      expect(g.outboxSize()).toBe(3);
+      await g.close();
+      g = await open(false, path);
+      expect(g.outboxSize()).toBe(0);
+      await g.recordActionStarted(start('a3', 's'));
+      await g.close();
+      g = await open(true, path);
+      expect(g.outboxBatch(100).actions.map((a) => a.id)).toEqual(['a1', 'a2', 'a3']);
+      await g.close();
+    });
+  });
 });

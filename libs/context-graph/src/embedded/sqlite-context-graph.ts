@@ -21,14 +21,32 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
-  GraphEdge,
-  GraphNode,
+  ActionSummary,
+  FailureContext,
+  FailureContextQuery,
+  FileLineage,
+  GraphFilter,
+  GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
+import {
+  assertFailureContextQuery,
+  buildFailureContext,
+  buildFileLineage,
+  buildGraphView,
+  checkGraphFilter,
+  fileNodeId,
+  INTERRUPTED_ERROR,
+  sandboxNodeId,
+  type SessionState,
+  sortTouches,
+  summarize,
+} from '../context-graph.views';
+import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
 import { WalSync } from './wal-sync';
 
@@ -39,6 +57,12 @@ export interface SqliteContextGraphOptions {
   busyTimeoutMs?: number;
   /** Most writes committed in one transaction. Default 500. */
   maxBatchSize?: number;
+  /**
+   * Keep a replication outbox: every write also appends, in its own transaction, the ids of what it changed,
+   * for a forwarder to copy to another store (see `ReplicatedContextGraph`). Turning it on for a file that
+   * already holds records queues all of them once.
+   */
+  outbox?: boolean;
 }
 
 /** Connection settings as SQLite reports them, for diagnostics. */
@@ -82,6 +106,7 @@ CREATE TABLE IF NOT EXISTS actions (
   result TEXT,
   retry_of TEXT REFERENCES actions(id),
   sandbox_id TEXT,
+  retry_reason TEXT,
   UNIQUE (session_id, seq)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS actions_running ON actions(status) WHERE status = 'running';
@@ -103,15 +128,32 @@ CREATE TABLE IF NOT EXISTS sandboxes (
   tier TEXT NOT NULL,
   container_id TEXT NOT NULL
 ) STRICT;
+CREATE INDEX IF NOT EXISTS actions_retry_of ON actions(retry_of) WHERE retry_of IS NOT NULL;
+CREATE INDEX IF NOT EXISTS action_files_by_file ON action_files(file_id, access);
+CREATE TABLE IF NOT EXISTS outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL CHECK (kind IN ('session', 'action')),
+  key TEXT NOT NULL,
+  session_id TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 `;
-const SCHEMA_VERSION = 2;
-/** Steps from each older `user_version` to the next; version 1 had no sandboxes. */
+const SCHEMA_VERSION = 3;
+/**
+ * Steps from each older `user_version` to the next (new tables and indexes come from SCHEMA's IF NOT EXISTS).
+ * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage.
+ */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
+  2: 'ALTER TABLE actions ADD COLUMN retry_reason TEXT;',
 };
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
-  started_at, ended_at, duration_ms, tier, risk, exit_code, error, output_excerpt, result, retry_of, sandbox_id`;
+  started_at, ended_at, duration_ms, tier, risk, exit_code, error, output_excerpt, result, retry_of, sandbox_id,
+  retry_reason`;
+/** The same columns, qualified for queries that join `actions a`. */
+const ACTION_COLUMNS_OF_A = ACTION_COLUMNS.replace(/(\w+)/g, 'a.$1');
 
 type SessionRow = {
   id: string;
@@ -143,23 +185,17 @@ type ActionRow = {
   result: string | null;
   retry_of: string | null;
   sandbox_id: string | null;
+  retry_reason: string | null;
 };
 
-type TouchRow = { path: string; access: FileTouch['access'] };
-type SessionTouchRow = TouchRow & { action_id: string; file_id: string };
+type TouchRow = { action_id: string; path: string; access: FileTouch['access'] };
+type SandboxRow = { id: string; tier: SandboxRef['tier']; container_id: string };
+type OutboxRow = { id: number; kind: 'session' | 'action'; key: string };
 
-const INTERRUPTED: ActionError = {
-  class: 'internal',
-  message: 'engine stopped while the action was running',
-};
-
-const fileId = (sessionId: string, path: string): string => `file:${sessionId}:${path}`;
-const sandboxNodeId = (containerId: string): string => `sandbox:${containerId}`;
 const parse = <T>(json: string): T => JSON.parse(json) as T;
 const parseOpt = <T>(json: string | null): T | undefined => (json === null ? undefined : parse<T>(json));
-/** Graph properties mirror Neo4j, which has no null properties: absent means unknown. */
-const compact = (props: Record<string, unknown>): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(props).filter(([, v]) => v !== undefined && v !== null));
+/** Binds a list as one parameter: `IN (SELECT value FROM json_each(?))`. */
+const list = (values: readonly string[]): string => JSON.stringify(values);
 
 /**
  * Embedded `ContextGraph` adapter: one SQLite file in WAL mode; every acknowledged write is on disk
@@ -167,6 +203,10 @@ const compact = (props: Record<string, unknown>): Record<string, unknown> =>
  *
  * Writes go through a {@link GroupCommitQueue} (one fsync per batch of concurrent writes); reads run
  * directly on the same connection and see every write whose promise has resolved.
+ *
+ * With `outbox: true` it is also the durable outbox of a replicated graph: each write appends the ids it
+ * changed to the `outbox` table in the same transaction, and `outboxBatch`/`outboxAck` let a forwarder copy
+ * them elsewhere in order.
  */
 export class SqliteContextGraph extends ContextGraph {
   private db: DatabaseSync | undefined;
@@ -195,8 +235,11 @@ export class SqliteContextGraph extends ContextGraph {
       // A fresh file gets the current schema at once; an older one is migrated step by step first.
       if (version === 0) version = SCHEMA_VERSION;
       for (; version < SCHEMA_VERSION; version++) db.exec(MIGRATIONS[version]);
-      db.exec(`${SCHEMA} PRAGMA user_version = ${SCHEMA_VERSION}; COMMIT;`);
+      db.exec(`${SCHEMA} PRAGMA user_version = ${SCHEMA_VERSION};`);
+      this.setUpOutbox(db);
+      db.exec('COMMIT');
     } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK');
       db.close();
       throw error;
     }
@@ -214,6 +257,7 @@ export class SqliteContextGraph extends ContextGraph {
         session.createdAt,
         JSON.stringify(session.metadata),
       );
+      this.queueForReplica('session', session.id, session.id);
     });
   }
 
@@ -231,8 +275,8 @@ export class SqliteContextGraph extends ContextGraph {
       // seq is allocated inside the write transaction, so it follows commit order and has no gaps.
       this.sql(
         `INSERT INTO actions (id, session_id, seq, type, operation, status, input, input_summary, input_hash,
-           started_at, tier, risk, retry_of)
-         SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?
+           started_at, tier, risk, retry_of, retry_reason)
+         SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?
          FROM actions WHERE session_id = ?`,
       ).run(
         a.id,
@@ -246,8 +290,10 @@ export class SqliteContextGraph extends ContextGraph {
         a.tier,
         JSON.stringify(a.risk),
         a.retryOf ?? null,
+        a.retryOf === undefined ? null : (a.retryReason ?? null),
         a.sessionId,
       );
+      this.queueForReplica('action', a.id, a.sessionId);
     });
   }
 
@@ -280,7 +326,7 @@ export class SqliteContextGraph extends ContextGraph {
         actionId,
       );
       for (const file of c.files) {
-        const id = fileId(row.session_id, file.path);
+        const id = fileNodeId(row.session_id, file.path);
         this.sql('INSERT INTO files (id, session_id, path) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(
           id,
           row.session_id,
@@ -290,6 +336,7 @@ export class SqliteContextGraph extends ContextGraph {
           'INSERT INTO action_files (action_id, file_id, access) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
         ).run(actionId, id, file.access);
       }
+      this.queueForReplica('action', actionId, row.session_id);
     });
   }
 
@@ -298,7 +345,7 @@ export class SqliteContextGraph extends ContextGraph {
       actionId,
       sessionId,
     ) as ActionRow | undefined;
-    return row && this.toRecord(row);
+    return row && this.hydrate([row])[0];
   }
 
   override async listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {
@@ -308,75 +355,112 @@ export class SqliteContextGraph extends ContextGraph {
     const rows = this.sql(
       `SELECT ${ACTION_COLUMNS} FROM actions WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ).all(sessionId, after, query.limit + 1) as ActionRow[];
-    const items = rows.slice(0, query.limit).map((row) => this.toRecord(row));
+    const items = this.hydrate(rows.slice(0, query.limit));
     return rows.length > query.limit
       ? { items, nextCursor: encodeSeqCursor(items[items.length - 1].seq) }
       : { items };
   }
 
-  override async sessionGraph(sessionId: string): Promise<GraphView> {
-    const session = this.sql('SELECT * FROM sessions WHERE id = ?').get(sessionId) as SessionRow | undefined;
+  override async sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView> {
+    const f = checkGraphFilter(filter);
+    const session = this.session(sessionId);
     if (!session) return { nodes: [], edges: [] };
-    const actions = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE session_id = ? ORDER BY seq`).all(
+    // NULL parameters switch a predicate off; the latest `limit` are picked, then put back in seq order.
+    const rows = this.sql(
+      `SELECT ${ACTION_COLUMNS} FROM actions WHERE session_id = ?1
+         AND (?2 IS NULL OR started_at >= ?2)
+         AND (?3 IS NULL OR type IN (SELECT value FROM json_each(?3)))
+         AND (?4 IS NULL OR status IN (SELECT value FROM json_each(?4)))
+       ORDER BY seq DESC LIMIT ?5`,
+    ).all(
       sessionId,
+      f?.since ?? null,
+      f?.types ? list(f.types) : null,
+      f?.status ? list(f.status) : null,
+      f?.limit ?? -1,
     ) as ActionRow[];
-    const files = this.sql('SELECT id, path FROM files WHERE session_id = ? ORDER BY path').all(
-      sessionId,
-    ) as {
-      id: string;
-      path: string;
-    }[];
-    const touches = this.sessionTouches(sessionId);
-    const sandboxes = this.sql(
-      'SELECT id, tier, container_id FROM sandboxes WHERE session_id = ? ORDER BY rowid',
-    ).all(sessionId) as { id: string; tier: string; container_id: string }[];
+    return buildGraphView(session, this.hydrate(rows.reverse()));
+  }
 
-    const nodes: GraphNode[] = [
-      {
-        id: session.id,
-        label: 'Session',
-        properties: compact({
-          createdAt: session.created_at,
-          tenant: session.tenant,
-          metadata: session.metadata,
-          endedAt: session.ended_at,
-          endReason: session.end_reason,
-        }),
-      },
-      ...actions.map((a): GraphNode => ({ id: a.id, label: 'Action', properties: actionProperties(a) })),
-      ...files.map((f): GraphNode => ({ id: f.id, label: 'File', properties: { path: f.path } })),
-      ...sandboxes.map(
-        (b): GraphNode => ({
-          id: b.id,
-          label: 'Sandbox',
-          properties: { tier: b.tier, containerId: b.container_id },
-        }),
-      ),
-    ];
-    const edge = (from: string, to: string, type: GraphEdge['type']): GraphEdge => ({
-      from,
-      to,
-      type,
-      properties: {},
-    });
-    const edges: GraphEdge[] = [
-      ...actions.map((a) => edge(session.id, a.id, 'HAS_ACTION')),
-      ...actions.slice(1).map((a, i) => edge(actions[i].id, a.id, 'NEXT')),
-      ...touches.map((t) => edge(t.action_id, t.file_id, t.access === 'read' ? 'READ' : 'WROTE')),
-      ...actions.flatMap((a) => (a.retry_of === null ? [] : [edge(a.id, a.retry_of, 'RETRY_OF')])),
-      ...actions.flatMap((a) => (a.sandbox_id === null ? [] : [edge(a.id, a.sandbox_id, 'RAN_IN')])),
-    ];
-    return { nodes, edges };
+  override async failureContext(
+    sessionId: string,
+    actionId: string,
+    query: FailureContextQuery,
+  ): Promise<FailureContext | undefined> {
+    assertFailureContextQuery(query);
+    const row = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ? AND session_id = ?`).get(
+      actionId,
+      sessionId,
+    ) as ActionRow | undefined;
+    if (!row) return undefined;
+    const [action] = this.hydrate([row]);
+    const ancestors = this.sql(
+      `WITH RECURSIVE up(id) AS (
+         SELECT retry_of FROM actions WHERE id = ? AND retry_of IS NOT NULL
+         UNION SELECT a.retry_of FROM actions a JOIN up ON a.id = up.id WHERE a.retry_of IS NOT NULL)
+       SELECT ${ACTION_COLUMNS} FROM actions WHERE id IN (SELECT id FROM up)`,
+    ).all(actionId) as ActionRow[];
+    const descendants = this.sql(
+      `WITH RECURSIVE down(id) AS (
+         SELECT id FROM actions WHERE retry_of = ?
+         UNION SELECT a.id FROM actions a JOIN down ON a.retry_of = down.id)
+       SELECT ${ACTION_COLUMNS} FROM actions WHERE id IN (SELECT id FROM down)`,
+    ).all(actionId) as ActionRow[];
+    const before = this.sql(
+      `SELECT ${ACTION_COLUMNS} FROM actions WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+    ).all(sessionId, row.seq, query.before) as ActionRow[];
+    const writerRows = new Map<string, ActionRow>();
+    for (const path of new Set(action.files.map((t) => t.path))) {
+      const writer = this.sql(
+        `SELECT ${ACTION_COLUMNS_OF_A} FROM action_files af JOIN actions a ON a.id = af.action_id
+         WHERE af.file_id = ? AND af.access = 'write' AND a.seq < ? ORDER BY a.seq DESC LIMIT 1`,
+      ).get(fileNodeId(sessionId, path), row.seq) as ActionRow | undefined;
+      if (writer) writerRows.set(path, writer);
+    }
+    const summaries = (rows: ActionRow[]): ActionSummary[] => this.hydrate(rows).map(summarize);
+    const writers = summaries([...writerRows.values()]);
+    return buildFailureContext(
+      action,
+      summaries(ancestors),
+      summaries(descendants),
+      summaries(before),
+      new Map([...writerRows.keys()].map((path, i) => [path, writers[i]])),
+    );
+  }
+
+  override async fileLineage(sessionId: string, path: string): Promise<FileLineage> {
+    const rows = this.sql(
+      `SELECT ${ACTION_COLUMNS_OF_A} FROM actions a
+       WHERE a.id IN (SELECT action_id FROM action_files WHERE file_id = ?) ORDER BY a.seq`,
+    ).all(fileNodeId(sessionId, path)) as ActionRow[];
+    return buildFileLineage(
+      path,
+      this.hydrate(rows).map((a) => ({
+        ...summarize(a),
+        access: a.files.filter((f) => f.path === path).map((f) => f.access),
+      })),
+    );
+  }
+
+  override async health(): Promise<GraphHealth> {
+    if (this.closed) throw new ContextGraphClosedError();
+    return { store: 'embedded', status: 'ok', backlog: 0 };
   }
 
   override markRunningInterrupted(endedAt: string): Promise<number> {
-    return this.write(() =>
-      Number(
+    return this.write(() => {
+      if (this.options.outbox) {
+        this.sql(
+          `INSERT INTO outbox (kind, key, session_id)
+           SELECT 'action', id, session_id FROM actions WHERE status = 'running' ORDER BY session_id, seq`,
+        ).run();
+      }
+      return Number(
         this.sql(
           `UPDATE actions SET status = 'interrupted', ended_at = ?, error = ? WHERE status = 'running'`,
-        ).run(endedAt, JSON.stringify(INTERRUPTED)).changes,
-      ),
-    );
+        ).run(endedAt, JSON.stringify(INTERRUPTED_ERROR)).changes,
+      );
+    });
   }
 
   override endSession(sessionId: string, endedAt: string, reason: 'deleted' | 'expired'): Promise<void> {
@@ -387,6 +471,7 @@ export class SqliteContextGraph extends ContextGraph {
          WHERE id = ?`,
       ).run(endedAt, reason, sessionId);
       if (Number(changes) === 0) throw new SessionNotRecordedError(sessionId);
+      this.queueForReplica('session', sessionId, sessionId);
     });
   }
 
@@ -423,6 +508,67 @@ export class SqliteContextGraph extends ContextGraph {
     return this.queue?.stats() ?? { transactions: 0, writes: 0 };
   }
 
+  /** Outbox entries not yet acknowledged (0 without an outbox). */
+  outboxSize(): number {
+    if (!this.options.outbox) return 0;
+    return Number(Object.values(this.sql('SELECT count(*) FROM outbox').get() ?? {})[0]);
+  }
+
+  /** Whether any outbox entry of this session is waiting. */
+  outboxHolds(sessionId: string): boolean {
+    return (
+      this.options.outbox === true &&
+      this.sql('SELECT 1 FROM outbox WHERE session_id = ? LIMIT 1').get(sessionId) !== undefined
+    );
+  }
+
+  /**
+   * The oldest outbox entries, as the current state of what they name: sessions, then actions in entry
+   * order, each once. Stops after `maxEntries` entries or once about `maxBytes` of action data is gathered
+   * (always at least one entry). Acknowledge with `outboxAck(batch.lastId)` once copied.
+   */
+  outboxBatch(maxEntries: number, maxBytes = 8 * 1024 * 1024): OutboxBatch {
+    const rows = this.sql('SELECT id, kind, key FROM outbox ORDER BY id LIMIT ?').all(
+      maxEntries,
+    ) as OutboxRow[];
+    const sessions = new Map<string, SessionState>();
+    const actions = new Map<string, ReplicaAction>();
+    let lastId = 0;
+    let bytes = 0;
+    for (const row of rows) {
+      if (bytes > maxBytes) break;
+      lastId = row.id;
+      if (row.kind === 'session') {
+        const session = sessions.has(row.key) ? undefined : this.session(row.key);
+        if (session) sessions.set(row.key, session);
+        continue;
+      }
+      if (actions.has(row.key)) continue;
+      const actionRow = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ?`).get(row.key) as
+        ActionRow | undefined;
+      if (!actionRow) continue;
+      const [record] = this.hydrate([actionRow]);
+      const prev = this.sql('SELECT id FROM actions WHERE session_id = ? AND seq = ?').get(
+        actionRow.session_id,
+        actionRow.seq - 1,
+      ) as { id: string } | undefined;
+      actions.set(row.key, { ...record, ...(prev && { prevId: prev.id }) });
+      bytes +=
+        actionRow.input.length + (actionRow.result?.length ?? 0) + (actionRow.output_excerpt?.length ?? 0);
+    }
+    return {
+      lastId,
+      entries: rows.filter((r) => r.id <= lastId).length,
+      sessions: [...sessions.values()],
+      actions: [...actions.values()],
+    };
+  }
+
+  /** Drops the outbox entries up to `lastId` (durably), once they are copied. Returns how many. */
+  outboxAck(lastId: number): Promise<number> {
+    return this.write(() => Number(this.sql('DELETE FROM outbox WHERE id <= ?').run(lastId).changes));
+  }
+
   private async write<T>(apply: () => T): Promise<T> {
     if (this.closed || !this.queue) throw this.unavailable();
     return this.queue.enqueue(apply);
@@ -449,73 +595,103 @@ export class SqliteContextGraph extends ContextGraph {
     return statement;
   }
 
-  private toRecord(row: ActionRow): ActionRecord {
-    const files = (
-      this.sql(
-        `SELECT f.path, af.access FROM action_files af JOIN files f ON f.id = af.file_id
-         WHERE af.action_id = ? ORDER BY f.path, af.access`,
-      ).all(row.id) as TouchRow[]
-    ).map(({ path, access }) => ({ path, access }));
-    const sandbox =
-      row.sandbox_id === null
-        ? undefined
-        : (this.sql('SELECT tier, container_id FROM sandboxes WHERE id = ?').get(row.sandbox_id) as {
-            tier: SandboxRef['tier'];
-            container_id: string;
-          });
-    return {
-      id: row.id,
-      sessionId: row.session_id,
-      seq: row.seq,
-      type: row.type,
-      operation: row.operation,
-      status: row.status,
-      input: parse<Record<string, unknown>>(row.input),
-      inputSummary: row.input_summary,
-      inputHash: row.input_hash,
-      startedAt: row.started_at,
-      endedAt: row.ended_at ?? undefined,
-      durationMs: row.duration_ms ?? undefined,
-      tier: row.tier,
-      risk: parse<RiskAssessment>(row.risk),
-      exitCode: row.exit_code ?? undefined,
-      error: parseOpt<ActionError>(row.error),
-      outputExcerpt: row.output_excerpt ?? undefined,
-      retryOf: row.retry_of ?? undefined,
-      sandbox: sandbox && { tier: sandbox.tier, containerId: sandbox.container_id },
-      files,
-      result: parseOpt(row.result),
-    };
+  /** Inside a write: names what it changed for the forwarder (no-op without an outbox). */
+  private queueForReplica(kind: OutboxRow['kind'], key: string, sessionId: string): void {
+    if (!this.options.outbox) return;
+    this.sql('INSERT INTO outbox (kind, key, session_id) VALUES (?, ?, ?)').run(kind, key, sessionId);
   }
 
-  private sessionTouches(sessionId: string): SessionTouchRow[] {
-    return this.sql(
-      `SELECT af.action_id, af.file_id, f.path, af.access FROM actions a
-       JOIN action_files af ON af.action_id = a.id JOIN files f ON f.id = af.file_id
-       WHERE a.session_id = ? ORDER BY a.seq, f.path, af.access`,
-    ).all(sessionId) as SessionTouchRow[];
+  /**
+   * Runs in the init transaction. Switching the outbox on queues every record already in the file once, so
+   * a store added later still receives the whole history; switching it off forgets the queue (the next
+   * switch-on queues everything again, and replaying is idempotent).
+   */
+  private setUpOutbox(db: DatabaseSync): void {
+    const state = (
+      db.prepare(`SELECT value FROM meta WHERE key = 'outbox'`).get() as { value: string } | undefined
+    )?.value;
+    const wanted = this.options.outbox ? 'on' : 'off';
+    if (state === wanted || (state === undefined && wanted === 'off')) return;
+    db.exec('DELETE FROM outbox');
+    if (wanted === 'on') {
+      db.exec(`INSERT INTO outbox (kind, key, session_id) SELECT 'session', id, id FROM sessions ORDER BY rowid;
+        INSERT INTO outbox (kind, key, session_id)
+          SELECT 'action', id, session_id FROM actions ORDER BY session_id, seq;`);
+    }
+    db.prepare(
+      `INSERT INTO meta (key, value) VALUES ('outbox', ?) ON CONFLICT (key) DO UPDATE SET value = ?`,
+    ).run(wanted, wanted);
+  }
+
+  private session(sessionId: string): SessionState | undefined {
+    const row = this.sql('SELECT * FROM sessions WHERE id = ?').get(sessionId) as SessionRow | undefined;
+    return (
+      row && {
+        id: row.id,
+        tenant: row.tenant,
+        createdAt: row.created_at,
+        metadata: parse<Record<string, unknown>>(row.metadata),
+        ...(row.ended_at !== null && { endedAt: row.ended_at }),
+        ...(row.end_reason !== null && { endReason: row.end_reason as 'deleted' | 'expired' }),
+      }
+    );
+  }
+
+  /** Rows to records, with files and sandboxes fetched in one query each for all of them. */
+  private hydrate(rows: ActionRow[]): ActionRecord[] {
+    if (rows.length === 0) return [];
+    const touches = new Map<string, FileTouch[]>();
+    for (const t of this.sql(
+      `SELECT af.action_id, f.path, af.access FROM action_files af JOIN files f ON f.id = af.file_id
+       WHERE af.action_id IN (SELECT value FROM json_each(?))`,
+    ).all(list(rows.map((r) => r.id))) as TouchRow[]) {
+      const files = touches.get(t.action_id) ?? [];
+      files.push({ path: t.path, access: t.access });
+      touches.set(t.action_id, files);
+    }
+    const sandboxIds = [...new Set(rows.flatMap((r) => (r.sandbox_id === null ? [] : [r.sandbox_id])))];
+    const sandboxes = new Map(
+      sandboxIds.length === 0
+        ? []
+        : (
+            this.sql(
+              'SELECT id, tier, container_id FROM sandboxes WHERE id IN (SELECT value FROM json_each(?))',
+            ).all(list(sandboxIds)) as SandboxRow[]
+          ).map((b) => [b.id, { tier: b.tier, containerId: b.container_id }] as const),
+    );
+    return rows.map((row) =>
+      toRecord(
+        row,
+        touches.get(row.id) ?? [],
+        row.sandbox_id === null ? undefined : sandboxes.get(row.sandbox_id),
+      ),
+    );
   }
 }
 
-function actionProperties(a: ActionRow): Record<string, unknown> {
-  const risk = parse<RiskAssessment>(a.risk);
-  const error = parseOpt<ActionError>(a.error);
-  return compact({
-    type: a.type,
-    operation: a.operation,
-    status: a.status,
-    inputSummary: a.input_summary,
-    inputHash: a.input_hash,
-    tier: a.tier,
-    riskScore: risk.score,
-    riskLevel: risk.level,
-    startedAt: a.started_at,
-    endedAt: a.ended_at,
-    durationMs: a.duration_ms,
-    exitCode: a.exit_code,
-    errorClass: error?.class,
-    errorMessage: error?.message,
-    outputExcerpt: a.output_excerpt,
-    seq: a.seq,
-  });
+function toRecord(row: ActionRow, files: FileTouch[], sandbox: SandboxRef | undefined): ActionRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    seq: row.seq,
+    type: row.type,
+    operation: row.operation,
+    status: row.status,
+    input: parse<Record<string, unknown>>(row.input),
+    inputSummary: row.input_summary,
+    inputHash: row.input_hash,
+    startedAt: row.started_at,
+    endedAt: row.ended_at ?? undefined,
+    durationMs: row.duration_ms ?? undefined,
+    tier: row.tier,
+    risk: parse<RiskAssessment>(row.risk),
+    exitCode: row.exit_code ?? undefined,
+    error: parseOpt<ActionError>(row.error),
+    outputExcerpt: row.output_excerpt ?? undefined,
+    retryOf: row.retry_of ?? undefined,
+    retryReason: row.retry_reason ?? undefined,
+    sandbox,
+    files: sortTouches(files),
+    result: parseOpt(row.result),
+  };
 }

@@ -1,0 +1,203 @@
+/**
+ * The Neo4j adapter against a real Neo4j 5.26 (`bash scripts/neo4j.sh start`, which `npm test` runs): the
+ * shared contract, then what only Neo4j has (schema, integer types, one statement per query, connection
+ * failures named by setting). Fails, never skips, when no test Neo4j is running.
+ */
+import neo4j, { type Driver } from 'neo4j-driver';
+import { GraphStoreConnectionError } from '../context-graph.errors';
+import type { ActionStart } from '../context-graph.types';
+import {
+  type ContextGraphFixture,
+  describeContextGraphContract,
+  lockNeo4j,
+  neo4jTestDriver,
+  neo4jTestServer,
+  wipeNeo4j,
+} from '../testing';
+import { Neo4jContextGraph, type Neo4jContextGraphOptions } from './neo4j-context-graph';
+
+// Neo4j answers in milliseconds, but the contract's concurrency test queues 200 transactions.
+jest.setTimeout(30_000);
+
+const server = neo4jTestServer();
+const options: Neo4jContextGraphOptions = {
+  uri: server.uri,
+  username: server.username,
+  password: server.password,
+  connectTimeoutMs: 5000,
+};
+
+let admin: Driver;
+let release: () => void;
+beforeAll(async () => {
+  release = await lockNeo4j(server); // other test runs on this machine share the instance
+  admin = neo4jTestDriver(server);
+}, 600_000);
+afterAll(async () => {
+  await admin.close();
+  release();
+});
+
+async function neo4jFixture(): Promise<ContextGraphFixture & { graph: Neo4jContextGraph }> {
+  await wipeNeo4j(admin);
+  const opened: Neo4jContextGraph[] = [];
+  const open = async (): Promise<Neo4jContextGraph> => {
+    const graph = new Neo4jContextGraph(options);
+    opened.push(graph);
+    await graph.init();
+    return graph;
+  };
+  return {
+    graph: await open(),
+    reopen: open,
+    teardown: async () => {
+      await Promise.all(opened.map((g) => g.close()));
+    },
+  };
+}
+
+describeContextGraphContract('Neo4j', neo4jFixture);
+
+describe('Neo4jContextGraph', () => {
+  let fixture: Awaited<ReturnType<typeof neo4jFixture>>;
+  let graph: Neo4jContextGraph;
+  beforeEach(async () => {
+    fixture = await neo4jFixture();
+    graph = fixture.graph;
+  });
+  afterEach(() => fixture.teardown());
+
+  const start = (id: string, sessionId: string, overrides: Partial<ActionStart> = {}): ActionStart => ({
+    id,
+    sessionId,
+    type: 'code',
+    operation: 'python',
+    input: { code: 'print(1)' },
+    inputSummary: 'print(1)',
+    inputHash: '0'.repeat(64),
+    startedAt: '2025-01-01T00:00:01.000Z',
+    tier: 'subprocess',
+    risk: { score: 10, level: 'low', reasons: [] },
+    ...overrides,
+  });
+
+  async function seed(): Promise<void> {
+    await graph.recordSession({ id: 's', tenant: 't', createdAt: '2025-01-01T00:00:00.000Z', metadata: {} });
+    await graph.recordActionStarted(start('a1', 's'));
+    await graph.recordActionCompleted('a1', {
+      status: 'failed',
+      endedAt: '2025-01-01T00:00:02.000Z',
+      durationMs: 1000,
+      tier: 'subprocess',
+      risk: { score: 10, level: 'low', reasons: [] },
+      exitCode: 1,
+      outputExcerpt: 'boom',
+      files: [{ path: 'a.txt', access: 'write' }],
+      result: {
+        id: 'a1',
+        sessionId: 's',
+        type: 'code',
+        status: 'failed',
+        truncated: { stdout: false, stderr: false },
+        durationMs: 1000,
+        startedAt: '2025-01-01T00:00:01.000Z',
+        tier: 'subprocess',
+        risk: { score: 10, level: 'low', reasons: [] },
+      },
+    });
+    await graph.recordActionStarted(start('a2', 's', { retryOf: 'a1' }));
+  }
+
+  it('creates id constraints and the session/time indexes at start-up', async () => {
+    const constraints = await admin.executeQuery(
+      'SHOW CONSTRAINTS YIELD name, labelsOrTypes, properties, type',
+    );
+    expect(
+      constraints.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('type')]),
+    ).toEqual(
+      expect.arrayContaining(
+        ['Session', 'Action', 'File', 'Sandbox'].map((label) => [[label], ['id'], 'UNIQUENESS']),
+      ),
+    );
+    const indexes = await admin.executeQuery(
+      "SHOW INDEXES YIELD labelsOrTypes, properties, state WHERE any(l IN labelsOrTypes WHERE l IN ['Action', 'Session', 'WROTE'])",
+    );
+    expect(indexes.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('state')])).toEqual(
+      expect.arrayContaining([
+        [['Action'], ['sessionId', 'seq'], 'ONLINE'],
+        [['Action'], ['sessionId', 'startedAt'], 'ONLINE'],
+        [['Action'], ['status'], 'ONLINE'],
+        [['Session'], ['createdAt'], 'ONLINE'],
+        [['WROTE'], ['fileId', 'seq'], 'ONLINE'],
+      ]),
+    );
+  });
+
+  it('stores integers as Cypher integers and structured values as JSON text, for Cypher users', async () => {
+    await seed();
+    const { records } = await admin.executeQuery(
+      `MATCH (a:Action {id: 'a1'}) RETURN valueType(a.seq) AS seq, valueType(a.exitCode) AS exitCode,
+         valueType(a.riskScore) AS riskScore, a.riskReasons AS reasons, a.result IS :: STRING AS resultIsText`,
+    );
+    expect(records[0].toObject()).toEqual({
+      seq: 'INTEGER NOT NULL',
+      exitCode: 'INTEGER NOT NULL',
+      riskScore: 'INTEGER NOT NULL',
+      reasons: [],
+      resultIsText: true,
+    });
+    const edges = await admin.executeQuery(
+      'MATCH (:Action {id: $id})-[r]->(n) RETURN type(r) AS type, n.id AS to ORDER BY type',
+      { id: 'a2' },
+    );
+    expect(edges.records.map((r) => [r.get('type'), r.get('to')])).toEqual([['RETRY_OF', 'a1']]);
+    // WROTE edges carry what the last-writer index needs.
+    const wrote = await admin.executeQuery(
+      "MATCH (:Action {id: 'a1'})-[w:WROTE]->(f:File) RETURN w {.*} AS w",
+    );
+    expect(wrote.records.map((r) => r.get('w') as unknown)).toEqual([{ fileId: 'file:s:a.txt', seq: 1 }]);
+  });
+
+  it('answers every query with one statement (no N+1)', async () => {
+    await seed();
+    const statements = async (query: () => Promise<unknown>): Promise<number> => {
+      const before = graph.statementCount();
+      await query();
+      return graph.statementCount() - before;
+    };
+    expect(await statements(() => graph.getAction('s', 'a1'))).toBe(1);
+    expect(await statements(() => graph.listActions('s', { limit: 1 }))).toBe(1);
+    expect(await statements(() => graph.sessionGraph('s'))).toBe(1);
+    expect(await statements(() => graph.sessionGraph('s', { types: ['code'], limit: 1 }))).toBe(1);
+    expect(await statements(() => graph.failureContext('s', 'a2', { before: 10 }))).toBe(1);
+    expect(await statements(() => graph.fileLineage('s', 'a.txt'))).toBe(1);
+  });
+
+  it('names the bad setting when it cannot be used: credentials, database, address', async () => {
+    const attempts: [Neo4jContextGraphOptions, string, RegExp][] = [
+      [{ ...options, password: 'not-the-password' }, 'credentials', /refused the login/],
+      [{ ...options, username: 'nobody' }, 'credentials', /refused the login/],
+      [{ ...options, database: 'nosuchdb' }, 'database', /no database "nosuchdb"/],
+      [{ ...options, uri: 'bolt://127.0.0.1:1', connectTimeoutMs: 300 }, 'uri', /bolt:\/\/127\.0\.0\.1:1/],
+      [{ ...options, uri: 'http://127.0.0.1:7687' }, 'uri', /invalid Neo4j URI/],
+    ];
+    for (const [bad, setting, message] of attempts) {
+      const other = new Neo4jContextGraph(bad);
+      const error = await other.init().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await other.close();
+      expect(error).toBeInstanceOf(GraphStoreConnectionError);
+      expect(error).toMatchObject({ setting, message: expect.stringMatching(message) });
+    }
+  });
+
+  it('health turns degraded while Neo4j cannot be reached', async () => {
+    expect(await graph.health()).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
+    // A driver pointed at a closed port stands in for a stopped server (the outage e2e stops a real one).
+    const down = new Neo4jContextGraph({ ...options, driver: neo4j.driver('bolt://127.0.0.1:1') });
+    await expect(down.health()).resolves.toMatchObject({ store: 'neo4j', status: 'degraded', backlog: 0 });
+    await down.close();
+  });
+});

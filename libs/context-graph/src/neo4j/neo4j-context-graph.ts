@@ -1,0 +1,595 @@
+import { Logger } from '@nestjs/common';
+import type {
+  ActionError,
+  ActionStatus,
+  ActionTier,
+  ActionType,
+  FileTouch,
+  RiskAssessment,
+} from '@switchyard/common';
+import neo4j, {
+  type Driver,
+  type ManagedTransaction,
+  Neo4jError,
+  type QueryResult,
+  type RecordShape,
+} from 'neo4j-driver';
+import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
+import {
+  ActionAlreadyCompletedError,
+  ActionNotRecordedError,
+  ContextGraphClosedError,
+  GraphStoreConnectionError,
+  SessionNotRecordedError,
+} from '../context-graph.errors';
+import { ContextGraph } from '../context-graph.port';
+import type {
+  ActionCompletion,
+  ActionRecord,
+  ActionStart,
+  ActionSummary,
+  FailureContext,
+  FailureContextQuery,
+  FileLineage,
+  GraphFilter,
+  GraphHealth,
+  GraphView,
+  ListActionsQuery,
+  Page,
+  SandboxRef,
+  SessionRecord,
+} from '../context-graph.types';
+import {
+  assertFailureContextQuery,
+  buildFailureContext,
+  buildFileLineage,
+  buildGraphView,
+  checkGraphFilter,
+  fileNodeId,
+  INTERRUPTED_ERROR,
+  sandboxNodeId,
+  type SessionState,
+  sortTouches,
+  summarize,
+} from '../context-graph.views';
+import type { ReplicaAction, ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
+import * as Q from './neo4j-cypher';
+
+export interface Neo4jContextGraphOptions {
+  /** `bolt://host:7687`, `neo4j://…`, or their `+s`/`+ssc` TLS forms. */
+  uri: string;
+  /** Default `neo4j`. */
+  username?: string;
+  /** Without one, the driver connects without authentication. */
+  password?: string;
+  /** Default `neo4j`. */
+  database?: string;
+  /** How long `init()` keeps trying to reach Neo4j before failing. Default 30000. */
+  connectTimeoutMs?: number;
+  /** How long the driver keeps retrying one transaction on transient errors. Default 30000. */
+  maxTransactionRetryTimeMs?: number;
+  /** How long a failed `health()` probe is remembered, and a good one trusted. Default 1000. */
+  healthCacheMs?: number;
+  /** Tests and tools: a driver to use instead of one built from the options (closed by `close()`). */
+  driver?: Driver;
+}
+
+/** Node properties as they come back (integers already JS numbers). */
+type Props = Record<string, unknown>;
+
+const UNLIMITED = Number.MAX_SAFE_INTEGER;
+const NO_AUTH_HINT = 'check the user name and password';
+
+/** Integers travel as Neo4j integers (floats would show as `1.0` to Cypher users); other numbers as floats. */
+const num = (n: number | undefined): unknown =>
+  n === undefined ? null : Number.isInteger(n) ? neo4j.int(n) : n;
+
+/**
+ * `ContextGraph` on Neo4j through the official driver: one driver (closed by `close()`), managed transactions
+ * (`executeRead`/`executeWrite`, so transient errors are retried), Cypher with parameters only, schema created
+ * by `init()`. Every query is one statement, so one round trip. Also a {@link ReplicaTarget}: the engine's
+ * outbox forwarder copies the embedded store into it with {@link applyReplica}.
+ */
+export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
+  private readonly logger = new Logger('Neo4jContextGraph');
+  private driver: Driver | undefined;
+  private readonly database: string;
+  private closed = false;
+  private initialised = false;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private queries = 0;
+  private probe: { at: number; health: Promise<GraphHealth> } | undefined;
+
+  constructor(private readonly options: Neo4jContextGraphOptions) {
+    super();
+    this.database = options.database ?? 'neo4j';
+  }
+
+  /**
+   * Reaches Neo4j (retrying while it is unreachable, up to `connectTimeoutMs`), then creates the schema.
+   * Throws `GraphStoreConnectionError` naming the setting at fault.
+   */
+  override async init(): Promise<void> {
+    if (this.closed) throw new ContextGraphClosedError();
+    if (this.initialised) return;
+    this.driver ??= this.options.driver ?? this.createDriver();
+    const deadline = Date.now() + (this.options.connectTimeoutMs ?? 30_000);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // One attempt (no driver retries): an unreachable server is retried here, up to the deadline.
+        await this.driver.verifyConnectivity({ database: this.database });
+        for (const statement of Q.SCHEMA) await this.write((tx) => this.run(tx, statement));
+        await this.write((tx) => this.run(tx, Q.AWAIT_INDEXES));
+        break;
+      } catch (error) {
+        const failure = this.classify(error);
+        if (failure.setting !== 'uri' || !failure.transient || Date.now() >= deadline) {
+          throw new GraphStoreConnectionError(failure.setting, failure.message, { cause: error });
+        }
+        this.logger.warn({ msg: 'Neo4j not reachable yet, retrying', uri: this.options.uri, attempt });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * attempt)));
+      }
+    }
+    this.initialised = true;
+  }
+
+  override recordSession(session: SessionRecord): Promise<void> {
+    return this.track(async () => {
+      await this.write((tx) =>
+        this.run(tx, Q.RECORD_SESSION, {
+          id: session.id,
+          tenant: session.tenant,
+          createdAt: session.createdAt,
+          metadata: JSON.stringify(session.metadata),
+        }),
+      );
+    });
+  }
+
+  override recordActionStarted(a: ActionStart): Promise<void> {
+    return this.track(async () => {
+      const result = await this.write((tx) =>
+        this.run(tx, Q.RECORD_ACTION_STARTED, {
+          sessionId: a.sessionId,
+          retryOf: a.retryOf ?? null,
+          retryReason: a.retryReason ?? null,
+          props: startProperties(a),
+        }),
+      );
+      const row = result.records[0];
+      if (!row) throw new SessionNotRecordedError(a.sessionId);
+      if (!row.get('hasOriginal')) throw new ActionNotRecordedError(a.retryOf!, a.sessionId);
+    });
+  }
+
+  override recordActionCompleted(actionId: string, c: ActionCompletion): Promise<void> {
+    return this.track(async () => {
+      const result = await this.write((tx) =>
+        this.run(tx, Q.RECORD_ACTION_COMPLETED, {
+          id: actionId,
+          props: completionProperties(c),
+          ...touchParams(c.files),
+          sandbox: c.sandbox ? [sandboxParam(c.sandbox)] : [],
+        }),
+      );
+      const before = result.records[0]?.get('before') as ActionStatus | undefined;
+      if (before === undefined) throw new ActionNotRecordedError(actionId);
+      if (before !== 'running') throw new ActionAlreadyCompletedError(actionId, before);
+    });
+  }
+
+  override getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
+    return this.track(async () => {
+      const result = await this.read((tx) => this.run(tx, Q.GET_ACTION, { sessionId, actionId }));
+      const props = result.records[0]?.get('action') as Props | undefined;
+      return props && toRecord(props);
+    });
+  }
+
+  override listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {
+    return this.track(async () => {
+      assertLimit(query.limit);
+      const after = query.cursor === undefined ? 0 : decodeSeqCursor(query.cursor);
+      // One extra row tells whether another page exists without a count.
+      const result = await this.read((tx) =>
+        this.run(tx, Q.LIST_ACTIONS, {
+          sessionId,
+          after: neo4j.int(after),
+          limit: neo4j.int(Math.min(query.limit + 1, UNLIMITED)),
+        }),
+      );
+      const records = result.records.map((r) => toRecord(r.get('action') as Props));
+      const items = records.slice(0, query.limit);
+      return records.length > query.limit
+        ? { items, nextCursor: encodeSeqCursor(items[items.length - 1].seq) }
+        : { items };
+    });
+  }
+
+  override sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView> {
+    return this.track(async () => {
+      const f = checkGraphFilter(filter);
+      const result = await this.read((tx) =>
+        this.run(tx, Q.SESSION_GRAPH, {
+          sessionId,
+          since: f?.since ?? null,
+          types: f?.types ?? null,
+          status: f?.status ?? null,
+          limit: neo4j.int(f?.limit ?? UNLIMITED),
+        }),
+      );
+      const row = result.records[0];
+      if (!row) return { nodes: [], edges: [] };
+      const actions = (row.get('actions') as Props[]).map(toRecord).reverse();
+      return buildGraphView(toSession(row.get('session') as Props), actions);
+    });
+  }
+
+  override failureContext(
+    sessionId: string,
+    actionId: string,
+    query: FailureContextQuery,
+  ): Promise<FailureContext | undefined> {
+    return this.track(async () => {
+      assertFailureContextQuery(query);
+      const result = await this.read((tx) =>
+        this.run(tx, Q.FAILURE_CONTEXT, { sessionId, actionId, before: neo4j.int(query.before) }),
+      );
+      const row = result.records[0];
+      if (!row) return undefined;
+      const summaries = (key: string): ActionSummary[] => (row.get(key) as Props[]).map(toSummary);
+      const writers = row.get('writers') as { path: string; writer: Props }[];
+      return buildFailureContext(
+        toRecord(row.get('action') as Props),
+        summaries('ancestors'),
+        summaries('descendants'),
+        summaries('before'),
+        new Map(writers.map((w) => [w.path, toSummary(w.writer)])),
+      );
+    });
+  }
+
+  override fileLineage(sessionId: string, path: string): Promise<FileLineage> {
+    return this.track(async () => {
+      const result = await this.read((tx) =>
+        this.run(tx, Q.FILE_LINEAGE, { fileId: fileNodeId(sessionId, path) }),
+      );
+      return buildFileLineage(
+        path,
+        result.records.map((r) => ({
+          ...toSummary(r.get('action') as Props),
+          access: r.get('access') as ('read' | 'write')[],
+        })),
+      );
+    });
+  }
+
+  /** Probes Neo4j (at most once per `healthCacheMs`); degraded while it cannot be reached. */
+  override async health(): Promise<GraphHealth> {
+    if (this.closed) throw new ContextGraphClosedError();
+    const now = Date.now();
+    if (!this.probe || now - this.probe.at >= (this.options.healthCacheMs ?? 1000)) {
+      this.probe = { at: now, health: this.checkConnectivity() };
+    }
+    return this.probe.health;
+  }
+
+  override markRunningInterrupted(endedAt: string): Promise<number> {
+    return this.track(async () => {
+      const result = await this.write((tx) =>
+        this.run(tx, Q.MARK_RUNNING_INTERRUPTED, {
+          endedAt,
+          errorClass: INTERRUPTED_ERROR.class,
+          errorMessage: INTERRUPTED_ERROR.message,
+        }),
+      );
+      return result.records[0].get('n') as number;
+    });
+  }
+
+  override endSession(sessionId: string, endedAt: string, reason: 'deleted' | 'expired'): Promise<void> {
+    return this.track(async () => {
+      const result = await this.write((tx) =>
+        this.run(tx, Q.END_SESSION, { id: sessionId, endedAt, reason }),
+      );
+      if ((result.records[0].get('n') as number) === 0) throw new SessionNotRecordedError(sessionId);
+    });
+  }
+
+  /** Copies records in one transaction: sessions first, then actions in the given order. Idempotent. */
+  async applyReplica(changes: ReplicaChanges): Promise<void> {
+    return this.track(async () => {
+      await this.write(async (tx) => {
+        if (changes.sessions.length > 0) {
+          await this.run(tx, Q.REPLICATE_SESSIONS, {
+            sessions: changes.sessions.map((s) => ({
+              id: s.id,
+              tenant: s.tenant,
+              createdAt: s.createdAt,
+              metadata: JSON.stringify(s.metadata),
+              endedAt: s.endedAt ?? null,
+              endReason: s.endReason ?? null,
+            })),
+          });
+        }
+        if (changes.actions.length > 0) {
+          await this.run(tx, Q.REPLICATE_ACTIONS, { actions: changes.actions.map(replicaParam) });
+        }
+      });
+    });
+  }
+
+  /** Resolves when Neo4j answers (one attempt, no retries). */
+  async ping(): Promise<void> {
+    await this.connection().verifyConnectivity({ database: this.database });
+  }
+
+  /** Waits for the calls in flight, then closes the driver. Idempotent; later calls: `ContextGraphClosedError`. */
+  override async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.inFlight]);
+    const driver = this.driver;
+    this.driver = undefined;
+    await driver?.close();
+  }
+
+  /** Statements sent since construction: each port method sends one (the tests check there is no N+1). */
+  statementCount(): number {
+    return this.queries;
+  }
+
+  private createDriver(): Driver {
+    const { uri, username = 'neo4j', password } = this.options;
+    try {
+      return neo4j.driver(uri, password === undefined ? undefined : neo4j.auth.basic(username, password), {
+        disableLosslessIntegers: true,
+        maxTransactionRetryTime: this.options.maxTransactionRetryTimeMs ?? 30_000,
+        connectionTimeout: 5_000,
+        connectionAcquisitionTimeout: 10_000,
+        userAgent: 'switchyard',
+      });
+    } catch (error) {
+      throw new GraphStoreConnectionError(
+        'uri',
+        `invalid Neo4j URI ${JSON.stringify(uri)}: ${message(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  private async checkConnectivity(): Promise<GraphHealth> {
+    try {
+      await this.connection().verifyConnectivity({ database: this.database });
+      return { store: 'neo4j', status: 'ok', backlog: 0 };
+    } catch (error) {
+      return { store: 'neo4j', status: 'degraded', backlog: 0, error: message(error) };
+    }
+  }
+
+  /** Which setting a failure points at, and whether waiting could help. */
+  private classify(error: unknown): {
+    setting: 'uri' | 'credentials' | 'database';
+    transient: boolean;
+    message: string;
+  } {
+    const code = error instanceof Neo4jError ? error.code : '';
+    const where = `Neo4j at ${this.options.uri}`;
+    if (code.startsWith('Neo.ClientError.Security.')) {
+      return {
+        setting: 'credentials',
+        transient: false,
+        message: `${where} refused the login (${code}): ${NO_AUTH_HINT}`,
+      };
+    }
+    if (code === 'Neo.ClientError.Database.DatabaseNotFound') {
+      return {
+        setting: 'database',
+        transient: false,
+        message: `${where} has no database "${this.database}"`,
+      };
+    }
+    const transient =
+      code === 'ServiceUnavailable' || code === 'SessionExpired' || Neo4jError.isRetriable(error);
+    return { setting: 'uri', transient, message: `cannot use ${where}: ${message(error)}` };
+  }
+
+  private connection(): Driver {
+    if (this.closed) throw new ContextGraphClosedError();
+    if (!this.driver) throw new Error('Neo4jContextGraph.init() must be called first');
+    return this.driver;
+  }
+
+  /** Runs a port call, so `close()` can wait for it. */
+  private track<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new ContextGraphClosedError());
+    const promise = work();
+    this.inFlight.add(promise);
+    const forget = (): void => void this.inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  private async read<T>(work: (tx: ManagedTransaction) => Promise<T>): Promise<T> {
+    const session = this.connection().session({
+      database: this.database,
+      defaultAccessMode: neo4j.session.READ,
+    });
+    try {
+      return await session.executeRead(work);
+    } finally {
+      await session.close();
+    }
+  }
+
+  private async write<T>(work: (tx: ManagedTransaction) => Promise<T>): Promise<T> {
+    const session = this.connection().session({
+      database: this.database,
+      defaultAccessMode: neo4j.session.WRITE,
+    });
+    try {
+      return await session.executeWrite(work);
+    } finally {
+      await session.close();
+    }
+  }
+
+  private run(
+    tx: ManagedTransaction,
+    query: string,
+    params: Record<string, unknown> = {},
+  ): Promise<QueryResult<RecordShape>> {
+    this.queries++;
+    return tx.run(query, params);
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function startProperties(a: ActionStart): Props {
+  return {
+    id: a.id,
+    sessionId: a.sessionId,
+    type: a.type,
+    operation: a.operation,
+    status: 'running',
+    input: JSON.stringify(a.input),
+    inputSummary: a.inputSummary,
+    inputHash: a.inputHash,
+    startedAt: a.startedAt,
+    tier: a.tier,
+    ...riskProperties(a.risk),
+  };
+}
+
+function riskProperties(risk: RiskAssessment): Props {
+  return { riskScore: num(risk.score), riskLevel: risk.level, riskReasons: risk.reasons };
+}
+
+/** Final fields; nulls remove what a completion does not have. */
+function completionProperties(c: ActionCompletion): Props {
+  return {
+    status: c.status,
+    endedAt: c.endedAt,
+    durationMs: num(c.durationMs),
+    tier: c.tier,
+    ...riskProperties(c.risk),
+    exitCode: num(c.exitCode),
+    ...errorProperties(c.error),
+    outputExcerpt: c.outputExcerpt,
+    result: JSON.stringify(c.result),
+  };
+}
+
+function errorProperties(error: ActionError | undefined): Props {
+  return {
+    errorClass: error?.class ?? null,
+    errorMessage: error?.message ?? null,
+    errorCode: error?.code ?? null,
+  };
+}
+
+/** Paths read and written, each once and sorted (one lock order for every writer). */
+function touchParams(files: FileTouch[]): { reads: string[]; writes: string[] } {
+  const paths = (access: FileTouch['access']): string[] =>
+    [...new Set(files.filter((f) => f.access === access).map((f) => f.path))].sort();
+  return { reads: paths('read'), writes: paths('write') };
+}
+
+function sandboxParam(sandbox: SandboxRef): Props {
+  return { id: sandboxNodeId(sandbox.containerId), tier: sandbox.tier, containerId: sandbox.containerId };
+}
+
+/** A replica action as parameters: every property (null = absent) and the edges to make. */
+function replicaParam(a: ReplicaAction): Props {
+  return {
+    id: a.id,
+    sessionId: a.sessionId,
+    props: {
+      ...startProperties(a),
+      seq: neo4j.int(a.seq),
+      status: a.status,
+      endedAt: a.endedAt ?? null,
+      durationMs: num(a.durationMs),
+      exitCode: num(a.exitCode),
+      ...errorProperties(a.error),
+      outputExcerpt: a.outputExcerpt ?? null,
+      result: a.result === undefined ? null : JSON.stringify(a.result),
+    },
+    prev: a.prevId === undefined ? [] : [a.prevId],
+    retryOf: a.retryOf === undefined ? [] : [a.retryOf],
+    retryReason: a.retryReason ?? null,
+    ...touchParams(a.files),
+    sandbox: a.sandbox ? [sandboxParam(a.sandbox)] : [],
+  };
+}
+
+const opt = <T>(v: unknown): T | undefined => (v === null || v === undefined ? undefined : (v as T));
+
+function toError(p: Props): ActionError | undefined {
+  if (p.errorClass === null || p.errorClass === undefined) return undefined;
+  const code = opt<string>(p.errorCode);
+  return {
+    class: p.errorClass as ActionError['class'],
+    message: p.errorMessage as string,
+    ...(code !== undefined && { code }),
+  };
+}
+
+function toRecord(p: Props): ActionRecord {
+  const sandbox = opt<SandboxRef>(p.sandbox);
+  return {
+    id: p.id as string,
+    sessionId: p.sessionId as string,
+    seq: p.seq as number,
+    type: p.type as ActionType,
+    operation: p.operation as string,
+    status: p.status as ActionStatus,
+    input: JSON.parse(p.input as string) as Record<string, unknown>,
+    inputSummary: p.inputSummary as string,
+    inputHash: p.inputHash as string,
+    startedAt: p.startedAt as string,
+    endedAt: opt(p.endedAt),
+    durationMs: opt(p.durationMs),
+    tier: p.tier as ActionTier,
+    risk: {
+      score: p.riskScore as number,
+      level: p.riskLevel as RiskAssessment['level'],
+      reasons: (p.riskReasons as string[] | null) ?? [],
+    },
+    exitCode: opt(p.exitCode),
+    error: toError(p),
+    outputExcerpt: opt(p.outputExcerpt),
+    retryOf: opt(p.retryOf),
+    retryReason: opt(p.retryReason),
+    sandbox: sandbox && { tier: sandbox.tier, containerId: sandbox.containerId },
+    files: sortTouches((p.files as ActionRecord['files'] | undefined) ?? []),
+    result:
+      p.result === null || p.result === undefined
+        ? undefined
+        : (JSON.parse(p.result as string) as ActionRecord['result']),
+  };
+}
+
+/** A summary from the slim projection (no input or result), shaped exactly as `summarize` shapes it. */
+function toSummary(p: Props): ActionSummary {
+  return summarize({
+    ...toRecord({ ...p, input: '{}', files: [] }),
+    risk: { score: 0, level: 'low', reasons: [] },
+  });
+}
+
+function toSession(p: Props): SessionState {
+  return {
+    id: p.id as string,
+    tenant: p.tenant as string,
+    createdAt: p.createdAt as string,
+    metadata: JSON.parse(p.metadata as string) as Record<string, unknown>,
+    ...(opt(p.endedAt) !== undefined && { endedAt: p.endedAt as string }),
+    ...(opt(p.endReason) !== undefined && { endReason: p.endReason as 'deleted' | 'expired' }),
+  };
+}

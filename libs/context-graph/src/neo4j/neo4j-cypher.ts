@@ -1,0 +1,182 @@
+// Every statement the Neo4j adapter runs. Values always travel as parameters; the only text put together
+// here is the fixed projection below, so no caller input ever reaches the Cypher text.
+//
+// Model: (:Session)-[:HAS_ACTION]->(:Action), (:Action)-[:NEXT]->(:Action) by seq, (:Action)-[:READ|WROTE]->
+// (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox). Actions carry `sessionId` so one
+// composite index answers every per-session lookup; the session's `lastSeq` hands out gapless seqs; WROTE edges
+// carry the file's id and the writer's seq, indexed, for last-writer lookups.
+
+/** Schema, one statement per transaction (Neo4j does not mix schema and data changes). */
+export const SCHEMA: readonly string[] = [
+  'CREATE CONSTRAINT session_id IF NOT EXISTS FOR (s:Session) REQUIRE s.id IS UNIQUE',
+  'CREATE CONSTRAINT action_id IF NOT EXISTS FOR (a:Action) REQUIRE a.id IS UNIQUE',
+  'CREATE CONSTRAINT file_id IF NOT EXISTS FOR (f:File) REQUIRE f.id IS UNIQUE',
+  'CREATE CONSTRAINT sandbox_id IF NOT EXISTS FOR (b:Sandbox) REQUIRE b.id IS UNIQUE',
+  'CREATE INDEX action_session_seq IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.seq)',
+  'CREATE INDEX action_session_started IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.startedAt)',
+  'CREATE INDEX action_status IF NOT EXISTS FOR (a:Action) ON (a.status)',
+  'CREATE INDEX session_created IF NOT EXISTS FOR (s:Session) ON (s.createdAt)',
+  // "Which earlier action last wrote this file" is one index entry, not a walk over every writer of the file.
+  'CREATE INDEX wrote_file_seq IF NOT EXISTS FOR ()-[w:WROTE]-() ON (w.fileId, w.seq)',
+];
+
+export const AWAIT_INDEXES = 'CALL db.awaitIndexes(60)';
+
+/** An action as a map with its files, original and sandbox: everything an `ActionRecord` holds. */
+const actionMap = (v: string): string => `${v} {.*,
+  files: [(${v})-[r:READ|WROTE]->(f:File) | {path: f.path, access: CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END}],
+  retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
+  retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0],
+  sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId}][0]}`;
+
+/** What an `ActionSummary` needs, without the input, output and result. */
+const summaryMap = (v: string): string => `${v} {.id, .sessionId, .seq, .type, .operation, .status,
+  .inputSummary, .inputHash, .startedAt, .endedAt, .durationMs, .tier, .riskScore, .riskLevel, .exitCode,
+  .errorClass, .errorMessage, .errorCode, retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
+  retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0]}`;
+
+export const RECORD_SESSION = `
+CREATE (s:Session {id: $id, tenant: $tenant, createdAt: $createdAt, metadata: $metadata, lastSeq: 0})`;
+
+// Every start in a session first takes the session's write lock (the `_lock` write, Neo4j's documented way
+// to lock a node), so concurrent starts queue there before holding anything else: seqs come out gapless in
+// commit order, and there is no lock cycle to deadlock on. No row back: the session does not exist.
+export const RECORD_ACTION_STARTED = `
+MATCH (s:Session {id: $sessionId})
+SET s._lock = true
+REMOVE s._lock
+WITH s
+OPTIONAL MATCH (o:Action {id: $retryOf}) WHERE o.sessionId = $sessionId
+WITH s, o, ($retryOf IS NULL OR o IS NOT NULL) AS hasOriginal
+CALL (s, o, hasOriginal) {
+  WITH s, o WHERE hasOriginal
+  SET s.lastSeq = coalesce(s.lastSeq, 0) + 1
+  WITH s, o, s.lastSeq AS seq
+  CREATE (a:Action)
+  SET a = $props, a.seq = seq
+  CREATE (s)-[:HAS_ACTION]->(a)
+  FOREACH (_ IN CASE WHEN o IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RETRY_OF {reason: $retryReason}]->(o))
+  WITH s, a, seq
+  OPTIONAL MATCH (p:Action {sessionId: s.id, seq: seq - 1})
+  FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | CREATE (p)-[:NEXT]->(a))
+  RETURN collect(seq) AS seqs
+}
+RETURN hasOriginal, seqs`;
+
+// The `_lock` write takes the action's write lock before its status is read, so two completions of one
+// action cannot both see `running`. Paths come sorted, so concurrent completions lock files in one order.
+export const RECORD_ACTION_COMPLETED = `
+MATCH (a:Action {id: $id})
+SET a._lock = true
+WITH a, a.status AS before
+REMOVE a._lock
+WITH a, before
+CALL (a, before) {
+  WITH a WHERE before = 'running'
+  SET a += $props
+  FOREACH (path IN $reads |
+    MERGE (f:File {id: 'file:' + a.sessionId + ':' + path}) ON CREATE SET f.sessionId = a.sessionId, f.path = path
+    MERGE (a)-[:READ]->(f))
+  FOREACH (path IN $writes |
+    MERGE (f:File {id: 'file:' + a.sessionId + ':' + path}) ON CREATE SET f.sessionId = a.sessionId, f.path = path
+    MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = a.seq)
+  FOREACH (b IN $sandbox |
+    MERGE (x:Sandbox {id: b.id}) ON CREATE SET x.tier = b.tier, x.containerId = b.containerId, x.sessionId = a.sessionId
+    MERGE (a)-[:RAN_IN]->(x))
+}
+RETURN before`;
+
+export const MARK_RUNNING_INTERRUPTED = `
+MATCH (a:Action) WHERE a.status = 'running'
+SET a.status = 'interrupted', a.endedAt = $endedAt, a.errorClass = $errorClass, a.errorMessage = $errorMessage
+REMOVE a.errorCode
+RETURN count(a) AS n`;
+
+export const END_SESSION = `
+MATCH (s:Session {id: $id})
+SET s.endedAt = coalesce(s.endedAt, $endedAt), s.endReason = coalesce(s.endReason, $reason)
+RETURN count(s) AS n`;
+
+export const GET_ACTION = `
+MATCH (a:Action {id: $actionId}) WHERE a.sessionId = $sessionId
+RETURN ${actionMap('a')} AS action`;
+
+export const LIST_ACTIONS = `
+MATCH (a:Action) WHERE a.sessionId = $sessionId AND a.seq > $after
+WITH a ORDER BY a.seq LIMIT $limit
+RETURN ${actionMap('a')} AS action`;
+
+// The latest `limit` matching actions (null parameters switch a predicate off), collected newest first.
+export const SESSION_GRAPH = `
+MATCH (s:Session {id: $sessionId})
+CALL (s) {
+  MATCH (a:Action) WHERE a.sessionId = s.id
+    AND ($since IS NULL OR a.startedAt >= $since)
+    AND ($types IS NULL OR a.type IN $types)
+    AND ($status IS NULL OR a.status IN $status)
+  WITH a ORDER BY a.seq DESC LIMIT $limit
+  RETURN collect(${actionMap('a')}) AS actions
+}
+RETURN s {.*} AS session, actions`;
+
+// Seqs are gapless, so "the N before" is a range on the (sessionId, seq) index; a file's last earlier writer is
+// the first entry of the WROTE (fileId, seq) index read backwards from the action's seq.
+export const FAILURE_CONTEXT = `
+MATCH (a:Action {id: $actionId}) WHERE a.sessionId = $sessionId
+CALL (a) {
+  OPTIONAL MATCH (a)-[:RETRY_OF*1..]->(x:Action)
+  RETURN collect(DISTINCT ${summaryMap('x')}) AS ancestors
+}
+CALL (a) {
+  OPTIONAL MATCH (x:Action)-[:RETRY_OF*1..]->(a)
+  RETURN collect(DISTINCT ${summaryMap('x')}) AS descendants
+}
+CALL (a) {
+  OPTIONAL MATCH (x:Action) WHERE x.sessionId = a.sessionId AND x.seq >= a.seq - $before AND x.seq < a.seq
+  RETURN collect(${summaryMap('x')}) AS before
+}
+CALL (a) {
+  UNWIND [(a)-[:READ|WROTE]->(f:File) | f.id] AS fileId
+  WITH DISTINCT fileId
+  CALL (a, fileId) {
+    MATCH (x)-[w:WROTE]->(f) USING INDEX w:WROTE(fileId, seq) WHERE w.fileId = fileId AND w.seq < a.seq
+    WITH x, f, w ORDER BY w.fileId DESC, w.seq DESC LIMIT 1
+    RETURN x, f
+  }
+  RETURN collect({path: f.path, writer: ${summaryMap('x')}}) AS writers
+}
+RETURN ${actionMap('a')} AS action, ancestors, descendants, before, writers`;
+
+export const FILE_LINEAGE = `
+MATCH (f:File {id: $fileId})<-[r:READ|WROTE]-(x:Action)
+WITH x, collect(CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END) AS access
+RETURN ${summaryMap('x')} AS action, access`;
+
+// Replication: idempotent upserts of the current state of records (MERGE on ids). A stale copy never undoes
+// a newer one: an action that has ended is not made `running` again, and a session keeps its first end.
+export const REPLICATE_SESSIONS = `
+UNWIND $sessions AS x
+MERGE (s:Session {id: x.id})
+SET s.tenant = x.tenant, s.createdAt = x.createdAt, s.metadata = x.metadata,
+    s.endedAt = coalesce(s.endedAt, x.endedAt), s.endReason = coalesce(s.endReason, x.endReason),
+    s.lastSeq = coalesce(s.lastSeq, 0)`;
+
+export const REPLICATE_ACTIONS = `
+UNWIND $actions AS x
+MERGE (s:Session {id: x.sessionId})
+MERGE (a:Action {id: x.id})
+WITH s, a, x, (a.status IS NULL OR a.status = 'running' OR x.props.status <> 'running') AS newer
+SET a += CASE WHEN newer THEN x.props ELSE {} END
+SET s.lastSeq = CASE WHEN coalesce(s.lastSeq, 0) < x.props.seq THEN x.props.seq ELSE s.lastSeq END
+MERGE (s)-[:HAS_ACTION]->(a)
+FOREACH (id IN x.prev | MERGE (p:Action {id: id}) MERGE (p)-[:NEXT]->(a))
+FOREACH (id IN x.retryOf | MERGE (o:Action {id: id}) MERGE (a)-[r:RETRY_OF]->(o) SET r.reason = x.retryReason)
+FOREACH (path IN x.reads |
+  MERGE (f:File {id: 'file:' + x.sessionId + ':' + path}) ON CREATE SET f.sessionId = x.sessionId, f.path = path
+  MERGE (a)-[:READ]->(f))
+FOREACH (path IN x.writes |
+  MERGE (f:File {id: 'file:' + x.sessionId + ':' + path}) ON CREATE SET f.sessionId = x.sessionId, f.path = path
+  MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = x.props.seq)
+FOREACH (b IN x.sandbox |
+  MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.sessionId = x.sessionId
+  MERGE (a)-[:RAN_IN]->(sb))`;

@@ -1,0 +1,323 @@
+/**
+ * The engine's Neo4j configuration against a real Neo4j (`bash scripts/neo4j.sh start`): the local outbox
+ * copied to Neo4j must pass the same contract, leave Neo4j equal to the local file, replay idempotently, and
+ * answer every query the same from both stores. Fails, never skips, when no test Neo4j is running.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Driver } from 'neo4j-driver';
+import type { ActionCompletion, ActionStart } from '../context-graph.types';
+import { SqliteContextGraph } from '../embedded/sqlite-context-graph';
+import { Neo4jContextGraph, type Neo4jContextGraphOptions } from '../neo4j/neo4j-context-graph';
+import {
+  type ContextGraphFixture,
+  describeContextGraphContract,
+  lockNeo4j,
+  neo4jTestDriver,
+  neo4jTestServer,
+  wipeNeo4j,
+} from '../testing';
+import { ReplicatedContextGraph } from './replicated-context-graph';
+import { Test } from '@nestjs/testing';
+import { ContextGraphClosedError } from '../context-graph.errors';
+import { ContextGraphModule } from '../context-graph.module';
+import { ContextGraph } from '../context-graph.port';
+
+jest.setTimeout(30_000);
+
+const server = neo4jTestServer();
+const neo4jOptions: Neo4jContextGraphOptions = {
+  uri: server.uri,
+  username: server.username,
+  password: server.password,
+  connectTimeoutMs: 5000,
+  maxTransactionRetryTimeMs: 2000,
+};
+
+let admin: Driver;
+let release: () => void;
+beforeAll(async () => {
+  release = await lockNeo4j(server); // other test runs on this machine share the instance
+  admin = neo4jTestDriver(server);
+}, 600_000);
+afterAll(async () => {
+  await admin.close();
+  release();
+});
+
+interface ReplicatedFixture extends ContextGraphFixture {
+  graph: ReplicatedContextGraph;
+  dir: string;
+  /** A second, independent view of each store, for comparisons. */
+  local: SqliteContextGraph;
+  remote: Neo4jContextGraph;
+}
+
+async function replicatedFixture(): Promise<ReplicatedFixture> {
+  await wipeNeo4j(admin);
+  const dir = mkdtempSync(join(tmpdir(), 'replicated-graph-'));
+  const sqlitePath = join(dir, 'graph.db');
+  const opened: ContextGraph[] = [];
+  const open = async (): Promise<ReplicatedContextGraph> => {
+    const graph = new ReplicatedContextGraph({
+      local: new SqliteContextGraph({ sqlitePath, outbox: true }),
+      remote: new Neo4jContextGraph(neo4jOptions),
+      forwarder: { initialBackoffMs: 20, maxBackoffMs: 200 },
+    });
+    opened.push(graph);
+    await graph.init();
+    return graph;
+  };
+  const graph = await open();
+  // Readers on the same stores: SQLite allows a second connection; a second driver for Neo4j.
+  const local = new SqliteContextGraph({ sqlitePath, outbox: true });
+  const remote = new Neo4jContextGraph(neo4jOptions);
+  await Promise.all([local.init(), remote.init()]);
+  opened.push(local, remote);
+  return {
+    graph,
+    dir,
+    local,
+    remote,
+    reopen: open,
+    teardown: async () => {
+      await Promise.all(opened.map((g) => g.close()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describeContextGraphContract('replicated (SQLite outbox → Neo4j)', replicatedFixture);
+
+const T0 = Date.parse('2025-01-01T00:00:00.000Z');
+const at = (s: number): string => new Date(T0 + s * 1000).toISOString();
+const start = (id: string, sessionId: string, overrides: Partial<ActionStart> = {}): ActionStart => ({
+  id,
+  sessionId,
+  type: 'code',
+  operation: 'python',
+  input: { code: `print(${JSON.stringify(id)})` },
+  inputSummary: `run ${id}`,
+  inputHash: 'ab'.repeat(32),
+  startedAt: at(1),
+  tier: 'pooled',
+  risk: { score: 30, level: 'medium', reasons: ['subprocess'] },
+  ...overrides,
+});
+const completion = (a: ActionStart, overrides: Partial<ActionCompletion> = {}): ActionCompletion => ({
+  status: 'succeeded',
+  endedAt: at(2),
+  durationMs: 12.5,
+  tier: a.tier,
+  risk: a.risk,
+  exitCode: 0,
+  outputExcerpt: 'ok',
+  files: [],
+  result: {
+    id: a.id,
+    sessionId: a.sessionId,
+    type: a.type,
+    status: overrides.status ?? 'succeeded',
+    truncated: { stdout: false, stderr: false },
+    durationMs: 12.5,
+    startedAt: a.startedAt,
+    tier: a.tier,
+    risk: a.risk,
+  },
+  ...overrides,
+});
+
+describe('ReplicatedContextGraph on Neo4j', () => {
+  let f: ReplicatedFixture;
+  beforeEach(async () => {
+    f = await replicatedFixture();
+  });
+  afterEach(() => f.teardown());
+
+  /** Two sessions with every kind of node and edge: files, retries, sandboxes, an ended session. */
+  async function history(graph: ContextGraph): Promise<string[]> {
+    const sessions = ['s1', 's2'];
+    for (const id of sessions) {
+      await graph.recordSession({ id, tenant: 'acme', createdAt: at(0), metadata: { agent: id, n: [1, 2] } });
+    }
+    const sandbox = { tier: 'pooled' as const, containerId: 'c'.repeat(64) };
+    for (const sid of sessions) {
+      const a1 = start(`${sid}-a1`, sid);
+      await graph.recordActionStarted(a1);
+      await graph.recordActionCompleted(
+        a1.id,
+        completion(a1, {
+          status: 'failed',
+          exitCode: 1,
+          error: { class: 'limit', message: 'oom', code: 'OUT_OF_MEMORY' },
+          files: [
+            { path: 'src/a.py', access: 'write' },
+            { path: 'data.csv', access: 'read' },
+          ],
+          sandbox: sid === 's1' ? sandbox : { tier: 'container', containerId: 'd'.repeat(64) },
+        }),
+      );
+      const a2 = start(`${sid}-a2`, sid, { retryOf: a1.id, startedAt: at(3) });
+      await graph.recordActionStarted(a2);
+      await graph.recordActionCompleted(
+        a2.id,
+        completion(a2, {
+          files: [{ path: 'src/a.py', access: 'read' }],
+          sandbox: sid === 's1' ? sandbox : undefined,
+        }),
+      );
+      await graph.recordActionStarted(
+        start(`${sid}-a3`, sid, { type: 'file', operation: 'read', tier: 'engine' }),
+      );
+    }
+    await graph.endSession('s2', at(60), 'expired');
+    return sessions;
+  }
+
+  it('leaves Neo4j holding exactly the local graph: every node, edge and property', async () => {
+    const sessions = await history(f.graph);
+    expect(await f.graph.drain(10_000)).toBe(true);
+    for (const sid of sessions) {
+      const local = await f.local.sessionGraph(sid);
+      expect(local.nodes.length).toBeGreaterThan(5);
+      expect(await f.remote.sessionGraph(sid)).toEqual(local);
+    }
+    // Nothing else reached Neo4j: no placeholder nodes, no duplicate edges.
+    const counts = await admin.executeQuery(
+      'MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges',
+    );
+    const views = await Promise.all(sessions.map((s) => f.local.sessionGraph(s)));
+    expect(counts.records[0].toObject()).toEqual({
+      nodes: views.reduce((n, v) => n + v.nodes.length, 0),
+      edges: views.reduce((n, v) => n + v.edges.length, 0),
+    });
+  });
+
+  it('answers every query the same from both stores', async () => {
+    const sessions = await history(f.graph);
+    expect(await f.graph.drain(10_000)).toBe(true);
+    for (const sid of sessions) {
+      for (const filter of [
+        undefined,
+        { types: ['code' as const] },
+        { status: ['failed' as const] },
+        { limit: 1 },
+      ]) {
+        expect(await f.remote.sessionGraph(sid, filter)).toEqual(await f.local.sessionGraph(sid, filter));
+      }
+      expect(await f.remote.listActions(sid, { limit: 2 })).toEqual(
+        await f.local.listActions(sid, { limit: 2 }),
+      );
+      for (const id of ['a1', 'a2', 'a3'].map((a) => `${sid}-${a}`)) {
+        expect(await f.remote.getAction(sid, id)).toEqual(await f.local.getAction(sid, id));
+        expect(await f.remote.failureContext(sid, id, { before: 5 })).toStrictEqual(
+          await f.local.failureContext(sid, id, { before: 5 }),
+        );
+      }
+      for (const path of ['src/a.py', 'data.csv', 'nope']) {
+        expect(await f.remote.fileLineage(sid, path)).toStrictEqual(await f.local.fileLineage(sid, path));
+      }
+    }
+  });
+
+  it('replays idempotently, and a stale copy never undoes a newer one', async () => {
+    await f.graph.recordSession({ id: 's', tenant: 't', createdAt: at(0), metadata: {} });
+    const a = start('a', 's');
+    await f.graph.recordActionStarted(a);
+    expect(await f.graph.drain(10_000)).toBe(true);
+    const runningCopy = { sessions: [], actions: [(await f.local.getAction('s', 'a'))!] };
+
+    await f.graph.recordActionCompleted(a.id, completion(a, { files: [{ path: 'x', access: 'write' }] }));
+    await f.graph.endSession('s', at(9), 'deleted');
+    expect(await f.graph.drain(10_000)).toBe(true);
+    const expected = await f.local.sessionGraph('s');
+    expect(await f.remote.sessionGraph('s')).toEqual(expected);
+
+    const latest = {
+      sessions: [
+        {
+          id: 's',
+          tenant: 't',
+          createdAt: at(0),
+          metadata: {},
+          endedAt: at(9),
+          endReason: 'deleted' as const,
+        },
+      ],
+      actions: [(await f.local.getAction('s', 'a'))!],
+    };
+    await f.remote.applyReplica(latest);
+    await f.remote.applyReplica(latest);
+    await f.remote.applyReplica(runningCopy);
+    await f.remote.applyReplica({
+      sessions: [{ id: 's', tenant: 't', createdAt: at(0), metadata: {} }],
+      actions: [],
+    });
+    expect(await f.remote.sessionGraph('s')).toEqual(expected);
+  });
+
+  it('reads from Neo4j when it holds the whole session, from the local file otherwise', async () => {
+    await f.graph.recordSession({ id: 's', tenant: 't', createdAt: at(0), metadata: {} });
+    expect(await f.graph.drain(10_000)).toBe(true);
+    const neo4jStatements = (f.graph as unknown as { remote: Neo4jContextGraph }).remote;
+    let before = neo4jStatements.statementCount();
+    await f.graph.sessionGraph('s');
+    expect(neo4jStatements.statementCount() - before).toBe(1);
+
+    // While Neo4j is reported failing, reads stay local and health says degraded with the backlog.
+    f.graph.forwarder.reportFailure(new Error('simulated outage'));
+    await f.graph.recordActionStarted(start('a', 's'));
+    before = neo4jStatements.statementCount();
+    expect((await f.graph.getAction('s', 'a'))?.status).toBe('running');
+    expect(neo4jStatements.statementCount()).toBe(before);
+    expect(await f.graph.health()).toMatchObject({ store: 'neo4j', status: 'degraded', backlog: 1 });
+
+    // The forwarder checks again on its own, catches up, and reads go back to Neo4j.
+    expect(await f.graph.drain(10_000)).toBe(true);
+    expect(await f.graph.health()).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
+    before = neo4jStatements.statementCount();
+    expect((await f.graph.getAction('s', 'a'))?.status).toBe('running');
+    expect(neo4jStatements.statementCount() - before).toBe(1);
+  });
+});
+
+describe('ContextGraphModule with store: neo4j', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'replicated-module-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('provides the replicated graph, initialised, and closes it on shutdown', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ContextGraphModule.forRoot({
+          store: 'neo4j',
+          sqlitePath: join(dir, 'graph.db'),
+          neo4j: neo4jOptions,
+        }),
+      ],
+    }).compile();
+    const app = await moduleRef.init();
+    const graph = app.get(ContextGraph);
+    expect(graph).toBeInstanceOf(ReplicatedContextGraph);
+    expect(await graph.health()).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
+    await app.close();
+    await expect(graph.health()).rejects.toBeInstanceOf(ContextGraphClosedError);
+  });
+
+  it('fails start-up naming the setting, and leaves nothing open', async () => {
+    const compiled = Test.createTestingModule({
+      imports: [
+        ContextGraphModule.forRoot({
+          store: 'neo4j',
+          sqlitePath: join(dir, 'refused.db'),
+          neo4j: { ...neo4jOptions, password: 'wrong-password' },
+        }),
+      ],
+    }).compile();
+    await expect(compiled).rejects.toMatchObject({ setting: 'credentials' });
+    // The file was opened and closed again: another store can take it at once.
+    const again = new SqliteContextGraph({ sqlitePath: join(dir, 'refused.db'), outbox: true });
+    await again.init();
+    await again.close();
+  });
+});

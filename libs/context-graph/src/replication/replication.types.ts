@@ -1,0 +1,34 @@
+import type { ActionRecord } from '../context-graph.types';
+import type { SessionState } from '../context-graph.views';
+
+/** An action as copied to a replica: its full current record, and the action before it (for `NEXT`). */
+export interface ReplicaAction extends ActionRecord {
+  /** The session's action with `seq - 1`, if any. */
+  prevId?: string;
+}
+
+/** Current state of what a run of outbox entries named. */
+export interface ReplicaChanges {
+  /** Sessions to create or update, applied first. */
+  sessions: SessionState[];
+  /** Actions to create or update, in outbox order (so an action's predecessor comes before it). */
+  actions: ReplicaAction[];
+}
+
+/** The oldest outbox entries, read for copying. */
+export interface OutboxBatch extends ReplicaChanges {
+  /** Highest entry id covered; pass to `outboxAck` once the changes are copied. 0 when the outbox is empty. */
+  lastId: number;
+  /** How many entries the batch covers (duplicates of the same record included). */
+  entries: number;
+}
+
+/**
+ * A store that accepts copies of records. Applying must be idempotent and must converge on the given state:
+ * applying the same changes twice, or an older batch again after a newer one, leaves the same graph.
+ */
+export interface ReplicaTarget {
+  applyReplica(changes: ReplicaChanges): Promise<void>;
+  /** Resolves when the replica answers; rejects otherwise. */
+  ping(): Promise<void>;
+}

@@ -1,0 +1,107 @@
+/**
+ * The engine with SWITCHYARD_GRAPH=neo4j against the test Neo4j (`bash scripts/neo4j.sh start`, run by
+ * `npm test`): start-up refuses bad settings naming the variable, actions are recorded locally and copied to
+ * Neo4j, and both stores then hold the same graph. Fails, never skips, when no test Neo4j is running.
+ */
+import { Neo4jContextGraph, SqliteContextGraph } from '@switchyard/context-graph';
+import type { Driver } from 'neo4j-driver';
+import { lockNeo4j, neo4jTestDriver, neo4jTestServer } from '../../libs/context-graph/src/testing';
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ConfigError } from '../../apps/engine/src/config/engine-config';
+import { EngineHarness } from '../support/engine-harness';
+import { compareStores, neo4jEnv, waitForGraph } from '../support/neo4j-graph';
+
+const server = neo4jTestServer();
+let driver: Driver;
+let release: () => void;
+beforeAll(async () => {
+  release = await lockNeo4j(server); // other test runs on this machine share the instance
+  driver = neo4jTestDriver(server);
+}, 600_000);
+afterAll(async () => {
+  await driver.close();
+  release();
+});
+
+describe('engine on Neo4j', () => {
+  describe('start-up', () => {
+    const dirs: string[] = [];
+    afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+    it.each([
+      ['a wrong password', { NEO4J_PASSWORD: 'not-the-password' }, ['NEO4J_USERNAME', 'NEO4J_PASSWORD']],
+      ['an unknown user', { NEO4J_USERNAME: 'nobody' }, ['NEO4J_USERNAME', 'NEO4J_PASSWORD']],
+      ['a database that does not exist', { NEO4J_DATABASE: 'nosuchdb' }, ['NEO4J_DATABASE']],
+      [
+        'an address where nothing listens',
+        { NEO4J_URI: 'bolt://127.0.0.1:1', SWITCHYARD_GRAPH_CONNECT_TIMEOUT_MS: '300' },
+        ['NEO4J_URI'],
+      ],
+    ])('fails with %s, naming the variable', async (_what, bad, variables) => {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-neo4j-'));
+      dirs.push(dataDir);
+      const error = await EngineHarness.start({ ...neo4jEnv(server), ...bad }, { dataDir }).then(
+        async (engine) => {
+          await engine.stop();
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems.map((p) => p.variable)).toEqual(variables);
+      expect((error as ConfigError).message).toMatch(/Neo4j/);
+    });
+  });
+
+  describe('recording', () => {
+    let engine: EngineHarness;
+    beforeAll(async () => {
+      engine = await EngineHarness.start(neo4jEnv(server));
+    });
+    afterAll(() => engine.stop());
+
+    it('records locally, copies to Neo4j, and both stores answer the same', async () => {
+      const sid = await engine.createSession({ metadata: { purpose: 'neo4j' } });
+      await engine.action(sid, { type: 'file', op: 'write', path: 'a.txt', content: 'a' });
+      const failed = await engine.action(sid, {
+        type: 'code',
+        language: 'python',
+        code: 'import sys; sys.exit(3)',
+      });
+      expect(failed).toMatchObject({ status: 'failed', exitCode: 3 });
+      await engine.action(sid, { type: 'file', op: 'edit', path: 'a.txt', find: 'a', replace: 'b' });
+
+      const health = await waitForGraph(engine, (g) => g.backlog === 0);
+      expect(health).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
+
+      const local = new SqliteContextGraph({
+        sqlitePath: path.join(engine.dataDir, 'graph.db'),
+        outbox: true,
+      });
+      const remote = new Neo4jContextGraph({
+        uri: server.uri,
+        username: server.username,
+        password: server.password,
+      });
+      await Promise.all([local.init(), remote.init()]);
+      try {
+        await compareStores(local, remote, [sid], driver);
+        const ctx = await engine.request('GET', `/v1/sessions/${sid}/actions/${failed.id}/context`);
+        expect(ctx.headers.get('x-graph-store')).toBe('neo4j');
+        expect(ctx.headers.get('x-graph-lag')).toBe('0');
+        expect(ctx.body).toEqual(
+          JSON.parse(JSON.stringify(await remote.failureContext(sid, failed.id, { before: 10 }))),
+        );
+        const lineage = await engine.request('GET', `/v1/sessions/${sid}/files/lineage?path=a.txt`);
+        expect(lineage.body.entries.map((e: { access: string[] }) => e.access)).toEqual([
+          ['write'],
+          ['read', 'write'],
+        ]);
+      } finally {
+        await Promise.all([local.close(), remote.close()]);
+      }
+    });
+  });
+});
