@@ -49,6 +49,7 @@ describe('observability', () => {
     expect(after).toMatch(/^switchyard_pool_containers\{state="idle"\} \d+/m);
     expect(after).toMatch(/^switchyard_actions_in_flight\{state="queued"\} 0/m);
     expect(after).toMatch(/^switchyard_browser_contexts\{route="shared"\} \d+/m);
+    expect(after).toMatch(/^switchyard_graph_outbox_backlog 0$/m);
     expect(after).toContain('switchyard_process_cpu_seconds_total');
   });
 

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { GraphStoreConnectionError } from '@switchyard/context-graph';
 import { createEngineApp } from './bootstrap';
 import { ConfigError, loadEngineConfig } from './config/engine-config';
 
@@ -14,7 +15,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const app = await createEngineApp(config);
+  let app;
+  try {
+    app = await createEngineApp(config);
+  } catch (err) {
+    // A store named by the configuration that cannot be used (bad Neo4j address or login) is a configuration error.
+    if (err instanceof GraphStoreConnectionError) {
+      process.stderr.write(`switchyard: ${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
   await app.listen(config.port, config.host);
   new Logger('Engine').log({ msg: 'listening', url: await app.getUrl(), dataDir: config.dataDir });
 }

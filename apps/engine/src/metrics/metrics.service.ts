@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ActionResult } from '@switchyard/common';
 import { BrowserRouter } from '@switchyard/browser';
+import { ContextGraph } from '@switchyard/context-graph';
 import { PooledTier, SANDBOX_TIERS, type SandboxTier } from '@switchyard/sandbox';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ActionScheduler } from '../actions/action-scheduler';
@@ -50,6 +51,7 @@ export class MetricsService {
     scheduler: ActionScheduler,
     @Inject(SANDBOX_TIERS) tiers: SandboxTier[],
     browser: BrowserRouter,
+    graph: ContextGraph,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
     const pooled = tiers.find((t): t is PooledTier => t instanceof PooledTier);
@@ -72,6 +74,14 @@ export class MetricsService {
       registers: [this.registry],
       collect() {
         if (pooled) this.set(pooled.stats().pending);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_graph_outbox_backlog',
+      help: 'Graph records committed locally but not yet forwarded to Neo4j (0 for the embedded store)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await graph.health()).backlog);
       },
     });
     new Gauge({
