@@ -55,6 +55,7 @@ class NoopContextGraph extends ContextGraph {
   override async recordSession(): Promise<void> {}
   override async recordActionStarted(): Promise<void> {}
   override async recordActionCompleted(): Promise<void> {}
+  override async recordPlan(): Promise<void> {}
   override async getAction(): Promise<ActionRecord | undefined> {
     return undefined;
   }

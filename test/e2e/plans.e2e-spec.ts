@@ -134,6 +134,74 @@ describe('plans', () => {
     expect(late.status).toBe(409);
   });
 
+  it('records the replanned plan in the context graph: steps, versions, attempts, and the failed step', async () => {
+    const sid = await engine.createSession();
+    const res = await submit(sid, {
+      goal: 'graph',
+      wait: true,
+      steps: [
+        { id: 'prepare', action: bash('echo data > input.txt') },
+        { id: 'compute', action: bash('cat missing.txt'), dependsOn: ['prepare'] },
+        { id: 'report', action: bash('cat result.txt'), dependsOn: ['compute'] },
+      ],
+    });
+    expect(res.body.status).toBe('needs_replan');
+    const planId = res.body.id;
+    const replanned = await engine.request('POST', `/v1/sessions/${sid}/plans/${planId}/replan`, {
+      wait: true,
+      steps: [{ id: 'compute', action: bash('wc -c < input.txt > result.txt'), dependsOn: ['prepare'] }],
+    });
+    expect(replanned.body.status).toBe('succeeded');
+    const steps = Object.fromEntries(replanned.body.steps.map((s: any) => [s.id, s]));
+    const failedActionId = steps.compute.replaced[0].attempts[0].actionId;
+    const actionOf = (id: string) => steps[id].attempts[0].actionId;
+    const node = (id: string, version: number) => `step:${planId}:${id}:${version}`;
+
+    const graph = await engine.request('GET', `/v1/sessions/${sid}/graph`);
+    expect(graph.status).toBe(200);
+    expect(graph.body.nodes.find((n: any) => n.id === planId)).toEqual({
+      id: planId,
+      label: 'Plan',
+      properties: {
+        goal: 'graph',
+        status: 'succeeded',
+        createdAt: replanned.body.createdAt,
+        endedAt: replanned.body.endedAt,
+        maxParallel: 1,
+      },
+    });
+    expect(graph.body.nodes.filter((n: any) => n.label === 'Step').map((n: any) => n.id)).toEqual([
+      node('compute', 1),
+      node('compute', 2),
+      node('prepare', 1),
+      node('report', 1),
+    ]);
+    const edges = (type: string): string[] =>
+      graph.body.edges.filter((e: any) => e.type === type).map((e: any) => `${e.from} -> ${e.to}`);
+    expect(edges('HAS_PLAN')).toEqual([`${sid} -> ${planId}`]);
+    expect(edges('HAS_STEP')).toEqual(
+      [node('compute', 1), node('compute', 2), node('prepare', 1), node('report', 1)].map(
+        (n) => `${planId} -> ${n}`,
+      ),
+    );
+    expect(edges('DEPENDS_ON')).toEqual([
+      `${node('compute', 1)} -> ${node('prepare', 1)}`,
+      `${node('compute', 2)} -> ${node('prepare', 1)}`,
+      `${node('report', 1)} -> ${node('compute', 2)}`,
+    ]);
+    expect(edges('ATTEMPT')).toEqual([
+      `${node('compute', 1)} -> ${failedActionId}`,
+      `${node('compute', 2)} -> ${actionOf('compute')}`,
+      `${node('prepare', 1)} -> ${actionOf('prepare')}`,
+      `${node('report', 1)} -> ${actionOf('report')}`,
+    ]);
+    expect(edges('REPLACES')).toEqual([`${node('compute', 2)} -> ${node('compute', 1)}`]);
+
+    const ctx = await engine.request('GET', `/v1/sessions/${sid}/actions/${failedActionId}/context`);
+    expect(ctx.status).toBe(200);
+    expect(ctx.body.planStep).toEqual({ planId, stepId: 'compute', version: 1 });
+  });
+
   it('allowFailure lets the plan go on: the failed step dependents are skipped, the rest runs', async () => {
     const sid = await engine.createSession();
     const res = await submit(sid, {

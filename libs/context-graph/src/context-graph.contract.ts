@@ -13,6 +13,7 @@ import type {
   ActionStart,
   GraphFilter,
   GraphView,
+  PlanGraphRecord,
   SessionRecord,
 } from './context-graph.types';
 
@@ -812,6 +813,198 @@ export function describeContextGraphContract(
 
       it('health reports a usable store with nothing waiting', async () => {
         expect(await graph.health()).toMatchObject({ status: 'ok', backlog: 0 });
+      });
+    });
+
+    describe('plans', () => {
+      const stepId = (planId: string, id: string, version: number): string =>
+        `step:${planId}:${id}:${version}`;
+
+      /** fetch → compute (fails once: a1), report after compute; then a replan replaces compute (a2). */
+      async function planned() {
+        const s = await recorded();
+        const a1 = await started(s.id, { startedAt: at(1) });
+        await graph.recordActionCompleted(a1.id, completion(a1, { status: 'failed', exitCode: 1 }));
+        const a0 = await started(s.id, { startedAt: at(2), type: 'file', operation: 'read', tier: 'engine' });
+        const plan: PlanGraphRecord = {
+          id: uid('plan'),
+          sessionId: s.id,
+          goal: 'build',
+          status: 'needs_replan',
+          maxParallel: 2,
+          createdAt: at(0),
+          steps: [
+            {
+              stepId: 'fetch',
+              version: 1,
+              status: 'succeeded',
+              allowFailure: false,
+              dependsOn: [],
+              attempts: [a0.id],
+            },
+            {
+              stepId: 'compute',
+              version: 1,
+              status: 'failed',
+              allowFailure: false,
+              dependsOn: ['fetch'],
+              attempts: [a1.id],
+            },
+            {
+              stepId: 'report',
+              version: 1,
+              status: 'skipped',
+              allowFailure: true,
+              dependsOn: ['compute'],
+              attempts: [],
+            },
+          ],
+        };
+        return { s, a0, a1, plan };
+      }
+
+      it('recordPlan records Plan and Step nodes with HAS_PLAN, HAS_STEP, DEPENDS_ON and ATTEMPT; twice is once', async () => {
+        const { s, a0, a1, plan } = await planned();
+        await graph.recordPlan(plan);
+        const once = await graph.sessionGraph(s.id);
+        await graph.recordPlan(plan);
+        expect(await graph.sessionGraph(s.id)).toEqual(once);
+        const planNodes = once.nodes.filter((n) => n.label === 'Plan' || n.label === 'Step');
+        expect(planNodes).toEqual([
+          {
+            id: plan.id,
+            label: 'Plan',
+            properties: { goal: 'build', status: 'needs_replan', createdAt: at(0), maxParallel: 2 },
+          },
+          {
+            id: stepId(plan.id, 'compute', 1),
+            label: 'Step',
+            properties: { stepId: 'compute', version: 1, status: 'failed', allowFailure: false },
+          },
+          {
+            id: stepId(plan.id, 'fetch', 1),
+            label: 'Step',
+            properties: { stepId: 'fetch', version: 1, status: 'succeeded', allowFailure: false },
+          },
+          {
+            id: stepId(plan.id, 'report', 1),
+            label: 'Step',
+            properties: { stepId: 'report', version: 1, status: 'skipped', allowFailure: true },
+          },
+        ]);
+        expect(once.edges.filter((e) => !['HAS_ACTION', 'NEXT'].includes(e.type))).toEqual([
+          { from: s.id, to: plan.id, type: 'HAS_PLAN', properties: {} },
+          { from: plan.id, to: stepId(plan.id, 'compute', 1), type: 'HAS_STEP', properties: {} },
+          { from: plan.id, to: stepId(plan.id, 'fetch', 1), type: 'HAS_STEP', properties: {} },
+          { from: plan.id, to: stepId(plan.id, 'report', 1), type: 'HAS_STEP', properties: {} },
+          {
+            from: stepId(plan.id, 'compute', 1),
+            to: stepId(plan.id, 'fetch', 1),
+            type: 'DEPENDS_ON',
+            properties: {},
+          },
+          {
+            from: stepId(plan.id, 'report', 1),
+            to: stepId(plan.id, 'compute', 1),
+            type: 'DEPENDS_ON',
+            properties: {},
+          },
+          { from: stepId(plan.id, 'compute', 1), to: a1.id, type: 'ATTEMPT', properties: {} },
+          { from: stepId(plan.id, 'fetch', 1), to: a0.id, type: 'ATTEMPT', properties: {} },
+        ]);
+      });
+
+      it('a replan adds a version that REPLACES the old one; dependents point at the latest version', async () => {
+        const { s, a1, plan } = await planned();
+        await graph.recordPlan(plan);
+        const a2 = await started(s.id, { startedAt: at(3), retryOf: a1.id });
+        await graph.recordActionCompleted(a2.id, completion(a2));
+        const replanned: PlanGraphRecord = {
+          ...plan,
+          status: 'succeeded',
+          endedAt: at(9),
+          steps: [
+            ...plan.steps.filter((st) => st.stepId !== 'report'),
+            {
+              stepId: 'compute',
+              version: 2,
+              status: 'succeeded',
+              allowFailure: false,
+              dependsOn: ['fetch'],
+              attempts: [a2.id],
+              replaces: 1,
+            },
+            { ...plan.steps[2], status: 'succeeded' },
+          ],
+        };
+        await graph.recordPlan(replanned);
+        await graph.recordPlan(replanned);
+        const view = await graph.sessionGraph(s.id);
+        expect(view.nodes.find((n) => n.id === plan.id)?.properties).toEqual({
+          goal: 'build',
+          status: 'succeeded',
+          createdAt: at(0),
+          endedAt: at(9),
+          maxParallel: 2,
+        });
+        expect(view.nodes.filter((n) => n.label === 'Step').map((n) => n.id)).toEqual([
+          stepId(plan.id, 'compute', 1),
+          stepId(plan.id, 'compute', 2),
+          stepId(plan.id, 'fetch', 1),
+          stepId(plan.id, 'report', 1),
+        ]);
+        const planEdges = edgeSet(view).filter((e) => /^(HAS_STEP|DEPENDS_ON|ATTEMPT|REPLACES) /.test(e));
+        expect(planEdges).toEqual(
+          [
+            `HAS_STEP ${plan.id} -> ${stepId(plan.id, 'compute', 1)}`,
+            `HAS_STEP ${plan.id} -> ${stepId(plan.id, 'compute', 2)}`,
+            `HAS_STEP ${plan.id} -> ${stepId(plan.id, 'fetch', 1)}`,
+            `HAS_STEP ${plan.id} -> ${stepId(plan.id, 'report', 1)}`,
+            `DEPENDS_ON ${stepId(plan.id, 'compute', 1)} -> ${stepId(plan.id, 'fetch', 1)}`,
+            `DEPENDS_ON ${stepId(plan.id, 'compute', 2)} -> ${stepId(plan.id, 'fetch', 1)}`,
+            `DEPENDS_ON ${stepId(plan.id, 'report', 1)} -> ${stepId(plan.id, 'compute', 2)}`,
+            `ATTEMPT ${stepId(plan.id, 'compute', 1)} -> ${a1.id}`,
+            `ATTEMPT ${stepId(plan.id, 'compute', 2)} -> ${a2.id}`,
+            `ATTEMPT ${stepId(plan.id, 'fetch', 1)} -> ${plan.steps[0].attempts[0]}`,
+            `REPLACES ${stepId(plan.id, 'compute', 2)} -> ${stepId(plan.id, 'compute', 1)}`,
+          ].sort(),
+        );
+        expect(view.edges.filter((e) => e.type === 'HAS_PLAN')).toHaveLength(1);
+      });
+
+      it('ATTEMPT reaches only existing actions of the same session; a filter keeps plans, drops ATTEMPTs to hidden actions', async () => {
+        const { s, a0, a1, plan } = await planned();
+        const other = await recorded();
+        const foreign = await started(other.id);
+        plan.steps[2].attempts = ['no-such-action', foreign.id];
+        await graph.recordPlan(plan);
+        const view = await graph.sessionGraph(s.id);
+        expect(view.edges.filter((e) => e.type === 'ATTEMPT').map((e) => e.to)).toEqual([a1.id, a0.id]);
+        const code = await graph.sessionGraph(s.id, { types: ['code'] });
+        expect(code.nodes.filter((n) => n.label === 'Plan').map((n) => n.id)).toEqual([plan.id]);
+        expect(code.nodes.filter((n) => n.label === 'Step')).toHaveLength(3);
+        expect(code.edges.filter((e) => e.type === 'ATTEMPT').map((e) => e.to)).toEqual([a1.id]);
+        expect((await graph.sessionGraph(other.id)).nodes.map((n) => n.label)).toEqual(['Session', 'Action']);
+      });
+
+      it('failureContext names the plan step an action was an attempt of', async () => {
+        const { s, a1, plan } = await planned();
+        const outside = await started(s.id, { startedAt: at(4) });
+        await graph.recordPlan(plan);
+        expect((await graph.failureContext(s.id, a1.id, { before: 0 }))?.planStep).toStrictEqual({
+          planId: plan.id,
+          stepId: 'compute',
+          version: 1,
+        });
+        expect((await graph.failureContext(s.id, outside.id, { before: 0 }))?.planStep).toBeNull();
+      });
+
+      it('recordPlan rejects for a session never recorded', async () => {
+        const { plan } = await planned();
+        await expect(graph.recordPlan({ ...plan, sessionId: 'no-such-session' })).rejects.toBeInstanceOf(
+          SessionNotRecordedError,
+        );
+        expect((await graph.sessionGraph('no-such-session')).nodes).toEqual([]);
       });
     });
 

@@ -10,6 +10,7 @@ import type {
   GraphView,
   ListActionsQuery,
   Page,
+  PlanGraphRecord,
   SessionRecord,
 } from './context-graph.types';
 
@@ -26,7 +27,11 @@ import type {
  * - `RETRY_OF` goes from the retry to the original when `retryOf` is set, with `{reason}` when `retryReason` is.
  * - `sandbox` on completion adds a `RAN_IN` edge to a `Sandbox` node (id `sandbox:<containerId>`, one per
  *   container, so a pooled container collects every action of its session).
- * - Node ids: the session id, the action id, the file id and the sandbox id above.
+ * - `recordPlan` upserts a plan snapshot: a `Plan` node (`HAS_PLAN` from the session), one `Step` node per step
+ *   version (id `step:<planId>:<stepId>:<version>`, `HAS_STEP` from the plan), `DEPENDS_ON` to the latest
+ *   version of each dependency, `ATTEMPT` to each attempt's action (same session, existing actions only) and
+ *   `REPLACES` from a newer version to the one it replaced. Each record replaces the steps' outgoing edges.
+ * - Node ids: the session id, the action id, the file id, the sandbox id, the plan id and the step id above.
  * - Every query answers the same on every adapter (same values, same order); on a remote store each query is
  *   one round trip.
  */
@@ -48,6 +53,11 @@ export abstract class ContextGraph {
    */
   abstract recordActionCompleted(actionId: string, completion: ActionCompletion): Promise<void>;
 
+  /**
+   * Idempotent upsert of a plan snapshot (see above). Throws `SessionNotRecordedError` for an unknown session.
+   */
+  abstract recordPlan(plan: PlanGraphRecord): Promise<void>;
+
   abstract getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined>;
 
   /**
@@ -57,8 +67,10 @@ export abstract class ContextGraph {
   abstract listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>>;
 
   /**
-   * Session node, then actions by `seq`, files by path, sandboxes by id; edges grouped by type (`HAS_ACTION`,
-   * `NEXT`, `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`), each group by the action's `seq`. Empty for an unknown
+   * Session node, then actions by `seq`, files by path, sandboxes by id, plans by `createdAt` then id, steps by
+   * plan, step id and version; edges grouped by type (`HAS_ACTION`, `NEXT`, `READ`/`WROTE`, `RETRY_OF`,
+   * `RAN_IN`, each group by the action's `seq`; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`,
+   * `REPLACES`, each by plan and step). Empty for an unknown
    * session. `filter` narrows it (see {@link GraphFilter}); throws `InvalidInputError` (field `since`, `types`,
    * `status` or `limit`) for a filter that cannot be applied.
    */

@@ -98,8 +98,53 @@ export interface ListActionsQuery {
   limit: number;
 }
 
-export type GraphNodeLabel = 'Session' | 'Action' | 'File' | 'Sandbox';
-export type GraphEdgeType = 'HAS_ACTION' | 'NEXT' | 'READ' | 'WROTE' | 'RETRY_OF' | 'RAN_IN';
+export type GraphNodeLabel = 'Session' | 'Action' | 'File' | 'Sandbox' | 'Plan' | 'Step';
+export type GraphEdgeType =
+  | 'HAS_ACTION'
+  | 'NEXT'
+  | 'READ'
+  | 'WROTE'
+  | 'RETRY_OF'
+  | 'RAN_IN'
+  | 'HAS_PLAN'
+  | 'HAS_STEP'
+  | 'DEPENDS_ON'
+  | 'ATTEMPT'
+  | 'REPLACES';
+
+/** One version of a plan step, as recorded by `recordPlan`. */
+export interface PlanGraphStep {
+  stepId: string;
+  /** 1 for the submitted step, +1 for each replan that replaced it. */
+  version: number;
+  status: string;
+  allowFailure: boolean;
+  /** Ids of the steps it depends on: `DEPENDS_ON` edges to their latest version at record time. */
+  dependsOn: string[];
+  /** Action ids of its attempts, in order: `ATTEMPT` edges to those that exist in the same session. */
+  attempts: string[];
+  /** The version this one replaced: a `REPLACES` edge to it (when that version is in the record). */
+  replaces?: number;
+}
+
+/** A snapshot of a plan, for `recordPlan`: every version of every step. */
+export interface PlanGraphRecord {
+  id: string;
+  sessionId: string;
+  goal?: string;
+  status: string;
+  maxParallel: number;
+  createdAt: string;
+  endedAt?: string;
+  steps: PlanGraphStep[];
+}
+
+/** The plan step an action was an attempt of. */
+export interface PlanStepRef {
+  planId: string;
+  stepId: string;
+  version: number;
+}
 
 export interface GraphNode {
   id: string;
@@ -124,9 +169,10 @@ export interface GraphView {
 }
 
 /**
- * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included; files
- * and sandboxes are those of the included actions, and an edge is kept only when both its ends are included
- * (so `NEXT` links only consecutive included actions).
+ * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included, and so
+ * are the session's plans and their steps (the filter narrows actions only); files and sandboxes are those of
+ * the included actions, and an edge is kept only when both its ends are included (so `NEXT` links only
+ * consecutive included actions, and `ATTEMPT` only reaches included actions).
  */
 export interface GraphFilter {
   /** Only actions started at or after this instant (ISO 8601, compared as an instant). */
@@ -185,8 +231,8 @@ export interface FailureContext {
   before: ActionSummary[];
   /** The files it read or wrote, by path. */
   files: FileContext[];
-  /** The plan step it belongs to. Plans arrive with the planner (issue 6); until then always `null`. */
-  planStep: null;
+  /** The plan step version it was an attempt of (its `ATTEMPT` edge); `null` when it ran outside a plan. */
+  planStep: PlanStepRef | null;
 }
 
 export interface FailureContextQuery {

@@ -17,6 +17,8 @@ import type {
   GraphFilter,
   GraphNode,
   GraphView,
+  PlanGraphRecord,
+  PlanStepRef,
   RetryChainEntry,
   SessionRecord,
 } from './context-graph.types';
@@ -30,8 +32,104 @@ export interface SessionState extends SessionRecord {
   endReason?: 'deleted' | 'expired';
 }
 
+/** Plain string order (UTF-16 code units), the same whichever store sorted first. */
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 export const fileNodeId = (sessionId: string, path: string): string => `file:${sessionId}:${path}`;
 export const sandboxNodeId = (containerId: string): string => `sandbox:${containerId}`;
+export const stepNodeId = (planId: string, stepId: string, version: number): string =>
+  `step:${planId}:${stepId}:${version}`;
+
+/** One step version as stored: its edges resolved to node ids. */
+export interface StoredPlanStep {
+  /** The node id. */
+  id: string;
+  stepId: string;
+  version: number;
+  status: string;
+  allowFailure: boolean;
+  /** Step node ids (`DEPENDS_ON`). */
+  dependsOn: string[];
+  /** Action ids (`ATTEMPT`), in attempt order. */
+  attempts: string[];
+  /** Step node id (`REPLACES`). */
+  replaces?: string;
+}
+
+/** A plan as stored, what `sessionGraph` and the replica read. */
+export interface StoredPlan {
+  id: string;
+  sessionId: string;
+  goal?: string;
+  status: string;
+  maxParallel: number;
+  createdAt: string;
+  endedAt?: string;
+  steps: StoredPlanStep[];
+}
+
+/**
+ * A plan record resolved to node ids: `DEPENDS_ON` to the latest version of each dependency in the record,
+ * `REPLACES` to the replaced version when the record has it; one entry per step version (the last wins).
+ * Attempts are not checked here (each store keeps those whose action exists in the session).
+ */
+export function resolvePlan(plan: PlanGraphRecord): StoredPlan {
+  const latest = new Map<string, number>();
+  for (const s of plan.steps) latest.set(s.stepId, Math.max(latest.get(s.stepId) ?? s.version, s.version));
+  const steps = new Map<string, StoredPlanStep>();
+  for (const s of plan.steps) {
+    const id = stepNodeId(plan.id, s.stepId, s.version);
+    const replaced = s.replaces === undefined ? undefined : stepNodeId(plan.id, s.stepId, s.replaces);
+    steps.set(id, {
+      id,
+      stepId: s.stepId,
+      version: s.version,
+      status: s.status,
+      allowFailure: s.allowFailure,
+      dependsOn: [...new Set(s.dependsOn)]
+        .filter((d) => latest.has(d))
+        .map((d) => stepNodeId(plan.id, d, latest.get(d)!))
+        .sort(byString),
+      attempts: [...new Set(s.attempts)],
+      ...(replaced !== undefined && { replaces: replaced }),
+    });
+  }
+  for (const s of steps.values()) if (s.replaces !== undefined && !steps.has(s.replaces)) delete s.replaces;
+  return compact({
+    id: plan.id,
+    sessionId: plan.sessionId,
+    goal: plan.goal,
+    status: plan.status,
+    maxParallel: plan.maxParallel,
+    createdAt: plan.createdAt,
+    endedAt: plan.endedAt,
+    steps: [...steps.values()],
+  });
+}
+
+export function planNodeProperties(p: StoredPlan): Record<string, unknown> {
+  return compact({
+    goal: p.goal,
+    status: p.status,
+    createdAt: p.createdAt,
+    endedAt: p.endedAt,
+    maxParallel: p.maxParallel,
+  });
+}
+
+export function stepNodeProperties(s: StoredPlanStep): Record<string, unknown> {
+  return { stepId: s.stepId, version: s.version, status: s.status, allowFailure: s.allowFailure };
+}
+
+/** Plans by `createdAt` then id, each with its steps by step id then version. */
+function sortPlans(plans: StoredPlan[]): StoredPlan[] {
+  return [...plans]
+    .sort((a, b) => byString(a.createdAt, b.createdAt) || byString(a.id, b.id))
+    .map((p) => ({
+      ...p,
+      steps: [...p.steps].sort((a, b) => byString(a.stepId, b.stepId) || a.version - b.version),
+    }));
+}
 
 /** The error recorded on actions a crash left `running`. */
 export const INTERRUPTED_ERROR: ActionError = Object.freeze({
@@ -45,9 +143,6 @@ export const MAX_FAILURE_CONTEXT_BEFORE = 100;
 export function compact<T extends object>(props: T): T {
   return Object.fromEntries(Object.entries(props).filter(([, v]) => v !== undefined && v !== null)) as T;
 }
-
-/** Plain string order (UTF-16 code units), the same whichever store sorted first. */
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A record's `files`, deduplicated and sorted by path then access. */
 export function sortTouches(files: FileTouch[]): FileTouch[] {
@@ -111,7 +206,11 @@ export function summarize(a: ActionRecord): ActionSummary {
  * The graph view of a session and the given actions (in `seq` order, already filtered). Files and sandboxes
  * come from the actions' touches and `sandbox`; edges whose far end is not in the view are left out.
  */
-export function buildGraphView(session: SessionState, actions: ActionRecord[]): GraphView {
+export function buildGraphView(
+  session: SessionState,
+  actions: ActionRecord[],
+  storedPlans: StoredPlan[] = [],
+): GraphView {
   const files = new Map<string, string>();
   const sandboxes = new Map<string, GraphNode>();
   for (const a of actions) {
@@ -126,6 +225,9 @@ export function buildGraphView(session: SessionState, actions: ActionRecord[]): 
     }
   }
   const included = new Set(actions.map((a) => a.id));
+  const seqOf = new Map(actions.map((a) => [a.id, a.seq]));
+  const plans = sortPlans(storedPlans);
+  const steps = plans.flatMap((p) => p.steps.map((s) => ({ plan: p, step: s })));
   const edge = (
     from: string,
     to: string,
@@ -139,6 +241,12 @@ export function buildGraphView(session: SessionState, actions: ActionRecord[]): 
       .sort(([, a], [, b]) => byString(a, b))
       .map(([id, path]): GraphNode => ({ id, label: 'File', properties: { path } })),
     ...[...sandboxes.values()].sort((a, b) => byString(a.id, b.id)),
+    ...plans.map((p): GraphNode => ({ id: p.id, label: 'Plan', properties: planNodeProperties(p) })),
+    ...steps.map(({ step }): GraphNode => ({
+      id: step.id,
+      label: 'Step',
+      properties: stepNodeProperties(step),
+    })),
   ];
   const edges: GraphEdge[] = [
     ...actions.map((a) => edge(session.id, a.id, 'HAS_ACTION')),
@@ -155,6 +263,20 @@ export function buildGraphView(session: SessionState, actions: ActionRecord[]): 
     ),
     ...actions.flatMap((a) =>
       a.sandbox ? [edge(a.id, sandboxNodeId(a.sandbox.containerId), 'RAN_IN')] : [],
+    ),
+    ...plans.map((p) => edge(session.id, p.id, 'HAS_PLAN')),
+    ...steps.map(({ plan, step }) => edge(plan.id, step.id, 'HAS_STEP')),
+    ...steps.flatMap(({ step }) =>
+      [...step.dependsOn].sort(byString).map((d) => edge(step.id, d, 'DEPENDS_ON')),
+    ),
+    ...steps.flatMap(({ step }) =>
+      step.attempts
+        .filter((id) => included.has(id))
+        .sort((a, b) => seqOf.get(a)! - seqOf.get(b)!)
+        .map((id) => edge(step.id, id, 'ATTEMPT')),
+    ),
+    ...steps.flatMap(({ step }) =>
+      step.replaces === undefined ? [] : [edge(step.id, step.replaces, 'REPLACES')],
     ),
   ];
   return { nodes, edges };
@@ -246,6 +368,7 @@ export function buildFailureContext(
   descendants: ActionSummary[],
   before: ActionSummary[],
   lastWriters: ReadonlyMap<string, ActionSummary>,
+  planSteps: PlanStepRef[] = [],
 ): FailureContext {
   const bySeq = (a: ActionSummary, b: ActionSummary): number => a.seq - b.seq;
   const retryChain: RetryChainEntry[] = [
@@ -263,7 +386,17 @@ export function buildFailureContext(
     const writer = lastWriters.get(entry.path);
     if (writer) entry.lastWrittenBy = writer;
   }
-  return { action, retryChain, before: [...before].sort(bySeq), files: [...files.values()], planStep: null };
+  // An action is the attempt of one step version; should several claim it, the first in a fixed order wins.
+  const [planStep] = planSteps
+    .map((p) => ({ planId: p.planId, stepId: p.stepId, version: p.version }))
+    .sort((a, b) => byString(a.planId, b.planId) || byString(a.stepId, b.stepId) || a.version - b.version);
+  return {
+    action,
+    retryChain,
+    before: [...before].sort(bySeq),
+    files: [...files.values()],
+    planStep: planStep ?? null,
+  };
 }
 
 /** Assembles a file's lineage from the actions that touched it (any order). */

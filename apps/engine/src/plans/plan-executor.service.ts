@@ -19,7 +19,7 @@ import { type FieldProblem, RequestValidationError } from '../http/request-valid
 import { SessionsService } from '../sessions/sessions.service';
 import type { CreatePlanDto, PlanStepDto, ReplanDto } from './dto/plan.dto';
 import { dagProblems } from './plan-graph';
-import { FINAL_STEP, type Plan, type PlanStep } from './plan.model';
+import { FINAL_STEP, type Plan, type PlanStep, toPlanGraphRecord } from './plan.model';
 import { PlanStore } from './plan.store';
 
 /** A replan or cancel of a plan in a state that does not allow it. */
@@ -51,6 +51,8 @@ const QUEUE_FULL_PAUSE_MS = 250;
 export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Plan');
   private readonly runs = new Map<string, PlanRun>();
+  /** Per plan, the last graph write queued: each snapshot is written after the one before it. */
+  private readonly graphWrites = new Map<string, Promise<void>>();
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
@@ -81,6 +83,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
 
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all([...this.runs.values()].map((r) => this.stop(r, 'engine shutting down')));
+    // The graph closes after this hook: let the last snapshots land first.
+    await Promise.all([...this.graphWrites.values()]);
   }
 
   onApplicationShutdown(): void {
@@ -104,6 +108,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
       steps: dto.steps.map((s) => this.toStep(s, 1)),
     };
     this.store.save(plan);
+    this.recordInGraph(plan);
     const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
     this.runs.set(plan.id, run);
     this.events.publish(sessionId, 'plan.started', { planId: plan.id, steps: plan.steps.map((s) => s.id) });
@@ -211,13 +216,16 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
   /** Resolves when the plan ends or needs a replan, or after `timeoutMs`. */
   async settle(plan: Plan, timeoutMs: number): Promise<void> {
     const run = this.runs.get(plan.id);
-    if (!run || plan.status !== 'running') return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => run.settled.push(resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
-    clearTimeout(timer);
+    if (run && plan.status === 'running') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => run.settled.push(resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    // The caller reads the graph next: the snapshot it was answered with is recorded there first.
+    await this.graphWrites.get(plan.id);
   }
 
   private async stop(run: PlanRun, reason: string): Promise<void> {
@@ -491,6 +499,30 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
   private touch(plan: Plan): void {
     plan.updatedAt = this.now();
     this.store.save(plan);
+    this.recordInGraph(plan);
+  }
+
+  /**
+   * Records the plan's current state in the context graph, after the writes queued before it (the snapshot is
+   * taken now). A failure is logged, never thrown: the plan keeps running without its graph record.
+   */
+  private recordInGraph(plan: Plan): void {
+    const record = toPlanGraphRecord(plan);
+    const previous = this.graphWrites.get(plan.id) ?? Promise.resolve();
+    const write = previous
+      .then(() => this.graph.recordPlan(record))
+      .catch((error: unknown) => {
+        this.logger.error({
+          msg: 'cannot record the plan in the context graph',
+          planId: plan.id,
+          sessionId: plan.sessionId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      })
+      .finally(() => {
+        if (this.graphWrites.get(plan.id) === write) this.graphWrites.delete(plan.id);
+      });
+    this.graphWrites.set(plan.id, write);
   }
 
   private wake(run: PlanRun): void {

@@ -1,4 +1,5 @@
 import type { ActionError, ActionStatus } from '@switchyard/common';
+import type { PlanGraphRecord, PlanGraphStep } from '@switchyard/context-graph';
 
 /**
  * `running` → `succeeded` (every step succeeded, or failed with `allowFailure`, or was skipped because of such a
@@ -52,3 +53,30 @@ export interface Plan {
 }
 
 export const FINAL_STEP: ReadonlySet<StepStatus> = new Set(['succeeded', 'failed', 'skipped', 'cancelled']);
+
+/** The plan as the context graph records it: every version of every step, each with its attempts' actions. */
+export function toPlanGraphRecord(plan: Plan): PlanGraphRecord {
+  const version = (s: Omit<PlanStep, 'replaced'>, replaces: number | undefined): PlanGraphStep => ({
+    stepId: s.id,
+    version: s.version,
+    status: s.status,
+    allowFailure: s.allowFailure,
+    dependsOn: [...s.dependsOn],
+    attempts: s.attempts.flatMap((a) => (a.actionId ? [a.actionId] : [])),
+    ...(replaces !== undefined && { replaces }),
+  });
+  return {
+    id: plan.id,
+    sessionId: plan.sessionId,
+    ...(plan.goal !== undefined && { goal: plan.goal }),
+    status: plan.status,
+    maxParallel: plan.maxParallel,
+    createdAt: plan.createdAt,
+    ...(plan.endedAt !== undefined && { endedAt: plan.endedAt }),
+    steps: plan.steps.flatMap((step) => {
+      // Newest first: each version replaced the next one in the list.
+      const versions = [step, ...(step.replaced ?? [])];
+      return versions.map((v, i) => version(v, versions[i + 1]?.version)).reverse();
+    }),
+  };
+}

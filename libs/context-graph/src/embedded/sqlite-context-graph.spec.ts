@@ -166,6 +166,45 @@ describe('SqliteContextGraph', () => {
       await g.close();
     });
 
+    it('migrates a version-3 file: keeps its outbox entries and then takes plan entries', async () => {
+      const g = await open(true, 'v3.sqlite');
+      await g.recordSession(session);
+      await g.close();
+      // Back to the version-3 shape: no plan tables, an outbox that refuses `plan` entries.
+      const v3 = new DatabaseSync(join(fixture.dir, 'v3.sqlite'));
+      v3.exec(`DROP TABLE step_attempts; DROP TABLE plan_steps; DROP TABLE plans;
+        CREATE TABLE old_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,
+          kind TEXT NOT NULL CHECK (kind IN ('session', 'action')), key TEXT NOT NULL, session_id TEXT NOT NULL) STRICT;
+        INSERT INTO old_outbox SELECT * FROM outbox; DROP TABLE outbox; ALTER TABLE old_outbox RENAME TO outbox;
+        CREATE INDEX outbox_by_session ON outbox(session_id);
+        PRAGMA user_version = 3;`);
+      v3.close();
+      const migrated = await open(true, 'v3.sqlite');
+      expect(migrated.outboxSize()).toBe(1);
+      await migrated.recordActionStarted(start('a1', 's'));
+      await migrated.recordPlan({
+        id: 'p',
+        sessionId: 's',
+        status: 'running',
+        maxParallel: 1,
+        createdAt: session.createdAt,
+        steps: [
+          {
+            stepId: 'x',
+            version: 1,
+            status: 'running',
+            allowFailure: false,
+            dependsOn: [],
+            attempts: ['a1'],
+          },
+        ],
+      });
+      const batch = migrated.outboxBatch(10);
+      expect(batch.entries).toBe(3);
+      expect(batch.plans?.map((p) => [p.id, p.steps.map((st) => st.attempts)])).toEqual([['p', [['a1']]]]);
+      await migrated.close();
+    });
+
     it('queues exactly the actions markRunningInterrupted ends', async () => {
       const g = await open(true);
       await g.recordSession(session);

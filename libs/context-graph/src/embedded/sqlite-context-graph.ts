@@ -30,6 +30,7 @@ import type {
   GraphView,
   ListActionsQuery,
   Page,
+  PlanGraphRecord,
   SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
@@ -41,9 +42,11 @@ import {
   checkGraphFilter,
   fileNodeId,
   INTERRUPTED_ERROR,
+  resolvePlan,
   sandboxNodeId,
   type SessionState,
   sortTouches,
+  type StoredPlan,
   summarize,
 } from '../context-graph.views';
 import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
@@ -130,23 +133,64 @@ CREATE TABLE IF NOT EXISTS sandboxes (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS actions_retry_of ON actions(retry_of) WHERE retry_of IS NOT NULL;
 CREATE INDEX IF NOT EXISTS action_files_by_file ON action_files(file_id, access);
+CREATE TABLE IF NOT EXISTS plans (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  goal TEXT,
+  status TEXT NOT NULL,
+  max_parallel INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  ended_at TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS plans_by_session ON plans(session_id);
+CREATE TABLE IF NOT EXISTS plan_steps (
+  id TEXT PRIMARY KEY,
+  plan_id TEXT NOT NULL REFERENCES plans(id),
+  step_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  allow_failure INTEGER NOT NULL,
+  depends_on TEXT NOT NULL,
+  replaces TEXT,
+  UNIQUE (plan_id, step_id, version)
+) STRICT;
+CREATE TABLE IF NOT EXISTS step_attempts (
+  step_id TEXT NOT NULL REFERENCES plan_steps(id),
+  action_id TEXT NOT NULL REFERENCES actions(id),
+  n INTEGER NOT NULL,
+  PRIMARY KEY (step_id, action_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS step_attempts_by_action ON step_attempts(action_id);
 CREATE TABLE IF NOT EXISTS outbox (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
-  kind TEXT NOT NULL CHECK (kind IN ('session', 'action')),
+  kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan')),
   key TEXT NOT NULL,
   session_id TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 `;
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 /**
  * Steps from each older `user_version` to the next (new tables and indexes come from SCHEMA's IF NOT EXISTS).
- * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage.
+ * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage;
+ * version 3 had no plans, and its outbox took no `plan` entries (a CHECK, so the table is rebuilt, keeping its
+ * entries; SCHEMA then recreates its index).
  */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
   2: 'ALTER TABLE actions ADD COLUMN retry_reason TEXT;',
+  3: `CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, key TEXT NOT NULL,
+      session_id TEXT NOT NULL) STRICT;
+    CREATE TABLE outbox_v4 (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan')),
+      key TEXT NOT NULL,
+      session_id TEXT NOT NULL
+    ) STRICT;
+    INSERT INTO outbox_v4 (id, kind, key, session_id) SELECT id, kind, key, session_id FROM outbox ORDER BY id;
+    DROP TABLE outbox;
+    ALTER TABLE outbox_v4 RENAME TO outbox;`,
 };
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
@@ -190,7 +234,26 @@ type ActionRow = {
 
 type TouchRow = { action_id: string; path: string; access: FileTouch['access'] };
 type SandboxRow = { id: string; tier: SandboxRef['tier']; container_id: string };
-type OutboxRow = { id: number; kind: 'session' | 'action'; key: string };
+type OutboxRow = { id: number; kind: 'session' | 'action' | 'plan'; key: string };
+type PlanRow = {
+  id: string;
+  session_id: string;
+  goal: string | null;
+  status: string;
+  max_parallel: number;
+  created_at: string;
+  ended_at: string | null;
+};
+type StepRow = {
+  id: string;
+  plan_id: string;
+  step_id: string;
+  version: number;
+  status: string;
+  allow_failure: number;
+  depends_on: string;
+  replaces: string | null;
+};
 
 const parse = <T>(json: string): T => JSON.parse(json) as T;
 const parseOpt = <T>(json: string | null): T | undefined => (json === null ? undefined : parse<T>(json));
@@ -340,6 +403,54 @@ export class SqliteContextGraph extends ContextGraph {
     });
   }
 
+  override recordPlan(record: PlanGraphRecord): Promise<void> {
+    return this.write(() => {
+      if (!this.sql('SELECT 1 FROM sessions WHERE id = ?').get(record.sessionId)) {
+        throw new SessionNotRecordedError(record.sessionId);
+      }
+      const plan = resolvePlan(record);
+      this.sql(
+        `INSERT INTO plans (id, session_id, goal, status, max_parallel, created_at, ended_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET goal = excluded.goal, status = excluded.status,
+           max_parallel = excluded.max_parallel, created_at = excluded.created_at, ended_at = excluded.ended_at`,
+      ).run(
+        plan.id,
+        plan.sessionId,
+        plan.goal ?? null,
+        plan.status,
+        plan.maxParallel,
+        plan.createdAt,
+        plan.endedAt ?? null,
+      );
+      for (const step of plan.steps) {
+        this.sql(
+          `INSERT INTO plan_steps (id, plan_id, step_id, version, status, allow_failure, depends_on, replaces)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (id) DO UPDATE SET status = excluded.status, allow_failure = excluded.allow_failure,
+             depends_on = excluded.depends_on, replaces = excluded.replaces`,
+        ).run(
+          step.id,
+          plan.id,
+          step.stepId,
+          step.version,
+          step.status,
+          step.allowFailure ? 1 : 0,
+          JSON.stringify(step.dependsOn),
+          step.replaces ?? null,
+        );
+        this.sql('DELETE FROM step_attempts WHERE step_id = ?').run(step.id);
+        // Only actions of the same session that exist; `n` keeps the attempt order.
+        this.sql(
+          `INSERT INTO step_attempts (step_id, action_id, n)
+           SELECT ?, j.value, j.key FROM json_each(?) j
+           WHERE EXISTS (SELECT 1 FROM actions a WHERE a.id = j.value AND a.session_id = ?)`,
+        ).run(step.id, list(step.attempts), plan.sessionId);
+      }
+      this.queueForReplica('plan', plan.id, plan.sessionId);
+    });
+  }
+
   override async getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
     const row = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ? AND session_id = ?`).get(
       actionId,
@@ -379,7 +490,7 @@ export class SqliteContextGraph extends ContextGraph {
       f?.status ? list(f.status) : null,
       f?.limit ?? -1,
     ) as ActionRow[];
-    return buildGraphView(session, this.hydrate(rows.reverse()));
+    return buildGraphView(session, this.hydrate(rows.reverse()), this.plansOf(sessionId));
   }
 
   override async failureContext(
@@ -419,12 +530,17 @@ export class SqliteContextGraph extends ContextGraph {
     }
     const summaries = (rows: ActionRow[]): ActionSummary[] => this.hydrate(rows).map(summarize);
     const writers = summaries([...writerRows.values()]);
+    const planSteps = this.sql(
+      `SELECT s.plan_id AS planId, s.step_id AS stepId, s.version AS version
+       FROM step_attempts t JOIN plan_steps s ON s.id = t.step_id WHERE t.action_id = ?`,
+    ).all(actionId) as { planId: string; stepId: string; version: number }[];
     return buildFailureContext(
       action,
       summaries(ancestors),
       summaries(descendants),
       summaries(before),
       new Map([...writerRows.keys()].map((path, i) => [path, writers[i]])),
+      planSteps,
     );
   }
 
@@ -533,6 +649,7 @@ export class SqliteContextGraph extends ContextGraph {
     ) as OutboxRow[];
     const sessions = new Map<string, SessionState>();
     const actions = new Map<string, ReplicaAction>();
+    const plans = new Map<string, StoredPlan>();
     let lastId = 0;
     let bytes = 0;
     for (const row of rows) {
@@ -541,6 +658,12 @@ export class SqliteContextGraph extends ContextGraph {
       if (row.kind === 'session') {
         const session = sessions.has(row.key) ? undefined : this.session(row.key);
         if (session) sessions.set(row.key, session);
+        continue;
+      }
+      if (row.kind === 'plan') {
+        if (plans.has(row.key)) continue;
+        const plan = this.plans('SELECT * FROM plans WHERE id = ?', row.key)[0];
+        if (plan) plans.set(row.key, plan);
         continue;
       }
       if (actions.has(row.key)) continue;
@@ -561,6 +684,7 @@ export class SqliteContextGraph extends ContextGraph {
       entries: rows.filter((r) => r.id <= lastId).length,
       sessions: [...sessions.values()],
       actions: [...actions.values()],
+      ...(plans.size > 0 && { plans: [...plans.values()] }),
     };
   }
 
@@ -616,7 +740,8 @@ export class SqliteContextGraph extends ContextGraph {
     if (wanted === 'on') {
       db.exec(`INSERT INTO outbox (kind, key, session_id) SELECT 'session', id, id FROM sessions ORDER BY rowid;
         INSERT INTO outbox (kind, key, session_id)
-          SELECT 'action', id, session_id FROM actions ORDER BY session_id, seq;`);
+          SELECT 'action', id, session_id FROM actions ORDER BY session_id, seq;
+        INSERT INTO outbox (kind, key, session_id) SELECT 'plan', id, session_id FROM plans ORDER BY rowid;`);
     }
     db.prepare(
       `INSERT INTO meta (key, value) VALUES ('outbox', ?) ON CONFLICT (key) DO UPDATE SET value = ?`,
@@ -635,6 +760,48 @@ export class SqliteContextGraph extends ContextGraph {
         ...(row.end_reason !== null && { endReason: row.end_reason as 'deleted' | 'expired' }),
       }
     );
+  }
+
+  private plansOf(sessionId: string): StoredPlan[] {
+    return this.plans('SELECT * FROM plans WHERE session_id = ?', sessionId);
+  }
+
+  /** Plans selected by `sql` (one parameter), with their steps and attempts. */
+  private plans(sql: string, param: string): StoredPlan[] {
+    const rows = this.sql(sql).all(param) as PlanRow[];
+    if (rows.length === 0) return [];
+    const ids = list(rows.map((r) => r.id));
+    const steps = this.sql('SELECT * FROM plan_steps WHERE plan_id IN (SELECT value FROM json_each(?))').all(
+      ids,
+    ) as StepRow[];
+    const attempts = new Map<string, string[]>();
+    for (const t of this.sql(
+      `SELECT t.step_id, t.action_id FROM step_attempts t JOIN plan_steps s ON s.id = t.step_id
+       WHERE s.plan_id IN (SELECT value FROM json_each(?)) ORDER BY t.step_id, t.n`,
+    ).all(ids) as { step_id: string; action_id: string }[]) {
+      attempts.set(t.step_id, [...(attempts.get(t.step_id) ?? []), t.action_id]);
+    }
+    return rows.map((r) => ({
+      id: r.id,
+      sessionId: r.session_id,
+      ...(r.goal !== null && { goal: r.goal }),
+      status: r.status,
+      maxParallel: r.max_parallel,
+      createdAt: r.created_at,
+      ...(r.ended_at !== null && { endedAt: r.ended_at }),
+      steps: steps
+        .filter((s) => s.plan_id === r.id)
+        .map((s) => ({
+          id: s.id,
+          stepId: s.step_id,
+          version: s.version,
+          status: s.status,
+          allowFailure: s.allow_failure === 1,
+          dependsOn: parse<string[]>(s.depends_on),
+          attempts: attempts.get(s.id) ?? [],
+          ...(s.replaces !== null && { replaces: s.replaces }),
+        })),
+    }));
   }
 
   /** Rows to records, with files and sandboxes fetched in one query each for all of them. */

@@ -36,6 +36,7 @@ import type {
   GraphView,
   ListActionsQuery,
   Page,
+  PlanGraphRecord,
   SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
@@ -47,9 +48,12 @@ import {
   checkGraphFilter,
   fileNodeId,
   INTERRUPTED_ERROR,
+  resolvePlan,
   sandboxNodeId,
   type SessionState,
   sortTouches,
+  type StoredPlan,
+  type StoredPlanStep,
   summarize,
 } from '../context-graph.views';
 import type { ReplicaAction, ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
@@ -178,6 +182,15 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     });
   }
 
+  override recordPlan(plan: PlanGraphRecord): Promise<void> {
+    return this.track(async () => {
+      const result = await this.write((tx) =>
+        this.run(tx, Q.RECORD_PLANS, { plans: [planParam(resolvePlan(plan))] }),
+      );
+      if (result.records.length === 0) throw new SessionNotRecordedError(plan.sessionId);
+    });
+  }
+
   override getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
     return this.track(async () => {
       const result = await this.read((tx) => this.run(tx, Q.GET_ACTION, { sessionId, actionId }));
@@ -221,7 +234,9 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
       const row = result.records[0];
       if (!row) return { nodes: [], edges: [] };
       const actions = (row.get('actions') as Props[]).map(toRecord).reverse();
-      return buildGraphView(toSession(row.get('session') as Props), actions);
+      const session = toSession(row.get('session') as Props);
+      const plans = (row.get('plans') as Props[]).map((p) => toPlan(p, session.id));
+      return buildGraphView(session, actions, plans);
     });
   }
 
@@ -245,6 +260,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         summaries('descendants'),
         summaries('before'),
         new Map(writers.map((w) => [w.path, toSummary(w.writer)])),
+        row.get('planSteps') as { planId: string; stepId: string; version: number }[],
       );
     });
   }
@@ -314,6 +330,9 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         }
         if (changes.actions.length > 0) {
           await this.run(tx, Q.REPLICATE_ACTIONS, { actions: changes.actions.map(replicaParam) });
+        }
+        if (changes.plans && changes.plans.length > 0) {
+          await this.run(tx, Q.RECORD_PLANS, { plans: changes.plans.map(planParam) });
         }
       });
     });
@@ -528,6 +547,35 @@ function replicaParam(a: ReplicaAction): Props {
   };
 }
 
+/** A stored plan as parameters: node properties (null = absent) and the steps' edges as ids. */
+function planParam(p: StoredPlan): Props {
+  return {
+    id: p.id,
+    sessionId: p.sessionId,
+    props: {
+      sessionId: p.sessionId,
+      goal: p.goal ?? null,
+      status: p.status,
+      maxParallel: num(p.maxParallel),
+      createdAt: p.createdAt,
+      endedAt: p.endedAt ?? null,
+    },
+    steps: p.steps.map((s) => ({
+      id: s.id,
+      props: {
+        planId: p.id,
+        stepId: s.stepId,
+        version: num(s.version),
+        status: s.status,
+        allowFailure: s.allowFailure,
+      },
+      dependsOn: s.dependsOn,
+      attempts: s.attempts,
+      replaces: s.replaces === undefined ? [] : [s.replaces],
+    })),
+  };
+}
+
 const opt = <T>(v: unknown): T | undefined => (v === null || v === undefined ? undefined : (v as T));
 
 function toError(p: Props): ActionError | undefined {
@@ -581,6 +629,28 @@ function toSummary(p: Props): ActionSummary {
     ...toRecord({ ...p, input: '{}', files: [] }),
     risk: { score: 0, level: 'low', reasons: [] },
   });
+}
+
+function toPlan(p: Props, sessionId: string): StoredPlan {
+  return {
+    id: p.id as string,
+    sessionId,
+    ...(opt(p.goal) !== undefined && { goal: p.goal as string }),
+    status: p.status as string,
+    maxParallel: p.maxParallel as number,
+    createdAt: p.createdAt as string,
+    ...(opt(p.endedAt) !== undefined && { endedAt: p.endedAt as string }),
+    steps: (p.steps as Props[]).map((s): StoredPlanStep => ({
+      id: s.id as string,
+      stepId: s.stepId as string,
+      version: s.version as number,
+      status: s.status as string,
+      allowFailure: s.allowFailure as boolean,
+      dependsOn: s.dependsOn as string[],
+      attempts: s.attempts as string[],
+      ...(opt(s.replaces) !== undefined && { replaces: s.replaces as string }),
+    })),
+  };
 }
 
 function toSession(p: Props): SessionState {

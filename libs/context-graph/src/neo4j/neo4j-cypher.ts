@@ -2,7 +2,8 @@
 // here is the fixed projection below, so no caller input ever reaches the Cypher text.
 //
 // Model: (:Session)-[:HAS_ACTION]->(:Action), (:Action)-[:NEXT]->(:Action) by seq, (:Action)-[:READ|WROTE]->
-// (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox). Actions carry `sessionId` so one
+// (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox), (:Session)-[:HAS_PLAN]->(:Plan)
+// -[:HAS_STEP]->(:Step), (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action). Actions carry `sessionId` so one
 // composite index answers every per-session lookup; the session's `lastSeq` hands out gapless seqs; WROTE edges
 // carry the file's id and the writer's seq, indexed, for last-writer lookups.
 
@@ -12,6 +13,8 @@ export const SCHEMA: readonly string[] = [
   'CREATE CONSTRAINT action_id IF NOT EXISTS FOR (a:Action) REQUIRE a.id IS UNIQUE',
   'CREATE CONSTRAINT file_id IF NOT EXISTS FOR (f:File) REQUIRE f.id IS UNIQUE',
   'CREATE CONSTRAINT sandbox_id IF NOT EXISTS FOR (b:Sandbox) REQUIRE b.id IS UNIQUE',
+  'CREATE CONSTRAINT plan_id IF NOT EXISTS FOR (p:Plan) REQUIRE p.id IS UNIQUE',
+  'CREATE CONSTRAINT step_id IF NOT EXISTS FOR (st:Step) REQUIRE st.id IS UNIQUE',
   'CREATE INDEX action_session_seq IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.seq)',
   'CREATE INDEX action_session_started IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.startedAt)',
   'CREATE INDEX action_status IF NOT EXISTS FOR (a:Action) ON (a.status)',
@@ -28,6 +31,12 @@ const actionMap = (v: string): string => `${v} {.*,
   retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
   retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0],
   sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId}][0]}`;
+
+/** A plan with its steps and their edges: everything a `StoredPlan` holds. */
+const planMap = (v: string): string => `${v} {.*, steps: [(${v})-[:HAS_STEP]->(st:Step) | st {.*,
+  dependsOn: [(st)-[:DEPENDS_ON]->(d:Step) | d.id],
+  attempts: [(st)-[:ATTEMPT]->(x:Action) | x.id],
+  replaces: [(st)-[:REPLACES]->(o:Step) | o.id][0]}]}`;
 
 /** What an `ActionSummary` needs, without the input, output and result. */
 const summaryMap = (v: string): string => `${v} {.id, .sessionId, .seq, .type, .operation, .status,
@@ -117,7 +126,11 @@ CALL (s) {
   WITH a ORDER BY a.seq DESC LIMIT $limit
   RETURN collect(${actionMap('a')}) AS actions
 }
-RETURN s {.*} AS session, actions`;
+CALL (s) {
+  OPTIONAL MATCH (s)-[:HAS_PLAN]->(p:Plan)
+  RETURN collect(${planMap('p')}) AS plans
+}
+RETURN s {.*} AS session, actions, plans`;
 
 // Seqs are gapless, so "the N before" is a range on the (sessionId, seq) index; a file's last earlier writer is
 // the first entry of the WROTE (fileId, seq) index read backwards from the action's seq.
@@ -145,7 +158,8 @@ CALL (a) {
   }
   RETURN collect({path: f.path, writer: ${summaryMap('x')}}) AS writers
 }
-RETURN ${actionMap('a')} AS action, ancestors, descendants, before, writers`;
+RETURN ${actionMap('a')} AS action, ancestors, descendants, before, writers,
+  [(a)<-[:ATTEMPT]-(st:Step) | st {.planId, .stepId, .version}] AS planSteps`;
 
 export const FILE_LINEAGE = `
 MATCH (f:File {id: $fileId})<-[r:READ|WROTE]-(x:Action)
@@ -180,3 +194,35 @@ FOREACH (path IN x.writes |
 FOREACH (b IN x.sandbox |
   MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.sessionId = x.sessionId
   MERGE (a)-[:RAN_IN]->(sb))`;
+
+// Upserts plan snapshots (recordPlan, one plan; the replica, each plan of a batch): MERGE on ids, then each
+// step's outgoing edges are replaced by the record's, so replaying any snapshot converges on it. Steps are
+// all merged before any edge is drawn, so a dependency on a later step of the list finds its node. ATTEMPT only
+// reaches an existing action of the plan's session. One row per plan whose session exists.
+export const RECORD_PLANS = `
+UNWIND $plans AS x
+MATCH (s:Session {id: x.sessionId})
+MERGE (p:Plan {id: x.id})
+SET p += x.props
+MERGE (s)-[:HAS_PLAN]->(p)
+WITH s, p, x
+CALL (p, x) {
+  UNWIND x.steps AS y
+  MERGE (st:Step {id: y.id})
+  SET st += y.props
+  MERGE (p)-[:HAS_STEP]->(st)
+  WITH st
+  OPTIONAL MATCH (st)-[r:DEPENDS_ON|ATTEMPT|REPLACES]->()
+  DELETE r
+}
+CALL (s, x) {
+  UNWIND x.steps AS y
+  MATCH (st:Step {id: y.id})
+  FOREACH (dep IN y.dependsOn | MERGE (d:Step {id: dep}) MERGE (st)-[:DEPENDS_ON]->(d))
+  FOREACH (old IN y.replaces | MERGE (o:Step {id: old}) MERGE (st)-[:REPLACES]->(o))
+  WITH s, st, y
+  UNWIND y.attempts AS actionId
+  MATCH (a:Action {id: actionId}) WHERE a.sessionId = s.id
+  MERGE (st)-[:ATTEMPT]->(a)
+}
+RETURN p.id AS id`;

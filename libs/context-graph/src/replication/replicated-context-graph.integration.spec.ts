@@ -170,6 +170,25 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       await graph.recordActionStarted(
         start(`${sid}-a3`, sid, { type: 'file', operation: 'read', tier: 'engine' }),
       );
+      // A plan whose step x failed (a1), replanned: x v2 (a2) replaces it, y depends on x.
+      const steps = [
+        { stepId: 'x', version: 1, status: 'failed', allowFailure: false, dependsOn: [], attempts: [a1.id] },
+        { stepId: 'y', version: 1, status: 'pending', allowFailure: true, dependsOn: ['x'], attempts: [] },
+      ];
+      const plan = {
+        id: `${sid}-plan`,
+        sessionId: sid,
+        status: 'needs_replan',
+        maxParallel: 2,
+        createdAt: at(0),
+      };
+      await graph.recordPlan({ ...plan, goal: 'g', steps });
+      await graph.recordPlan({
+        ...plan,
+        status: 'succeeded',
+        endedAt: at(5),
+        steps: [...steps, { ...steps[0], version: 2, status: 'succeeded', attempts: [a2.id], replaces: 1 }],
+      });
     }
     await graph.endSession('s2', at(60), 'expired');
     return sessions;

@@ -13,6 +13,7 @@ import type {
   GraphView,
   ListActionsQuery,
   Page,
+  PlanGraphRecord,
   SessionRecord,
 } from '../context-graph.types';
 import type { SqliteContextGraph } from '../embedded/sqlite-context-graph';
@@ -74,6 +75,10 @@ export class ReplicatedContextGraph extends ContextGraph {
 
   override recordActionCompleted(actionId: string, completion: ActionCompletion): Promise<void> {
     return this.written(this.local.recordActionCompleted(actionId, completion));
+  }
+
+  override recordPlan(plan: PlanGraphRecord): Promise<void> {
+    return this.written(this.local.recordPlan(plan));
   }
 
   /** Only this engine's file: its outbox names each interrupted action, so Neo4j gets exactly those. */

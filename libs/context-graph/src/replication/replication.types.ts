@@ -1,5 +1,5 @@
 import type { ActionRecord } from '../context-graph.types';
-import type { SessionState } from '../context-graph.views';
+import type { SessionState, StoredPlan } from '../context-graph.views';
 
 /** An action as copied to a replica: its full current record, and the action before it (for `NEXT`). */
 export interface ReplicaAction extends ActionRecord {
@@ -13,6 +13,8 @@ export interface ReplicaChanges {
   sessions: SessionState[];
   /** Actions to create or update, in outbox order (so an action's predecessor comes before it). */
   actions: ReplicaAction[];
+  /** Plans to upsert, after the actions (their `ATTEMPT` edges need them); absent when there are none. */
+  plans?: StoredPlan[];
 }
 
 /** The oldest outbox entries, read for copying. */
