@@ -20,8 +20,6 @@ module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
-    // Measurements that need Jest's module mapping; run by `npm run bench`, never by `npm test`.
-    { ...base, displayName: 'bench', testMatch: ['<rootDir>/libs/*/src/**/*.bench.ts'] },
     {
       ...base,
       displayName: 'e2e',

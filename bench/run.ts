@@ -5,6 +5,12 @@
  *    the API (subprocess tier). Target: API ≤ 1.3× raw bubblewrap.
  * 2. file actions: median latency of a write+read pair, and throughput at 16 concurrent clients (in a separate
  *    process) with every action recorded durably in the graph. Target ≥ 1000 actions/s.
+ * 3. browser: navigate + extract text through the API vs raw Playwright, and a session's first action
+ *    (`bench/browser.ts`). Target: API ≤ 1.3× raw Playwright.
+ * 4. context graph: record overhead per action on each store vs a no-op store, and the failure-context query's
+ *    p99 at 100k actions on each store (`bench/graph.ts`, with its own Neo4j). Target p99 <= 20 ms.
+ * 5. container tiers: pooled claims, refill, warm-claim hit rate, idle memory; print(1) pooled vs raw docker exec vs
+ *    raw spawn, one-off vs raw dockerode (`bench/containers.ts`). Targets there.
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -14,6 +20,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { BENCH_SITE_HOST, benchBrowser } from './browser';
+import { benchContainers } from './containers';
+import { benchGraph } from './graph';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -126,7 +135,12 @@ async function main(): Promise<void> {
   const rawWs = path.join(dataDir, 'raw-ws');
   mkdirSync(rawWs);
   const app = await createEngineApp(
-    loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error' }),
+    loadEngineConfig({
+      SWITCHYARD_DATA_DIR: dataDir,
+      SWITCHYARD_LOG_LEVEL: 'error',
+      // The browser section serves its page there.
+      SWITCHYARD_BROWSER_ALLOWLIST: BENCH_SITE_HOST,
+    }),
   );
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
@@ -215,10 +229,16 @@ async function main(): Promise<void> {
     console.log(
       `  recorded in the graph: ${recorded} of ${done + failed} ${recorded === done + failed ? '(all)' : '(MISSING)'}`,
     );
+    console.log('');
+
+    // Browser (header item 3, bench/browser.ts)
+    await benchBrowser(post, RUNS);
   } finally {
     await app.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+  await benchContainers({ runs: RUNS });
+  await benchGraph({ runs: RUNS });
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Switchyard pooled-container runner (protocol 1). Stdlib only.
+"""Switchyard pooled-container runner (protocol 2). Stdlib only.
 
 The main process of every pooled (warm, session-affine) sandbox container. It talks to the engine over its own
 stdin/stdout (the container's attached streams), one JSON object per line, and runs one request at a time:
@@ -7,7 +7,7 @@ stdin/stdout (the container's attached streams), one JSON object per line, and r
   engine -> runner
     {"op": "ping", "id": N}
     {"op": "run", "id": N, "language": "python|node|bash", "code": str, "stdin": str, "env": {str: str},
-     "timeoutMs": int, "cpuSeconds": int, "capBytes": int, "capLines": int}
+     "timeoutMs": int, "cpuSeconds": int, "capBytes": int, "capLines": int, "workspace": [dev, ino]}
     {"op": "kill", "id": N}                       stop run N (output cap reached on the engine side, abort)
 
   runner -> engine
@@ -17,11 +17,16 @@ stdin/stdout (the container's attached streams), one JSON object per line, and r
     {"ev": "exit", "id": N, "exitCode": int|null, "signal": str|null, "timedOut": bool,
      "ended": null|"timeout"|"output"|"kill", "capped": {"stdout": bool, "stderr": bool},
      "oomKilled": bool, "pidsLimitHit": bool, "leftovers": int, "durationMs": float, "spawnError": str|null}
-    {"ev": "error", "id": N|null, "message": str}
+    {"ev": "error", "id": N|null, "message": str, "code"?: "workspace"|"busy", "workspace"?: [dev, ino]}
 
-A ping really forks and execs /bin/true, so a container that can no longer start processes fails it; it also
-reports the device and inode of /workspace, so the engine can check that the session workspace it mounted is the
-directory the container sees.
+A ping really spawns and waits for /bin/true, so a container that can no longer start processes fails it; it also
+reports the device and inode of /workspace.
+
+Every run carries the device and inode (decimal strings) of the session workspace as the engine sees it on the
+host. Before anything of the run happens, the runner opens /workspace, compares its device and inode and refuses
+the run (error code "workspace") when they differ or are missing: code only ever starts in the workspace the engine
+mounted for the session, verified without a round trip of its own. The interpreter starts in that very directory
+(fchdir on the descriptor that was checked).
 
 Each run: the code is written to /run/switchyard/main.<ext> (the same path as in the subprocess tier), the
 interpreter starts in a new session with cwd /workspace, its own rlimits and oom_score_adj 1000 (the kernel
@@ -46,7 +51,7 @@ import subprocess
 import sys
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2
 WORKSPACE = "/workspace"
 CODE_DIR = "/run/switchyard"
 CODE_FILES = {"python": "main.py", "node": "main.js", "bash": "main.sh"}
@@ -66,6 +71,12 @@ DRAIN_SECONDS = 1.0
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 SIGNAL_NAMES = {int(s): s.name for s in signal.Signals}
+TRUE = "/bin/true"
+DEVNULL_STDIO = [
+    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDWR, 0),
+    (os.POSIX_SPAWN_DUP2, 0, 1),
+    (os.POSIX_SPAWN_DUP2, 0, 2),
+]
 
 
 def now():
@@ -154,6 +165,27 @@ class Job:
         self.oom_before = cgroup_counter(OOM_FILES, "oom_kill")
         self.pids_before = cgroup_counter(PIDS_FILES, "max")
         self.code_path = None
+        workspace = request.get("workspace")
+        self.expected_workspace = (
+            [str(v) for v in workspace] if isinstance(workspace, list) and len(workspace) == 2 else None
+        )
+
+
+def open_workspace(expected):
+    """A descriptor of /workspace when it is the directory `expected` ([dev, ino] strings) names, else an error."""
+    if expected is None:
+        return None, "the run names no expected workspace"
+    try:
+        # O_PATH: needs no read permission (the code may chmod its workspace); fstat and fchdir work on it.
+        fd = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY)
+    except OSError as err:
+        return None, "cannot open %s: %s" % (WORKSPACE, err)
+    st = os.fstat(fd)
+    seen = [str(st.st_dev), str(st.st_ino)]
+    if seen != expected:
+        os.close(fd)
+        return None, seen
+    return fd, None
 
 
 class Runner:
@@ -208,7 +240,7 @@ class Runner:
                 self.ping(request_id)
             elif op == "run":
                 if self.job is not None:
-                    self.send({"ev": "error", "id": request_id, "message": "busy: one run at a time"})
+                    self.send({"ev": "error", "id": request_id, "code": "busy", "message": "busy: one run at a time"})
                 else:
                     self.start(request)
             elif op == "kill":
@@ -225,15 +257,16 @@ class Runner:
             return
         t = now()
         try:
-            code = subprocess.call(
-                ["/bin/true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                cwd=WORKSPACE, timeout=5,
-            )
-            kill_everything_else()
+            # posix_spawn (vfork + exec) rather than subprocess: the same proof that processes still start, for
+            # less of the claim's time. The engine's own timeout covers an exec that never returns.
+            pid = os.posix_spawn(TRUE, [TRUE], {}, file_actions=DEVNULL_STDIO)
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            if other_live_pids(os.getpid()):
+                kill_everything_else()
             st = os.stat(WORKSPACE)
             message = {"ev": "pong", "id": request_id, "ok": code == 0, "busy": False, "workspace": [st.st_dev, st.st_ino]}
             if code != 0:
-                message["error"] = "/bin/true exited with %d" % code
+                message["error"] = "%s exited with %d" % (TRUE, code)
         except Exception as err:
             message = {"ev": "pong", "id": request_id, "ok": False, "busy": False, "error": str(err)}
         message["ms"] = round((now() - t) * 1000, 3)
@@ -247,6 +280,21 @@ class Runner:
         if argv is None:
             self.send({"ev": "error", "id": job.id, "message": "unknown language %r" % (job.language,)})
             return
+        workspace_fd, problem = open_workspace(job.expected_workspace)
+        if workspace_fd is None:
+            refusal = {"ev": "error", "id": job.id, "code": "workspace"}
+            if isinstance(problem, list):
+                refusal["workspace"] = problem
+                problem = "/workspace is %s, not the session workspace %s" % (problem, job.expected_workspace)
+            refusal["message"] = problem
+            self.send(refusal)
+            return
+        try:
+            self.launch(job, argv, workspace_fd)
+        finally:
+            os.close(workspace_fd)
+
+    def launch(self, job, argv, workspace_fd):
         self.job = job
         try:
             job.code_path = os.path.join(CODE_DIR, CODE_FILES[job.language])
@@ -259,6 +307,7 @@ class Runner:
         cpu = job.cpu_seconds
 
         def child_setup():
+            os.fchdir(workspace_fd)  # the directory whose device and inode were just checked
             if cpu > 0:
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
             try:
@@ -269,7 +318,7 @@ class Runner:
 
         try:
             job.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WORKSPACE,
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=job.env, start_new_session=True, preexec_fn=child_setup, close_fds=True,
             )
         except (OSError, subprocess.SubprocessError) as err:

@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { Logger } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { SandboxInternalError } from '../sandbox.errors';
+import { MountHelper, type MountReply, type MountRequest } from './mount-helper';
 
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 10_000;
@@ -32,36 +33,108 @@ export abstract class HostMounts {
   abstract unmount(target: string): Promise<void>;
   /** Mount points strictly below `dir`, deepest first. */
   abstract mountsUnder(dir: string): Promise<string[]>;
+  /** Releases what the adapter holds (a helper process). Later calls still work, perhaps slower. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
-/** `HostMounts` through util-linux `mount`/`umount` and /proc/self/mountinfo. */
-export class ChildProcessHostMounts extends HostMounts {
-  private readonly logger = new Logger(ChildProcessHostMounts.name);
+export interface ChildProcessHostMountsOptions {
+  /** Interpreter of the mount helper; without it every mount starts `mountPath`. Default `/usr/bin/python3`. */
+  python?: string;
+  mountPath?: string;
+  umountPath?: string;
+  mountInfoPath?: string;
+}
 
-  constructor(
-    private readonly mountPath = '/bin/mount',
-    private readonly umountPath = '/bin/umount',
-    private readonly mountInfoPath = '/proc/self/mountinfo',
-  ) {
+/** At most this many layers are peeled off one mount point (a bind stacked by retried claims). */
+const MAX_LAYERS = 8;
+
+/**
+ * `HostMounts` through a long-lived helper process making the mount syscalls (`MountHelper`: a claim's bind costs a
+ * pipe round trip), falling back to util-linux `mount`/`umount` when the helper cannot run; /proc/self/mountinfo for
+ * the rest.
+ */
+export class ChildProcessHostMounts extends HostMounts implements OnApplicationShutdown {
+  private readonly logger = new Logger(ChildProcessHostMounts.name);
+  private readonly helper: MountHelper;
+  private readonly mountPath: string;
+  private readonly umountPath: string;
+  private readonly mountInfoPath: string;
+
+  constructor(options: ChildProcessHostMountsOptions = {}) {
     super();
+    this.helper = new MountHelper(options.python ?? '/usr/bin/python3', COMMAND_TIMEOUT_MS);
+    this.mountPath = options.mountPath ?? '/bin/mount';
+    this.umountPath = options.umountPath ?? '/bin/umount';
+    this.mountInfoPath = options.mountInfoPath ?? '/proc/self/mountinfo';
   }
 
   async ensureSharedRoot(dir: string): Promise<void> {
+    // Started now, so that the first claim does not pay for it.
+    const helper = this.helper.start();
     await fs.promises.mkdir(dir, { recursive: true, mode: 0o711 });
     const entry = (await this.entries()).findLast((e) => e.target === dir);
-    if (entry?.shared) return;
-    if (!entry) await this.exec(this.mountPath, ['--bind', dir, dir]);
-    await this.exec(this.mountPath, ['--make-rshared', dir]);
-    this.logger.log(`made ${dir} a shared mount point for pooled workspaces`);
+    if (!entry?.shared) {
+      if (!entry) await this.exec(this.mountPath, ['--bind', dir, dir]);
+      await this.exec(this.mountPath, ['--make-rshared', dir]);
+      this.logger.log(`made ${dir} a shared mount point for pooled workspaces`);
+    }
+    if (!(await helper)) this.logger.warn('no mount helper: every claim starts `mount` (slower claims)');
   }
 
   async bind(source: string, target: string): Promise<void> {
-    await this.exec(this.mountPath, ['--bind', '--', source, target]);
+    const reply = await this.viaHelper({ op: 'bind', source, target });
+    if (reply === undefined) return this.exec(this.mountPath, ['--bind', '--', source, target]);
+    if (!reply.ok) throw mountError(`mount --bind ${source} ${target}`, reply);
   }
 
   async unmount(target: string): Promise<void> {
+    for (let layer = 0; layer < MAX_LAYERS; layer++) {
+      const reply = await this.viaHelper({ op: 'umount', target });
+      if (reply === undefined) return this.unmountWithCommand(target);
+      if (reply.ok) continue;
+      // Not (or no longer) a mount point: done.
+      if (reply.errno === 'EINVAL' || reply.errno === 'ENOENT') return;
+      if (reply.errno !== 'EBUSY') throw mountError(`umount ${target}`, reply);
+      // Busy: detach it now, the kernel finishes once the last user is gone.
+      this.logger.warn(`umount ${target} failed (${reply.message}); detaching lazily`);
+      const detached = await this.viaHelper({ op: 'umount', target, detach: true });
+      if (detached && !detached.ok && detached.errno !== 'EINVAL') {
+        throw mountError(`umount -l ${target}`, detached);
+      }
+    }
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+
+  override close(): Promise<void> {
+    this.helper.close();
+    return Promise.resolve();
+  }
+
+  /**
+   * The helper's answer, or undefined when there is no helper or it failed to answer (it died, or hung and was
+   * killed): the caller then uses the command. A bind the helper made before dying gets stacked once more, which
+   * `unmount` peels off like any layer.
+   */
+  private async viaHelper(request: MountRequest): Promise<MountReply | undefined> {
+    if (!(await this.helper.start())) return undefined;
+    try {
+      return await this.helper.call(request);
+    } catch (err) {
+      this.logger.warn(
+        `mount helper: ${(err as Error).message}; using ${path.basename(this.mountPath)} instead`,
+      );
+      return undefined;
+    }
+  }
+
+  private async unmountWithCommand(target: string): Promise<void> {
     // A bind may have been stacked more than once (a retried claim); peel every layer.
-    for (let layer = 0; layer < 8; layer++) {
+    for (let layer = 0; layer < MAX_LAYERS; layer++) {
       if (!(await this.entries()).some((e) => e.target === target)) return;
       try {
         await this.exec(this.umountPath, ['--', target]);
@@ -99,6 +172,11 @@ export class ChildProcessHostMounts extends HostMounts {
       );
     }
   }
+}
+
+function mountError(what: string, reply: MountReply): SandboxInternalError {
+  const why = `${reply.errno ?? ''} ${reply.message ?? ''}`.trim();
+  return new SandboxInternalError('HOST_MOUNT', `${what} failed: ${why}`, { retriable: true });
 }
 
 /** Mount points and their shared flag from /proc/<pid>/mountinfo text (octal escapes in paths decoded). */

@@ -20,6 +20,8 @@ export class PooledContainer {
   /** Real path of the session workspace mounted at /workspace. */
   workspace?: string;
   readonly createdAt = Date.now();
+  /** When it became ready (monotonic, `performance.now()`): a claim that began later found it warm. */
+  readonly readyAt = performance.now();
   /** Set while it is being destroyed; shared by every caller. */
   destroying?: Promise<void>;
 

@@ -141,11 +141,11 @@ describeDocker('PooledTier (real Docker)', () => {
 
   let leftover: string;
   const leftoverKey = 'dead00beef00';
+  const mounts = new ChildProcessHostMounts();
 
   beforeAll(async () => {
     Logger.overrideLogger(['error']);
     // What a SIGKILLed engine of this host leaves: a running pooled container and its mounted workspace.
-    const mounts = new ChildProcessHostMounts();
     await mounts.ensureSharedRoot(options.mountRoot);
     fs.mkdirSync(path.join(options.mountRoot, leftoverKey));
     await mounts.bind(newWorkspace(), path.join(options.mountRoot, leftoverKey));
@@ -170,6 +170,7 @@ describeDocker('PooledTier (real Docker)', () => {
 
   afterAll(async () => {
     await tier?.onApplicationShutdown();
+    await mounts.close();
     Logger.overrideLogger(false);
     const left = await dockerode.listContainers({
       all: true,
@@ -347,6 +348,8 @@ describeDocker('PooledTier (real Docker)', () => {
   });
 
   it('never hands out a warm container whose runner was killed', async () => {
+    // The earlier tests' claims may still be refilling the pool.
+    await eventually(() => warmIds().length >= 1, 10_000);
     const victims = warmIds();
     expect(victims.length).toBeGreaterThan(0);
     await Promise.all(victims.map((id) => dockerExec(id, ['kill', '1'])));
@@ -392,6 +395,38 @@ describeDocker('PooledTier (real Docker)', () => {
     expect(containerOf('lost')).not.toBe(id);
   });
 
+  it('claims with the health check and one mount, and counts the claim as warm', async () => {
+    expect(await eventually(() => tier.stats().available >= 2, 10_000)).toBe(true);
+    const before = tier.stats();
+    expect((await run('claim', 'bash', 'echo claimed')).stdout).toBe('claimed\n');
+    const after = tier.stats();
+    expect(after.warmClaims).toBe(before.warmClaims + 1);
+    expect(after.coldClaims).toBe(before.coldClaims);
+    expect(after.lastClaimMs).toBeGreaterThan(0);
+  });
+
+  it('never runs code when /workspace is not the session workspace: the runner checks every run', async () => {
+    await run('verify', 'bash', 'true');
+    const id = containerOf('verify');
+    const info = await dockerode.getContainer(id).inspect();
+    const mountPoint = info.Mounts.find((m) => m.Destination === '/workspace')!.Source;
+    // The workspace disappears from the container behind the engine's back: it now sees the empty mount point.
+    await mounts.unmount(mountPoint);
+    await expect(run('verify', 'bash', 'echo RAN')).rejects.toMatchObject({ code: 'WORKSPACE_NOT_VISIBLE' });
+    expect(await exists(id)).toBe(false);
+    // The session goes on in a fresh container that sees its workspace again.
+    fs.writeFileSync(path.join(session('verify').workspaceDir, 'still.txt'), 'here');
+    expect((await run('verify', 'bash', 'cat still.txt')).stdout).toBe('here');
+    expect(containerOf('verify')).not.toBe(id);
+  });
+
+  it('keeps running in a workspace the code made unreadable (the check needs no read permission)', async () => {
+    expect((await run('noread', 'bash', 'chmod 0311 /workspace && echo locked')).stdout).toBe('locked\n');
+    expect((await run('noread', 'bash', 'pwd; ls . 2>/dev/null || echo unreadable')).stdout).toBe(
+      '/workspace\nunreadable\n',
+    );
+  });
+
   it('confines the code (SECURITY item 10, 12)', async () => {
     const r = await run(
       'sec',
@@ -426,6 +461,54 @@ describeDocker('PooledTier (real Docker)', () => {
       [POOLED_LABELS.engine]: options.engineId,
     });
     expect(JSON.stringify(info.Mounts)).not.toContain('docker.sock');
+  });
+});
+
+describeDocker('ChildProcessHostMounts (real mounts)', () => {
+  let dir: string;
+  const mountCount = (target: string) =>
+    parseMountInfo(fs.readFileSync('/proc/self/mountinfo', 'utf8')).filter((m) => m.target === target).length;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-host-mounts-'));
+    fs.mkdirSync(path.join(dir, 'source'));
+    fs.mkdirSync(path.join(dir, 'target'));
+    fs.writeFileSync(path.join(dir, 'source', 'file.txt'), 'seen');
+  });
+  afterEach(() => {
+    for (let i = 0; i < 4; i++) spawnSync('umount', ['-l', path.join(dir, 'target')]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['its helper', {}],
+    ['the mount command when there is no helper', { python: '/nonexistent/python3' }],
+  ])('binds and unmounts through %s, peeling stacked layers', async (_how, settings) => {
+    const mounts = new ChildProcessHostMounts(settings);
+    const [source, target] = [path.join(dir, 'source'), path.join(dir, 'target')];
+    try {
+      await mounts.bind(source, target);
+      await mounts.bind(source, target);
+      expect(mountCount(target)).toBe(2);
+      expect(fs.readFileSync(path.join(target, 'file.txt'), 'utf8')).toBe('seen');
+      await mounts.unmount(target);
+      expect(mountCount(target)).toBe(0);
+      expect(fs.readdirSync(target)).toEqual([]);
+      await mounts.unmount(target); // nothing mounted: a no-op
+      await expect(mounts.bind(source, path.join(dir, 'missing'))).rejects.toMatchObject({
+        code: 'HOST_MOUNT',
+      });
+    } finally {
+      await mounts.close();
+    }
+  });
+
+  it('keeps working after close, through the mount command', async () => {
+    const mounts = new ChildProcessHostMounts();
+    await mounts.bind(path.join(dir, 'source'), path.join(dir, 'target'));
+    await mounts.close();
+    await mounts.unmount(path.join(dir, 'target'));
+    expect(mountCount(path.join(dir, 'target'))).toBe(0);
   });
 });
 

@@ -27,11 +27,18 @@ type RunScript = (
   runner: FakeRunner,
 ) => Promise<Partial<RunnerExit> | 'never'> | Partial<RunnerExit> | 'never';
 
-/** The in-container runner, faked: answers pings, runs scripted runs, records kills. */
+/** The in-container runner, faked: answers pings, runs scripted runs, records kills and refusals. */
 class FakeRunner {
   hung = false;
+  pings = 0;
+  /** Pings answered so far. */
+  pongs = 0;
+  /** Answer pings this much later. */
+  pingDelayMs = 0;
   readonly kills: number[] = [];
   readonly runs: RunnerRunRequest[] = [];
+  /** Runs refused because /workspace was not the expected directory (nothing of them ran). */
+  readonly refused: RunnerRunRequest[] = [];
   private buffered = '';
 
   constructor(
@@ -58,6 +65,9 @@ class FakeRunner {
     if (this.hung) return;
     const id = m.id as number;
     if (m.op === 'ping') {
+      this.pings++;
+      if (this.pingDelayMs > 0) await new Promise((r) => setTimeout(r, this.pingDelayMs));
+      this.pongs++;
       return this.send({ ev: 'pong', id, ok: true, busy: false, ms: 0.5, workspace: this.workspace() });
     }
     if (m.op === 'kill') {
@@ -65,6 +75,12 @@ class FakeRunner {
       return;
     }
     const request = m as unknown as RunnerRunRequest & { id: number };
+    // As runner.py: nothing starts unless /workspace is the directory the run names.
+    const seen = this.workspace().map(String);
+    if (seen[0] !== request.workspace?.[0] || seen[1] !== request.workspace?.[1]) {
+      this.refused.push(request);
+      return this.send({ ev: 'error', id, code: 'workspace', message: 'not the workspace', workspace: seen });
+    }
     this.runs.push(request);
     const exit = await this.script()(
       request,
@@ -117,6 +133,8 @@ class FakeDocker extends DockerClient {
     return { exitCode: 0 };
   };
   private next = 1;
+  /** Containers created so far. */
+  created = 0;
 
   constructor(private readonly mounts: FakeMounts) {
     super();
@@ -136,6 +154,7 @@ class FakeDocker extends DockerClient {
   }
   createContainer(spec: ContainerCreateOptions): Promise<string> {
     this.check('createContainer');
+    this.created++;
     const id = `c${this.next++}`.padEnd(64, '0');
     const io = { toRunner: new PassThrough(), fromRunner: new PassThrough(), stderr: new PassThrough() };
     let closed!: () => void;
@@ -344,13 +363,100 @@ describe('PooledTier', () => {
     expect(docker.get(id).runner!.runs).toHaveLength(2);
   });
 
-  it('refuses a claim when the container does not see the mounted workspace', async () => {
+  it('refuses a claim when the container does not see the mounted workspace, before any code runs', async () => {
     await make();
     docker.propagates = false;
+    const [first] = [...docker.containers.values()];
     await expect(tier.run(job('s1'))).rejects.toMatchObject({ code: 'WORKSPACE_NOT_VISIBLE' });
-    expect(docker.removed).toHaveLength(1);
+    expect(first.runner!.refused).toHaveLength(1);
+    expect(first.runner!.runs).toHaveLength(0);
+    expect(docker.removed).toEqual([first.id]);
     expect(mounts.bound.size).toBe(0);
     expect(tier.stats().claimed).toBe(0);
+  });
+
+  it('claims with one runner round trip, the health check, and has every run verify the workspace', async () => {
+    await make();
+    const [first] = [...docker.containers.values()];
+    const pingsWhenWarm = first.runner!.pings;
+    await tier.run(job('s1'));
+    expect(holder('s1')).toBe(first.id);
+    // testOnBorrow is the only round trip of the claim: no separate verification ping.
+    expect(first.runner!.pings).toBe(pingsWhenWarm + 1);
+    const st = fs.statSync(fs.realpathSync(workspaces.s1), { bigint: true });
+    expect(first.runner!.runs[0].workspace).toEqual([st.dev.toString(), st.ino.toString()]);
+    await tier.run(job('s1'));
+    expect(first.runner!.pings).toBe(pingsWhenWarm + 1);
+    expect(first.runner!.runs[1].workspace).toEqual([st.dev.toString(), st.ino.toString()]);
+    expect(tier.stats().lastClaimMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('never runs code once the workspace is no longer what the container sees', async () => {
+    await make();
+    await tier.run(job('s1'));
+    const id = holder('s1')!;
+    // Someone unmounted it behind the engine's back: the next run is refused and the container replaced.
+    mounts.bound.delete(docker.get(id).spec.HostConfig!.Mounts![0].Source);
+    await expect(tier.run(job('s1'))).rejects.toMatchObject({ code: 'WORKSPACE_NOT_VISIBLE' });
+    expect(docker.removed).toContain(id);
+    expect((await tier.run(job('s1'))).exitCode).toBe(0);
+    expect(holder('s1')).not.toBe(id);
+  });
+
+  it('remounts when the session workspace is replaced, and runs in the new one', async () => {
+    await make();
+    await tier.run(job('s1'));
+    const id = holder('s1')!;
+    const mountPoint = docker.get(id).spec.HostConfig!.Mounts![0].Source;
+    const old = workspaces.s1;
+    // Same path, another directory (made while the old one exists, so it cannot reuse its inode).
+    fs.mkdirSync(`${old}.new`);
+    fs.rmSync(old, { recursive: true });
+    fs.renameSync(`${old}.new`, old);
+    await tier.run(job('s1'));
+    expect(holder('s1')).toBe(id);
+    expect(mounts.calls.filter((c) => c === `umount ${mountPoint}`)).toHaveLength(1);
+    const st = fs.statSync(old, { bigint: true });
+    expect(docker.get(id).runner!.runs[1].workspace).toEqual([st.dev.toString(), st.ino.toString()]);
+  });
+
+  it('starts the replacement of a claimed container only once the workspace is mounted', async () => {
+    await make();
+    const createdAtBind: number[] = [];
+    const bind = mounts.bind.bind(mounts);
+    mounts.bind = (source, target) => {
+      createdAtBind.push(docker.created);
+      return bind(source, target);
+    };
+    await tier.run(job('s1'));
+    expect(createdAtBind).toEqual([2]);
+    await eventually(() => docker.created === 3 && tier.stats().available === 2);
+  });
+
+  it('fails a claim for a missing workspace, destroying the container it took, and refills the pool', async () => {
+    await make();
+    const missing = path.join(root, 'no-such-workspace');
+    await expect(tier.run(job('s1', { workspaceDir: missing }))).rejects.toMatchObject({
+      code: 'WORKSPACE_MISSING',
+    });
+    expect(docker.removed).toHaveLength(1);
+    expect(mounts.bound.size).toBe(0);
+    await eventually(() => tier.stats().available === 2);
+    expect(tier.stats()).toMatchObject({ claimed: 0, borrowed: 0, size: 2 });
+  });
+
+  it('counts claims that found a warm container and claims that waited for a start', async () => {
+    await make({ min: 1, max: 1 });
+    await tier.run(job('s1'));
+    await eventually(() => tier.stats().available === 1);
+    await tier.run(job('s2'));
+    expect(tier.stats()).toMatchObject({ warmClaims: 2, coldClaims: 0 });
+    await eventually(() => tier.stats().available === 1);
+    const [warm] = tier.containers().filter((c) => c.state === 'warm');
+    docker.get(warm.id).runner!.hung = true; // fails its health check: the claim waits for a fresh start
+    await tier.run(job('s3'));
+    expect(holder('s3')).not.toBe(warm.id);
+    expect(tier.stats()).toMatchObject({ warmClaims: 2, coldClaims: 1 });
   });
 
   it('passes the job to the runner with backstop caps above the engine caps', async () => {
@@ -409,7 +515,7 @@ describe('PooledTier', () => {
     const r = await tier.run(
       job('s1', { output: { maxBytes: 100, maxLines: 10, redact: [/sk-ant-[\w-]+/g] } }),
     );
-    expect(r.stdout.startsWith('token [REDACTED] end\n')).toBe(true);
+    expect(r.stdout.startsWith('token ***REDACTED*** end\n')).toBe(true);
     expect(Buffer.byteLength(r.stdout)).toBe(100);
     expect(r).toMatchObject({ truncated: { stdout: true, stderr: false }, limit: { code: 'OUTPUT_CAP' } });
     expect(docker.get(holder('s1')!).runner!.kills).toHaveLength(1);
@@ -495,7 +601,7 @@ describe('PooledTier', () => {
     expect(holder('s1')).not.toBe(id);
   });
 
-  it('never hands out a dead or hung warm container', async () => {
+  it('never hands out a dead or hung warm container, nor leaves the workspace mounted in one', async () => {
     await make({ min: 2 });
     const [dead, hung] = [...docker.containers.values()];
     hung.runner!.hung = true;
@@ -503,6 +609,28 @@ describe('PooledTier', () => {
     await tier.run(job('s1'));
     expect([dead.id, hung.id]).not.toContain(holder('s1'));
     await eventually(() => docker.removed.includes(dead.id) && docker.removed.includes(hung.id));
+    // The workspace is mounted in the holder only: a container that failed its test lost the mount with its life.
+    expect([...mounts.bound.entries()]).toEqual([
+      [docker.get(holder('s1')!).spec.HostConfig!.Mounts![0].Source, fs.realpathSync(workspaces.s1)],
+    ]);
+  });
+
+  it('tests a borrowed container while it mounts the workspace, not before', async () => {
+    await make();
+    for (const c of docker.containers.values()) c.runner!.pingDelayMs = 30;
+    const answered: number[] = [];
+    const bind = mounts.bind.bind(mounts);
+    mounts.bind = (source, target) => {
+      const c = [...docker.containers.values()].find((x) => x.spec.HostConfig!.Mounts![0].Source === target)!;
+      answered.push(c.runner!.pongs);
+      return bind(source, target);
+    };
+    const before = new Map([...docker.containers.values()].map((c) => [c.id, c.runner!.pongs]));
+    await tier.run(job('s1'));
+    const held = docker.get(holder('s1')!);
+    // When the mount started, the borrow test's answer had not come yet; the claim waited for both.
+    expect(answered).toEqual([before.get(held.id)]);
+    expect(held.runner!.pongs).toBe(before.get(held.id)! + 1);
   });
 
   it('refuses sessions beyond maxSessions, and claims that wait longer than acquireTimeoutMs', async () => {

@@ -13,7 +13,7 @@ import { POOLED_OPTIONS } from './pooled.constants';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { PooledContainerFactory, type PooledContainer } from './pooled-container';
 import { processStartTicks, type ResolvedPooledOptions } from './pooled.options';
-import type { RunnerExit } from './runner-connection';
+import { RunnerRefusedError, type RunnerExit } from './runner-connection';
 import { WarmPool, type WarmPoolStats } from './warm-pool';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
@@ -34,14 +34,22 @@ export interface PooledStats extends WarmPoolStats {
   /** Sessions waiting for their first container. */
   claiming: number;
   maxSessions: number;
+  /** Duration of the latest claim (health check of a warm container + workspace mount), in ms. */
+  lastClaimMs?: number;
+}
+
+/** A session workspace as the host sees it: real path, device and inode (decimal, exact for 64-bit values). */
+interface HostWorkspace {
+  path: string;
+  id: [dev: string, ino: string];
 }
 
 /** A container while a session owns it. Runs on it are serialised. */
 interface Lease {
   readonly sessionId: string;
   readonly container: PooledContainer;
-  /** Real path of the workspace currently mounted at /workspace. */
-  workspace: string;
+  /** The workspace currently mounted at /workspace; every run has the runner check it is what the container sees. */
+  workspace: HostWorkspace;
   tail: Promise<unknown>;
   /** Runs queued or running. */
   busy: number;
@@ -59,7 +67,8 @@ interface Lease {
  * /workspace with `rslave` propagation, under a mount root the engine made a shared mount; at claim the engine
  * bind-mounts the session workspace onto that directory on the host, and the mount propagates into the container.
  * Only mounts inside a container's own directory reach it, so it sees exactly its session's workspace, live in
- * both directions.
+ * both directions. Each run names the workspace's device and inode and the runner starts nothing unless
+ * /workspace is that directory.
  *
  * Runs go to the container's runner (docker/sandbox/runner/runner.py) over its attached stdin/stdout, one at a
  * time: no `docker exec` per action. The runner enforces the timeout and output caps and kills every process the
@@ -81,6 +90,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
   private reaped?: Promise<void>;
   private imageSeen?: { image: string; at: number };
   private availableAt?: { at: number; result: TierAvailability };
+  private lastClaimMs?: number;
   private started = false;
   private shuttingDown = false;
 
@@ -179,7 +189,10 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     const lease = await this.leaseFor(job);
     lease.busy++;
     clearTimeout(lease.idleTimer);
-    const turn = lease.tail.then(() => this.runOn(lease, job, signal, started));
+    const turn = lease.tail.then(async () => ({
+      ...(await this.runOn(lease, job, signal, started)),
+      containerId: lease.container.id,
+    }));
     lease.tail = turn.catch(() => undefined);
     try {
       return await turn;
@@ -205,6 +218,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
       claimed: this.leases.size,
       claiming: this.sessions.size - this.leases.size,
       maxSessions: this.options.maxSessions,
+      ...(this.lastClaimMs !== undefined && { lastClaimMs: this.lastClaimMs }),
     };
   }
 
@@ -263,24 +277,37 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     return entry;
   }
 
-  /** Takes a warm container for the session and mounts its workspace into it. */
+  /**
+   * Takes a warm container for the session and mounts its workspace into it. Its cost is one runner round trip: the
+   * pool's test on borrow (the runner really spawns a process), during which the mount helper bind-mounts the
+   * workspace. That the container sees the mount is not checked here with a round trip of its own: every run carries
+   * the workspace's device and inode, and the runner refuses to start anything unless /workspace is that directory
+   * (`runOn`), so no code runs in an unverified workspace.
+   */
   private async claim(sessionId: string, workspaceDir: string): Promise<Lease> {
     const t0 = performance.now();
-    const workspace = await this.resolveWorkspace(workspaceDir);
     await this.ensureRoot();
-    const container = await this.pool.acquire().catch((err: unknown) => {
-      throw claimError(err);
-    });
-    try {
-      await this.mounts.bind(workspace, container.mountPoint);
-      await this.checkWorkspaceSeen(container, workspace);
-      if (this.shuttingDown) throw new SandboxUnavailableError('the pooled tier is shutting down');
-    } catch (err) {
+    // The host's view of the workspace is resolved while the pool finds a container.
+    const resolving = this.resolveWorkspace(workspaceDir);
+    resolving.catch(() => undefined); // observed through `prepare`
+    let tBorrowed = t0;
+    let tMounted = t0;
+    const container = await this.pool
+      .claim(async (candidate) => {
+        tBorrowed = performance.now();
+        await this.mounts.bind((await resolving).path, candidate.mountPoint);
+        tMounted = performance.now();
+      })
+      .catch((err: unknown) => {
+        throw claimError(err);
+      });
+    const workspace = await resolving;
+    if (this.shuttingDown) {
       await this.factory.destroy(container).catch((e: Error) => this.orphan(container, e));
-      throw claimError(err);
+      throw new SandboxUnavailableError('the pooled tier is shutting down');
     }
     container.sessionId = sessionId;
-    container.workspace = workspace;
+    container.workspace = workspace.path;
     const lease: Lease = {
       sessionId,
       container,
@@ -292,38 +319,23 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     this.leases.set(sessionId, lease);
     void container.connection.closed.then(() => this.onRunnerClosed(lease));
     this.armIdleTimer(lease);
+    const done = performance.now();
+    this.lastClaimMs = done - t0;
     this.logger.debug(
-      `session ${sessionId} claimed ${container.shortId} in ${(performance.now() - t0).toFixed(1)} ms`,
+      `session ${sessionId} claimed ${container.shortId} in ${(done - t0).toFixed(2)} ms (borrowed at ` +
+        `${(tBorrowed - t0).toFixed(2)} ms, mounted at ${(tMounted - t0).toFixed(2)} ms, health check meanwhile)`,
     );
     return lease;
   }
 
-  /**
-   * Asks the runner which directory it sees at /workspace and compares device and inode with the host's: the
-   * container must see exactly this session's workspace (a broken mount propagation would leave it the empty
-   * mount point instead).
-   */
-  private async checkWorkspaceSeen(container: PooledContainer, workspace: string): Promise<void> {
-    const [host, pong] = await Promise.all([
-      fs.promises.stat(workspace),
-      container.connection.ping(this.options.healthCheckTimeoutMs),
-    ]);
-    const [dev, ino] = pong.workspace ?? [];
-    if (dev !== host.dev || ino !== host.ino) {
-      throw new SandboxInternalError(
-        'WORKSPACE_NOT_VISIBLE',
-        `the session workspace did not appear at /workspace in the pooled container; is pooled.mountRoot ` +
-          `(${this.options.mountRoot}) a shared mount in the Docker daemon's mount namespace?`,
-        { retriable: false },
-      );
-    }
-  }
-
-  private async resolveWorkspace(dir: string): Promise<string> {
+  private async resolveWorkspace(dir: string): Promise<HostWorkspace> {
     let real: string;
+    let id: HostWorkspace['id'];
     try {
       real = await fs.promises.realpath(dir);
-      if (!(await fs.promises.stat(real)).isDirectory()) throw new Error('not a directory');
+      const stat = await fs.promises.stat(real, { bigint: true });
+      if (!stat.isDirectory()) throw new Error('not a directory');
+      id = [stat.dev.toString(), stat.ino.toString()];
     } catch (err) {
       throw new SandboxInternalError(
         'WORKSPACE_MISSING',
@@ -337,7 +349,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         `session workspace ${dir} overlaps the pooled mount root`,
       );
     }
-    return real;
+    return { path: real, id };
   }
 
   /** Ends the lease and destroys its container. */
@@ -407,7 +419,9 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     if (!container.alive)
       return this.runnerLost(lease, job, new Error('the runner was already gone'), elapsed);
     const workspace = await this.resolveWorkspace(job.workspaceDir);
-    if (workspace !== lease.workspace) await this.remount(lease, workspace);
+    if (workspace.path !== lease.workspace.path || !sameId(workspace.id, lease.workspace.id)) {
+      await this.remount(lease, workspace);
+    }
 
     const stdout = new OutputCollector(job.output, (t) => job.onOutput?.('stdout', t));
     const stderr = new OutputCollector(job.output, (t) => job.onOutput?.('stderr', t));
@@ -423,6 +437,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         cpuSeconds: Math.ceil(job.timeoutMs / 1000) + 1,
         capBytes: job.output.maxBytes + CAP_SLACK_BYTES,
         capLines: job.output.maxLines,
+        workspace: lease.workspace.id,
       },
       (fd, data, runId) => {
         if ((fd === 2 ? stderr : stdout).push(data) || cappedByEngine) return;
@@ -446,6 +461,9 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     } catch (err) {
       if (lease.released || this.shuttingDown)
         return { ...this.partial(stdout, stderr, elapsed()), aborted: true };
+      if (err instanceof RunnerRefusedError && err.code === 'workspace') {
+        return this.workspaceNotVisible(lease, err);
+      }
       return this.runnerLost(lease, job, err as Error, elapsed, stdout, stderr);
     } finally {
       clearTimeout(deadline);
@@ -479,6 +497,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         stdout: stdout.truncated || exit.capped.stdout,
         stderr: stderr.truncated || exit.capped.stderr,
       },
+      redacted: stdout.redacted || stderr.redacted,
       durationMs,
     };
     if (exit.exitCode !== null) result.exitCode = exit.exitCode;
@@ -561,13 +580,29 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     await this.retire(lease, 'runner failed').catch(() => undefined);
   }
 
-  private async remount(lease: Lease, workspace: string): Promise<void> {
+  /**
+   * The runner refused a run because /workspace is not the session workspace (nothing of the run started): a broken
+   * mount propagation leaves it the empty mount point. The container is destroyed; the claim cannot work here.
+   */
+  private async workspaceNotVisible(lease: Lease, err: RunnerRefusedError): Promise<never> {
+    await this.retireAfterFailure(lease);
+    throw new SandboxInternalError(
+      'WORKSPACE_NOT_VISIBLE',
+      `the session workspace did not appear at /workspace in the pooled container (it sees ` +
+        `${err.workspace ? `device/inode ${err.workspace.join('/')}` : 'something else'}, expected ` +
+        `${lease.workspace.id.join('/')}); is pooled.mountRoot (${this.options.mountRoot}) a shared mount in the ` +
+        `Docker daemon's mount namespace?`,
+      { retriable: false, cause: err },
+    );
+  }
+
+  /** The session's workspace moved (another path, or the directory was replaced): mount the current one. */
+  private async remount(lease: Lease, workspace: HostWorkspace): Promise<void> {
     const { container } = lease;
     await this.mounts.unmount(container.mountPoint);
-    await this.mounts.bind(workspace, container.mountPoint);
-    await this.checkWorkspaceSeen(container, workspace);
+    await this.mounts.bind(workspace.path, container.mountPoint);
     lease.workspace = workspace;
-    container.workspace = workspace;
+    container.workspace = workspace.path;
   }
 
   private partial(
@@ -580,6 +615,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
       stdout: stdout?.text() ?? '',
       stderr: stderr?.text() ?? '',
       truncated: { stdout: stdout?.truncated ?? false, stderr: stderr?.truncated ?? false },
+      redacted: (stdout?.redacted ?? false) || (stderr?.redacted ?? false),
     };
   }
 
@@ -685,6 +721,10 @@ function claimError(err: unknown): SandboxError {
     `could not give the session a pooled container: ${(err as Error).message}`,
     { retriable: true, cause: err },
   );
+}
+
+function sameId(a: HostWorkspace['id'], b: HostWorkspace['id']): boolean {
+  return a[0] === b[0] && a[1] === b[1];
 }
 
 function emptyResult(durationMs: number): TierRunResult {

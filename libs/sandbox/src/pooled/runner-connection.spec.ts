@@ -4,6 +4,7 @@ import {
   RunnerConnection,
   RunnerGoneError,
   RunnerProtocolError,
+  RunnerRefusedError,
   RunnerTimeoutError,
   type RunnerExit,
 } from './runner-connection';
@@ -54,6 +55,7 @@ const RUN = {
   cpuSeconds: 2,
   capBytes: 100,
   capLines: 10,
+  workspace: ['2049', '18446744073709551557'] as [string, string],
 };
 
 describe('RunnerConnection', () => {
@@ -88,7 +90,15 @@ describe('RunnerConnection', () => {
     const chunks: Array<[number, string]> = [];
     const { id, exit } = w.connection.run(RUN, (fd, data) => chunks.push([fd, data.toString('utf8')]));
     await w.settle();
-    expect(w.sent[0]).toMatchObject({ op: 'run', id, language: 'python', code: 'print(1)', capBytes: 100 });
+    expect(w.sent[0]).toMatchObject({
+      op: 'run',
+      id,
+      language: 'python',
+      code: 'print(1)',
+      capBytes: 100,
+      // Exact, also past 2^53: device and inode travel as decimal strings.
+      workspace: ['2049', '18446744073709551557'],
+    });
     const out = JSON.stringify({ ev: 'out', id, fd: 1, data: Buffer.from('1\n').toString('base64') });
     w.fromRunner.write(out.slice(0, 10));
     w.fromRunner.write(`${out.slice(10)}\n${JSON.stringify({ ev: 'out', id, fd: 2, data: 'ZXJy' })}\n`);
@@ -106,8 +116,14 @@ describe('RunnerConnection', () => {
     w.connection.kill(id);
     await w.settle();
     expect(w.sent.map((m) => m.op)).toEqual(['run', 'kill']);
-    w.reply({ ev: 'error', id, message: 'busy: one run at a time' });
+    w.reply({ ev: 'error', id, code: 'busy', message: 'busy: one run at a time' });
     await expect(exit).rejects.toThrow('busy');
+
+    const refused = w.connection.run(RUN, () => undefined);
+    w.reply({ ev: 'error', id: refused.id, code: 'workspace', message: 'not it', workspace: [2049, 5] });
+    const err = (await refused.exit.catch((e: unknown) => e)) as RunnerRefusedError;
+    expect(err).toBeInstanceOf(RunnerRefusedError);
+    expect(err).toMatchObject({ code: 'workspace', workspace: ['2049', '5'] });
   });
 
   it('rejects everything pending, and everything later, once the connection closes', async () => {

@@ -1,8 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Language } from '@switchyard/common';
 
-/** Protocol version this engine speaks; see docker/sandbox/runner/runner.py. */
-export const RUNNER_PROTOCOL = 1;
+/**
+ * Protocol version this engine speaks; see docker/sandbox/runner/runner.py. 2: every run names the workspace the
+ * runner must see (an older runner would ignore that, so it is refused at `hello`).
+ */
+export const RUNNER_PROTOCOL = 2;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
 const MAX_LINE_BYTES = 1024 * 1024;
 
@@ -34,6 +37,11 @@ export interface RunnerRunRequest {
   /** Per stream: the runner stops reading and ends the run past these (a backstop; the engine keeps the exact caps). */
   capBytes: number;
   capLines: number;
+  /**
+   * Device and inode (decimal) of the session workspace on the host. The runner refuses the run, before anything
+   * starts, unless /workspace is that directory (`RunnerRefusedError` with code `workspace`).
+   */
+  workspace: [dev: string, ino: string];
 }
 
 export interface RunnerExit {
@@ -56,6 +64,17 @@ export class RunnerGoneError extends Error {}
 export class RunnerTimeoutError extends Error {}
 /** The runner refused a request or sent something that is not the protocol. */
 export class RunnerProtocolError extends Error {}
+/** The runner refused a request on purpose; `code` says why (`workspace`: /workspace is not the expected one). */
+export class RunnerRefusedError extends RunnerProtocolError {
+  constructor(
+    message: string,
+    readonly code?: string,
+    /** For `workspace`: device and inode of what /workspace is in the container. */
+    readonly workspace?: [string, string],
+  ) {
+    super(message);
+  }
+}
 
 interface Pending {
   resolve(message: Record<string, unknown>): void;
@@ -210,7 +229,15 @@ export class RunnerConnection {
         return pending.resolve(message);
       case 'error':
         this.pending.delete(message.id as number);
-        return pending.reject(new RunnerProtocolError(`runner refused: ${String(message.message)}`));
+        return pending.reject(
+          new RunnerRefusedError(
+            `runner refused: ${String(message.message)}`,
+            typeof message.code === 'string' ? message.code : undefined,
+            Array.isArray(message.workspace)
+              ? [String(message.workspace[0]), String(message.workspace[1])]
+              : undefined,
+          ),
+        );
       default:
         return this.fail(`unknown runner event ${JSON.stringify(ev)}`);
     }

@@ -37,16 +37,23 @@ export interface WarmPoolStats {
   max: number;
   /** Container starts that failed in a row (reset by a success). */
   consecutiveCreateFailures: number;
+  /** Claims served by a container that was already warm (started and checked) when the claim asked. */
+  warmClaims: number;
+  /** Claims that had to wait for a container to start: none was warm, or the warm ones failed their check. */
+  coldClaims: number;
   lastCreateError?: { message: string; at: string };
 }
 
 /**
  * Warm containers on generic-pool: `min` kept started, at most `max`, idle ones past `warmIdleTimeoutMs` replaced,
- * and every container health-checked through its runner when borrowed (`testOnBorrow`), so a dead, paused or hung
- * one is destroyed instead of handed out.
+ * and every container health-checked through its runner when borrowed (test on borrow: the runner really spawns a
+ * process), so a dead, paused or hung one is destroyed instead of handed out. The borrow test is made here rather
+ * than by generic-pool's `testOnBorrow`, because a claim runs it at the same time as its own preparation of the
+ * container (`claim`), which generic-pool cannot do: its test runs before it knows which request gets the container.
  *
- * A borrowed container is detached from the pool at once (it belongs to a session from then on and is destroyed,
- * never returned), so the pool immediately starts a replacement and the next claim finds a warm one.
+ * A claimed container is detached from the pool as soon as the claim has prepared it (it belongs to a session from
+ * then on and is destroyed, never returned), so the pool starts a replacement right after and the next claim finds
+ * a warm one; not before, so that the replacement's start does not compete with the claim.
  *
  * A failing container start is retried inside `create` with exponential backoff (so a pool waiting on a missing
  * Docker engine neither spins nor gives up; it refills by itself when Docker is back).
@@ -56,6 +63,8 @@ export class WarmPool {
   private readonly pool: Pool<PooledContainer>;
   private readonly closing = new AbortController();
   private failures = 0;
+  private warmClaims = 0;
+  private coldClaims = 0;
   private lastError?: { message: string; at: string };
   private sweeping = false;
 
@@ -69,13 +78,13 @@ export class WarmPool {
         create: () => this.createWithRetry(),
         // A claimed container is the session's now: detaching it from the pool must not destroy it.
         destroy: (c) => (c.state === 'claimed' ? Promise.resolve() : this.factory.destroy(c)),
-        validate: (c) => (c.state === 'warm' ? this.factory.healthy(c) : Promise.resolve(false)),
       },
       {
         min: options.min,
         max: options.max,
         acquireTimeoutMillis: options.acquireTimeoutMs,
-        testOnBorrow: true,
+        // Every borrow is tested, by `claim` and `sweep` themselves (see the class comment).
+        testOnBorrow: false,
         idleTimeoutMillis: options.warmIdleTimeoutMs,
         evictionRunIntervalMillis: options.evictionIntervalMs,
         numTestsPerEvictionRun: options.max,
@@ -93,8 +102,8 @@ export class WarmPool {
   }
 
   /**
-   * Health-checks the idle warm containers now (test-while-idle): each is borrowed once, so the pool's own
-   * validation destroys a dead, paused or hung one and starts its replacement; healthy ones go straight back.
+   * Health-checks the idle warm containers now (test-while-idle): each is borrowed and tested once; a dead, paused or
+   * hung one is destroyed (the pool starts its replacement), healthy ones go straight back.
    * Runs as soon as a warm container's runner connection closes, so a killed one is replaced at once (a paused or
    * hung one is caught when next borrowed). Not periodic: borrowing resets generic-pool's idle clock, which would
    * keep `warmIdleTimeoutMs` from ever recycling a container. Claims waiting for a container take precedence.
@@ -109,7 +118,8 @@ export class WarmPool {
         left--
       ) {
         const container = await this.pool.acquire();
-        await this.pool.release(container);
+        if (await this.testOnBorrow(container)) await this.pool.release(container);
+        else await this.pool.destroy(container);
       }
     } catch (err) {
       this.logger.debug(`idle health sweep stopped: ${(err as Error).message}`);
@@ -123,28 +133,69 @@ export class WarmPool {
   }
 
   /**
-   * A healthy warm container, now detached from the pool (the caller owns it and must destroy it). Rejects with
-   * `PoolExhaustedError` when none is ready within `acquireTimeoutMs`.
+   * A warm container for a session. One is borrowed and, at the same time, tested (its runner really spawns a process
+   * and reports the exit status) and given to `prepare` (the claim's workspace mount), so that a claim waits for one
+   * runner round trip rather than for the test and then the mount. Only a container that passed the test and was
+   * prepared is returned: claimed, detached from the pool (which starts its replacement only now, so that start does
+   * not compete with the claim) and owned by the caller, who must destroy it. One that fails the test is destroyed
+   * with whatever `prepare` mounted in it (a warm container has run nothing but its runner) and the next one is
+   * tried; when `prepare` fails, the container is destroyed and the claim rejects with its error. Rejects with
+   * `PoolExhaustedError` when no healthy container comes within `acquireTimeoutMs` (per borrow; no new borrow starts
+   * past it).
    */
-  async acquire(): Promise<PooledContainer> {
-    let container: PooledContainer;
-    try {
-      container = await this.pool.acquire();
-    } catch (err) {
-      if ((err as Error).name === 'TimeoutError') {
-        const cause = this.lastError ? `; last start failure: ${this.lastError.message}` : '';
-        throw new PoolExhaustedError(
-          'POOL_ACQUIRE_TIMEOUT',
-          `no healthy warm container within ${this.options.acquireTimeoutMs} ms${cause}; raise pooled.acquireTimeoutMs, ` +
-            `pooled.min or pooled.max`,
-          { acquireTimeoutMs: this.options.acquireTimeoutMs },
-        );
+  async claim(prepare: (container: PooledContainer) => Promise<void>): Promise<PooledContainer> {
+    const asked = performance.now();
+    for (;;) {
+      const container = await this.borrow(asked);
+      container.state = 'claimed';
+      const [healthy, prepared] = await Promise.allSettled([
+        this.testOnBorrow(container),
+        prepare(container),
+      ]);
+      if (healthy.status === 'fulfilled' && healthy.value && prepared.status === 'fulfilled') {
+        if (container.readyAt <= asked) this.warmClaims++;
+        else this.coldClaims++;
+        this.detach(container);
+        return container;
       }
+      await this.factory
+        .destroy(container)
+        .catch((err: Error) =>
+          this.logger.warn(`could not destroy container ${container.shortId}: ${err.message}`),
+        );
+      this.detach(container);
+      if (prepared.status === 'rejected') throw prepared.reason;
+    }
+  }
+
+  /** True when the container is warm and its runner spawns a process in time (`healthCheckTimeoutMs`). */
+  private testOnBorrow(container: PooledContainer): Promise<boolean> {
+    return container.state === 'destroyed' ? Promise.resolve(false) : this.factory.healthy(container);
+  }
+
+  private async borrow(asked: number): Promise<PooledContainer> {
+    const timeout = () => {
+      const cause = this.lastError ? `; last start failure: ${this.lastError.message}` : '';
+      return new PoolExhaustedError(
+        'POOL_ACQUIRE_TIMEOUT',
+        `no healthy warm container within ${this.options.acquireTimeoutMs} ms${cause}; raise pooled.acquireTimeoutMs, ` +
+          `pooled.min or pooled.max`,
+        { acquireTimeoutMs: this.options.acquireTimeoutMs },
+      );
+    };
+    if (performance.now() - asked > this.options.acquireTimeoutMs) throw timeout();
+    try {
+      return await this.pool.acquire();
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') throw timeout();
       throw err;
     }
-    container.state = 'claimed';
-    await this.pool.destroy(container); // detach; the pool's destroy callback leaves claimed containers alone
-    return container;
+  }
+
+  /** Removes a claimed container from the pool, which then starts its replacement. */
+  private detach(container: PooledContainer): void {
+    // The pool's destroy callback leaves a claimed container alone; one the claim destroyed it only joins.
+    this.pool.destroy(container).catch((err: Error) => this.logger.warn(`detach: ${err.message}`));
   }
 
   stats(): WarmPoolStats {
@@ -156,6 +207,8 @@ export class WarmPool {
       min: this.pool.min,
       max: this.pool.max,
       consecutiveCreateFailures: this.failures,
+      warmClaims: this.warmClaims,
+      coldClaims: this.coldClaims,
       ...(this.lastError && { lastCreateError: this.lastError }),
     };
   }
