@@ -213,7 +213,10 @@ describe('SandboxManager.execute', () => {
       tierLimits: { pooled: { maxTimeoutMs: 10_000, output: { maxBytes: 4096 } } },
     });
     await manager.execute(request({ code: MEDIUM }));
-    expect(fakes.pooled.runs[0]).toMatchObject({ timeoutMs: 10_000, output: { maxBytes: 4096, maxLines: 2000 } });
+    expect(fakes.pooled.runs[0]).toMatchObject({
+      timeoutMs: 10_000,
+      output: { maxBytes: 4096, maxLines: 2000 },
+    });
     expect(fakes.pooled.runs[0].output.redact!.length).toBeGreaterThan(0);
     await manager.execute(request({ code: LOW }));
     expect(fakes.subprocess.runs[0]).toMatchObject({ timeoutMs: 30_000, output: { maxBytes: 1 << 20 } });

@@ -287,7 +287,11 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
     it('redacts secrets, and the engine’s own secret values, from output', async () => {
       fs.writeFileSync(path.join(workspaceDir, 'leak.txt'), `token=${ENGINE_SECRET}\n`);
       const r = await run('bash', 'cat leak.txt; echo "aws AKIAABCDEFGHIJKLMNOP" >&2');
-      expect(r).toMatchObject({ exitCode: 0, stdout: 'token=***REDACTED***\n', stderr: 'aws ***REDACTED***\n' });
+      expect(r).toMatchObject({
+        exitCode: 0,
+        stdout: 'token=***REDACTED***\n',
+        stderr: 'aws ***REDACTED***\n',
+      });
     });
 
     it('the manager rejects dangerous variables before anything runs', async () => {
