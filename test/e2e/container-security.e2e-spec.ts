@@ -194,7 +194,8 @@ describe('container tiers under attack, through the API (SECURITY.md 1–7, 16)'
       const [meanwhile, bystanderMs, bystanderEnded] = await bystander;
       expect(meanwhile).toMatchObject({ status: 'succeeded', stdout: 'unaffected\n' });
       expect(bystanderMs).toBeLessThan(ATTACK_TIMEOUT + overhead[tier]);
-      expect(bystanderEnded).toBeLessThanOrEqual(bombEnded);
+      // It ran while the bomb was going off (the bomb's answer and the bystander's may cross on a loaded host).
+      expect(bystanderEnded).toBeLessThanOrEqual(bombEnded + 1000);
 
       // Nothing of the bomb is left: its container holds only docker-init and the runner (pooled) or is gone.
       const id = r.stdout.split('\n')[0];

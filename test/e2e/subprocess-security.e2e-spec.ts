@@ -22,8 +22,18 @@ const hostProcesses = (): number =>
     }).length;
 
 /** Live processes that have this session's workspace mounted (idle pre-launched sandboxes have none). */
-const sessionProcesses = (sessionId: string): string[] =>
-  readdirSync('/proc')
+/**
+ * Sandboxed processes (uid 10001) of one session: those with a `/workspace` mount of that session's workspace. A
+ * capped workspace is its own loop filesystem, recognised by its device; an uncapped one by its host path.
+ */
+const sessionProcesses = (sessionId: string, hostDir: string): string[] => {
+  const hostMount = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => f[4] === hostDir);
+  const isSessionWorkspace = (f: string[]): boolean =>
+    f[4] === '/workspace' && (hostMount ? f[2] === hostMount[2] : f[3]?.includes(sessionId) === true);
+  return readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .flatMap((pid) => {
       try {
@@ -32,12 +42,15 @@ const sessionProcesses = (sessionId: string): string[] =>
         // Zombies have ended already; they wait for this machine's init to reap them.
         if (/^State:\s+Z/m.test(status)) return [];
         const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-        const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
-        return uid === '10001' && mounts.includes(sessionId) ? [`${pid}: ${cmd}`] : [];
+        const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+          .split('\n')
+          .map((l) => l.split(' '));
+        return uid === '10001' && mounts.some(isSessionWorkspace) ? [`${pid}: ${cmd}`] : [];
       } catch {
         return [];
       }
     });
+};
 
 const processesWith = (marker: string): number =>
   readdirSync('/proc')
@@ -87,7 +100,7 @@ describe('subprocess tier under attack', () => {
       // bash's bomb backgrounds itself and exits 0; the pid namespace then takes every child with it.
       expect(r.tier).toBe('subprocess');
       await new Promise((res) => setTimeout(res, 1000));
-      expect(sessionProcesses(sid)).toEqual([]);
+      expect(sessionProcesses(sid, engine.workspaceOf(sid))).toEqual([]);
       // Other test workers' processes come and go; a surviving bomb would add up to its pids limit (128).
       expect(hostProcesses()).toBeLessThanOrEqual(before + 50);
       const ok = await engine.action(other, {

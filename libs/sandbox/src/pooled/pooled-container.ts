@@ -68,7 +68,18 @@ export class PooledContainerFactory {
     private readonly mounts: HostMounts,
   ) {}
 
-  async create(): Promise<PooledContainer> {
+  /** Starts in flight; shutdown waits for them so a container created during it is still removed. */
+  readonly creating = new Set<Promise<unknown>>();
+
+  create(): Promise<PooledContainer> {
+    const started = this.createOne();
+    const tracked = started.catch(() => undefined);
+    this.creating.add(tracked);
+    void tracked.finally(() => this.creating.delete(tracked));
+    return started;
+  }
+
+  private async createOne(): Promise<PooledContainer> {
     const image = this.options.image;
     if (!image) throw new SandboxUnavailableError('no sandbox image configured for the pooled tier');
     const mountKey = randomBytes(6).toString('hex');

@@ -244,6 +244,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
       }),
     );
     await this.pool.close();
+    while (this.factory.creating.size > 0) await Promise.allSettled([...this.factory.creating]);
     while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups]);
     // Anything still known (a destroy that failed, a start that raced the close) goes now.
     const rest = [...this.factory.live.values(), ...this.orphans];
