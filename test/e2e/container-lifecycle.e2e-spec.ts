@@ -1,11 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import * as http from 'node:http';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness, LogCapture } from '../support/engine-harness';
 import { removeDataDir } from '../support/data-dir';
+import { freePort } from '../support/engine-process';
 
 const MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 const MiB = 2 ** 20;
@@ -29,16 +29,6 @@ function containersOfEngine(pid: number, tier?: 'pooled' | 'container'): string[
     .filter((line) => line.includes(`:${pid}:`))
     .map((line) => line.split(' ')[0]);
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 
 describe('container tiers: configuration and lifecycle', () => {
   it('says at start-up that the image is missing and how to build it; container actions are denied naming it', async () => {

@@ -16,7 +16,7 @@ import { type ActionView, toActionView } from './action.view';
 import { ACTION_DTO_CLASSES, parseActionBody } from './dto/action-body';
 import { ListActionsQuery } from './dto/list-actions.query';
 import { RetryActionDto } from './dto/retry-action.dto';
-import { ExecutionEngine } from './execution-engine.service';
+import { ExecutionEngine, type SubmittedAction } from './execution-engine.service';
 
 /** Answer to `"wait": false`: the action is recorded and running (or queued). */
 export interface AcceptedAction {
@@ -79,21 +79,12 @@ export class ActionsController {
     this.sessions.get(tenant, sessionId);
     const { wait, rest } = takeWait(body);
     const action = parseActionBody(rest);
-    const answer = await this.idempotency.run<ActionResult | AcceptedAction>(
-      tenant,
-      idempotencyKey,
-      { method: 'POST', path: `/v1/sessions/${sessionId}/actions`, body },
-      async () => {
-        const submitted = await this.engine.submit(tenant, sessionId, action, { requestId });
-        if (wait) return { statusCode: 200, body: await submitted.result };
-        // Nobody awaits the result: a refusal found while running is already recorded as `denied`.
-        submitted.result.catch(() => undefined);
-        return { statusCode: 202, body: accepted(submitted.id, sessionId, action.type) };
-      },
+    return this.answer(
+      res,
+      { tenant, sessionId, key: idempotencyKey, path: `/v1/sessions/${sessionId}/actions`, body },
+      wait,
+      () => this.engine.submit(tenant, sessionId, action, { requestId }),
     );
-    res.status(answer.statusCode);
-    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    return answer.body;
   }
 
   @Post(':actionId/retry')
@@ -116,21 +107,18 @@ export class ActionsController {
   ): Promise<ActionResult | AcceptedAction> {
     this.sessions.get(tenant, sessionId);
     const dto = validateDto(RetryActionDto, body ?? {});
-    const answer = await this.idempotency.run<ActionResult | AcceptedAction>(
-      tenant,
-      idempotencyKey,
-      { method: 'POST', path: `/v1/sessions/${sessionId}/actions/${actionId}/retry`, body },
-      async () => {
-        const submitted = await this.engine.retry(tenant, sessionId, actionId, { ...dto, requestId });
-        if (dto.wait !== false) return { statusCode: 200, body: await submitted.result };
-        submitted.result.catch(() => undefined);
-        const type = (await this.graph.getAction(sessionId, submitted.id))?.type ?? 'code';
-        return { statusCode: 202, body: accepted(submitted.id, sessionId, type) };
+    return this.answer(
+      res,
+      {
+        tenant,
+        sessionId,
+        key: idempotencyKey,
+        path: `/v1/sessions/${sessionId}/actions/${actionId}/retry`,
+        body,
       },
+      dto.wait !== false,
+      () => this.engine.retry(tenant, sessionId, actionId, { ...dto, requestId }),
     );
-    res.status(answer.statusCode);
-    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    return answer.body;
   }
 
   @Post(':actionId/cancel')
@@ -178,5 +166,32 @@ export class ActionsController {
     // The graph keeps the input as sent (a retry reruns it); what leaves the engine is redacted.
     if (view.input) view.input = this.redactor.value(view.input).value;
     return view;
+  }
+
+  /**
+   * Submits once per idempotency key, then answers 200 with the result, or 202 at once for `wait: false` (nobody
+   * awaits the result then: a refusal found while running is already recorded as `denied`).
+   */
+  private async answer(
+    res: Response,
+    request: { tenant: string; sessionId: string; key: string | undefined; path: string; body: unknown },
+    wait: boolean,
+    submit: () => Promise<SubmittedAction>,
+  ): Promise<ActionResult | AcceptedAction> {
+    const answer = await this.idempotency.run<ActionResult | AcceptedAction>(
+      request.tenant,
+      request.key,
+      { method: 'POST', path: request.path, body: request.body },
+      async () => {
+        const submitted = await submit();
+        if (wait) return { statusCode: 200, body: await submitted.result };
+        submitted.result.catch(() => undefined);
+        const type = (await this.graph.getAction(request.sessionId, submitted.id))?.type ?? 'code';
+        return { statusCode: 202, body: accepted(submitted.id, request.sessionId, type) };
+      },
+    );
+    res.status(answer.statusCode);
+    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return answer.body;
   }
 }
