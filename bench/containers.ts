@@ -311,6 +311,7 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
           await engine.endSession(sid);
         })(),
       );
+      sessionsDone.at(-1)!.catch(() => undefined); // reported by the Promise.all below, not as unhandled meanwhile
     }
     await Promise.all(sessionsDone);
     const after = pooled.stats();
