@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { InvalidInputError, SwitchyardError } from '@switchyard/common';
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { CLOCK, type Clock, ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { openEngineDb } from '../storage/engine-db';
 
 /** The key was used before with a different request. */
 export class IdempotencyKeyReusedError extends SwitchyardError {
@@ -39,13 +39,8 @@ export class IdempotencyService implements OnApplicationShutdown {
     @Inject(ENGINE_CONFIG) config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {
-    const file = path.join(config.dataDir, 'engine.db');
-    mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new DatabaseSync(file);
+    this.db = openEngineDb(path.join(config.dataDir, 'engine.db'));
     this.db.exec(`
-      PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = FULL;
-      PRAGMA busy_timeout = 5000;
       CREATE TABLE IF NOT EXISTS idempotency (
         tenant TEXT NOT NULL,
         key TEXT NOT NULL,

@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import * as path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
+import { openEngineDb } from '../storage/engine-db';
 import type { Plan } from './plan.model';
 
 /** Plans as JSON documents in the engine's SQLite file, so `GET …/plans/:id` survives a restart. */
@@ -9,12 +8,8 @@ export class PlanStore {
   private closed = false;
 
   constructor(file: string) {
-    mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new DatabaseSync(file);
+    this.db = openEngineDb(file);
     this.db.exec(`
-      PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = FULL;
-      PRAGMA busy_timeout = 5000;
       CREATE TABLE IF NOT EXISTS plans (
         id TEXT PRIMARY KEY,
         session_id TEXT NOT NULL,

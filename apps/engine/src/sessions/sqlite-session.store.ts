@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import * as path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
+import { openEngineDb } from '../storage/engine-db';
 import type { Session } from './session.model';
 import { SessionStore } from './session.store';
 
@@ -21,11 +20,8 @@ export class SqliteSessionStore extends SessionStore {
 
   constructor(file: string) {
     super();
-    mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new DatabaseSync(file);
+    this.db = openEngineDb(file);
     this.db.exec(`
-      PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = FULL;
       CREATE TABLE IF NOT EXISTS sessions (
         id TEXT PRIMARY KEY,
         tenant TEXT NOT NULL,

@@ -194,12 +194,22 @@ export function defaultEngineInstanceId(pid: number = process.pid): string {
  * such an engine's containers are never reaped. Unknown shapes and other hosts are not provably alive.
  */
 export function engineAliveHere(engineInstanceId: string, hostname: string = os.hostname()): boolean {
+  const id = engineOnThisHost(engineInstanceId, hostname);
+  return id !== undefined && processStartTicks(id.pid) === id.ticks;
+}
+
+/** The pid and start ticks of an id of the default shape naming this host; undefined for anything else. */
+export function engineOnThisHost(
+  engineInstanceId: string,
+  hostname: string = os.hostname(),
+): { pid: number; ticks: string } | undefined {
   const parts = engineInstanceId.split(':');
-  if (parts.length < 3) return false;
+  if (parts.length < 3) return undefined;
   const ticks = parts.pop()!;
   const pid = Number(parts.pop());
-  if (parts.join(':') !== labelSafeHostname(hostname) || !Number.isSafeInteger(pid) || pid <= 0) return false;
-  return processStartTicks(pid) === ticks;
+  if (parts.join(':') !== labelSafeHostname(hostname) || !Number.isSafeInteger(pid) || pid <= 0)
+    return undefined;
+  return { pid, ticks };
 }
 
 function labelSafeHostname(hostname: string): string {

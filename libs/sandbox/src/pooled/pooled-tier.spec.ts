@@ -723,4 +723,10 @@ describe('engineIsDead', () => {
     expect(engineIsDead('another-host:1:1')).toBe(false);
     expect(engineIsDead('not-an-engine-id')).toBe(false);
   });
+
+  it('reads ids as both container tiers write them, with the hostname made label-safe', () => {
+    // The default id spells "my host" as "my_host"; a dead engine of that host must still be recognised.
+    expect(engineIsDead(`my_host:${2 ** 22 + 3}:1`, 'my host')).toBe(true);
+    expect(engineIsDead(`my host:${2 ** 22 + 3}:1`, 'my host')).toBe(false);
+  });
 });

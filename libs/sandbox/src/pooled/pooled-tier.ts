@@ -12,7 +12,8 @@ import { HostMounts } from './host-mounts';
 import { POOLED_OPTIONS } from './pooled.constants';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { PooledContainerFactory, type PooledContainer } from './pooled-container';
-import { processStartTicks, type ResolvedPooledOptions } from './pooled.options';
+import { engineAliveHere, engineOnThisHost } from '../container/container.options';
+import type { ResolvedPooledOptions } from './pooled.options';
 import { RunnerRefusedError, type RunnerExit } from './runner-connection';
 import { WarmPool, type WarmPoolStats } from './warm-pool';
 
@@ -706,12 +707,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
 
 /** True when `engineId` (`<hostname>:<pid>:<start ticks>`) names a process of this host that no longer exists. */
 export function engineIsDead(engineId: string, hostname = os.hostname()): boolean {
-  const parts = engineId.split(':');
-  if (parts.length < 3) return false;
-  const ticks = parts.pop()!;
-  const pid = Number(parts.pop());
-  if (parts.join(':') !== hostname || !Number.isSafeInteger(pid) || pid <= 0) return false;
-  return processStartTicks(pid) !== ticks;
+  return engineOnThisHost(engineId, hostname) !== undefined && !engineAliveHere(engineId, hostname);
 }
 
 /** Our own errors pass through; anything else (a runner timeout, generic-pool closing) becomes a typed one. */
