@@ -718,7 +718,7 @@ describe('engine killed with SIGKILL mid-action, then restarted (SECURITY.md 17)
   const sleeper = (tier: ContainerTierName): string => marker(tier === 'pooled' ? 81 : 82);
   const ofEngine = async (pid: number) =>
     (await containersWith({ [LABELS.engine]: true })).filter(
-      (c) => c.labels[LABELS.engine].split(':').at(-2) === String(pid),
+      (c) => c.labels[LABELS.engine].split(':')[1] === String(pid),
     );
 
   beforeAll(async () => {

@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
+import { CONTAINER_OPTIONS, LABEL_ENGINE, type ResolvedContainerOptions } from '@switchyard/sandbox';
+import Dockerode from 'dockerode';
 import { EngineHarness } from '../support/engine-harness';
 
 const DOCKER_ENGINE = path.join(__dirname, '..', '..', 'scripts', 'docker-engine.sh');
@@ -72,5 +74,14 @@ describe('Docker outage and recovery', () => {
     expect((await pooled(await engine.createSession())).status).toBe('succeeded');
     expect((await oneOff(sid)).status).toBe('succeeded');
     expect((await engine.request('GET', '/health/ready')).status).toBe(200);
+
+    // The daemon went away with creates in flight (the pool refilling): stopped, the engine leaves no container.
+    const engineId = engine.app.get<ResolvedContainerOptions>(CONTAINER_OPTIONS).engineInstanceId;
+    await engine.stop();
+    const left = await new Dockerode().listContainers({
+      all: true,
+      filters: { label: [`${LABEL_ENGINE}=${engineId}`] },
+    });
+    expect(left.map((c) => `${c.Id.slice(0, 12)} ${c.State} ${JSON.stringify(c.Labels)}`)).toEqual([]);
   }, 180_000);
 });

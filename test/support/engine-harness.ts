@@ -102,8 +102,14 @@ export class EngineHarness {
     return path.join(this.dataDir, 'workspaces', sessionId);
   }
 
-  async stop(): Promise<void> {
-    await this.app.close();
-    if (this.ownsDataDir) removeDataDir(this.dataDir);
+  /** Closes the engine once; later calls wait for that close. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      await this.app.close();
+      if (this.ownsDataDir) removeDataDir(this.dataDir);
+    })();
+    return this.stopped;
   }
+
+  private stopped?: Promise<void>;
 }

@@ -27,8 +27,9 @@ describe('resolveContainerOptions', () => {
       probeTimeoutMs: 3000,
       reapOnStart: true,
     });
-    expect(o.engineInstanceId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+$`));
-    expect(o.engineInstanceId).toBe(defaultEngineInstanceId());
+    expect(o.engineInstanceId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
+    // Each engine gets its own id, even in one process: it removes only its own containers.
+    expect(resolveContainerOptions({}, {}, dir).engineInstanceId).not.toBe(o.engineInstanceId);
     expect(await o.isSessionLive('any')).toBe(false);
   });
 
@@ -84,6 +85,8 @@ describe('engineAliveHere', () => {
   it('is true only for a running process of this host with the same start time', () => {
     expect(engineAliveHere(defaultEngineInstanceId())).toBe(true);
     const [host, pid, ticks] = defaultEngineInstanceId().split(':');
+    expect(engineAliveHere(`${host}:${pid}:${ticks}`)).toBe(true); // ids of earlier versions had no instance part
+    expect(engineAliveHere(`${host}:${pid}:${ticks}:a:b`)).toBe(false);
     expect(engineAliveHere(`${host}:${pid}:${Number(ticks) + 1}`)).toBe(false); // pid reused by a later process
     expect(engineAliveHere(`${host}:999999999:0`)).toBe(false);
     expect(engineAliveHere(`other-host:${pid}:${ticks}`)).toBe(false);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -184,9 +185,13 @@ export function currentImage(
   }
 }
 
-/** `<hostname>:<pid>:<start ticks>`: the pid alone could be reused by a later process. */
+/**
+ * `<hostname>:<pid>:<start ticks>:<instance>`: the pid alone could be reused by a later process, and one process may
+ * hold several engines (tests, embedders), each of which must remove only its own containers.
+ */
 export function defaultEngineInstanceId(pid: number = process.pid): string {
-  return `${labelSafeHostname(os.hostname())}:${pid}:${processStartTicks(pid) ?? 0}`;
+  const instance = randomBytes(4).toString('hex');
+  return `${labelSafeHostname(os.hostname())}:${pid}:${processStartTicks(pid) ?? 0}:${instance}`;
 }
 
 /**
@@ -203,12 +208,12 @@ export function engineOnThisHost(
   engineInstanceId: string,
   hostname: string = os.hostname(),
 ): { pid: number; ticks: string } | undefined {
+  // The hostname part is label-safe (no ":"); ids without the instance part come from earlier versions.
   const parts = engineInstanceId.split(':');
-  if (parts.length < 3) return undefined;
-  const ticks = parts.pop()!;
-  const pid = Number(parts.pop());
-  if (parts.join(':') !== labelSafeHostname(hostname) || !Number.isSafeInteger(pid) || pid <= 0)
-    return undefined;
+  if (parts.length !== 3 && parts.length !== 4) return undefined;
+  const [host, pidText, ticks] = parts as [string, string, string];
+  const pid = Number(pidText);
+  if (host !== labelSafeHostname(hostname) || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
   return { pid, ticks };
 }
 

@@ -90,6 +90,48 @@ describe('DockerodeClient', () => {
     });
   });
 
+  describe('a failed create leaves no container behind', () => {
+    const lostReply = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+    it('removes the named container when the daemon may have made it (reply lost, deadline passed)', async () => {
+      container.remove = jest.fn().mockResolvedValue(undefined);
+      jest.spyOn(dockerode, 'createContainer').mockRejectedValueOnce(lostReply());
+      await expect(client.createContainer({ name: 'sy-1', Image: 'i' })).rejects.toBeInstanceOf(
+        DockerUnavailableError,
+      );
+      expect(dockerode.getContainer).toHaveBeenCalledWith('sy-1');
+      expect(container.remove).toHaveBeenCalledWith(expect.objectContaining({ force: true }));
+
+      jest.spyOn(dockerode, 'createContainer').mockImplementationOnce(never);
+      await expect(client.createContainer({ name: 'sy-2', Image: 'i' })).rejects.toBeInstanceOf(
+        DockerTimeoutError,
+      );
+      expect(dockerode.getContainer).toHaveBeenCalledWith('sy-2');
+    });
+
+    it('keeps the create error when that removal fails too', async () => {
+      container.remove = jest.fn().mockRejectedValue(lostReply());
+      jest.spyOn(dockerode, 'createContainer').mockRejectedValueOnce(lostReply());
+      await expect(client.createContainer({ name: 'sy-3', Image: 'i' })).rejects.toMatchObject({
+        operation: 'createContainer',
+      });
+    });
+
+    it('removes nothing when the daemon refused the create or was never reached', async () => {
+      container.remove = jest.fn().mockResolvedValue(undefined);
+      jest.spyOn(dockerode, 'createContainer').mockRejectedValueOnce(httpError(400, 'bad spec'));
+      await expect(client.createContainer({ name: 'sy-4', Image: 'i' })).rejects.toMatchObject({
+        statusCode: 400,
+      });
+      // The real socket of this test does not exist: ENOENT, so the request never left.
+      await expect(client.createContainer({ name: 'sy-5', Image: 'i' })).rejects.toBeInstanceOf(
+        DockerUnavailableError,
+      );
+      await expect(client.createContainer({ Image: 'i' })).rejects.toBeInstanceOf(DockerUnavailableError);
+      expect(container.remove).not.toHaveBeenCalled();
+    });
+  });
+
   it('a missing container is DockerNotFoundError; the daemon’s message is kept', async () => {
     container.inspect = jest.fn().mockRejectedValue(httpError(404, 'No such container: c1'));
     const err = await client.inspect('c1').catch((e: unknown) => e);

@@ -107,6 +107,17 @@ const UNREACHABLE = new Set([
   'ENOTSOCK',
 ]);
 
+/** Of those, the codes that mean the request never reached the engine. */
+const NOT_CONNECTED = new Set([
+  'ENOENT',
+  'ECONNREFUSED',
+  'EACCES',
+  'EPERM',
+  'ENOTSOCK',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
 interface DockerodeFailure {
   statusCode?: number;
   code?: string;
@@ -166,11 +177,24 @@ export class DockerodeClient extends DockerClient {
     });
   }
 
-  createContainer(spec: ContainerCreateOptions, options?: DockerCallOptions): Promise<string> {
-    return this.call('createContainer', spec.name, options, async (abortSignal) => {
-      const container = await this.docker.createContainer({ ...spec, abortSignal });
-      return container.id;
-    });
+  async createContainer(spec: ContainerCreateOptions, options?: DockerCallOptions): Promise<string> {
+    try {
+      return await this.call('createContainer', spec.name, options, async (abortSignal) => {
+        const container = await this.docker.createContainer({ ...spec, abortSignal });
+        return container.id;
+      });
+    } catch (err) {
+      // The daemon may have made it before the call failed (reply lost to a daemon restart, deadline passed): a
+      // named container is removed by name, so no unstarted container outlives a failed create. Refusals made none.
+      const refused = err instanceof DockerApiError && err.statusCode >= 400 && err.statusCode < 500;
+      const neverSent = NOT_CONNECTED.has(((err as Error).cause as DockerodeFailure | undefined)?.code ?? '');
+      if (spec.name !== undefined && !refused && !neverSent) {
+        await this.remove(spec.name).catch((e: Error) =>
+          this.logger.warn(`container ${spec.name} may be left by a failed create: ${e.message}`),
+        );
+      }
+      throw err;
+    }
   }
 
   attach(id: string, options?: DockerCallOptions): Promise<ContainerStreams> {

@@ -712,6 +712,25 @@ describe('PooledTier', () => {
     await expect(tier.run(job('s1'))).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' });
     expect(await tier.availability()).toMatchObject({ available: false });
   });
+
+  it('at shutdown also removes containers of its own that only Docker knows (a create whose reply was lost)', async () => {
+    await make();
+    const labels = (engine: string, key: string) => ({
+      [POOLED_LABELS.tier]: 'pooled',
+      [POOLED_LABELS.engine]: engine,
+      [POOLED_LABELS.mountKey]: key,
+    });
+    const ownId = `${os.hostname()}:${process.pid}:test`;
+    fs.mkdirSync(path.join(root, 'pool', 'beef01'));
+    docker.foreign = [
+      { id: 'lost-reply', state: 'created', labels: labels(ownId, 'beef01') },
+      { id: 'other-engine-same-process', state: 'running', labels: labels(`${ownId}:other`, 'beef02') },
+    ];
+    await tier.onApplicationShutdown();
+    expect(docker.removed).toContain('lost-reply');
+    expect(docker.removed).not.toContain('other-engine-same-process');
+    expect(fs.existsSync(path.join(root, 'pool', 'beef01'))).toBe(false);
+  });
 });
 
 describe('engineIsDead', () => {

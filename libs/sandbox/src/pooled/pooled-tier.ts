@@ -25,6 +25,8 @@ const IMAGE_CHECK_TTL_MS = 30_000;
 const AVAILABLE_TTL_MS = 2000;
 /** A directory under the mount root with no container is swept only once it is this old (one may be starting). */
 const STRAY_DIR_AGE_MS = 5 * 60_000;
+/** Docker calls made at shutdown wait at most this long: a hung daemon must not hold the engine open. */
+const SHUTDOWN_DOCKER_CALL_MS = 5000;
 const SIGXCPU = os.constants.signals.SIGXCPU;
 const SIGXFSZ = os.constants.signals.SIGXFSZ;
 
@@ -250,6 +252,32 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     // Anything still known (a destroy that failed, a start that raced the close) goes now.
     const rest = [...this.factory.live.values(), ...this.orphans];
     await Promise.allSettled(rest.map((c) => this.factory.destroy(c)));
+    if (this.started) await this.removeUnknownOwnContainers();
+  }
+
+  /**
+   * Removes every container still labelled with this engine's id, known or not: one Docker made for a create whose
+   * reply was lost (a daemon restart) is known only to Docker. Called at shutdown, when all of them must go.
+   */
+  private async removeUnknownOwnContainers(): Promise<void> {
+    try {
+      const call = { timeoutMs: SHUTDOWN_DOCKER_CALL_MS };
+      const left = await this.docker.listByLabel(
+        { [POOLED_LABELS.tier]: POOLED_TIER_LABEL, [POOLED_LABELS.engine]: this.options.engineId },
+        call,
+      );
+      for (const c of left) {
+        await this.docker.remove(c.id, call);
+        const key = c.labels[POOLED_LABELS.mountKey];
+        if (key && /^[0-9a-f]+$/.test(key)) await this.factory.release(key).catch(() => undefined);
+      }
+      if (left.length > 0)
+        this.logger.warn(`removed ${left.length} pooled container(s) the engine had lost track of`);
+    } catch (err) {
+      this.logger.warn(
+        `could not check for this engine's pooled containers at shutdown (the next start reaps them): ${(err as Error).message}`,
+      );
+    }
   }
 
   // -- sessions ----------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ describe('resolvePooledOptions', () => {
       mountRoot: path.join(os.tmpdir(), 'switchyard-pooled'),
       limits: { memoryBytes: 512 * 2 ** 20, nanoCpus: 1e9, pids: 128, openFiles: 256 },
     });
-    expect(o.engineId).toBe(defaultEngineId());
+    expect(o.engineId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
   });
 
   it('takes the image from the option, then SWITCHYARD_SANDBOX_IMAGE, then .runtime/sandbox-image.tag', () => {
@@ -61,8 +61,11 @@ describe('resolvePooledOptions', () => {
     expect(() => resolvePooledOptions(options, { cwd, env: {} })).toThrow(`sandbox option ${name}:`);
   });
 
-  it('identifies this process by host, pid and start time', () => {
-    expect(defaultEngineId()).toBe(`${os.hostname()}:${process.pid}:${processStartTicks(process.pid)}`);
+  it('identifies the engine by host, pid, start time and instance', () => {
+    const [host, pid, ticks, instance] = defaultEngineId().split(':');
+    expect([host, pid, ticks]).toEqual([os.hostname(), String(process.pid), processStartTicks(process.pid)]);
+    expect(instance).toMatch(/^[0-9a-f]{8}$/);
+    expect(defaultEngineId()).not.toBe(defaultEngineId()); // two engines in one process never share an id
     expect(processStartTicks(2 ** 22 + 1)).toBeUndefined();
   });
 });
