@@ -768,7 +768,7 @@ describe('engine killed with SIGKILL mid-action, then restarted (SECURITY.md 17)
   });
 
   it('17. the dead engine left containers of both tiers, labelled with its engine id', () => {
-    expect(deadEngineLabel).toMatch(new RegExp(`:${first.pid}:\\d+$`));
+    expect(deadEngineLabel).toMatch(new RegExp(`:${first.pid}:\\d+:[0-9a-f]{8}$`));
     expect(leftovers.every((c) => c.labels[LABELS.engine] === deadEngineLabel)).toBe(true);
     const oneOff = leftovers.filter((c) => c.labels[LABELS.tier] === 'container');
     expect(oneOff).toEqual([
