@@ -68,6 +68,8 @@ READ_CHUNK = 64 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 # After the interpreter is gone and everything else killed, pipes close at once; this bounds a stuck read.
 DRAIN_SECONDS = 1.0
+# Niceness of user code: the lowest priority, so the runner stays responsive under a CPU or fork bomb.
+USER_CODE_NICE = 19
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 PIDS_FILES = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 SIGNAL_NAMES = {int(s): s.name for s in signal.Signals}
@@ -308,6 +310,9 @@ class Runner:
 
         def child_setup():
             os.fchdir(workspace_fd)  # the directory whose device and inode were just checked
+            # The runner shares the container's CPU quota with this code; at the lowest priority the code (and all it
+            # forks) cannot starve the runner's pings and timeout kill.
+            os.nice(USER_CODE_NICE)
             if cpu > 0:
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
             try:

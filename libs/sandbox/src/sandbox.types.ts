@@ -101,6 +101,8 @@ export interface TierAvailability {
   available: boolean;
   /** Why not, in words an operator can act on. */
   reason?: string;
+  /** Why not, for code that tells causes apart (readiness): `DOCKER_UNAVAILABLE`, `SANDBOX_IMAGE_MISSING`, … */
+  code?: string;
   /** What the tier found when probing (limits in force, interpreters, …), for operators. */
   details?: Record<string, unknown>;
 }

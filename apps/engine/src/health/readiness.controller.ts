@@ -9,7 +9,7 @@ import {
 } from '@nestjs/terminus';
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph } from '@switchyard/context-graph';
-import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
+import { DOCKER_UNAVAILABLE, SandboxManager, type TierAvailability } from '@switchyard/sandbox';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 
 /**
@@ -67,8 +67,7 @@ export class ReadinessController {
       () => {
         // Docker itself is down when the tier says the engine does not answer; a missing image is its own check.
         const a = tiers?.container;
-        const dockerDown =
-          !a || (!a.available && /Docker/i.test(a.reason ?? '') && !/image/i.test(a.reason ?? ''));
+        const dockerDown = !a || (!a.available && a.code === DOCKER_UNAVAILABLE);
         const session = this.indicators.check('docker');
         return dockerDown ? session.down({ reason: a?.reason ?? shuttingDown.reason }) : session.up();
       },

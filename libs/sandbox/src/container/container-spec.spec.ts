@@ -36,7 +36,7 @@ describe('buildContainerSpec', () => {
     expect(host.CapAdd).toBeUndefined();
     expect(host.SecurityOpt).toEqual(['no-new-privileges']); // and no seccomp=unconfined: Docker's default profile
     expect(host.ReadonlyRootfs).toBe(true);
-    expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m,mode=1777');
+    expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m,nr_inodes=16384,mode=1777');
     expect(host.NetworkMode).toBe('none');
     expect(host.PidsLimit).toBe(128);
     expect(host.Memory).toBe(512 * MiB);
@@ -88,7 +88,7 @@ describe('buildContainerSpec', () => {
     expect(spec.Cmd?.[0]).toBe('12');
     expect(spec.Cmd?.[5]).toContain(CODE_TARGET.python);
     expect(host.Tmpfs?.['/run/switchyard']).toBe(
-      'rw,nosuid,nodev,noexec,size=4108,mode=0700,uid=10001,gid=10001',
+      'rw,nosuid,nodev,noexec,size=4108,nr_inodes=16,mode=0700,uid=10001,gid=10001',
     );
     expect(spec).toMatchObject({ OpenStdin: true, StdinOnce: true, AttachStdin: true });
   });
@@ -126,7 +126,7 @@ describe('buildContainerSpec', () => {
       NanoCpus: 5e8,
       PidsLimit: 64,
       ShmSize: 10 * 1024,
-      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=10k,mode=1777' },
+      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=10k,nr_inodes=1024,mode=1777' },
       Ulimits: [
         { Name: 'nofile', Soft: 64, Hard: 64 },
         { Name: 'fsize', Soft: 1000, Hard: 1000 },

@@ -91,7 +91,7 @@ export function buildContainerSpec({
       }),
       Tmpfs: {
         ...sandboxTmpfs(limits.tmpfsBytes),
-        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},mode=0700,uid=${uid},gid=${gid}`,
+        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,
       },
     },
   };
@@ -140,10 +140,23 @@ export function sandboxHostConfig(
   };
 }
 
-/** The size-capped, world-writable (sticky) /tmp of every sandbox container. */
+/**
+ * The size- and inode-capped, world-writable (sticky) /tmp of every sandbox container. Without `nr_inodes`, a fill
+ * of empty files costs no bytes and stops only at the memory limit; with it, it stops at ENOSPC like a byte fill.
+ */
 export function sandboxTmpfs(tmpfsBytes: number): Record<string, string> {
-  return { '/tmp': `rw,nosuid,nodev,size=${formatSize(tmpfsBytes)},mode=1777` };
+  return {
+    '/tmp': `rw,nosuid,nodev,size=${formatSize(tmpfsBytes)},nr_inodes=${tmpfsInodes(tmpfsBytes)},mode=1777`,
+  };
 }
+
+/** One inode per 4 KiB page of the tmpfs, at least 1024. */
+export function tmpfsInodes(tmpfsBytes: number): number {
+  return Math.max(1024, Math.floor(tmpfsBytes / 4096));
+}
+
+/** The code tmpfs holds one code file; the few inodes keep the sandbox user from filling it with empty ones. */
+export const CODE_TMPFS_INODES = 16;
 
 /** What the tier writes to the container's stdin: the code (its byte length is in `Cmd`), then the job's stdin. */
 export function containerStdin(job: Pick<TierJob, 'code' | 'stdin'>): Buffer {

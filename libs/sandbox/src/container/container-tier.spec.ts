@@ -399,8 +399,9 @@ describe('ContainerTier (fake Docker)', () => {
     it('is cached briefly and recovers by itself when Docker comes back', async () => {
       docker.pingError = new DockerUnavailableError('ping', docker.endpoint, 'ENOENT');
       const down = await tier.availability();
-      expect(down.available).toBe(false);
+      expect(down).toMatchObject({ available: false, code: 'DOCKER_UNAVAILABLE' });
       expect(down.reason).toContain('unix:///fake/docker.sock');
+      expect(down.reason?.match(/not answering/g)).toHaveLength(1);
       expect(down.reason).toContain('npm run docker:engine');
       await expect(tier.run(job())).rejects.toBeInstanceOf(SandboxUnavailableError);
 
@@ -420,7 +421,7 @@ describe('ContainerTier (fake Docker)', () => {
     it('says how to build a missing image', async () => {
       docker.images.clear();
       const a = await tier.availability();
-      expect(a).toMatchObject({ available: false });
+      expect(a).toMatchObject({ available: false, code: 'SANDBOX_IMAGE_MISSING' });
       expect(a.reason).toContain(IMAGE);
       expect(a.reason).toContain('npm run sandbox:image');
     });
@@ -432,6 +433,7 @@ describe('ContainerTier (fake Docker)', () => {
         clock,
       );
       const a = await untagged.availability();
+      expect(a.code).toBe('SANDBOX_IMAGE_MISSING');
       expect(a.reason).toContain('/no/such/tag');
       expect(a.reason).toContain('npm run sandbox:image');
     });

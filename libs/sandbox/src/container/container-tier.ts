@@ -25,7 +25,14 @@ import {
 import { currentImage, engineAliveHere, type ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
 import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
-import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
+import { dockerUnreachable, SANDBOX_IMAGE_MISSING } from './docker-availability';
+import {
+  DockerApiError,
+  DockerError,
+  DockerNotFoundError,
+  DockerTimeoutError,
+  DockerUnavailableError,
+} from './docker.errors';
 
 /** After a kill, how long `wait` may take before the tier stops waiting and removes the container by force. */
 const KILL_GRACE_MS = 2000;
@@ -385,21 +392,20 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private async probe(): Promise<CachedAvailability> {
     const call = { timeoutMs: this.options.probeTimeoutMs };
     const endpoint = this.docker.endpoint;
-    const unavailable = (reason: string): CachedAvailability => ({
+    const unavailable = (code: string, reason: string): CachedAvailability => ({
       at: this.clock.now(),
-      value: { available: false, reason, details: { endpoint } },
+      value: { available: false, code, reason, details: { endpoint } },
     });
     try {
       await this.docker.ping(call);
     } catch (err) {
-      return unavailable(
-        `Docker engine at ${endpoint} is not answering (${(err as Error).message}); ` +
-          'start one with `npm run docker:engine` or point DOCKER_HOST at one',
-      );
+      const { code, reason } = dockerUnreachable(endpoint, err);
+      return unavailable(code, reason);
     }
     const image = currentImage(this.options);
     if (!image) {
       return unavailable(
+        SANDBOX_IMAGE_MISSING,
         `no sandbox image configured: ${this.options.imageTagFile} is missing; ` +
           'build the image with `npm run sandbox:image` (or set SWITCHYARD_SANDBOX_IMAGE)',
       );
@@ -407,11 +413,19 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     try {
       if (!(await this.docker.imageExists(image, call))) {
         return unavailable(
+          SANDBOX_IMAGE_MISSING,
           `sandbox image ${image} is not in the Docker engine at ${endpoint}; build it with \`npm run sandbox:image\``,
         );
       }
     } catch (err) {
-      return unavailable(`cannot check the sandbox image ${image}: ${(err as Error).message}`);
+      if (err instanceof DockerUnavailableError || err instanceof DockerTimeoutError) {
+        const { code, reason } = dockerUnreachable(endpoint, err);
+        return unavailable(code, reason);
+      }
+      return unavailable(
+        'SANDBOX_IMAGE_UNCHECKED',
+        `cannot check the sandbox image ${image}: ${(err as Error).message}`,
+      );
     }
     return {
       at: this.clock.now(),

@@ -19,7 +19,7 @@ export {
   type ContainerTierOptions,
   type ResolvedContainerOptions,
 } from './container.options';
-export { buildContainerSpec, containerStdin, type ContainerSpecInput } from './container-spec';
+export { buildContainerSpec, containerStdin, tmpfsInodes, type ContainerSpecInput } from './container-spec';
 export {
   DOCKER_CLIENT,
   DockerClient,
@@ -38,3 +38,4 @@ export {
   DockerTimeoutError,
   DockerUnavailableError,
 } from './docker.errors';
+export { DOCKER_UNAVAILABLE, SANDBOX_IMAGE_MISSING, dockerUnreachable } from './docker-availability';

@@ -28,7 +28,7 @@ describe('buildContainerConfig', () => {
       LogConfig: { Type: 'none' },
       IpcMode: 'private',
     });
-    expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m,mode=1777');
+    expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m,nr_inodes=16384,mode=1777');
     expect(host.Ulimits).toEqual([
       { Name: 'nofile', Soft: 256, Hard: 256 },
       { Name: 'fsize', Soft: 64 * 2 ** 20, Hard: 64 * 2 ** 20 },

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from '../container/container.constants';
-import { sandboxHostConfig, sandboxTmpfs } from '../container/container-spec';
+import { CODE_TMPFS_INODES, sandboxHostConfig, sandboxTmpfs } from '../container/container-spec';
 import type { PooledLimits } from './pooled.options';
 
 export const POOLED_LABELS = Object.freeze({
@@ -66,7 +66,7 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
       ...sandboxHostConfig(limits),
       Tmpfs: {
         ...sandboxTmpfs(limits.tmpfsBytes),
-        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${CODE_TMPFS_BYTES},uid=${SANDBOX_UID},gid=${SANDBOX_UID},mode=0700`,
+        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${CODE_TMPFS_BYTES},nr_inodes=${CODE_TMPFS_INODES},uid=${SANDBOX_UID},gid=${SANDBOX_UID},mode=0700`,
       },
       Mounts: [
         {

@@ -321,6 +321,19 @@ describeDocker('PooledTier (real Docker)', () => {
     expect((await run('procs', 'bash', 'echo still-here')).stdout).toBe('still-here\n');
   });
 
+  it('runs user code, and all it forks, at niceness 19 while the runner keeps 0', async () => {
+    const r = await run(
+      'nice',
+      'bash',
+      'cut -d" " -f19 /proc/$$/stat; sh -c \'cut -d" " -f19 /proc/$$/stat\'; cut -d" " -f19 /proc/1/stat',
+    );
+    // The code, a child of it, and the container's init (docker-init, outside any run).
+    expect(r.stdout.split('\n').filter(Boolean)).toEqual(['19', '19', '0']);
+    const runnerPid = tier.containers().find((c) => c.sessionId === session('nice').sessionId)!.runnerPid;
+    const runner = await run('nice', 'bash', `cut -d" " -f19 /proc/${runnerPid}/stat`);
+    expect(runner.stdout).toBe('0\n');
+  });
+
   it('caps output and stops the run', async () => {
     const t0 = Date.now();
     const r = await run('cap', 'bash', 'yes', { output: { maxBytes: 4096, maxLines: 100_000 } });

@@ -656,14 +656,17 @@ describe('PooledTier', () => {
   it('reports why it is unavailable, and recovers when Docker is back', async () => {
     await make();
     docker.down = true;
-    expect(await tier.availability()).toMatchObject({
-      available: false,
-      reason: expect.stringContaining('not answering'),
-    });
+    const down = await tier.availability();
+    expect(down).toMatchObject({ available: false, code: 'DOCKER_UNAVAILABLE' });
+    // The client's message names the endpoint and the fix once, not wrapped in a second copy of itself.
+    expect(down.reason).toBe(
+      'Docker engine at fake://docker is not answering (ECONNREFUSED); start one with `npm run docker:engine` or set DOCKER_HOST',
+    );
     docker.down = false;
     docker.images.clear();
     expect(await tier.availability()).toMatchObject({
       available: false,
+      code: 'SANDBOX_IMAGE_MISSING',
       reason: expect.stringContaining('not found'),
     });
     docker.images.add('switchyard/sandbox:test');
@@ -676,6 +679,7 @@ describe('PooledTier', () => {
     await tier.onModuleInit();
     expect(await tier.availability()).toMatchObject({
       available: false,
+      code: 'SANDBOX_IMAGE_MISSING',
       reason: expect.stringContaining('SWITCHYARD_SANDBOX_IMAGE'),
     });
     expect(docker.containers.size).toBe(0);

@@ -13,6 +13,7 @@ import { POOLED_OPTIONS } from './pooled.constants';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { PooledContainerFactory, type PooledContainer } from './pooled-container';
 import { engineAliveHere, engineOnThisHost } from '../container/container.options';
+import { dockerUnreachable, SANDBOX_IMAGE_MISSING } from '../container/docker-availability';
 import type { ResolvedPooledOptions } from './pooled.options';
 import { RunnerRefusedError, type RunnerExit } from './runner-connection';
 import { WarmPool, type WarmPoolStats } from './warm-pool';
@@ -140,6 +141,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     if (!o.image) {
       return {
         available: false,
+        code: SANDBOX_IMAGE_MISSING,
         reason:
           'no sandbox image configured: set pooled.image or SWITCHYARD_SANDBOX_IMAGE, or build one with ' +
           '`npm run sandbox:image` (writes .runtime/sandbox-image.tag)',
@@ -154,16 +156,14 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     try {
       await this.docker.ping({ timeoutMs: PING_TIMEOUT_MS });
     } catch (err) {
-      return {
-        available: false,
-        reason: `Docker engine at ${this.docker.endpoint} is not answering (${(err as Error).message}); start it, e.g. bash scripts/docker-engine.sh`,
-      };
+      return { available: false, ...dockerUnreachable(this.docker.endpoint, err) };
     }
     try {
       if (!(await this.imageExists(o.image))) {
         return {
           available: false,
-          reason: `sandbox image ${o.image} not found; build it with npm run sandbox:image`,
+          code: SANDBOX_IMAGE_MISSING,
+          reason: `sandbox image ${o.image} not found; build it with \`npm run sandbox:image\``,
         };
       }
       await this.ensureRoot();
