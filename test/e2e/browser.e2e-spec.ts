@@ -409,6 +409,33 @@ describe('browser actions (real Chromium)', () => {
     });
   });
 
+  it('gives WebRTC no UDP path of its own: ICE gathering yields no candidate at all', async () => {
+    // Without the IP-handling policy this page gathers a host candidate per interface (mDNS-named, still a UDP
+    // socket anyone could reach out from); with it, non-proxied UDP is off and gathering completes empty.
+    const s = await engine.createSession();
+    await browse(s, { op: 'navigate', url: site.url('/') });
+    const r = await browse(s, {
+      op: 'evaluate',
+      script: `async () => {
+        const pc = new RTCPeerConnection({ iceServers: [] });
+        pc.createDataChannel('probe');
+        const candidates = [];
+        const gathered = new Promise((resolve) => {
+          pc.onicecandidate = (e) => (e.candidate ? e.candidate.candidate && candidates.push(e.candidate.candidate) : resolve('complete'));
+          setTimeout(() => resolve('timeout'), 5000);
+        });
+        await pc.setLocalDescription(await pc.createOffer());
+        const state = await gathered;
+        pc.close();
+        return { state, candidates };
+      }`,
+    });
+    expect(r).toMatchObject({
+      status: 'succeeded',
+      output: { data: { value: { state: 'complete', candidates: [] } } },
+    });
+  });
+
   it('recovers when the Chromium process is killed mid-action', async () => {
     const s = await engine.createSession();
     expect((await browse(s, { op: 'navigate', url: site.url('/') })).status).toBe('succeeded');
