@@ -11,6 +11,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { DEFAULT_LAUNCH_ARGS } from '../libs/browser/src';
+import { median, ms } from './stats';
 
 export const BENCH_SITE_HOST = '127.0.0.2';
 
@@ -19,9 +20,6 @@ const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>Bench page
 ${Array.from({ length: 20 }, (_, i) => `<p>Paragraph ${i}: the quick brown fox jumps over the lazy dog.</p>`).join('\n')}
 <ul>${Array.from({ length: 10 }, (_, i) => `<li><a href="/item/${i}">Item ${i}</a></li>`).join('')}</ul>
 </body></html>`;
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const ms = (n: number): string => `${n.toFixed(1)} ms`;
 
 type Post = (url: string, body?: unknown) => Promise<any>;
 
@@ -92,18 +90,18 @@ export async function benchBrowser(post: Post, runs: number): Promise<void> {
 
     const ratio = median(api) / median(rawTimes);
     console.log('browser navigate + extract text (local page, warm session context)');
-    console.log(`  raw Playwright       median ${ms(median(rawTimes))}`);
+    console.log(`  raw Playwright       median ${ms(median(rawTimes), 1)}`);
     console.log(
-      `  API browser tier     median ${ms(median(api))}   (inside the engine: ${ms(median(inside))})`,
+      `  API browser tier     median ${ms(median(api), 1)}   (inside the engine: ${ms(median(inside), 1)})`,
     );
     console.log(
       `  ratio API / raw Playwright = ${ratio.toFixed(2)}x (target <= 1.30) ${ratio <= 1.3 ? 'OK' : 'MISSED'}`,
     );
     console.log("browser: a session's first action (context + egress proxy + first tab, then the same pair)");
-    console.log(`  raw newContext+newPage+pair median ${ms(median(firstRaw))}`);
-    console.log(`  API first pair               median ${ms(median(firstApi))}`);
+    console.log(`  raw newContext+newPage+pair median ${ms(median(firstRaw), 1)}`);
+    console.log(`  API first pair               median ${ms(median(firstApi), 1)}`);
     console.log(
-      `  context creation cost (API first pair - API warm pair) = ${ms(median(firstApi) - median(api))}\n`,
+      `  context creation cost (API first pair - API warm pair) = ${ms(median(firstApi) - median(api), 1)}\n`,
     );
   } finally {
     await raw.close();

@@ -17,7 +17,6 @@
  * side alike.
  */
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
@@ -36,8 +35,8 @@ import {
 import Dockerode from 'dockerode';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
-const PYTHON = '/usr/bin/python3';
 const SANDBOX_UID = 10001;
 const MiB = 2 ** 20;
 
@@ -57,12 +56,7 @@ interface Sample {
   p99: number;
 }
 
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-const median = (xs: number[]) => sorted(xs)[xs.length >> 1];
-/** Nearest-rank percentile. */
-const pct = (xs: number[], p: number) => sorted(xs)[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)];
 const summary = (xs: number[]): Sample => ({ median: median(xs), p99: pct(xs, 99) });
-const ms = (n: number) => `${n.toFixed(2)} ms`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 const verdict = (ok: boolean) => (ok ? 'OK' : 'MISSED');
 const sleep = (n: number) => new Promise((resolve) => setTimeout(resolve, n));
@@ -79,23 +73,6 @@ async function until(check: () => boolean, withinMs: number, what: string): Prom
     if (performance.now() > deadline) throw new Error(`bench: ${what} not within ${withinMs} ms`);
     await sleep(1);
   }
-}
-
-function hostSpawn(cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, ['-c', 'print(1)'], {
-      cwd,
-      env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.resume();
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 && out === '1\n' ? resolve() : reject(new Error(`host python exit ${code}: ${out}`)),
-    );
-  });
 }
 
 async function dockerExec(docker: Dockerode, id: string): Promise<void> {
@@ -334,12 +311,12 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     for (let i = 0; i < 3; i++) {
       await engine.print1(sid, 'pooled');
       await dockerExec(docker, held.id);
-      await hostSpawn(rawWs);
+      await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs);
     }
     for (let i = 0; i < runs; i++) {
       viaApi.push(await timed(() => engine.print1(sid, 'pooled')));
       viaExec.push(await timed(() => dockerExec(docker, held.id)));
-      viaHost.push(await timed(() => hostSpawn(rawWs)));
+      viaHost.push(await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs));
     }
     await engine.endSession(sid);
     const [p, e, h] = [median(viaApi), median(viaExec), median(viaHost)];

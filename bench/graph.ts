@@ -39,6 +39,7 @@ import {
   neo4jTestServer,
   type Neo4jTestServer,
 } from '../libs/context-graph/src/neo4j/neo4j.testing';
+import { median, ms, pct } from './stats';
 
 export interface GraphBenchOptions {
   /** Samples per median of the overhead section. Default `BENCH_RUNS` or 40. */
@@ -80,12 +81,6 @@ class NoopContextGraph extends ContextGraph {
   override async endSession(): Promise<void> {}
   override async close(): Promise<void> {}
 }
-
-const sorted = (xs: number[]): number[] => [...xs].sort((a, b) => a - b);
-const pct = (xs: number[], p: number): number =>
-  sorted(xs)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-const median = (xs: number[]): number => pct(xs, 50);
-const ms = (n: number): string => `${n.toFixed(2)} ms`;
 
 /** A small deterministic PRNG, so every run queries the same actions. */
 function prng(seed: number): () => number {

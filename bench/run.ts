@@ -23,42 +23,11 @@ import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
+import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CLIENTS = 16;
-const PYTHON = '/usr/bin/python3';
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-};
-const pct = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-const ms = (n: number): string => `${n.toFixed(2)} ms`;
-
-function timeSpawn(command: string, args: string[], cwd: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(command, args, {
-      cwd,
-      env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.resume();
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 && out.trim() === '1'
-        ? resolve(performance.now() - t0)
-        : reject(new Error(`${command} exit ${code}: ${out}`)),
-    );
-  });
-}
-
 /** A bare bubblewrap sandbox with the tier's namespaces and mounts, none of the engine's bookkeeping. */
 function rawBwrapArgs(workspace: string): string[] {
   return [

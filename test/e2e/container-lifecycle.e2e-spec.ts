@@ -1,13 +1,12 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness, LogCapture } from '../support/engine-harness';
 import { removeDataDir } from '../support/data-dir';
-import { freePort } from '../support/engine-process';
+import { EngineProcess, freePort } from '../support/engine-process';
 
-const MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 const MiB = 2 ** 20;
 
 /** Containers (any state, of one tier when given) whose engine label belongs to process `pid` of this host. */
@@ -98,57 +97,30 @@ describe('container tiers: configuration and lifecycle', () => {
 
   describe('SIGTERM (the built engine as a real process)', () => {
     let dataDir: string;
-    let child: ChildProcess | undefined;
+    let engine: EngineProcess | undefined;
     beforeAll(() => {
       dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-sigterm-'));
     });
-    afterAll(() => {
-      child?.kill('SIGKILL');
+    afterAll(async () => {
+      await engine?.stop('SIGKILL');
       removeDataDir(dataDir);
     });
 
     it('cancels in-flight actions, removes every container of the engine and exits', async () => {
       const port = await freePort();
-      child = spawn(process.execPath, [MAIN], {
-        env: {
-          ...process.env,
-          PORT: String(port),
-          SWITCHYARD_DATA_DIR: dataDir,
-          SWITCHYARD_LOG_LEVEL: 'error',
-          SWITCHYARD_POOL_MIN: '1',
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
+      engine = await EngineProcess.start(dataDir, port, {
+        SWITCHYARD_LOG_LEVEL: 'error',
+        SWITCHYARD_POOL_MIN: '1',
       });
-      const pid = child.pid!;
-      // Nest re-raises the signal once shutdown is done, so a clean stop ends by SIGTERM rather than exit 0.
-      const exited = new Promise<string>((resolve) =>
-        child!.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)),
-      );
-      const base = `http://127.0.0.1:${port}`;
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const up = await fetch(`${base}/health`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (up) break;
-        if (Date.now() > deadline) throw new Error('engine did not start');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const post = (p: string, body?: unknown): Promise<any> =>
-        fetch(`${base}${p}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        }).then((r) => r.json());
-      const sid = ((await post('/v1/sessions')) as { id: string }).id;
-      const warm = await post(`/v1/sessions/${sid}/actions`, {
+      const { pid, baseUrl: base } = engine;
+      const sid = await engine.createSession();
+      const warm = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
         type: 'code',
         language: 'bash',
         code: 'echo warm',
         tier: 'pooled',
       });
-      expect(warm.status).toBe('succeeded');
+      expect(warm.body.status).toBe('succeeded');
       // Its own connection (no keep-alive reuse): the answer must come back on it after the signal.
       const inFlight = new Promise<any>((resolve, reject) => {
         const payload = JSON.stringify({
@@ -182,41 +154,18 @@ describe('container tiers: configuration and lifecycle', () => {
       expect(containersOfEngine(pid, 'container').length).toBeGreaterThanOrEqual(1);
       expect(containersOfEngine(pid, 'pooled').length).toBeGreaterThanOrEqual(1);
 
-      child.kill('SIGTERM');
+      engine.child.kill('SIGTERM');
       const t0 = Date.now();
       // The caller gets its answer before the engine exits.
       expect((await inFlight).status).toBe('cancelled');
-      expect(await exited).toBe('SIGTERM');
+      // Nest re-raises the signal once shutdown is done, so a clean stop ends by SIGTERM rather than exit 0.
+      expect(await engine.exited).toBe('SIGTERM');
       expect(Date.now() - t0).toBeLessThan(15_000); // 5 s grace, then cancel and clean up
       expect(containersOfEngine(pid)).toEqual([]);
 
       // Restarted on the same data dir: the action was recorded as cancelled before the exit (not `interrupted`).
-      const port2 = await freePort();
-      const again = spawn(process.execPath, [MAIN], {
-        env: {
-          ...process.env,
-          PORT: String(port2),
-          SWITCHYARD_DATA_DIR: dataDir,
-          SWITCHYARD_LOG_LEVEL: 'error',
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-      child = again;
-      const base2 = `http://127.0.0.1:${port2}`;
-      for (const deadline = Date.now() + 20_000; ;) {
-        if (
-          await fetch(`${base2}/health/live`).then(
-            (r) => r.ok,
-            () => false,
-          )
-        )
-          break;
-        if (Date.now() > deadline) throw new Error('engine did not restart');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const timeline = (await (await fetch(`${base2}/v1/sessions/${sid}/actions`)).json()) as {
-        actions: any[];
-      };
+      engine = await EngineProcess.start(dataDir, await freePort(), { SWITCHYARD_LOG_LEVEL: 'error' });
+      const timeline = (await engine.request<{ actions: any[] }>('GET', `/v1/sessions/${sid}/actions`)).body;
       const statuses = timeline.actions.map((a) => a.status);
       expect(statuses).toEqual(['succeeded', 'cancelled']);
       expect(timeline.actions[1].error).toMatchObject({

@@ -3,7 +3,6 @@
  * `npm test`): start-up refuses bad settings naming the variable, actions are recorded locally and copied to
  * Neo4j, and both stores then hold the same graph. Fails, never skips, when no test Neo4j is running.
  */
-import { Neo4jContextGraph, SqliteContextGraph } from '@switchyard/context-graph';
 import type { Driver } from 'neo4j-driver';
 import { lockNeo4j, neo4jTestDriver, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConfigError } from '../../apps/engine/src/config/engine-config';
 import { EngineHarness } from '../support/engine-harness';
-import { compareStores, neo4jEnv, waitForGraph } from '../support/neo4j-graph';
+import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 
 const server = neo4jTestServer();
 let driver: Driver;
@@ -76,17 +75,7 @@ describe('engine on Neo4j', () => {
       const health = await waitForGraph(engine, (g) => g.backlog === 0);
       expect(health).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
 
-      const local = new SqliteContextGraph({
-        sqlitePath: path.join(engine.dataDir, 'graph.db'),
-        outbox: true,
-      });
-      const remote = new Neo4jContextGraph({
-        uri: server.uri,
-        username: server.username,
-        password: server.password,
-      });
-      await Promise.all([local.init(), remote.init()]);
-      try {
+      await withEngineStores(engine.dataDir, server, async (local, remote) => {
         await compareStores(local, remote, [sid], driver);
         const ctx = await engine.request('GET', `/v1/sessions/${sid}/actions/${failed.id}/context`);
         expect(ctx.headers.get('x-graph-store')).toBe('neo4j');
@@ -99,9 +88,7 @@ describe('engine on Neo4j', () => {
           ['write'],
           ['read', 'write'],
         ]);
-      } finally {
-        await Promise.all([local.close(), remote.close()]);
-      }
+      });
     });
   });
 });

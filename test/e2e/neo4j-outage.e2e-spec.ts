@@ -7,9 +7,7 @@
  * Stops and restarts the shared test instance: the e2e project runs one file at a time, so no other test is
  * using it meanwhile.
  */
-import { Neo4jContextGraph, SqliteContextGraph } from '@switchyard/context-graph';
 import type { Driver } from 'neo4j-driver';
-import * as path from 'node:path';
 import {
   lockNeo4j,
   neo4jScript,
@@ -17,7 +15,7 @@ import {
   neo4jTestServer,
 } from '../../libs/context-graph/src/testing';
 import { EngineHarness } from '../support/engine-harness';
-import { compareStores, neo4jEnv, waitForGraph } from '../support/neo4j-graph';
+import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 
 jest.setTimeout(180_000);
 
@@ -102,22 +100,13 @@ describe('Neo4j outage', () => {
       backlog: 0,
     });
 
-    const local = new SqliteContextGraph({ sqlitePath: path.join(engine.dataDir, 'graph.db'), outbox: true });
-    const remote = new Neo4jContextGraph({
-      uri: server.uri,
-      username: server.username,
-      password: server.password,
-    });
-    await Promise.all([local.init(), remote.init()]);
-    try {
+    await withEngineStores(engine.dataDir, server, async (local, remote) => {
       const totals = await compareStores(local, remote, [s1, s2, deleted], driver);
       // 3 sessions, 8 actions, 4 files; 8 HAS_ACTION, 5 NEXT, 7 READ/WROTE, 1 RETRY_OF.
       expect(totals).toEqual({ nodes: 15, edges: 21 });
       const ended = (await remote.sessionGraph(deleted)).nodes[0].properties;
       expect(ended).toMatchObject({ endReason: 'deleted' });
-    } finally {
-      await Promise.all([local.close(), remote.close()]);
-    }
+    });
     const after = await engine.request('GET', `/v1/sessions/${s2}/graph`);
     expect(after.headers.get('x-graph-status')).toBe('ok');
     expect(after.headers.get('x-graph-lag')).toBe('0');

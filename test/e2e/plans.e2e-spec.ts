@@ -95,15 +95,18 @@ describe('plans', () => {
     expect((await engine.request('GET', `/v1/sessions/${sid}/actions`)).body.actions).toEqual([]);
   });
 
+  /** prepare → compute → report, where compute fails (its input is missing) until a replan fixes it. */
+  const failsAtCompute = () => [
+    { id: 'prepare', action: bash('echo data > input.txt') },
+    { id: 'compute', action: bash('cat missing.txt'), dependsOn: ['prepare'] },
+    { id: 'report', action: bash('cat result.txt'), dependsOn: ['compute'] },
+  ];
+
   it('stops at a failing step with its failure context; a replan replaces it and the plan finishes', async () => {
     const sid = await engine.createSession();
     const res = await submit(sid, {
       wait: true,
-      steps: [
-        { id: 'prepare', action: bash('echo data > input.txt') },
-        { id: 'compute', action: bash('cat missing.txt'), dependsOn: ['prepare'] },
-        { id: 'report', action: bash('cat result.txt'), dependsOn: ['compute'] },
-      ],
+      steps: failsAtCompute(),
     });
     expect(res.body.status).toBe('needs_replan');
     expect(res.body.failedStep).toBe('compute');
@@ -139,11 +142,7 @@ describe('plans', () => {
     const res = await submit(sid, {
       goal: 'graph',
       wait: true,
-      steps: [
-        { id: 'prepare', action: bash('echo data > input.txt') },
-        { id: 'compute', action: bash('cat missing.txt'), dependsOn: ['prepare'] },
-        { id: 'report', action: bash('cat result.txt'), dependsOn: ['compute'] },
-      ],
+      steps: failsAtCompute(),
     });
     expect(res.body.status).toBe('needs_replan');
     const planId = res.body.id;

@@ -18,7 +18,8 @@ export const freePort = (): Promise<number> =>
 /** One engine process on 127.0.0.1:`port`, with a tiny JSON client. */
 export class EngineProcess {
   private stderr = '';
-  readonly exited: Promise<number | null>;
+  /** How the process ended: the signal's name, or `exit <code>`. */
+  readonly exited: Promise<string>;
 
   private constructor(
     readonly child: ChildProcess,
@@ -27,7 +28,9 @@ export class EngineProcess {
     child.stderr?.on('data', (d: Buffer) => {
       this.stderr = (this.stderr + d.toString()).slice(-8000);
     });
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)),
+    );
   }
 
   /** Starts the engine and resolves once `/health` answers (rejects after 30 s, killing it). */

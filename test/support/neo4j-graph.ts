@@ -1,8 +1,9 @@
-import type {
-  ContextGraph,
-  GraphHealth,
+import * as path from 'node:path';
+import {
   Neo4jContextGraph,
   SqliteContextGraph,
+  type ContextGraph,
+  type GraphHealth,
 } from '@switchyard/context-graph';
 import type { Driver } from 'neo4j-driver';
 import type { Neo4jTestServer } from '../../libs/context-graph/src/testing';
@@ -88,4 +89,27 @@ export async function compareStores(
     totals.edges += view.edges.length;
   }
   return totals;
+}
+
+/**
+ * Opens, beside a stopped or running engine, the two stores it writes with `SWITCHYARD_GRAPH=neo4j`: its local
+ * SQLite graph (with the outbox) in `dataDir` and the Neo4j on `server`; runs `use` and closes both.
+ */
+export async function withEngineStores<T>(
+  dataDir: string,
+  server: Neo4jTestServer,
+  use: (local: SqliteContextGraph, remote: Neo4jContextGraph) => Promise<T>,
+): Promise<T> {
+  const local = new SqliteContextGraph({ sqlitePath: path.join(dataDir, 'graph.db'), outbox: true });
+  const remote = new Neo4jContextGraph({
+    uri: server.uri,
+    username: server.username,
+    password: server.password,
+  });
+  await Promise.all([local.init(), remote.init()]);
+  try {
+    return await use(local, remote);
+  } finally {
+    await Promise.all([local.close(), remote.close()]);
+  }
 }

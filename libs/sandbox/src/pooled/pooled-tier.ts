@@ -6,7 +6,12 @@ import { OutputCollector } from '../output-collector';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { SandboxTier } from '../sandbox-tier.port';
 import type { TierAvailability, TierJob, TierRunResult } from '../sandbox.types';
-import { DOCKER_CLIENT, type DockerClient } from '../container/docker-client';
+import {
+  DOCKER_CLIENT,
+  type ContainerSummary,
+  type DockerCallOptions,
+  type DockerClient,
+} from '../container/docker-client';
 import { POOLED_LABELS, POOLED_TIER_LABEL } from './container-config';
 import { HostMounts } from './host-mounts';
 import { POOLED_OPTIONS } from './pooled.constants';
@@ -267,9 +272,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         call,
       );
       for (const c of left) {
-        await this.docker.remove(c.id, call);
-        const key = c.labels[POOLED_LABELS.mountKey];
-        if (key && /^[0-9a-f]+$/.test(key)) await this.factory.release(key).catch(() => undefined);
+        await this.removeLeftover(c, call);
       }
       if (left.length > 0)
         this.logger.warn(`removed ${left.length} pooled container(s) the engine had lost track of`);
@@ -698,8 +701,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         if (key) keep.add(key);
         continue;
       }
-      await this.docker.remove(c.id);
-      if (key && /^[0-9a-f]+$/.test(key)) await this.factory.release(key).catch(() => undefined);
+      await this.removeLeftover(c);
       removed++;
     }
     const root = this.options.mountRoot;
@@ -722,6 +724,13 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
         .catch(() => undefined);
     }
     if (removed > 0) this.logger.log(`reaped ${removed} pooled container(s) left by dead engines`);
+  }
+
+  /** Removes a container this engine does not hold, then its mount point (a key of ours is hex, never a path). */
+  private async removeLeftover(c: ContainerSummary, call?: DockerCallOptions): Promise<void> {
+    await this.docker.remove(c.id, call);
+    const key = c.labels[POOLED_LABELS.mountKey];
+    if (key && /^[0-9a-f]+$/.test(key)) await this.factory.release(key).catch(() => undefined);
   }
 
   private track(p: Promise<unknown>): void {

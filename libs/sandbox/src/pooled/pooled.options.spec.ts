@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SandboxConfigError } from '../sandbox.errors';
-import { defaultEngineId, processStartTicks, resolvePooledOptions } from './pooled.options';
+import { defaultEngineInstanceId, processStartTicks } from '../container/container.options';
+import { resolvePooledOptions } from './pooled.options';
 
 describe('resolvePooledOptions', () => {
   let cwd: string;
@@ -62,10 +63,10 @@ describe('resolvePooledOptions', () => {
   });
 
   it('identifies the engine by host, pid, start time and instance', () => {
-    const [host, pid, ticks, instance] = defaultEngineId().split(':');
+    const [host, pid, ticks, instance] = defaultEngineInstanceId().split(':');
     expect([host, pid, ticks]).toEqual([os.hostname(), String(process.pid), processStartTicks(process.pid)]);
     expect(instance).toMatch(/^[0-9a-f]{8}$/);
-    expect(defaultEngineId()).not.toBe(defaultEngineId()); // two engines in one process never share an id
+    expect(defaultEngineInstanceId()).not.toBe(defaultEngineInstanceId()); // two engines in one process never share an id
     expect(processStartTicks(2 ** 22 + 1)).toBeUndefined();
   });
 });

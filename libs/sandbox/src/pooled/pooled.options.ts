@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultEngineInstanceId, processStartTicks } from '../container/container.options';
+import { defaultEngineInstanceId } from '../container/container.options';
 import { SandboxConfigError } from '../sandbox.errors';
 
 const MiB = 2 ** 20;
@@ -93,10 +93,6 @@ export const DEFAULT_POOLED_LIMITS: Readonly<PooledLimits> = Object.freeze({
   fileSizeBytes: 64 * MiB,
 });
 
-/** Both container tiers label their containers with the same engine id (see `defaultEngineInstanceId`). */
-export const defaultEngineId = defaultEngineInstanceId;
-export { processStartTicks };
-
 function imageFrom(
   options: PooledOptions,
   env: NodeJS.ProcessEnv,
@@ -133,7 +129,7 @@ export function resolvePooledOptions(
     sessionIdleTimeoutMs: options.sessionIdleTimeoutMs ?? 900_000,
     runnerGraceMs: options.runnerGraceMs ?? 2000,
     mountRoot: options.mountRoot ?? path.join(os.tmpdir(), 'switchyard-pooled'),
-    engineId: options.engineId ?? defaultEngineId(),
+    engineId: options.engineId ?? defaultEngineInstanceId(),
     limits,
   };
   const integers: Array<[string, number, number, number]> = [
