@@ -11,6 +11,7 @@ import {
 } from '@nestjs/common';
 import {
   type ActionError,
+  criticalRiskDenial,
   type FileTouch,
   InvalidInputError,
   NO_RISK,
@@ -214,16 +215,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
           },
         };
       }
-      if (risk.level === 'critical') {
-        return {
-          risk,
-          denial: {
-            class: 'policy',
-            code: 'RISK_CRITICAL',
-            message: `refused: critical risk (score ${risk.score}): ${risk.reasons.join('; ')}`,
-          },
-        };
-      }
+      if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     }
     const url = requestUrl(req);
     if (url !== undefined) {

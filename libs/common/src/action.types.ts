@@ -46,6 +46,15 @@ export interface RiskAssessment {
   reasons: string[];
 }
 
+/** The refusal of critical-risk code, worded alike wherever code is assessed (sandbox tiers, page scripts). */
+export function criticalRiskDenial(risk: RiskAssessment): ActionError {
+  return {
+    class: 'policy',
+    code: 'RISK_CRITICAL',
+    message: `refused: critical risk (score ${risk.score}): ${risk.reasons.join('; ')}`,
+  };
+}
+
 /** Execution tiers, weakest isolation first. Order matters: a caller may only move right. */
 export const TIERS = ['subprocess', 'pooled', 'container'] as const;
 export type Tier = (typeof TIERS)[number];

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  criticalRiskDenial,
   InvalidInputError,
   LANGUAGES,
   TIERS,
@@ -55,16 +56,7 @@ export class SandboxManager {
 
   route(req: CodeRequest): RoutingDecision {
     const risk = this.risk.assess(req.language, req.code);
-    if (risk.level === 'critical') {
-      return {
-        risk,
-        denial: {
-          class: 'policy',
-          code: 'RISK_CRITICAL',
-          message: `refused: critical risk (score ${risk.score}): ${risk.reasons.join('; ')}`,
-        },
-      };
-    }
+    if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     const routed = this.options.routing[risk.level];
     if (req.tier === 'auto' || req.tier === routed) return this.withinTierLimits(req, { risk, tier: routed });
     if (rank(req.tier) > rank(routed) || this.options.allowWeakerTier) {

@@ -62,8 +62,25 @@ export class PlanStepDto {
   retry?: StepRetryDto;
 }
 
+/** How long a plan request waits for its answer; the same for creating and replanning. */
+abstract class PlanWaitDto {
+  @IsOptional()
+  @IsBoolean()
+  @JSONSchema({
+    description:
+      'Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once.',
+  })
+  wait?: boolean;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
+  waitTimeoutMs?: number;
+}
+
 @JSONSchema({ description: 'A DAG of actions run in dependency order.' })
-export class CreatePlanDto {
+export class CreatePlanDto extends PlanWaitDto {
   @IsOptional()
   @IsString()
   @MaxLength(2000)
@@ -84,23 +101,9 @@ export class CreatePlanDto {
     description: 'Independent steps run at once (default 1), within the session maxConcurrentActions.',
   })
   maxParallel?: number;
-
-  @IsOptional()
-  @IsBoolean()
-  @JSONSchema({
-    description:
-      'Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once.',
-  })
-  wait?: boolean;
-
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(3_600_000)
-  waitTimeoutMs?: number;
 }
 
-export class ReplanDto {
+export class ReplanDto extends PlanWaitDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_STEPS)
@@ -108,14 +111,4 @@ export class ReplanDto {
   @Type(() => PlanStepDto)
   @JSONSchema({ description: 'Steps to add, or to replace steps that have not succeeded (same id).' })
   steps!: PlanStepDto[];
-
-  @IsOptional()
-  @IsBoolean()
-  wait?: boolean;
-
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(3_600_000)
-  waitTimeoutMs?: number;
 }
