@@ -3,8 +3,7 @@
  * `npm test`): start-up refuses bad settings naming the variable, actions are recorded locally and copied to
  * Neo4j, and both stores then hold the same graph. Fails, never skips, when no test Neo4j is running.
  */
-import type { Driver } from 'neo4j-driver';
-import { lockNeo4j, neo4jTestDriver, neo4jTestServer } from '../../libs/context-graph/src/testing';
+import { holdTestNeo4j, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -13,16 +12,7 @@ import { EngineHarness } from '../support/engine-harness';
 import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 
 const server = neo4jTestServer();
-let driver: Driver;
-let release: () => void;
-beforeAll(async () => {
-  release = await lockNeo4j(server); // other test runs on this machine share the instance
-  driver = neo4jTestDriver(server);
-}, 600_000);
-afterAll(async () => {
-  await driver.close();
-  release();
-});
+const testNeo4j = holdTestNeo4j(server);
 
 describe('engine on Neo4j', () => {
   describe('start-up', () => {
@@ -76,7 +66,7 @@ describe('engine on Neo4j', () => {
       expect(health).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
 
       await withEngineStores(engine.dataDir, server, async (local, remote) => {
-        await compareStores(local, remote, [sid], driver);
+        await compareStores(local, remote, [sid], testNeo4j.admin());
         const ctx = await engine.request('GET', `/v1/sessions/${sid}/actions/${failed.id}/context`);
         expect(ctx.headers.get('x-graph-store')).toBe('neo4j');
         expect(ctx.headers.get('x-graph-lag')).toBe('0');

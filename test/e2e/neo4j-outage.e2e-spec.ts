@@ -7,38 +7,27 @@
  * Stops and restarts the shared test instance: the e2e project runs one file at a time, so no other test is
  * using it meanwhile.
  */
-import type { Driver } from 'neo4j-driver';
-import {
-  lockNeo4j,
-  neo4jScript,
-  neo4jTestDriver,
-  neo4jTestServer,
-} from '../../libs/context-graph/src/testing';
+import { holdTestNeo4j, neo4jScript, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { EngineHarness } from '../support/engine-harness';
 import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 
 jest.setTimeout(180_000);
 
 const server = neo4jTestServer();
+// Other test runs on this machine share the instance this file stops; the lock is held until the suite is done.
+const testNeo4j = holdTestNeo4j(server);
 
 describe('Neo4j outage', () => {
   let engine: EngineHarness;
-  let driver: Driver;
   let neo4jDown = false;
 
-  let release: () => void;
-
   beforeAll(async () => {
-    release = await lockNeo4j(server); // other test runs on this machine share the instance we stop
     engine = await EngineHarness.start(neo4jEnv(server));
-    driver = neo4jTestDriver(server);
-  }, 600_000);
+  });
   afterAll(async () => {
     // Whatever happened above, leave the shared instance running for the files after this one.
     if (neo4jDown) await neo4jScript('start', server.instance);
     await engine.stop();
-    await driver.close();
-    release();
   });
 
   it('keeps running actions while Neo4j is down, then catches up and agrees on every node and edge', async () => {
@@ -101,7 +90,7 @@ describe('Neo4j outage', () => {
     });
 
     await withEngineStores(engine.dataDir, server, async (local, remote) => {
-      const totals = await compareStores(local, remote, [s1, s2, deleted], driver);
+      const totals = await compareStores(local, remote, [s1, s2, deleted], testNeo4j.admin());
       // 3 sessions, 8 actions, 4 files; 8 HAS_ACTION, 5 NEXT, 7 READ/WROTE, 1 RETRY_OF.
       expect(totals).toEqual({ nodes: 15, edges: 21 });
       const ended = (await remote.sessionGraph(deleted)).nodes[0].properties;

@@ -3,14 +3,13 @@
  * shared contract, then what only Neo4j has (schema, integer types, one statement per query, connection
  * failures named by setting). Fails, never skips, when no test Neo4j is running.
  */
-import neo4j, { type Driver } from 'neo4j-driver';
+import neo4j from 'neo4j-driver';
 import { GraphStoreConnectionError } from '../context-graph.errors';
 import type { ActionStart } from '../context-graph.types';
 import {
   type ContextGraphFixture,
   describeContextGraphContract,
-  lockNeo4j,
-  neo4jTestDriver,
+  holdTestNeo4j,
   neo4jTestServer,
   wipeNeo4j,
 } from '../testing';
@@ -27,19 +26,10 @@ const options: Neo4jContextGraphOptions = {
   connectTimeoutMs: 5000,
 };
 
-let admin: Driver;
-let release: () => void;
-beforeAll(async () => {
-  release = await lockNeo4j(server); // other test runs on this machine share the instance
-  admin = neo4jTestDriver(server);
-}, 600_000);
-afterAll(async () => {
-  await admin.close();
-  release();
-});
+const testNeo4j = holdTestNeo4j(server);
 
 async function neo4jFixture(): Promise<ContextGraphFixture & { graph: Neo4jContextGraph }> {
-  await wipeNeo4j(admin);
+  await wipeNeo4j(testNeo4j.admin());
   const opened: Neo4jContextGraph[] = [];
   const open = async (): Promise<Neo4jContextGraph> => {
     const graph = new Neo4jContextGraph(options);
@@ -109,9 +99,9 @@ describe('Neo4jContextGraph', () => {
   }
 
   it('creates id constraints and the session/time indexes at start-up', async () => {
-    const constraints = await admin.executeQuery(
-      'SHOW CONSTRAINTS YIELD name, labelsOrTypes, properties, type',
-    );
+    const constraints = await testNeo4j
+      .admin()
+      .executeQuery('SHOW CONSTRAINTS YIELD name, labelsOrTypes, properties, type');
     expect(
       constraints.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('type')]),
     ).toEqual(
@@ -119,9 +109,11 @@ describe('Neo4jContextGraph', () => {
         ['Session', 'Action', 'File', 'Sandbox'].map((label) => [[label], ['id'], 'UNIQUENESS']),
       ),
     );
-    const indexes = await admin.executeQuery(
-      "SHOW INDEXES YIELD labelsOrTypes, properties, state WHERE any(l IN labelsOrTypes WHERE l IN ['Action', 'Session', 'WROTE'])",
-    );
+    const indexes = await testNeo4j
+      .admin()
+      .executeQuery(
+        "SHOW INDEXES YIELD labelsOrTypes, properties, state WHERE any(l IN labelsOrTypes WHERE l IN ['Action', 'Session', 'WROTE'])",
+      );
     expect(indexes.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('state')])).toEqual(
       expect.arrayContaining([
         [['Action'], ['sessionId', 'seq'], 'ONLINE'],
@@ -135,7 +127,7 @@ describe('Neo4jContextGraph', () => {
 
   it('stores integers as Cypher integers and structured values as JSON text, for Cypher users', async () => {
     await seed();
-    const { records } = await admin.executeQuery(
+    const { records } = await testNeo4j.admin().executeQuery(
       `MATCH (a:Action {id: 'a1'}) RETURN valueType(a.seq) AS seq, valueType(a.exitCode) AS exitCode,
          valueType(a.riskScore) AS riskScore, a.riskReasons AS reasons, a.result IS :: STRING AS resultIsText`,
     );
@@ -146,15 +138,16 @@ describe('Neo4jContextGraph', () => {
       reasons: [],
       resultIsText: true,
     });
-    const edges = await admin.executeQuery(
-      'MATCH (:Action {id: $id})-[r]->(n) RETURN type(r) AS type, n.id AS to ORDER BY type',
-      { id: 'a2' },
-    );
+    const edges = await testNeo4j
+      .admin()
+      .executeQuery('MATCH (:Action {id: $id})-[r]->(n) RETURN type(r) AS type, n.id AS to ORDER BY type', {
+        id: 'a2',
+      });
     expect(edges.records.map((r) => [r.get('type'), r.get('to')])).toEqual([['RETRY_OF', 'a1']]);
     // WROTE edges carry what the last-writer index needs.
-    const wrote = await admin.executeQuery(
-      "MATCH (:Action {id: 'a1'})-[w:WROTE]->(f:File) RETURN w {.*} AS w",
-    );
+    const wrote = await testNeo4j
+      .admin()
+      .executeQuery("MATCH (:Action {id: 'a1'})-[w:WROTE]->(f:File) RETURN w {.*} AS w");
     expect(wrote.records.map((r) => r.get('w') as unknown)).toEqual([{ fileId: 'file:s:a.txt', seq: 1 }]);
   });
 

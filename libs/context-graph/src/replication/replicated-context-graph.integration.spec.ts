@@ -6,15 +6,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Driver } from 'neo4j-driver';
 import type { ActionCompletion, ActionStart } from '../context-graph.types';
 import { SqliteContextGraph } from '../embedded/sqlite-context-graph';
 import { Neo4jContextGraph, type Neo4jContextGraphOptions } from '../neo4j/neo4j-context-graph';
 import {
   type ContextGraphFixture,
   describeContextGraphContract,
-  lockNeo4j,
-  neo4jTestDriver,
+  holdTestNeo4j,
   neo4jTestServer,
   wipeNeo4j,
 } from '../testing';
@@ -35,16 +33,7 @@ const neo4jOptions: Neo4jContextGraphOptions = {
   maxTransactionRetryTimeMs: 2000,
 };
 
-let admin: Driver;
-let release: () => void;
-beforeAll(async () => {
-  release = await lockNeo4j(server); // other test runs on this machine share the instance
-  admin = neo4jTestDriver(server);
-}, 600_000);
-afterAll(async () => {
-  await admin.close();
-  release();
-});
+const testNeo4j = holdTestNeo4j(server);
 
 interface ReplicatedFixture extends ContextGraphFixture {
   graph: ReplicatedContextGraph;
@@ -55,7 +44,7 @@ interface ReplicatedFixture extends ContextGraphFixture {
 }
 
 async function replicatedFixture(): Promise<ReplicatedFixture> {
-  await wipeNeo4j(admin);
+  await wipeNeo4j(testNeo4j.admin());
   const dir = mkdtempSync(join(tmpdir(), 'replicated-graph-'));
   const sqlitePath = join(dir, 'graph.db');
   const opened: ContextGraph[] = [];
@@ -203,9 +192,9 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       expect(await f.remote.sessionGraph(sid)).toEqual(local);
     }
     // Nothing else reached Neo4j: no placeholder nodes, no duplicate edges.
-    const counts = await admin.executeQuery(
-      'MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges',
-    );
+    const counts = await testNeo4j
+      .admin()
+      .executeQuery('MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges');
     const views = await Promise.all(sessions.map((s) => f.local.sessionGraph(s)));
     expect(counts.records[0].toObject()).toEqual({
       nodes: views.reduce((n, v) => n + v.nodes.length, 0),
