@@ -60,6 +60,10 @@ export class AppModule {
       ...config.redaction.values,
       ...engineSecretPatterns(),
     ];
+    const scriptRisk = new RiskPolicy({
+      thresholds: config.sandbox.riskThresholds,
+      disabledRules: config.sandbox.disabledRiskRules,
+    });
     const tierLimits = (t: ContainerTierConfig) => ({
       maxTimeoutMs: t.maxTimeoutMs,
       output: { maxBytes: t.outputMaxBytes },
@@ -139,15 +143,7 @@ export class AppModule {
           evaluate: config.browser.evaluate,
           evaluateSetting: 'SWITCHYARD_BROWSER_EVALUATE',
           // Page JavaScript is scored by the same rules and thresholds as node code.
-          assessScript: (
-            (risk) => (script: string) =>
-              risk.assess('node', script)
-          )(
-            new RiskPolicy({
-              thresholds: config.sandbox.riskThresholds,
-              disabledRules: config.sandbox.disabledRiskRules,
-            }),
-          ),
+          assessScript: (script: string) => scriptRisk.assess('node', script),
           defaultTimeoutMs: config.browser.timeoutMs,
           maxTimeoutMs: config.sandbox.maxTimeoutMs,
           maxContexts: config.browser.maxContexts,

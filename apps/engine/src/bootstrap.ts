@@ -8,6 +8,7 @@ import { BrowserRouter } from '@switchyard/browser';
 import { SandboxManager } from '@switchyard/sandbox';
 import { AppModule } from './app.module';
 import { graphStartupError } from './graph/graph-store';
+import { tierAvailability } from './health/health.controller';
 import type { Clock } from './config/config.tokens';
 import type { EngineConfig, LogLevel } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
@@ -73,10 +74,7 @@ export async function createEngineApp(
   const log = new Logger('Engine');
   if (interrupted > 0) log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
   // Say at start-up, not at the first action, which tiers cannot run and how to fix it (missing image, Docker down).
-  const tiers = {
-    ...(await app.get(SandboxManager).availability()),
-    browser: await app.get(BrowserRouter).availability(),
-  };
+  const tiers = await tierAvailability(app.get(SandboxManager), app.get(BrowserRouter));
   for (const [tier, availability] of Object.entries(tiers)) {
     if (availability.available) log.log({ msg: 'tier available', tier });
     else log.warn({ msg: 'tier unavailable: its actions will be denied', tier, reason: availability.reason });

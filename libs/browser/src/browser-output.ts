@@ -31,7 +31,10 @@ export function mimeTypeOf(name: string): string {
   return MIME[path.extname(name).toLowerCase()] ?? 'application/octet-stream';
 }
 
-/** Caps strings in an op's data at `maxBytes` (UTF-8), flagging `truncated`; other values pass through. */
+/**
+ * Caps strings in an op's data at `maxBytes` (UTF-8), and evaluate's `value` by its JSON, flagging
+ * `truncated` and the original size (`<key>Bytes`); other values pass through.
+ */
 export function capData(
   data: Record<string, unknown> | undefined,
   maxBytes: number,
@@ -40,20 +43,13 @@ export function capData(
   let truncated = false;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(data)) {
-    if (typeof v === 'string' && Buffer.byteLength(v) > maxBytes) {
-      out[k] = Buffer.from(v)
+    const text = typeof v === 'string' ? v : k === 'value' && v !== undefined ? JSON.stringify(v) : undefined;
+    if (text !== undefined && Buffer.byteLength(text) > maxBytes) {
+      out[k] = Buffer.from(text)
         .subarray(0, maxBytes)
         .toString('utf8')
         .replace(/\uFFFD$/, '');
-      out[`${k}Bytes`] = Buffer.byteLength(v);
-      truncated = true;
-    } else if (k === 'value' && v !== undefined && Buffer.byteLength(JSON.stringify(v) ?? '') > maxBytes) {
-      const json = JSON.stringify(v);
-      out[k] = Buffer.from(json)
-        .subarray(0, maxBytes)
-        .toString('utf8')
-        .replace(/\uFFFD$/, '');
-      out.valueBytes = Buffer.byteLength(json);
+      out[`${k}Bytes`] = Buffer.byteLength(text);
       truncated = true;
     } else {
       out[k] = v;

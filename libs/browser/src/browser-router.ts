@@ -25,7 +25,7 @@ import {
   type BrowserClock,
   monotonicClock,
 } from './browser.constants';
-import { BrowserCrashedError, BrowserLaunchError, PageOperationError } from './browser.errors';
+import { BrowserLaunchError, PageOperationError } from './browser.errors';
 import type { ResolvedBrowserOptions } from './browser.options';
 import {
   type BrowserActionOutput,
@@ -44,6 +44,7 @@ import {
   type DriverBrowser,
   type DriverContext,
   type DriverPage,
+  type DriverProbe,
   type GuardedRequest,
   type PageOperation,
   type PageResult,
@@ -66,6 +67,17 @@ class ContextLimitError extends Error {}
 class DeadlineError extends Error {}
 /** The action's signal fired (session ended, engine shutting down). */
 class AbortedError extends Error {}
+
+/** An upload's file, read from the workspace before the browser is touched. */
+type Upload = Awaited<ReturnType<WorkspaceFiles['read']>>;
+
+/** What `perform` hands to `finish`. */
+interface Performed {
+  tabId: string | undefined;
+  result: PageResult;
+  files: FileTouch[];
+  artifacts?: BrowserActionOutput['artifacts'];
+}
 
 interface OpContext {
   sb: SessionBrowser;
@@ -110,7 +122,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
   private sharedLaunch?: Promise<DriverBrowser>;
   private sweepTimer?: NodeJS.Timeout;
   private closing = false;
-  private probed?: { at: number; value: { available: boolean; reason?: string } };
+  private probed?: { at: number; value: DriverProbe };
   private readonly timing: ResolvedBrowserOptions['timing'];
 
   constructor(
@@ -160,18 +172,17 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     if (!this.options.enabled)
       return { available: false, reason: 'the browser tier is disabled by configuration' };
     const probe = await this.probe();
-    const dedicated = [...this.sessions.values()].filter((s) => s.route === 'dedicated').length;
     return {
       ...probe,
       shared: this.shared?.isConnected() ? 'running' : 'stopped',
       contexts: this.sessions.size,
-      dedicated,
+      dedicated: this.dedicatedCount(),
       maxContexts: this.options.maxContexts,
     };
   }
 
   /** The driver's probe, reused for a second: every action asks. */
-  private async probe(): Promise<{ available: boolean; reason?: string }> {
+  private async probe(): Promise<DriverProbe> {
     const now = this.clock.now();
     if (this.probed && now - this.probed.at < PROBE_CACHE_MS) return this.probed.value;
     const value = await this.driver.probe();
@@ -179,14 +190,13 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     return value;
   }
 
-  /** Process ids of the live browsers (operations and tests). */
   /** Open session contexts by route, for metrics. */
   stats(): { shared: number; dedicated: number } {
-    let dedicated = 0;
-    for (const sb of this.sessions.values()) if (sb.route === 'dedicated') dedicated++;
+    const dedicated = this.dedicatedCount();
     return { shared: this.sessions.size - dedicated, dedicated };
   }
 
+  /** Process ids of the live browsers (operations and tests). */
   processIds(): { shared?: number; dedicated: Record<string, number> } {
     const dedicated: Record<string, number> = {};
     for (const sb of this.sessions.values()) {
@@ -306,7 +316,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
         return fault('denied', refusalError(url, verdict.refusal));
       }
     }
-    let upload: { buffer: Buffer; name: string; realRel: string } | undefined;
+    let upload: Upload | undefined;
     try {
       if (req.op === 'upload')
         upload = await this.files.read(job.workspaceDir, req.path, this.options.maxArtifactBytes);
@@ -353,14 +363,9 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
   /** Runs the op on the session's browser; tab ops are the router's own. */
   private async perform(
     ctx: OpContext,
-    upload: { buffer: Buffer; name: string; realRel: string } | undefined,
+    upload: Upload | undefined,
     signal?: AbortSignal,
-  ): Promise<{
-    tabId: string | undefined;
-    result: PageResult;
-    files: FileTouch[];
-    artifacts?: BrowserActionOutput['artifacts'];
-  }> {
+  ): Promise<Performed> {
     const { sb, job, timeoutMs } = ctx;
     const req = job.request;
     if (req.op === 'new_tab') {
@@ -401,8 +406,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
         throw new PageOperationError('other', 'TAB_NOT_FOUND', `no open tab ${req.tabId ?? '(current)'}`);
       }
       await this.bounded(page.close(), this.timing.housekeepingMs, signal);
-      sb.tabs.delete(id);
-      if (sb.current === id) sb.current = [...sb.tabs.keys()].pop();
+      sb.dropTab(id);
       return { tabId: sb.current, result: { data: { closed: id } }, files: [] };
     }
     const tabId = await this.currentTab(sb, signal);
@@ -434,7 +438,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     return { tabId, result, files, artifacts };
   }
 
-  private pageOperation(req: BrowserRequest, upload?: { buffer: Buffer; name: string }): PageOperation {
+  private pageOperation(req: BrowserRequest, upload?: Upload): PageOperation {
     const wait = (w?: WaitUntil): WaitUntil => w ?? 'load';
     switch (req.op) {
       case 'navigate':
@@ -510,15 +514,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Builds the successful (or policy-refused) outcome. */
-  private async finish(
-    ctx: OpContext,
-    done: {
-      tabId: string | undefined;
-      result: PageResult;
-      files: FileTouch[];
-      artifacts?: BrowserActionOutput['artifacts'];
-    },
-  ): Promise<BrowserOutcome> {
+  private async finish(ctx: OpContext, done: Performed): Promise<BrowserOutcome> {
     const { sb } = ctx;
     const opened = this.syncTabs(sb);
     const refusals = sb.since(ctx.mark);
@@ -559,7 +555,6 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     }
     if (
       sb.dead ||
-      err instanceof BrowserCrashedError ||
       (err instanceof PageOperationError && err.failure === 'closed' && (await this.browserGone(sb)))
     ) {
       await this.dispose(sb);
@@ -710,8 +705,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     if (!page || page.isClosed()) return false;
     if (await page.responsive(this.timing.probeMs)) return false;
     this.logger.warn({ msg: 'closing an unresponsive tab', sessionId: sb.sessionId, tabId });
-    sb.tabs.delete(tabId);
-    if (sb.current === tabId) sb.current = [...sb.tabs.keys()].pop();
+    sb.dropTab(tabId);
     try {
       await this.bounded(page.close(), this.timing.probeMs);
     } catch {
@@ -927,7 +921,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     // A name that does not resolve is left to the proxy, which answers it with a 502.
     if (verdict.allowed || verdict.refusal.code === 'DNS_FAILED') return undefined;
     sb?.record({
-      url: r.url.length > 500 ? `${r.url.slice(0, 499)}…` : r.url,
+      url: clip(r.url, 500),
       reason: verdict.refusal.reason,
       code: verdict.refusal.code,
       source: 'guard',
@@ -1016,6 +1010,9 @@ function reasonOf(signal: AbortSignal): string {
 }
 
 function refusalError(url: string, refusal: UrlRefusal): ActionError {
-  const shown = url.length > 300 ? `${url.slice(0, 299)}…` : url;
-  return { class: 'policy', code: refusal.code, message: `refused ${shown.trim()}: ${refusal.reason}` };
+  return {
+    class: 'policy',
+    code: refusal.code,
+    message: `refused ${clip(url, 300).trim()}: ${refusal.reason}`,
+  };
 }

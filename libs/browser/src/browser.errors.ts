@@ -26,16 +26,6 @@ export class BrowserLaunchError extends BrowserError {
   override readonly retriable = true;
 }
 
-/**
- * The browser process went away under an action (crash, OOM kill, `kill -9`). The action's tabs are lost;
- * the router relaunches the browser for the next action, hence retriable.
- */
-export class BrowserCrashedError extends BrowserError {
-  readonly code = 'BROWSER_CRASHED';
-  readonly kind: ErrorKind = 'internal';
-  override readonly retriable = true;
-}
-
 /** Kinds of failure a driver reports for one page operation. */
 export type PageFailureKind =
   /** The operation's own timeout elapsed. */

@@ -46,25 +46,29 @@ export interface BrowserRequestCommon {
   persistProfile?: boolean;
 }
 
+/** Page interactions that reach the driver exactly as the action gives them. */
+export type PageInteraction =
+  | { op: 'click'; selector: string; button?: MouseButton; clickCount?: number }
+  | { op: 'fill'; selector: string; value: string }
+  | { op: 'type'; selector: string; text: string; delayMs?: number }
+  | { op: 'press'; key: string; selector?: string }
+  | { op: 'select'; selector: string; values: string[] }
+  | { op: 'hover'; selector: string }
+  | {
+      op: 'wait_for';
+      selector?: string;
+      state?: SelectorState;
+      text?: string;
+      url?: string;
+      loadState?: LoadState;
+    };
+
 /** One browser action, as the router receives it (the HTTP body without `type`). */
 export type BrowserRequest = BrowserRequestCommon &
   (
+    | PageInteraction
     | { op: 'navigate'; url: string; waitUntil?: WaitUntil }
-    | { op: 'click'; selector: string; button?: MouseButton; clickCount?: number }
-    | { op: 'fill'; selector: string; value: string }
-    | { op: 'type'; selector: string; text: string; delayMs?: number }
-    | { op: 'press'; key: string; selector?: string }
-    | { op: 'select'; selector: string; values: string[] }
-    | { op: 'hover'; selector: string }
     | { op: 'check'; selector: string; checked?: boolean }
-    | {
-        op: 'wait_for';
-        selector?: string;
-        state?: SelectorState;
-        text?: string;
-        url?: string;
-        loadState?: LoadState;
-      }
     | { op: 'extract'; mode: ExtractMode; selector?: string }
     | { op: 'screenshot'; path: string; fullPage?: boolean; selector?: string }
     | { op: 'pdf'; path: string }
@@ -87,9 +91,7 @@ export function requestPaths(req: BrowserRequest): { field: string; path: string
 
 /** The URL an action will open, if any. */
 export function requestUrl(req: BrowserRequest): string | undefined {
-  if (req.op === 'navigate') return req.url;
-  if (req.op === 'new_tab') return req.url;
-  return undefined;
+  return req.op === 'navigate' || req.op === 'new_tab' ? req.url : undefined;
 }
 
 /** Why an action is routed to a dedicated browser. */

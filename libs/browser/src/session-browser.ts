@@ -50,6 +50,12 @@ export class SessionBrowser {
     return this.log.filter((e) => e.seq > mark);
   }
 
+  /** Forgets a tab; when it was the current one, the last opened tab becomes current. */
+  dropTab(id: string): void {
+    this.tabs.delete(id);
+    if (this.current === id) this.current = [...this.tabs.keys()].pop();
+  }
+
   tabId(page: DriverPage): string | undefined {
     for (const [id, p] of this.tabs) if (p === page) return id;
     return undefined;

@@ -7,6 +7,7 @@ import {
   type DriverContext,
   type DriverCookie,
   type DriverPage,
+  type DriverProbe,
   type PageOperation,
   type PageResult,
 } from './driver/browser-driver.port';
@@ -235,7 +236,7 @@ export class FakeDriver extends BrowserDriver {
   failNextLaunch?: Error;
   private nextPid = 1000;
 
-  async probe(): Promise<{ available: boolean; reason?: string }> {
+  async probe(): Promise<DriverProbe> {
     return this.available
       ? { available: true }
       : { available: false, reason: 'no browser executable (fake)' };

@@ -5,6 +5,7 @@ import {
   type FileTouch,
   InvalidInputError,
 } from '@switchyard/common';
+import { assertLimit } from './context-graph.cursor';
 import type {
   ActionRecord,
   ActionSummary,
@@ -18,6 +19,7 @@ import type {
   GraphNode,
   GraphView,
   PlanGraphRecord,
+  PlanGraphStep,
   PlanStepRef,
   RetryChainEntry,
   SessionRecord,
@@ -41,30 +43,17 @@ export const stepNodeId = (planId: string, stepId: string, version: number): str
   `step:${planId}:${stepId}:${version}`;
 
 /** One step version as stored: its edges resolved to node ids. */
-export interface StoredPlanStep {
+export interface StoredPlanStep extends Omit<PlanGraphStep, 'replaces'> {
   /** The node id. */
   id: string;
-  stepId: string;
-  version: number;
-  status: string;
-  allowFailure: boolean;
   /** Step node ids (`DEPENDS_ON`). */
   dependsOn: string[];
-  /** Action ids (`ATTEMPT`), in attempt order. */
-  attempts: string[];
   /** Step node id (`REPLACES`). */
   replaces?: string;
 }
 
 /** A plan as stored, what `sessionGraph` and the replica read. */
-export interface StoredPlan {
-  id: string;
-  sessionId: string;
-  goal?: string;
-  status: string;
-  maxParallel: number;
-  createdAt: string;
-  endedAt?: string;
+export interface StoredPlan extends Omit<PlanGraphRecord, 'steps'> {
   steps: StoredPlanStep[];
 }
 
@@ -327,11 +316,7 @@ export function checkGraphFilter(filter: GraphFilter | undefined): CheckedGraphF
   out.types = members('types', filter.types, ACTION_TYPES);
   out.status = members('status', filter.status, ACTION_STATUSES);
   if (filter.limit !== undefined) {
-    if (!Number.isInteger(filter.limit) || filter.limit < 1) {
-      throw new InvalidInputError('limit', 'limit must be a positive integer', 'INVALID_LIMIT', {
-        limit: filter.limit,
-      });
-    }
+    assertLimit(filter.limit);
     out.limit = filter.limit;
   }
   return compact(out);

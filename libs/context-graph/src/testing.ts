@@ -1,27 +1,16 @@
 // Test-only entry: kept out of index.ts so production code never loads Jest-facing helpers.
 import type { Driver } from 'neo4j-driver';
-import { lockNeo4j, neo4jTestDriver, neo4jTestServer, type Neo4jTestServer } from './neo4j/neo4j.testing';
+import { lockNeo4j, neo4jTestDriver, type Neo4jTestServer } from './neo4j/neo4j.testing';
 
 export { describeContextGraphContract, type ContextGraphFixture } from './context-graph.contract';
-export {
-  lockNeo4j,
-  neo4jInstanceDir,
-  neo4jScript,
-  neo4jTestDriver,
-  neo4jTestServer,
-  wipeNeo4j,
-  type Neo4jTestServer,
-} from './neo4j/neo4j.testing';
+export { neo4jScript, neo4jTestServer, wipeNeo4j, type Neo4jTestServer } from './neo4j/neo4j.testing';
 
 /**
  * Holds the shared test Neo4j for the calling test file, from before its first test to after its last: the
  * instance's lock (other test runs on this machine use the same instance) and an admin driver. Call at the top
  * level of the file, so that its suites' own `afterAll` hooks run before the lock is released.
  */
-export function holdTestNeo4j(server: Neo4jTestServer = neo4jTestServer()): {
-  server: Neo4jTestServer;
-  admin: () => Driver;
-} {
+export function holdTestNeo4j(server: Neo4jTestServer): { admin: () => Driver } {
   let driver: Driver | undefined;
   let release: (() => void) | undefined;
   beforeAll(async () => {
@@ -33,7 +22,6 @@ export function holdTestNeo4j(server: Neo4jTestServer = neo4jTestServer()): {
     release?.();
   });
   return {
-    server,
     admin: () => {
       if (!driver) throw new Error('the test Neo4j is not held yet (holdTestNeo4j hooks have not run)');
       return driver;

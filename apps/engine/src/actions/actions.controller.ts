@@ -4,7 +4,7 @@ import type { ActionResult, ActionType } from '@switchyard/common';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import type { Response } from 'express';
 import { RequestId } from '../http/request-id.decorator';
-import { IdempotencyService } from '../idempotency/idempotency.service';
+import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import { ContextGraph } from '@switchyard/context-graph';
 import { ApiKeyGuard } from '../http/api-key.guard';
@@ -186,12 +186,9 @@ export class ActionsController {
         const submitted = await submit();
         if (wait) return { statusCode: 200, body: await submitted.result };
         submitted.result.catch(() => undefined);
-        const type = (await this.graph.getAction(request.sessionId, submitted.id))?.type ?? 'code';
-        return { statusCode: 202, body: accepted(submitted.id, request.sessionId, type) };
+        return { statusCode: 202, body: accepted(submitted.id, request.sessionId, submitted.type) };
       },
     );
-    res.status(answer.statusCode);
-    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    return answer.body;
+    return sendIdempotentStatus(res, answer);
   }
 }

@@ -3,6 +3,7 @@ import {
   type ActionError,
   type ActionResult,
   type ActionTier,
+  type ActionType,
   type FileTouch,
   type FinalActionStatus,
   InvalidInputError,
@@ -85,6 +86,7 @@ export interface SubmitOptions {
 
 export interface SubmittedAction {
   id: string;
+  type: ActionType;
   /** Settles when the action's completion is recorded; rejects only with a refusal the caller must see as 4xx. */
   result: Promise<ActionResult>;
 }
@@ -240,7 +242,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     const requested = body.tier ?? 'auto';
     if (floor < 0 || (requested !== 'auto' && ranked(requested) >= floor)) return requested;
     // Ask for the floor unless the policy already routes this code higher.
-    const routed = this.sandbox.route({ ...this.codeRequestProbe(body), tier: 'auto' }).tier;
+    const routed = this.sandbox.route(this.codeRequestProbe(body)).tier;
     return routed !== undefined && ranked(routed) > floor ? routed : TIERS[floor];
   }
 
@@ -292,6 +294,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     );
     const ticket = this.scheduler.admit(session.id, session.maxConcurrentActions);
     const input = plainInput(body);
+    const summary = this.redactor.text(summarizeInput(body)).text;
     const startedAt = this.clock.now().toISOString();
     const t0 = performance.now();
 
@@ -313,7 +316,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         type: body.type,
         operation: operationOf(body),
         input,
-        inputSummary: this.redactor.text(summarizeInput(body)).text,
+        inputSummary: summary,
         inputHash: hashInput(input),
         startedAt,
         tier: prepared.tier,
@@ -356,7 +359,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           result: envelope,
           sandbox: final.sandbox,
         });
-        this.logAction(envelope, this.redactor.text(summarizeInput(body)).text);
+        this.logAction(envelope, summary);
         this.metrics.actionCompleted(envelope);
         this.events.publish(session.id, 'action.completed', {
           actionId: id,
@@ -371,7 +374,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         end();
       }
     })();
-    return { id, result };
+    return { id, type: body.type, result };
   }
 
   /**

@@ -14,6 +14,14 @@ export interface HealthResponse {
   graph: GraphHealth;
 }
 
+/** Every execution tier's availability: the sandbox tiers' and the browser's. */
+export async function tierAvailability(
+  sandbox: SandboxManager,
+  browser: BrowserRouter,
+): Promise<Record<string, TierAvailability>> {
+  return { ...(await sandbox.availability()), browser: await browser.availability() };
+}
+
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
@@ -27,11 +35,10 @@ export class HealthController {
   @Get()
   @ApiOperation({ summary: 'Liveness, and which execution tiers this engine can use right now' })
   async health(): Promise<HealthResponse> {
-    const tiers = await this.sandbox.availability();
     return {
       status: 'ok',
       auth: this.config.apiKeys.length > 0 ? 'api-keys' : 'open',
-      tiers: { ...tiers, browser: await this.browser.availability() },
+      tiers: await tierAvailability(this.sandbox, this.browser),
       graph: await this.graph.health(),
     };
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { InvalidInputError, SwitchyardError } from '@switchyard/common';
+import type { Response } from 'express';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
@@ -18,6 +19,13 @@ export interface IdempotentAnswer<T = unknown> {
   body: T;
   /** True when this is the stored answer of an earlier request. */
   replayed: boolean;
+}
+
+/** Sets the answer's status code, and `Idempotent-Replayed` on a replay; returns its body. */
+export function sendIdempotentStatus<T>(res: Response, answer: IdempotentAnswer<T>): T {
+  res.status(answer.statusCode);
+  if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  return answer.body;
 }
 
 const KEY = /^[\x21-\x7e]{1,255}$/;

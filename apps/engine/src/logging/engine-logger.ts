@@ -77,11 +77,6 @@ export class EngineLogger implements LoggerService {
     this.write('fatal', message, rest);
   }
 
-  /** Flushes buffered lines (at shutdown). */
-  flush(): void {
-    this.pino.flush();
-  }
-
   /** Nest calls `(message, context)` or `(message, stack, context)`: objects become fields, strings `msg`. */
   private write(level: pino.Level, message: unknown, rest: unknown[]): void {
     if (!this.pino.isLevelEnabled(level)) return;

@@ -108,19 +108,6 @@ export class MetricsService {
     });
   }
 
-  /** A gauge whose value is read at scrape time. */
-  gauge(name: string, help: string, read: () => number | undefined): void {
-    new Gauge({
-      name,
-      help,
-      registers: [this.registry],
-      collect() {
-        const v = read();
-        if (v !== undefined) this.set(v);
-      },
-    });
-  }
-
   actionCompleted(r: ActionResult): void {
     this.actions.inc({ type: r.type, tier: r.tier, status: r.status });
     this.durations.observe({ tier: r.tier }, r.durationMs / 1000);

@@ -5,7 +5,7 @@ import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
-import { IdempotencyService } from '../idempotency/idempotency.service';
+import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
 import { CreatePlanDto, ReplanDto } from './dto/plan.dto';
 import { PlanExecutor } from './plan-executor.service';
 import type { Plan } from './plan.model';
@@ -50,10 +50,9 @@ export class PlansController {
         return { statusCode: plan.status === 'running' ? 202 : 200, body: plan };
       },
     );
-    res.status(answer.statusCode);
-    if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    const plan = sendIdempotentStatus(res, answer);
     // A replayed plan is shown as it is now, not as it was first answered.
-    return answer.replayed ? this.plans.get(tenant, sessionId, answer.body.id) : answer.body;
+    return answer.replayed ? this.plans.get(tenant, sessionId, plan.id) : plan;
   }
 
   @Get()

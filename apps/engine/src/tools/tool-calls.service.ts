@@ -6,13 +6,6 @@ import { RequestValidationError } from '../http/request-validation.error';
 import { SessionsService } from '../sessions/sessions.service';
 import { ToolsService } from './tools.service';
 
-/** A model's tool call, as Anthropic's `tool_use` block carries it (OpenAI's `tool_calls` map onto it). */
-export interface ToolCall {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
 /** The `tool_result` block to hand back to the model. */
 export interface ToolResult {
   tool_use_id: string;
@@ -49,6 +42,7 @@ export class ToolCallsService {
   }
 
   private async one(tenant: string, sessionId: string, raw: unknown): Promise<ToolResult> {
+    // A model's call as Anthropic's `tool_use` block carries it (OpenAI's `tool_calls` map onto it).
     const call = raw as { id: string; name?: unknown; input?: unknown };
     const error = (content: string): ToolResult => ({ tool_use_id: call.id, content, is_error: true });
     const tool = typeof call.name === 'string' ? this.tools.find(call.name) : undefined;

@@ -86,36 +86,35 @@ function codeTool(language: 'bash' | 'python' | 'node', description: string): To
   };
 }
 
-function fileTool(name: string, op: keyof typeof FILE_ACTION_DTOS, description: string): ToolDefinition {
-  const cls = FILE_ACTION_DTOS[op];
+/** A tool taking every field of an op's validation class but `type` and `op`. */
+function opTool(
+  kind: 'file' | 'browser',
+  name: string,
+  op: string,
+  cls: { name: string },
+  description: string,
+): ToolDefinition {
   const fields = Object.keys(dtoSchema(cls).properties ?? {}).filter((f) => f !== 'type' && f !== 'op');
-  const inputSchema = derive(cls, fields);
   return {
     name,
     description,
-    inputSchema,
-    kind: 'file',
+    inputSchema: derive(cls, fields),
+    kind,
     fields,
-    toAction: (input) => ({ ...input, type: 'file', op }),
+    toAction: (input) => ({ ...input, type: kind, op }),
     fieldOf: (f) => f,
   };
+}
+
+function fileTool(name: string, op: keyof typeof FILE_ACTION_DTOS, description: string): ToolDefinition {
+  return opTool('file', name, op, FILE_ACTION_DTOS[op], description);
 }
 
 /** `browser_<op>`: the op's fields, its description from the validation class. */
 function browserTool(op: keyof typeof BROWSER_ACTION_DTOS): ToolDefinition {
   const cls = BROWSER_ACTION_DTOS[op];
-  const schema = dtoSchema(cls);
-  const fields = Object.keys(schema.properties ?? {}).filter((f) => f !== 'type' && f !== 'op');
-  const inputSchema = derive(cls, fields);
-  return {
-    name: `browser_${op}`,
-    description: `Browser (the session's own Chromium): ${schema.description ?? op}`,
-    inputSchema,
-    kind: 'browser',
-    fields,
-    toAction: (input) => ({ ...input, type: 'browser', op }),
-    fieldOf: (f) => f,
-  };
+  const description = `Browser (the session's own Chromium): ${dtoSchema(cls).description ?? op}`;
+  return opTool('browser', `browser_${op}`, op, cls, description);
 }
 
 /** Built-in descriptions; a TOML file can override them without a rebuild (see `ToolDescriptions`). */

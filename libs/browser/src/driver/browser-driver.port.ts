@@ -1,4 +1,4 @@
-import type { ExtractMode, LoadState, MouseButton, SelectorState, WaitUntil } from '../browser.types';
+import type { BrowserAvailability, ExtractMode, PageInteraction, WaitUntil } from '../browser.types';
 
 /**
  * One thing a page does. Paths are gone by the time an operation reaches a driver: the router reads
@@ -6,23 +6,10 @@ import type { ExtractMode, LoadState, MouseButton, SelectorState, WaitUntil } fr
  * the session's files.
  */
 export type PageOperation =
+  | PageInteraction
   | { op: 'navigate'; url: string; waitUntil: WaitUntil }
   | { op: 'back' | 'forward' | 'reload'; waitUntil: WaitUntil }
-  | { op: 'click'; selector: string; button?: MouseButton; clickCount?: number }
-  | { op: 'fill'; selector: string; value: string }
-  | { op: 'type'; selector: string; text: string; delayMs?: number }
-  | { op: 'press'; key: string; selector?: string }
-  | { op: 'select'; selector: string; values: string[] }
-  | { op: 'hover'; selector: string }
   | { op: 'check'; selector: string; checked: boolean }
-  | {
-      op: 'wait_for';
-      selector?: string;
-      state?: SelectorState;
-      text?: string;
-      url?: string;
-      loadState?: LoadState;
-    }
   | { op: 'extract'; mode: ExtractMode; selector?: string; maxItems: number }
   | { op: 'screenshot'; fullPage: boolean; selector?: string }
   | { op: 'pdf' }
@@ -136,13 +123,16 @@ export interface DriverBrowser {
   close(): Promise<void>;
 }
 
+/** What a driver's `probe` answers. */
+export type DriverProbe = Pick<BrowserAvailability, 'available' | 'reason'>;
+
 /**
  * The port between the router and a browser automation library. The Playwright adapter is the real one;
  * tests use a fake that records what happened.
  */
 export abstract class BrowserDriver {
   /** Whether a browser can be launched here at all (the executable exists); never launches one. */
-  abstract probe(): Promise<{ available: boolean; reason?: string }>;
+  abstract probe(): Promise<DriverProbe>;
   /** Starts a browser process for shared contexts. Rejects with `BrowserLaunchError`. */
   abstract launchShared(label: string): Promise<DriverBrowser>;
   /** Starts a browser process holding one persistent context. Rejects with `BrowserLaunchError`. */

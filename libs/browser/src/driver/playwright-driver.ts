@@ -1,6 +1,5 @@
-import { constants as C } from 'node:fs';
+import { constants as C, readdirSync, readFileSync } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
-import { readdirSync, readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   type Browser,
@@ -17,6 +16,7 @@ import { BrowserLaunchError, type PageFailureKind, PageOperationError } from '..
 import { BROWSER_OPTIONS } from '../browser.constants';
 import type { ResolvedBrowserOptions } from '../browser.options';
 import type { WaitUntil } from '../browser.types';
+import { clip } from '../browser-output';
 import {
   BrowserDriver,
   type ContextSpec,
@@ -25,6 +25,7 @@ import {
   type DriverContext,
   type DriverCookie,
   type DriverPage,
+  type DriverProbe,
   type PageOperation,
   type PageResult,
 } from './browser-driver.port';
@@ -57,7 +58,7 @@ export class PlaywrightDriver extends BrowserDriver {
     super();
   }
 
-  async probe(): Promise<{ available: boolean; reason?: string }> {
+  async probe(): Promise<DriverProbe> {
     try {
       await access(this.options.executablePath, C.X_OK);
       return { available: true };
@@ -558,20 +559,20 @@ async function withTimer<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 /** Playwright's message without the call log and colours, at most 1000 characters. */
-export function cleanMessage(err: unknown): string {
+function cleanMessage(err: unknown): string {
   const raw = err instanceof Error ? err.message : String(err);
   const text = raw
     .replace(ANSI, '')
     .split(/\n\s*Call log:/)[0]
     .trim();
-  return text.length > 1000 ? `${text.slice(0, 999)}…` : text;
+  return clip(text, 1000);
 }
 
 const CLOSED =
   /Target page, context or browser has been closed|Browser has been closed|browser has disconnected|Target closed|Page closed|Context closed|has been closed/i;
 
 /** Translates a Playwright rejection into a `PageOperationError` the router understands. */
-export function toPageError(err: unknown, op: string): unknown {
+function toPageError(err: unknown, op: string): unknown {
   if (err instanceof PageOperationError) return err;
   const message = cleanMessage(err);
   const fail = (kind: PageFailureKind, code: string) =>

@@ -1,4 +1,6 @@
 import { lookup } from 'node:dns/promises';
+import { type BrowserClock, monotonicClock } from '../browser.constants';
+import { clip } from '../browser-output';
 import {
   type AddressClass,
   type Cidr,
@@ -20,11 +22,6 @@ export interface HostResolver {
 export const systemResolver: HostResolver = {
   lookup: (hostname) => lookup(hostname, { all: true, order: 'verbatim' }),
 };
-
-/** Monotonic milliseconds, for the resolution cache. */
-export interface PolicyClock {
-  now(): number;
-}
 
 /**
  * Why a URL or host was refused:
@@ -134,7 +131,8 @@ export interface UrlPolicyOptions {
   cacheTtlMs?: number;
   /** A lookup slower than this fails with `DNS_FAILED`. Default 5 s. */
   lookupTimeoutMs?: number;
-  clock?: PolicyClock;
+  /** Monotonic milliseconds, for the resolution cache. */
+  clock?: BrowserClock;
 }
 
 const CACHE_MAX = 1024;
@@ -158,7 +156,7 @@ export class UrlPolicy {
   private readonly setting: string;
   private readonly cacheTtlMs: number;
   private readonly lookupTimeoutMs: number;
-  private readonly clock: PolicyClock;
+  private readonly clock: BrowserClock;
   private readonly cache = new Map<string, { addresses: string[]; expires: number }>();
 
   constructor(options: UrlPolicyOptions = {}) {
@@ -167,7 +165,7 @@ export class UrlPolicy {
     this.setting = options.allowlistSetting ?? 'the browser allowlist';
     this.cacheTtlMs = options.cacheTtlMs ?? 10_000;
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 5000;
-    this.clock = options.clock ?? { now: () => performance.now() };
+    this.clock = options.clock ?? monotonicClock;
   }
 
   /**
@@ -179,7 +177,7 @@ export class UrlPolicy {
     try {
       url = new URL(raw);
     } catch {
-      return { refusal: { code: 'URL_INVALID', reason: `not an absolute URL: ${clip(raw)}` } };
+      return { refusal: { code: 'URL_INVALID', reason: `not an absolute URL: ${clip(raw, 120)}` } };
     }
     if (!ALLOWED_SCHEMES.has(url.protocol)) {
       return {
@@ -235,7 +233,7 @@ export class UrlPolicy {
       return {
         allowed: false,
         host: rawHost,
-        refusal: { code: 'URL_INVALID', reason: `not a valid host: ${clip(rawHost)}` },
+        refusal: { code: 'URL_INVALID', reason: `not a valid host: ${clip(rawHost, 120)}` },
       };
     }
     const literal = parseIp(host);
@@ -276,7 +274,7 @@ export class UrlPolicy {
   }
 
   /** True when an address (already resolved) may be connected to. */
-  addressAllowed(ip: IpAddress): boolean {
+  private addressAllowed(ip: IpAddress): boolean {
     return classifyIp(ip).category === 'public' || this.cidrAllowlisted(ip);
   }
 
@@ -370,8 +368,4 @@ export function canonicalHost(raw: string): string | undefined {
   if (hostname.startsWith('[')) hostname = hostname.slice(1, -1);
   if (hostname.endsWith('.')) hostname = hostname.slice(0, -1);
   return hostname.toLowerCase();
-}
-
-function clip(s: string, n = 120): string {
-  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }

@@ -452,11 +452,7 @@ export class SqliteContextGraph extends ContextGraph {
   }
 
   override async getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
-    const row = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ? AND session_id = ?`).get(
-      actionId,
-      sessionId,
-    ) as ActionRow | undefined;
-    return row && this.hydrate([row])[0];
+    return this.action(sessionId, actionId);
   }
 
   override async listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {
@@ -499,12 +495,8 @@ export class SqliteContextGraph extends ContextGraph {
     query: FailureContextQuery,
   ): Promise<FailureContext | undefined> {
     assertFailureContextQuery(query);
-    const row = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ? AND session_id = ?`).get(
-      actionId,
-      sessionId,
-    ) as ActionRow | undefined;
-    if (!row) return undefined;
-    const [action] = this.hydrate([row]);
+    const action = this.action(sessionId, actionId);
+    if (!action) return undefined;
     const ancestors = this.sql(
       `WITH RECURSIVE up(id) AS (
          SELECT retry_of FROM actions WHERE id = ? AND retry_of IS NOT NULL
@@ -519,13 +511,13 @@ export class SqliteContextGraph extends ContextGraph {
     ).all(actionId) as ActionRow[];
     const before = this.sql(
       `SELECT ${ACTION_COLUMNS} FROM actions WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
-    ).all(sessionId, row.seq, query.before) as ActionRow[];
+    ).all(sessionId, action.seq, query.before) as ActionRow[];
     const writerRows = new Map<string, ActionRow>();
     for (const path of new Set(action.files.map((t) => t.path))) {
       const writer = this.sql(
         `SELECT ${ACTION_COLUMNS_OF_A} FROM action_files af JOIN actions a ON a.id = af.action_id
          WHERE af.file_id = ? AND af.access = 'write' AND a.seq < ? ORDER BY a.seq DESC LIMIT 1`,
-      ).get(fileNodeId(sessionId, path), row.seq) as ActionRow | undefined;
+      ).get(fileNodeId(sessionId, path), action.seq) as ActionRow | undefined;
       if (writer) writerRows.set(path, writer);
     }
     const summaries = (rows: ActionRow[]): ActionSummary[] => this.hydrate(rows).map(summarize);
@@ -746,6 +738,14 @@ export class SqliteContextGraph extends ContextGraph {
     db.prepare(
       `INSERT INTO meta (key, value) VALUES ('outbox', ?) ON CONFLICT (key) DO UPDATE SET value = ?`,
     ).run(wanted, wanted);
+  }
+
+  private action(sessionId: string, actionId: string): ActionRecord | undefined {
+    const row = this.sql(`SELECT ${ACTION_COLUMNS} FROM actions WHERE id = ? AND session_id = ?`).get(
+      actionId,
+      sessionId,
+    ) as ActionRow | undefined;
+    return row && this.hydrate([row])[0];
   }
 
   private session(sessionId: string): SessionState | undefined {

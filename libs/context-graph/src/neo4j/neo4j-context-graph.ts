@@ -20,6 +20,7 @@ import {
   ActionNotRecordedError,
   ContextGraphClosedError,
   GraphStoreConnectionError,
+  type GraphStoreSetting,
   SessionNotRecordedError,
 } from '../context-graph.errors';
 import { ContextGraph } from '../context-graph.port';
@@ -389,11 +390,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
   }
 
   /** Which setting a failure points at, and whether waiting could help. */
-  private classify(error: unknown): {
-    setting: 'uri' | 'credentials' | 'database';
-    transient: boolean;
-    message: string;
-  } {
+  private classify(error: unknown): { setting: GraphStoreSetting; transient: boolean; message: string } {
     const code = error instanceof Neo4jError ? error.code : '';
     const where = `Neo4j at ${this.options.uri}`;
     if (code.startsWith('Neo.ClientError.Security.')) {

@@ -22,7 +22,7 @@ function repoRoot(): string {
 const REPO = repoRoot();
 
 /** Where `scripts/neo4j.sh` keeps instance `name`. */
-export function neo4jInstanceDir(name: string): string {
+function neo4jInstanceDir(name: string): string {
   return path.join(process.env.SWITCHYARD_RUNTIME_DIR ?? path.join(REPO, '.runtime'), 'neo4j', name);
 }
 

@@ -14,7 +14,7 @@ export interface ForwarderTimers {
   clearTimeout(handle: unknown): void;
 }
 
-export const SYSTEM_TIMERS: ForwarderTimers = {
+const SYSTEM_TIMERS: ForwarderTimers = {
   setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };

@@ -48,7 +48,6 @@ export class ReplicatedContextGraph extends ContextGraph {
   private readonly local: SqliteContextGraph;
   private readonly remote: ContextGraph & ReplicaTarget;
   private closed = false;
-  private started = false;
 
   constructor(private readonly options: ReplicatedContextGraphOptions) {
     super();
@@ -62,7 +61,6 @@ export class ReplicatedContextGraph extends ContextGraph {
     await this.local.init();
     await this.remote.init(); // on failure the owner calls close(), which releases both
     this.forwarder.start();
-    this.started = true;
   }
 
   override recordSession(session: SessionRecord): Promise<void> {

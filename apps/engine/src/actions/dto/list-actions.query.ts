@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { toInt } from '../../http/query-int';
 
 export class ListActionsQuery {
   @IsOptional()
@@ -7,9 +8,7 @@ export class ListActionsQuery {
   cursor?: string;
 
   @IsOptional()
-  @Transform(({ value }: { value: unknown }) =>
-    typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value,
-  )
+  @Transform(toInt)
   @IsInt()
   @Min(1)
   @Max(1000)

@@ -1,9 +1,8 @@
 import { ACTION_STATUSES, ACTION_TYPES, type ActionStatus, type ActionType } from '@switchyard/common';
 import { Transform } from 'class-transformer';
 import { ArrayNotEmpty, IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
+import { toInt } from '../../http/query-int';
 
-const toInt = ({ value }: { value: unknown }): unknown =>
-  typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
 /** `?types=code,file` and `?types=code&types=file` both give a list. */
 const toList = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string' && !Array.isArray(value)) return value;
