@@ -20,6 +20,8 @@ export class EngineProcess {
   private stderr = '';
   /** How the process ended: the signal's name, or `exit <code>`. */
   readonly exited: Promise<string>;
+  /** Resolves once the process has exited and its stderr has been read to the end. */
+  readonly closed: Promise<void>;
 
   private constructor(
     readonly child: ChildProcess,
@@ -31,6 +33,7 @@ export class EngineProcess {
     this.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)),
     );
+    this.closed = new Promise((resolve) => child.once('close', () => resolve()));
   }
 
   /** Starts the engine and resolves once `/health` answers (rejects after 30 s, killing it). */
@@ -39,17 +42,8 @@ export class EngineProcess {
     port: number,
     env: Record<string, string> = {},
   ): Promise<EngineProcess> {
-    const child = spawn(process.execPath, [ENGINE_MAIN], {
-      env: {
-        ...process.env,
-        PORT: String(port),
-        SWITCHYARD_DATA_DIR: dataDir,
-        SWITCHYARD_LOG_LEVEL: 'warn',
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const engine = new EngineProcess(child, `http://127.0.0.1:${port}`);
+    const engine = EngineProcess.spawn(dataDir, port, env);
+    const child = engine.child;
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && child.exitCode === null) {
       try {
@@ -61,6 +55,21 @@ export class EngineProcess {
     }
     child.kill('SIGKILL');
     throw new Error(`engine did not start: ${engine.stderr}`);
+  }
+
+  /** Starts the engine without waiting for it to answer: for a start-up that must fail. */
+  static spawn(dataDir: string, port: number, env: Record<string, string> = {}): EngineProcess {
+    const child = spawn(process.execPath, [ENGINE_MAIN], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        SWITCHYARD_DATA_DIR: dataDir,
+        SWITCHYARD_LOG_LEVEL: 'warn',
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    return new EngineProcess(child, `http://127.0.0.1:${port}`);
   }
 
   get pid(): number {

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
+import type { Clock } from '@switchyard/common';
 import { BrowserModule } from '@switchyard/browser';
 import { type ContextGraph, ContextGraphModule } from '@switchyard/context-graph';
 import {
@@ -16,34 +16,24 @@ import {
 } from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
-import { ActionsController } from './actions/actions.controller';
-import { ActionScheduler } from './actions/action-scheduler';
-import { ExecutionEngine } from './actions/execution-engine.service';
-import { EventsController } from './events/events.controller';
-import { SessionEvents } from './events/session-events';
-import { IdempotencyService } from './idempotency/idempotency.service';
-import { SecretRedactor } from './redaction/secret-redactor';
-import { PlanExecutor } from './plans/plan-executor.service';
-import { PlanStore } from './plans/plan.store';
-import { PlansController } from './plans/plans.controller';
-import { ToolCallsService } from './tools/tool-calls.service';
-import { MetricsController } from './metrics/metrics.controller';
-import { MetricsService } from './metrics/metrics.service';
-import { ReadinessController } from './health/readiness.controller';
-import { ToolsController } from './tools/tools.controller';
-import { ToolsService } from './tools/tools.service';
-import { CLOCK, type Clock, ENGINE_CONFIG, systemClock } from './config/config.tokens';
+import { ActionsModule } from './actions/actions.module';
+import { ConfigModule } from './config/config.module';
 import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
-import { GraphController } from './graph/graph.controller';
+import { EventsModule } from './events/events.module';
+import { GraphModule } from './graph/graph.module';
 import { contextGraphOptions } from './graph/graph-store';
-import { HealthController } from './health/health.controller';
-import { ApiKeyGuard } from './http/api-key.guard';
-import { SessionStore } from './sessions/session.store';
-import { SessionsController } from './sessions/sessions.controller';
-import { SessionsService } from './sessions/sessions.service';
-import { SqliteSessionStore } from './sessions/sqlite-session.store';
+import { HealthModule } from './health/health.module';
+import { MetricsModule } from './metrics/metrics.module';
+import { PlansModule } from './plans/plans.module';
+import { RedactionModule } from './redaction/redaction.module';
+import { SessionsModule } from './sessions/sessions.module';
+import { StorageModule } from './storage/storage.module';
+import { ToolsModule } from './tools/tools.module';
 
-/** Composition root: wires the libraries from one validated configuration. */
+/**
+ * Composition root: the libraries wired from one validated configuration, and the engine's feature modules (sessions,
+ * actions, plans, events, tools, graph queries, health, metrics).
+ */
 @Module({})
 export class AppModule {
   static forRoot(
@@ -71,7 +61,9 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        TerminusModule.forRoot({ errorLogStyle: 'json' }),
+        ConfigModule.forRoot(config, overrides.clock),
+        StorageModule,
+        RedactionModule.forRoot(secretPatterns),
         ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),
         WorkspaceModule.forRoot({
           root: path.join(config.dataDir, 'workspaces'),
@@ -153,37 +145,14 @@ export class AppModule {
           outputMaxBytes: config.sandbox.output.maxBytes,
           prelaunch: config.browser.prelaunch,
         }),
-      ],
-      controllers: [
-        SessionsController,
-        ActionsController,
-        EventsController,
-        PlansController,
-        ToolsController,
-        MetricsController,
-        ReadinessController,
-        GraphController,
-        HealthController,
-      ],
-      providers: [
-        { provide: ENGINE_CONFIG, useValue: config },
-        { provide: CLOCK, useValue: overrides.clock ?? systemClock },
-        {
-          provide: SessionStore,
-          useFactory: () => new SqliteSessionStore(path.join(config.dataDir, 'engine.db')),
-        },
-        ApiKeyGuard,
-        SessionsService,
-        ExecutionEngine,
-        IdempotencyService,
-        { provide: SecretRedactor, useFactory: () => new SecretRedactor(secretPatterns) },
-        PlanExecutor,
-        ToolsService,
-        MetricsService,
-        ToolCallsService,
-        { provide: PlanStore, useFactory: () => new PlanStore(path.join(config.dataDir, 'engine.db')) },
-        { provide: ActionScheduler, useFactory: () => new ActionScheduler(config.actions) },
-        { provide: SessionEvents, useFactory: () => new SessionEvents(config.actions.eventsBuffer) },
+        SessionsModule,
+        EventsModule,
+        ActionsModule,
+        PlansModule,
+        ToolsModule,
+        GraphModule,
+        HealthModule,
+        MetricsModule,
       ],
     };
   }

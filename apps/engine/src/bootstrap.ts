@@ -9,7 +9,7 @@ import { SandboxManager } from '@switchyard/sandbox';
 import { AppModule } from './app.module';
 import { graphStartupError } from './graph/graph-store';
 import { tierAvailability } from './health/health.controller';
-import type { Clock } from './config/config.tokens';
+import type { Clock } from '@switchyard/common';
 import type { EngineConfig, LogLevel } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';

@@ -1,2 +1,3 @@
 export * from './action.types';
+export * from './clock';
 export * from './errors';

@@ -4,7 +4,7 @@ export * from './sandbox.errors';
 export * from './sandbox.constants';
 export * from './sandbox.options';
 export * from './sandbox.module';
-export { SandboxManager, toOutcome } from './sandbox-manager.service';
+export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
 export { BASE_ENV, ENV_LIMITS, buildChildEnv, validateEnv } from './env-policy';
 export { OutputCollector, REDACTED } from './output-collector';
 export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';

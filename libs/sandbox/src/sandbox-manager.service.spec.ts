@@ -4,7 +4,14 @@ import { SandboxInternalError } from './sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
 import { SandboxTier } from './sandbox-tier.port';
-import type { CodeRequest, TierAvailability, TierJob, TierRunResult } from './sandbox.types';
+import { prepareAndRun } from './sandbox-manager.testing';
+import {
+  isRunnable,
+  type CodeRequest,
+  type TierAvailability,
+  type TierJob,
+  type TierRunResult,
+} from './sandbox.types';
 
 /** Records what it was asked to do and answers with what the test configured. */
 class FakeTier extends SandboxTier {
@@ -119,11 +126,11 @@ describe('SandboxManager.route', () => {
   });
 });
 
-describe('SandboxManager.validate', () => {
+describe('SandboxManager.prepare: validation', () => {
   const { manager } = setup();
   const field = (req: CodeRequest) => {
     try {
-      manager.validate(req);
+      manager.prepare(req);
     } catch (err) {
       expect(err).toBeInstanceOf(InvalidInputError);
       return (err as InvalidInputError).field;
@@ -160,9 +167,7 @@ describe('SandboxManager.execute', () => {
   it('runs low risk in the subprocess tier with the built environment and defaults', async () => {
     const { manager, fakes } = setup();
     const onOutput = jest.fn();
-    const outcome = await manager.execute(request({ env: { FOO: 'bar' }, stdin: 'in' }), undefined, {
-      onOutput,
-    });
+    const outcome = await prepareAndRun(manager, request({ env: { FOO: 'bar' }, stdin: 'in' }), { onOutput });
     expect(outcome).toMatchObject({ status: 'succeeded', tier: 'subprocess', exitCode: 0, stdout: 'ok\n' });
     const job = fakes.subprocess.runs[0];
     expect(job).toMatchObject({
@@ -179,7 +184,7 @@ describe('SandboxManager.execute', () => {
 
   it('denies (never downgrades) when the routed tier is not registered', async () => {
     const { manager, fakes } = setup(['subprocess']);
-    const outcome = await manager.execute(request({ code: HIGH }));
+    const outcome = await prepareAndRun(manager, request({ code: HIGH }));
     expect(outcome.status).toBe('denied');
     expect(outcome.tier).toBe('container');
     expect(outcome.error).toMatchObject({ class: 'policy', code: 'TIER_UNAVAILABLE' });
@@ -190,21 +195,34 @@ describe('SandboxManager.execute', () => {
   it('denies (never downgrades) when the routed tier says it is unavailable', async () => {
     const { manager, fakes } = setup();
     fakes.pooled.availabilityAnswer = { available: false, reason: 'docker daemon unreachable' };
-    const outcome = await manager.execute(request({ code: MEDIUM }));
+    const outcome = await prepareAndRun(manager, request({ code: MEDIUM }));
     expect(outcome).toMatchObject({ status: 'denied', tier: 'pooled', error: { class: 'policy' } });
     expect(outcome.error!.message).toContain('docker daemon unreachable');
     expect(fakes.subprocess.runs).toHaveLength(0);
     expect(fakes.container.runs).toHaveLength(0);
   });
 
-  it('records policy denials without running anything', async () => {
-    const { manager, fakes } = setup();
-    const outcome = await manager.execute(request({ language: 'bash', code: CRITICAL }));
-    expect(outcome).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'RISK_CRITICAL' } });
-    expect(outcome.risk.level).toBe('critical');
-    const weaker = await manager.execute(request({ code: HIGH, tier: 'subprocess' }));
-    expect(weaker).toMatchObject({ status: 'denied', tier: 'subprocess', error: { code: 'TIER_TOO_WEAK' } });
-    expect(Object.values(fakes).every((f) => f.runs.length === 0)).toBe(true);
+  it('records policy denials in the routing, so nothing can run them', () => {
+    const { manager } = setup();
+    const critical = manager.prepare(request({ language: 'bash', code: CRITICAL }));
+    expect(critical).toMatchObject({ denial: { class: 'policy', code: 'RISK_CRITICAL' } });
+    expect(critical.risk.level).toBe('critical');
+    expect(isRunnable(critical)).toBe(false);
+    const weaker = manager.prepare(request({ code: HIGH, tier: 'subprocess' }));
+    expect(weaker).toMatchObject({ tier: 'subprocess', denial: { code: 'TIER_TOO_WEAK' } });
+    expect(isRunnable(weaker)).toBe(false);
+  });
+
+  it('raises a request to a floor tier (a retry never runs weaker than its original)', () => {
+    const { manager } = setup();
+    expect(manager.route(request({ code: LOW }), 'pooled').tier).toBe('pooled');
+    expect(manager.route(request({ code: LOW, tier: 'subprocess' }), 'pooled')).toMatchObject({
+      tier: 'pooled',
+    });
+    expect(manager.route(request({ code: LOW, tier: 'subprocess' }), 'pooled').denial).toBeUndefined();
+    // The policy's tier wins when it is stronger than the floor; an explicit stronger tier is kept.
+    expect(manager.route(request({ code: HIGH }), 'pooled').tier).toBe('container');
+    expect(manager.route(request({ code: LOW, tier: 'container' }), 'pooled').tier).toBe('container');
   });
 
   it('applies per-tier limits: tier output caps, default timeout lowered, a larger explicit timeout denied', async () => {
@@ -212,44 +230,46 @@ describe('SandboxManager.execute', () => {
       defaultTimeoutMs: 30_000,
       tierLimits: { pooled: { maxTimeoutMs: 10_000, output: { maxBytes: 4096 } } },
     });
-    await manager.execute(request({ code: MEDIUM }));
+    await prepareAndRun(manager, request({ code: MEDIUM }));
     expect(fakes.pooled.runs[0]).toMatchObject({
       timeoutMs: 10_000,
       output: { maxBytes: 4096, maxLines: 2000 },
     });
     expect(fakes.pooled.runs[0].output.redact!.length).toBeGreaterThan(0);
-    await manager.execute(request({ code: LOW }));
+    await prepareAndRun(manager, request({ code: LOW }));
     expect(fakes.subprocess.runs[0]).toMatchObject({ timeoutMs: 30_000, output: { maxBytes: 1 << 20 } });
 
-    const tooLong = await manager.execute(request({ code: MEDIUM, timeoutMs: 20_000 }));
+    const tooLong = manager.prepare(request({ code: MEDIUM, timeoutMs: 20_000 }));
     expect(tooLong).toMatchObject({
-      status: 'denied',
       tier: 'pooled',
-      error: { class: 'policy', code: 'TIMEOUT_ABOVE_TIER_MAX' },
+      denial: { class: 'policy', code: 'TIMEOUT_ABOVE_TIER_MAX' },
     });
-    expect(tooLong.error!.message).toBe("timeoutMs 20000 exceeds the pooled tier's maximum of 10000 ms");
+    expect(tooLong.denial!.message).toBe("timeoutMs 20000 exceeds the pooled tier's maximum of 10000 ms");
     expect(fakes.pooled.runs).toHaveLength(1);
     // A stronger tier with the global maximum takes the same request.
-    const container = await manager.execute(request({ code: MEDIUM, timeoutMs: 20_000, tier: 'container' }));
+    const container = await prepareAndRun(
+      manager,
+      request({ code: MEDIUM, timeoutMs: 20_000, tier: 'container' }),
+    );
     expect(container.status).toBe('succeeded');
     expect(fakes.container.runs[0].timeoutMs).toBe(20_000);
   });
 
-  it('validates before running', async () => {
+  it('validates before anything can run', () => {
     const { manager, fakes } = setup();
-    await expect(manager.execute(request({ env: { BASH_ENV: '/x' } }))).rejects.toThrow(InvalidInputError);
+    expect(() => manager.prepare(request({ env: { BASH_ENV: '/x' } }))).toThrow(InvalidInputError);
     expect(fakes.subprocess.runs).toHaveLength(0);
   });
 
   it('turns a tier failure into an error outcome without leaking unknown messages', async () => {
     const { manager, fakes } = setup();
     fakes.subprocess.runError = new SandboxInternalError('CODE_FILE', 'cannot write the code file: ENOSPC');
-    expect(await manager.execute(request())).toMatchObject({
+    expect(await prepareAndRun(manager, request())).toMatchObject({
       status: 'error',
       error: { class: 'internal', code: 'CODE_FILE', message: 'cannot write the code file: ENOSPC' },
     });
     fakes.subprocess.runError = new Error('EACCES /secret/path');
-    const outcome = await manager.execute(request());
+    const outcome = await prepareAndRun(manager, request());
     expect(outcome.error).toEqual({ class: 'internal', code: 'INTERNAL', message: 'internal sandbox error' });
   });
 

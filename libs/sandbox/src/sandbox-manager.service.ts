@@ -1,14 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   criticalRiskDenial,
-  InvalidInputError,
-  LANGUAGES,
   TIERS,
   type ActionError,
   type RiskAssessment,
   type Tier,
 } from '@switchyard/common';
-import { buildChildEnv, validateEnv } from './env-policy';
+import { validateCodeRequest } from './code-request.validation';
+import { buildChildEnv } from './env-policy';
 import { RiskPolicy } from './risk/risk-policy';
 import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
 import { SandboxConfigError, SandboxError, SandboxInternalError } from './sandbox.errors';
@@ -17,7 +16,9 @@ import { SandboxTier } from './sandbox-tier.port';
 import type {
   CodeOutcome,
   CodeRequest,
+  RoutedCode,
   RoutingDecision,
+  RunnableCode,
   TierAvailability,
   TierJob,
   TierRunResult,
@@ -26,8 +27,18 @@ import type {
 const NO_TRUNCATION = Object.freeze({ stdout: false, stderr: false });
 const rank = (tier: Tier) => TIERS.indexOf(tier);
 
+export interface PrepareOptions {
+  /**
+   * The weakest tier the request may run in (a retry's floor: the tier its original ran in, or one above when
+   * escalating). A request for `auto` or for a weaker tier is raised to this floor or to the policy's tier,
+   * whichever is stronger.
+   */
+  minTier?: Tier;
+}
+
 /**
- * Validates code requests, scores and routes them to a tier, and runs them there.
+ * Validates code requests, scores and routes them to a tier once (`prepare`), and runs what was routed
+ * (`execute`).
  *
  * Routing never weakens isolation: an unregistered or unavailable tier means `denied`, never a fallback to a
  * weaker tier; a caller may ask for a stronger tier than the policy picks, not a weaker one (unless
@@ -49,27 +60,45 @@ export class SandboxManager {
     }
   }
 
-  /** Throws `InvalidInputError` (with the offending field) for a request that must not run. */
-  validate(req: CodeRequest): void {
-    this.normalize(req);
+  /**
+   * Validates (throwing `InvalidInputError` naming the field), scores and routes a request, once. The answer holds
+   * everything `execute` needs; a `denial` in it means the action is recorded `denied` without running.
+   */
+  prepare(req: CodeRequest, options: PrepareOptions = {}): RoutedCode {
+    const { timeoutMs, env } = validateCodeRequest(req, this.options);
+    const decision = this.route(req, options.minTier);
+    // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
+    const tierMax = decision.tier ? this.options.tierLimits[decision.tier].maxTimeoutMs : timeoutMs;
+    return {
+      ...decision,
+      request: req,
+      timeoutMs: Math.min(timeoutMs, tierMax),
+      env: buildChildEnv(env, req.language),
+    };
   }
 
-  route(req: CodeRequest): RoutingDecision {
+  /** The routing decision alone: risk, tier, and a refusal when the request may not run. Pure. */
+  route(req: CodeRequest, minTier?: Tier): RoutingDecision {
     const risk = this.risk.assess(req.language, req.code);
     if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     const routed = this.options.routing[risk.level];
-    if (req.tier === 'auto' || req.tier === routed) return this.withinTierLimits(req, { risk, tier: routed });
-    if (rank(req.tier) > rank(routed) || this.options.allowWeakerTier) {
-      return this.withinTierLimits(req, { risk, tier: req.tier });
+    let requested = req.tier ?? 'auto';
+    if (minTier !== undefined && (requested === 'auto' || rank(requested) < rank(minTier))) {
+      requested = rank(routed) > rank(minTier) ? routed : minTier;
+    }
+    if (requested === 'auto' || requested === routed)
+      return this.withinTierLimits(req, { risk, tier: routed });
+    if (rank(requested) > rank(routed) || this.options.allowWeakerTier) {
+      return this.withinTierLimits(req, { risk, tier: requested });
     }
     return {
       risk,
-      tier: req.tier,
+      tier: requested,
       denial: {
         class: 'policy',
         code: 'TIER_TOO_WEAK',
         message:
-          `tier "${req.tier}" is weaker than "${routed}", which ${risk.level} risk requires ` +
+          `tier "${requested}" is weaker than "${routed}", which ${risk.level} risk requires ` +
           `(${risk.reasons.join('; ')}); ask for "${routed}", a stronger tier or "auto"`,
       },
     };
@@ -90,23 +119,18 @@ export class SandboxManager {
   }
 
   /**
-   * Runs a validated request. Only engine faults reject; everything the code does is in the outcome.
+   * Runs a prepared request in its tier. Only engine faults reject; everything the code does is in the outcome.
+   * A tier that is missing or unavailable at run time is `denied`, never swapped for another.
    * `hooks.onOutput` receives output as it arrives (already redacted, within the caps).
    */
   async execute(
-    req: CodeRequest,
+    routed: RunnableCode,
     signal?: AbortSignal,
     hooks: { onOutput?: TierJob['onOutput'] } = {},
   ): Promise<CodeOutcome> {
     const started = performance.now();
-    const { timeoutMs, env } = this.normalize(req);
-    const decision = this.route(req);
+    const { request: req, risk, tier: tierName } = routed;
     const elapsed = () => Math.round(performance.now() - started);
-    if (decision.denial) return denied(decision.risk, decision.denial, elapsed(), decision.tier);
-    const tierName = decision.tier!;
-    const limits = this.options.tierLimits[tierName];
-    // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
-    const runTimeoutMs = Math.min(timeoutMs, limits.maxTimeoutMs);
     const tier = this.tiers.get(tierName);
     const availability = tier ? await this.safeAvailability(tier) : notInstalled();
     if (!tier || !availability.available) {
@@ -115,7 +139,7 @@ export class SandboxManager {
         code: 'TIER_UNAVAILABLE',
         message: `tier "${tierName}" is not available: ${availability.reason ?? 'unknown reason'}`,
       };
-      return denied(decision.risk, error, elapsed(), tierName);
+      return denied(risk, error, elapsed(), tierName);
     }
     let result: TierRunResult;
     try {
@@ -126,10 +150,10 @@ export class SandboxManager {
           language: req.language,
           code: req.code,
           stdin: req.stdin,
-          env: buildChildEnv(env, req.language),
-          timeoutMs: runTimeoutMs,
+          env: routed.env,
+          timeoutMs: routed.timeoutMs,
           workspaceDir: req.workspaceDir,
-          output: limits.output,
+          output: this.options.tierLimits[tierName].output,
           onOutput: hooks.onOutput,
         },
         signal,
@@ -140,7 +164,7 @@ export class SandboxManager {
       return {
         status: 'error',
         tier: tierName,
-        risk: decision.risk,
+        risk,
         stdout: '',
         stderr: '',
         truncated: NO_TRUNCATION,
@@ -151,7 +175,7 @@ export class SandboxManager {
         durationMs: elapsed(),
       };
     }
-    return toOutcome(result, tierName, decision.risk, runTimeoutMs);
+    return toOutcome(result, tierName, risk, routed.timeoutMs);
   }
 
   /** Every tier, registered or not; unregistered ones say so. */
@@ -191,73 +215,6 @@ export class SandboxManager {
       this.logger.error(`availability of ${tier.name} failed`, (err as Error).stack);
       return { available: false, reason: `availability check failed: ${(err as Error).message}` };
     }
-  }
-
-  private normalize(req: CodeRequest): { timeoutMs: number; env: Record<string, string> } {
-    const o = this.options;
-    if (!LANGUAGES.includes(req.language)) {
-      throw new InvalidInputError(
-        'language',
-        `language must be one of ${LANGUAGES.join(', ')}`,
-        'INVALID_LANGUAGE',
-      );
-    }
-    if (req.tier !== 'auto' && !TIERS.includes(req.tier)) {
-      throw new InvalidInputError('tier', `tier must be auto or one of ${TIERS.join(', ')}`, 'INVALID_TIER');
-    }
-    if (typeof req.code !== 'string')
-      throw new InvalidInputError('code', 'code must be a string', 'INVALID_CODE');
-    if (req.code.includes('\0'))
-      throw new InvalidInputError('code', 'code contains a NUL byte', 'INVALID_CODE');
-    const codeBytes = Buffer.byteLength(req.code, 'utf8');
-    if (codeBytes > o.maxCodeBytes) {
-      throw new InvalidInputError(
-        'code',
-        `code is ${codeBytes} bytes; at most ${o.maxCodeBytes}`,
-        'CODE_TOO_LARGE',
-        {
-          limit: o.maxCodeBytes,
-        },
-      );
-    }
-    if (req.stdin !== undefined) {
-      if (typeof req.stdin !== 'string')
-        throw new InvalidInputError('stdin', 'stdin must be a string', 'INVALID_STDIN');
-      const stdinBytes = Buffer.byteLength(req.stdin, 'utf8');
-      if (stdinBytes > o.maxStdinBytes) {
-        throw new InvalidInputError(
-          'stdin',
-          `stdin is ${stdinBytes} bytes; at most ${o.maxStdinBytes}`,
-          'STDIN_TOO_LARGE',
-          {
-            limit: o.maxStdinBytes,
-          },
-        );
-      }
-    }
-    const timeoutMs = req.timeoutMs ?? o.defaultTimeoutMs;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > o.maxTimeoutMs) {
-      throw new InvalidInputError(
-        'timeoutMs',
-        `timeoutMs must be an integer from 1 to ${o.maxTimeoutMs}`,
-        'INVALID_TIMEOUT',
-        {
-          max: o.maxTimeoutMs,
-        },
-      );
-    }
-    if (
-      typeof req.workspaceDir !== 'string' ||
-      !req.workspaceDir.startsWith('/') ||
-      req.workspaceDir.includes('\0')
-    ) {
-      throw new InvalidInputError(
-        'workspaceDir',
-        'workspaceDir must be an absolute path',
-        'INVALID_WORKSPACE',
-      );
-    }
-    return { timeoutMs, env: validateEnv(req.env) };
   }
 }
 

@@ -5,7 +5,7 @@ import { SandboxManager } from './sandbox-manager.service';
 import { SandboxModule } from './sandbox.module';
 import type { ResolvedSandboxOptions } from './sandbox.options';
 import { SandboxTier } from './sandbox-tier.port';
-import type { TierAvailability, TierRunResult } from './sandbox.types';
+import { isRunnable, type TierAvailability, type TierRunResult } from './sandbox.types';
 import { BubblewrapTier } from './subprocess/bubblewrap-tier';
 
 /** Stands in for a container tier registered from another module. */
@@ -53,7 +53,7 @@ describe('SandboxModule', () => {
     expect(tiers[0]).toBeInstanceOf(BubblewrapTier);
 
     const manager = moduleRef.get(SandboxManager);
-    const outcome = await manager.execute({
+    const routed = manager.prepare({
       actionId: 'a',
       sessionId: 's',
       language: 'python',
@@ -61,6 +61,8 @@ describe('SandboxModule', () => {
       tier: 'pooled',
       workspaceDir: '/nonexistent',
     });
+    if (!isRunnable(routed)) throw new Error('expected a runnable request');
+    const outcome = await manager.execute(routed);
     expect(outcome).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: 'pooled' });
     expect((await manager.availability()).container).toEqual({
       available: false,

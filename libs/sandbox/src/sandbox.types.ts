@@ -8,16 +8,21 @@ import type {
   TierRequest,
 } from '@switchyard/common';
 
-/** A code action as the engine hands it to the sandbox manager. */
-export interface CodeRequest {
-  actionId: string;
-  sessionId: string;
+/** What a code action asks for, as its caller sent it. */
+export interface CodeSpec {
   language: Language;
   code: string;
   stdin?: string;
   timeoutMs?: number;
   env?: Record<string, string>;
-  tier: TierRequest;
+  /** `auto` (the default) lets the risk policy choose; a stronger tier may be asked for, never a weaker one. */
+  tier?: TierRequest;
+}
+
+/** A code action as the engine hands it to the sandbox manager. */
+export interface CodeRequest extends CodeSpec {
+  actionId: string;
+  sessionId: string;
   /** Absolute host path of the session's workspace. */
   workspaceDir: string;
 }
@@ -30,6 +35,24 @@ export interface RoutingDecision {
   /** Set when the action must not run; the action is recorded as `denied`. */
   denial?: ActionError;
 }
+
+/**
+ * A code request validated and routed once, by `SandboxManager.prepare`. Later stages take it as it is: nothing
+ * re-validates, re-scores or re-routes it.
+ */
+export interface RoutedCode extends RoutingDecision {
+  request: CodeRequest;
+  /** The run's wall-clock limit: the request's (or the default), within the routed tier's maximum. */
+  timeoutMs: number;
+  /** The child's final environment: the allowlisted base plus the request's validated entries. */
+  env: Record<string, string>;
+}
+
+/** A routed request that may run: it has a tier and no denial. */
+export type RunnableCode = RoutedCode & { tier: Tier; denial?: undefined };
+
+export const isRunnable = (routed: RoutedCode): routed is RunnableCode =>
+  routed.tier !== undefined && routed.denial === undefined;
 
 /** What a code action produced. A non-zero exit is `failed`, not an error. */
 export interface CodeOutcome {

@@ -13,7 +13,7 @@ import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { SessionsService } from '../sessions/sessions.service';
 import { type ActionView, toActionView } from './action.view';
-import { ACTION_DTO_CLASSES, parseActionBody } from './dto/action-body';
+import { ACTION_DTO_CLASSES, parseActionRequest } from './dto/action-body';
 import { ListActionsQuery } from './dto/list-actions.query';
 import { RetryActionDto } from './dto/retry-action.dto';
 import { ExecutionEngine, type SubmittedAction } from './execution-engine.service';
@@ -76,14 +76,14 @@ export class ActionsController {
     @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
     // Session first: an unknown session is a 404 even when the body is also wrong.
-    this.sessions.get(tenant, sessionId);
+    const session = this.sessions.get(tenant, sessionId);
     const { wait, rest } = takeWait(body);
-    const action = parseActionBody(rest);
+    const request = parseActionRequest(rest);
     return this.answer(
       res,
       { tenant, sessionId, key: idempotencyKey, path: `/v1/sessions/${sessionId}/actions`, body },
       wait,
-      () => this.engine.submit(tenant, sessionId, action, { requestId }),
+      () => this.engine.submit(session, request, { requestId }),
     );
   }
 
@@ -105,8 +105,9 @@ export class ActionsController {
     @Res({ passthrough: true }) res: Response,
     @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
-    this.sessions.get(tenant, sessionId);
-    const dto = validateDto(RetryActionDto, body ?? {});
+    const session = this.sessions.get(tenant, sessionId);
+    const { action, reason, escalate, wait } = validateDto(RetryActionDto, body ?? {});
+    const revised = action === undefined ? undefined : parseActionRequest(action);
     return this.answer(
       res,
       {
@@ -116,8 +117,8 @@ export class ActionsController {
         path: `/v1/sessions/${sessionId}/actions/${actionId}/retry`,
         body,
       },
-      dto.wait !== false,
-      () => this.engine.retry(tenant, sessionId, actionId, { ...dto, requestId }),
+      wait !== false,
+      () => this.engine.retry(session, actionId, { revised, reason, escalate, requestId }),
     );
   }
 
@@ -132,7 +133,7 @@ export class ActionsController {
     @Param('sessionId') sessionId: string,
     @Param('actionId') actionId: string,
   ): Promise<ActionResult> {
-    return this.engine.cancel(tenant, sessionId, actionId);
+    return this.engine.cancel(this.sessions.get(tenant, sessionId), actionId);
   }
 
   @Get()
@@ -170,7 +171,7 @@ export class ActionsController {
 
   /**
    * Submits once per idempotency key, then answers 200 with the result, or 202 at once for `wait: false` (nobody
-   * awaits the result then: a refusal found while running is already recorded as `denied`).
+   * awaits the result then: a refusal found while running is recorded as `denied` and shown by `GET …/:id`).
    */
   private async answer(
     res: Response,
@@ -184,8 +185,13 @@ export class ActionsController {
       { method: 'POST', path: request.path, body: request.body },
       async () => {
         const submitted = await submit();
-        if (wait) return { statusCode: 200, body: await submitted.result };
-        submitted.result.catch(() => undefined);
+        if (wait) {
+          const { result, inputRefusal } = await submitted.completion;
+          // Recorded as denied; answered as the 4xx its input would have been had the lexical checks seen it.
+          if (inputRefusal) throw inputRefusal;
+          return { statusCode: 200, body: result };
+        }
+        submitted.completion.catch(() => undefined);
         return { statusCode: 202, body: accepted(submitted.id, request.sessionId, submitted.type) };
       },
     );

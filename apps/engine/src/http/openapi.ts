@@ -1,12 +1,61 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type {
+  OpenAPIObject,
+  ReferenceObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+
+// class-transformer ships its `@Type()` registry untyped. Without it, an array of nested DTOs (`@ValidateNested({
+// each: true }) @Type(() => PlanStepDto)`) would point at a schema named `Array` that does not exist.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as {
+  defaultMetadataStorage: TransformerMetadata;
+};
+
+const SCHEMAS = '#/components/schemas/';
 
 /** `$ref` to a DTO's schema; the schemas come from the same class-validator metadata that validates requests. */
 export const schemaRef = (cls: { name: string }): { $ref: string } => ({
-  $ref: `#/components/schemas/${cls.name}`,
+  $ref: `${SCHEMAS}${cls.name}`,
 });
+
+/** Names of the schemas `node` points at with `$ref`, anywhere inside it. */
+function schemaRefsIn(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) {
+    for (const item of node) schemaRefsIn(item, found);
+  } else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith(SCHEMAS)) {
+        found.push(value.slice(SCHEMAS.length));
+      } else {
+        schemaRefsIn(value, found);
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * The schemas the operations use, directly or through other schemas. class-validator-jsonschema converts every
+ * class with validation metadata in the process, the engine's own env schema included: that is internal and
+ * stays out of the public document.
+ */
+function usedSchemas(
+  document: OpenAPIObject,
+  available: Record<string, SchemaObject | ReferenceObject>,
+): Record<string, SchemaObject | ReferenceObject> {
+  const used = new Set<string>();
+  const pending = schemaRefsIn({ ...document, components: { ...document.components, schemas: {} } });
+  for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+    if (used.has(name) || !(name in available)) continue;
+    used.add(name);
+    schemaRefsIn(available[name], pending);
+  }
+  return Object.fromEntries(Object.entries(available).filter(([name]) => used.has(name)));
+}
 
 /** Serves the OpenAPI document at /docs (UI) and /docs-json. */
 export function installOpenApi(app: INestApplication): void {
@@ -18,10 +67,11 @@ export function installOpenApi(app: INestApplication): void {
     .build();
   const document = SwaggerModule.createDocument(app, config);
   // class-validator-jsonschema types its output with openapi3-ts; the shapes are the same JSON Schema.
-  const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/' }) as Record<
-    string,
-    SchemaObject
-  >;
-  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...schemas } };
+  const converted = validationMetadatasToSchemas({
+    refPointerPrefix: SCHEMAS,
+    classTransformerMetadataStorage: defaultMetadataStorage,
+  }) as Record<string, SchemaObject>;
+  const schemas = usedSchemas(document, { ...document.components?.schemas, ...converted });
+  document.components = { ...document.components, schemas };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
 }

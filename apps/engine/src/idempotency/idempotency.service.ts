@@ -1,12 +1,11 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { InvalidInputError, SwitchyardError } from '@switchyard/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { CLOCK, type Clock, InvalidInputError, SwitchyardError } from '@switchyard/common';
 import type { Response } from 'express';
 import { createHash } from 'node:crypto';
-import * as path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { CLOCK, type Clock, ENGINE_CONFIG } from '../config/config.tokens';
+import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
-import { openEngineDb } from '../storage/engine-db';
+import { EngineDb } from '../storage/engine-db';
 
 /** The key was used before with a different request. */
 export class IdempotencyKeyReusedError extends SwitchyardError {
@@ -37,7 +36,7 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
  * Only successful answers are kept: a refused request (4xx) may be corrected and sent again under the same key.
  */
 @Injectable()
-export class IdempotencyService implements OnApplicationShutdown {
+export class IdempotencyService {
   private readonly db: DatabaseSync;
   private readonly inProgress = new Map<string, { hash: string; answer: Promise<IdempotentAnswer> }>();
   private readonly ttlMs: number;
@@ -46,8 +45,9 @@ export class IdempotencyService implements OnApplicationShutdown {
   constructor(
     @Inject(ENGINE_CONFIG) config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
+    file: EngineDb,
   ) {
-    this.db = openEngineDb(path.join(config.dataDir, 'engine.db'));
+    this.db = file.db;
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS idempotency (
         tenant TEXT NOT NULL,
@@ -100,10 +100,6 @@ export class IdempotencyService implements OnApplicationShutdown {
     } finally {
       this.inProgress.delete(id);
     }
-  }
-
-  onApplicationShutdown(): void {
-    this.db.close();
   }
 
   private assertSame(storedHash: string, hash: string, key: string): void {

@@ -4,7 +4,6 @@ import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph } from '@switchyard/context-graph';
 import { PooledTier, SANDBOX_TIERS, type SandboxTier } from '@switchyard/sandbox';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ActionScheduler } from '../actions/action-scheduler';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -47,12 +46,7 @@ export class MetricsService {
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
   });
-  constructor(
-    scheduler: ActionScheduler,
-    @Inject(SANDBOX_TIERS) tiers: SandboxTier[],
-    browser: BrowserRouter,
-    graph: ContextGraph,
-  ) {
+  constructor(@Inject(SANDBOX_TIERS) tiers: SandboxTier[], browser: BrowserRouter, graph: ContextGraph) {
     collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_' });
     const pooled = tiers.find((t): t is PooledTier => t instanceof PooledTier);
     new Gauge({
@@ -95,13 +89,17 @@ export class MetricsService {
         this.set({ route: 'dedicated' }, s.dedicated);
       },
     });
+  }
+
+  /** Reports the actions running or queued, read from the scheduler when scraped. */
+  trackInFlight(read: () => { running: number; queued: number }): void {
     new Gauge({
       name: 'switchyard_actions_in_flight',
       help: 'Actions running or queued',
       labelNames: ['state'] as const,
       registers: [this.registry],
       collect() {
-        const s = scheduler.stats();
+        const s = read();
         this.set({ state: 'running' }, s.running);
         this.set({ state: 'queued' }, s.queued);
       },

@@ -3,23 +3,21 @@ import {
   Inject,
   Injectable,
   Logger,
-  type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { type ActionResult, NotFoundError, SwitchyardError } from '@switchyard/common';
+import { type ActionResult, CLOCK, type Clock, NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
 import { randomBytes } from 'node:crypto';
 import { ActionQueueFullError } from '../actions/action-scheduler';
-import { parseActionBody } from '../actions/dto/action-body';
-import { ExecutionEngine } from '../actions/execution-engine.service';
-import { CLOCK, type Clock } from '../config/config.tokens';
+import { ExecutionEngine, type SubmittedAction } from '../actions/execution-engine.service';
 import { SessionEvents } from '../events/session-events';
 import { SecretRedactor } from '../redaction/secret-redactor';
-import { type FieldProblem, RequestValidationError } from '../http/request-validation.error';
+import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
-import type { CreatePlanDto, PlanStepDto, ReplanDto } from './dto/plan.dto';
-import { dagProblems } from './plan-graph';
-import { FINAL_STEP, type Plan, type PlanStep, toPlanGraphRecord } from './plan.model';
+import { stepFailureContext } from './plan-failure-context';
+import { PlanRecorder } from './plan-recorder';
+import { validateReplan, validateSteps } from './plan-validation';
+import { FINAL_STEP, type Plan, type PlanSpec, type PlanStep, type PlanStepSpec } from './plan.model';
 import { PlanStore } from './plan.store';
 
 /** A replan or cancel of a plan in a state that does not allow it. */
@@ -48,11 +46,9 @@ const QUEUE_FULL_PAUSE_MS = 250;
  * replan (which replaces not-yet-succeeded steps and adds new ones) or a cancel.
  */
 @Injectable()
-export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
+export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('Plan');
   private readonly runs = new Map<string, PlanRun>();
-  /** Per plan, the last graph write queued: each snapshot is written after the one before it. */
-  private readonly graphWrites = new Map<string, Promise<void>>();
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
@@ -61,6 +57,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
     private readonly graph: ContextGraph,
     private readonly events: SessionEvents,
     private readonly store: PlanStore,
+    private readonly recorder: PlanRecorder,
     private readonly redactor: SecretRedactor,
   ) {}
 
@@ -73,7 +70,6 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
         }
       }
       this.finish(plan, 'interrupted');
-      this.store.save(plan);
     }
     this.sessions.onSessionEnd(async (sessionId) => {
       const runs = [...this.runs.values()].filter((r) => r.plan.sessionId === sessionId);
@@ -82,100 +78,64 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    // Running steps get the engine's grace period like any action, before the plans stop.
+    await this.engine.drain();
     await Promise.all([...this.runs.values()].map((r) => this.stop(r, 'engine shutting down')));
     // The graph closes after this hook: let the last snapshots land first.
-    await Promise.all([...this.graphWrites.values()]);
-  }
-
-  onApplicationShutdown(): void {
-    this.store.close();
+    await this.recorder.flushAll();
   }
 
   /** Validates the whole plan (400 naming the steps at fault, nothing runs), records it and starts it. */
-  async create(tenant: string, sessionId: string, dto: CreatePlanDto): Promise<Plan> {
-    this.sessions.get(tenant, sessionId);
-    this.validateSteps(tenant, sessionId, dto.steps, new Set());
+  create(session: Session, spec: PlanSpec): Plan {
+    validateSteps(this.engine, session, spec.steps, new Set());
     const now = this.now();
     const plan: Plan = {
       id: `plan_${randomBytes(12).toString('hex')}`,
-      sessionId,
-      tenant,
-      ...(dto.goal !== undefined && { goal: dto.goal }),
+      sessionId: session.id,
+      tenant: session.tenant,
+      ...(spec.goal !== undefined && { goal: spec.goal }),
       status: 'running',
-      maxParallel: dto.maxParallel ?? 1,
+      maxParallel: spec.maxParallel ?? 1,
       createdAt: now,
       updatedAt: now,
-      steps: dto.steps.map((s) => this.toStep(s, 1)),
+      steps: spec.steps.map((s) => this.toStep(s, 1)),
     };
-    this.store.save(plan);
-    this.recordInGraph(plan);
+    this.recorder.save(plan);
     const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
     this.runs.set(plan.id, run);
-    this.events.publish(sessionId, 'plan.started', { planId: plan.id, steps: plan.steps.map((s) => s.id) });
+    this.events.publish(session.id, 'plan.started', { planId: plan.id, steps: plan.steps.map((s) => s.id) });
     this.pump(run);
     return plan;
   }
 
-  get(tenant: string, sessionId: string, planId: string): Plan {
-    this.sessions.get(tenant, sessionId);
+  get(session: Session, planId: string): Plan {
     const plan = this.runs.get(planId)?.plan ?? this.store.get(planId);
-    if (!plan || plan.sessionId !== sessionId) {
-      throw new NotFoundError(`plan ${planId} not found in session ${sessionId}`, { planId });
+    if (!plan || plan.sessionId !== session.id) {
+      throw new NotFoundError(`plan ${planId} not found in session ${session.id}`, { planId });
     }
     return plan;
   }
 
-  list(tenant: string, sessionId: string): Plan[] {
-    this.sessions.get(tenant, sessionId);
-    return this.store.listBySession(sessionId).map((p) => this.runs.get(p.id)?.plan ?? p);
+  list(session: Session): Plan[] {
+    return this.store.listBySession(session.id).map((p) => this.runs.get(p.id)?.plan ?? p);
   }
 
   /**
    * Adds steps, or replaces steps that have not succeeded (same id; the new version starts afresh), then resumes.
    * Allowed while the plan runs or needs a replan.
    */
-  replan(tenant: string, sessionId: string, planId: string, dto: ReplanDto): Plan {
-    const plan = this.get(tenant, sessionId, planId);
+  replan(session: Session, planId: string, steps: PlanStepSpec[]): Plan {
+    const plan = this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || (plan.status !== 'running' && plan.status !== 'needs_replan')) {
       throw new PlanStateError(
         `plan ${planId} is ${plan.status}; only a running plan or one that needs a replan can be replanned`,
-        {
-          planId,
-          status: plan.status,
-        },
+        { planId, status: plan.status },
       );
     }
+    validateReplan(this.engine, session, plan, steps);
     const byId = new Map(plan.steps.map((s) => [s.id, s]));
-    const problems: FieldProblem[] = [];
-    dto.steps.forEach((s, i) => {
-      const old = byId.get(s.id);
-      if (old?.status === 'succeeded')
-        problems.push({ field: `steps[${i}].id`, message: `step "${s.id}" already succeeded` });
-      if (old?.status === 'running') {
-        problems.push({
-          field: `steps[${i}].id`,
-          message: `step "${s.id}" is running; cancel the plan or wait for it`,
-        });
-      }
-    });
-    if (problems.length > 0) throw new RequestValidationError(problems);
-    const replacing = new Set(dto.steps.map((s) => s.id));
-    const merged = [
-      ...plan.steps.filter((s) => !replacing.has(s.id)).map((s) => ({ id: s.id, dependsOn: s.dependsOn })),
-      ...dto.steps.map((s) => ({ id: s.id, dependsOn: s.dependsOn ?? [] })),
-    ];
-    const cycle = dagProblems(merged).filter((p) => p.message.startsWith('dependency cycle'));
-    if (cycle.length > 0)
-      throw new RequestValidationError(cycle.map((p) => ({ field: 'steps', message: p.message })));
-    this.validateSteps(
-      tenant,
-      sessionId,
-      dto.steps,
-      new Set(plan.steps.map((s) => s.id).filter((id) => !replacing.has(id))),
-    );
-
-    for (const s of dto.steps) {
+    for (const s of steps) {
       const old = byId.get(s.id);
       if (old) {
         const { replaced, ...previous } = old;
@@ -200,8 +160,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
   }
 
   /** Stops the plan: running steps' actions are cancelled, pending steps never start. */
-  async cancel(tenant: string, sessionId: string, planId: string): Promise<Plan> {
-    const plan = this.get(tenant, sessionId, planId);
+  async cancel(session: Session, planId: string): Promise<Plan> {
+    const plan = this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || plan.status === 'succeeded' || plan.status === 'cancelled' || plan.status === 'interrupted') {
       throw new PlanStateError(`plan ${planId} already ended (${plan.status})`, {
@@ -225,7 +185,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
       clearTimeout(timer);
     }
     // The caller reads the graph next: the snapshot it was answered with is recorded there first.
-    await this.graphWrites.get(plan.id);
+    await this.recorder.flushed(plan.id);
   }
 
   private async stop(run: PlanRun, reason: string): Promise<void> {
@@ -249,28 +209,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
     this.wake(run);
   }
 
-  private validateSteps(tenant: string, sessionId: string, steps: PlanStepDto[], known: Set<string>): void {
-    const problems = dagProblems(
-      steps.map((s) => ({ id: s.id, dependsOn: s.dependsOn ?? [] })),
-      known,
-    );
-    steps.forEach((s, i) => {
-      try {
-        this.engine.check(tenant, sessionId, parseActionBody(s.action));
-      } catch (err) {
-        const prefix = `steps[${i}].action`;
-        if (err instanceof RequestValidationError) {
-          problems.push(...err.problems.map((p) => ({ field: `${prefix}.${p.field}`, message: p.message })));
-        } else if (err instanceof SwitchyardError && err.kind === 'invalid_input') {
-          const field = typeof err.details.field === 'string' ? `${prefix}.${err.details.field}` : prefix;
-          problems.push({ field, message: err.message });
-        } else throw err;
-      }
-    });
-    if (problems.length > 0) throw new RequestValidationError(problems);
-  }
-
-  private toStep(s: PlanStepDto, version: number): PlanStep {
+  private toStep(s: PlanStepSpec, version: number): PlanStep {
     return {
       id: s.id,
       version,
@@ -406,11 +345,12 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
   ): Promise<ActionResult | undefined> {
     const { plan } = run;
     const startedAt = this.now();
-    const body = parseActionBody(step.action);
-    let submitted;
+    let session: Session;
+    let submitted: SubmittedAction;
     for (;;) {
       try {
-        submitted = await this.engine.submit(plan.tenant, plan.sessionId, body, retryOf ? { retryOf } : {});
+        session = this.sessions.get(plan.tenant, plan.sessionId);
+        submitted = await this.engine.submit(session, step.action, retryOf ? { retryOf } : {});
         break;
       } catch (err) {
         if (err instanceof ActionQueueFullError && !run.abort.signal.aborted) {
@@ -435,50 +375,34 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
     });
     this.touch(plan);
     // Cancelling the plan cancels the step's action through the engine's own path.
-    const onAbort = () =>
-      void this.engine.cancel(plan.tenant, plan.sessionId, submitted.id).catch(() => undefined);
+    const onAbort = () => void this.engine.cancel(session, submitted.id).catch(() => undefined);
     run.abort.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const result = await submitted.result.catch(async () => {
-        const r = await this.graph.getAction(plan.sessionId, submitted.id);
-        return r?.result;
-      });
+      const { result } = await submitted.completion;
       Object.assign(record, {
-        status: result?.status ?? 'error',
+        status: result.status,
         endedAt: this.now(),
-        ...(result?.error && { error: result.error }),
+        ...(result.error && { error: result.error }),
       });
       return result;
+    } catch (err) {
+      // Only an engine fault (the completion could not be recorded) gets here.
+      Object.assign(record, { status: 'error', endedAt: this.now() });
+      this.logger.error({
+        msg: 'plan step action ended inside the engine',
+        actionId: submitted.id,
+        err: String(err),
+      });
+      return undefined;
     } finally {
       run.abort.signal.removeEventListener('abort', onAbort);
     }
   }
 
-  /** What a replanner needs about the failed step: its last action as recorded, and every attempt. */
+  /** Attaches what a replanner needs about the failed step, then announces that the plan needs a replan. */
   private async attachFailureContext(run: PlanRun, step: PlanStep): Promise<void> {
     const { plan } = run;
-    const last = [...step.attempts].reverse().find((a) => a.actionId);
-    const action = last?.actionId ? await this.graph.getAction(plan.sessionId, last.actionId) : undefined;
-    plan.failureContext = {
-      stepId: step.id,
-      attempts: step.attempts,
-      ...(action && {
-        action: {
-          id: action.id,
-          input: this.redactor.value(action.input).value,
-          status: action.status,
-          tier: action.tier,
-          risk: action.risk,
-          exitCode: action.exitCode,
-          error: action.error,
-          outputExcerpt: action.outputExcerpt,
-          stderrTail: action.result?.stderr?.slice(-2048),
-        },
-      }),
-      ...(!action &&
-        last === undefined &&
-        step.attempts.at(-1)?.error && { error: step.attempts.at(-1)!.error }),
-    };
+    plan.failureContext = await stepFailureContext(this.graph, this.redactor, plan, step);
     this.touch(plan);
     this.events.publish(plan.sessionId, 'plan.needs_replan', { planId: plan.id, stepId: step.id });
     this.wake(run);
@@ -498,31 +422,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown, On
 
   private touch(plan: Plan): void {
     plan.updatedAt = this.now();
-    this.store.save(plan);
-    this.recordInGraph(plan);
-  }
-
-  /**
-   * Records the plan's current state in the context graph, after the writes queued before it (the snapshot is
-   * taken now). A failure is logged, never thrown: the plan keeps running without its graph record.
-   */
-  private recordInGraph(plan: Plan): void {
-    const record = toPlanGraphRecord(plan);
-    const previous = this.graphWrites.get(plan.id) ?? Promise.resolve();
-    const write = previous
-      .then(() => this.graph.recordPlan(record))
-      .catch((error: unknown) => {
-        this.logger.error({
-          msg: 'cannot record the plan in the context graph',
-          planId: plan.id,
-          sessionId: plan.sessionId,
-          error: error instanceof Error ? error.message : String(error),
-        });
-      })
-      .finally(() => {
-        if (this.graphWrites.get(plan.id) === write) this.graphWrites.delete(plan.id);
-      });
-    this.graphWrites.set(plan.id, write);
+    this.recorder.save(plan);
   }
 
   private wake(run: PlanRun): void {

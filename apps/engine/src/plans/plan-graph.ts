@@ -37,11 +37,14 @@ export function dagProblems(steps: DagStep[], known: ReadonlySet<string> = new S
   if (cycle) {
     problems.push({
       field: `steps[${index.get(cycle[0])}].dependsOn`,
-      message: `dependency cycle: ${[...cycle, cycle[0]].join(' → ')}`,
+      message: cycleMessage(cycle),
     });
   }
   return problems;
 }
+
+export const cycleMessage = (cycle: string[]): string =>
+  `dependency cycle: ${[...cycle, cycle[0]].join(' → ')}`;
 
 /** A cycle as the list of its step ids, or undefined (iterative DFS: deep plans must not overflow the stack). */
 export function findCycle(steps: DagStep[]): string[] | undefined {

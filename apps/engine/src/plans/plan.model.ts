@@ -1,5 +1,6 @@
 import type { ActionError, ActionStatus } from '@switchyard/common';
 import type { PlanGraphRecord, PlanGraphStep } from '@switchyard/context-graph';
+import type { ActionRequest } from '../actions/action-request';
 
 /**
  * `running` → `succeeded` (every step succeeded, or failed with `allowFailure`, or was skipped because of such a
@@ -18,11 +19,27 @@ export interface StepAttempt {
   error?: ActionError;
 }
 
+/** A step as submitted, its action already validated into the engine's request type. */
+export interface PlanStepSpec {
+  id: string;
+  action: ActionRequest;
+  dependsOn?: string[];
+  allowFailure?: boolean;
+  retry?: { attempts: number; backoffMs?: number };
+}
+
+/** A plan as submitted. */
+export interface PlanSpec {
+  goal?: string;
+  steps: PlanStepSpec[];
+  maxParallel?: number;
+}
+
 export interface PlanStep {
   id: string;
   /** 1 for the submitted step, +1 for each replan that replaced it. */
   version: number;
-  action: Record<string, unknown>;
+  action: ActionRequest;
   dependsOn: string[];
   allowFailure: boolean;
   retry: { attempts: number; backoffMs: number };

@@ -1,14 +1,15 @@
+import { Injectable } from '@nestjs/common';
 import type { DatabaseSync } from 'node:sqlite';
-import { openEngineDb } from '../storage/engine-db';
+import { EngineDb } from '../storage/engine-db';
 import type { Plan } from './plan.model';
 
 /** Plans as JSON documents in the engine's SQLite file, so `GET …/plans/:id` survives a restart. */
+@Injectable()
 export class PlanStore {
   private readonly db: DatabaseSync;
-  private closed = false;
 
-  constructor(file: string) {
-    this.db = openEngineDb(file);
+  constructor(private readonly file: EngineDb) {
+    this.db = file.db;
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS plans (
         id TEXT PRIMARY KEY,
@@ -21,7 +22,7 @@ export class PlanStore {
   }
 
   save(plan: Plan): void {
-    if (this.closed) return;
+    if (!this.file.isOpen) return;
     this.db
       .prepare(
         `INSERT INTO plans (id, session_id, status, doc) VALUES (?, ?, ?, ?)
@@ -48,11 +49,5 @@ export class PlanStore {
     return (this.db.prepare("SELECT doc FROM plans WHERE status = 'running'").all() as { doc: string }[]).map(
       (r) => JSON.parse(r.doc) as Plan,
     );
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.db.close();
   }
 }

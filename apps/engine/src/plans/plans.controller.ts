@@ -6,7 +6,9 @@ import { schemaRef } from '../http/openapi';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
+import { SessionsService } from '../sessions/sessions.service';
 import { CreatePlanDto, ReplanDto } from './dto/plan.dto';
+import { parsePlanSteps } from './dto/plan-steps';
 import { PlanExecutor } from './plan-executor.service';
 import type { Plan } from './plan.model';
 
@@ -19,6 +21,7 @@ const DEFAULT_WAIT_MS = 300_000;
 export class PlansController {
   constructor(
     private readonly plans: PlanExecutor,
+    private readonly sessions: SessionsService,
     private readonly idempotency: IdempotencyService,
   ) {}
 
@@ -38,13 +41,15 @@ export class PlansController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Plan> {
+    const session = this.sessions.get(tenant, sessionId);
     const dto = validateDto(CreatePlanDto, body);
+    const spec = { goal: dto.goal, maxParallel: dto.maxParallel, steps: parsePlanSteps(dto.steps) };
     const answer = await this.idempotency.run<Plan>(
       tenant,
       idempotencyKey,
       { method: 'POST', path: `/v1/sessions/${sessionId}/plans`, body },
       async () => {
-        const plan = await this.plans.create(tenant, sessionId, dto);
+        const plan = this.plans.create(session, spec);
         if (!dto.wait) return { statusCode: 202, body: plan };
         await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
         return { statusCode: plan.status === 'running' ? 202 : 200, body: plan };
@@ -52,13 +57,13 @@ export class PlansController {
     );
     const plan = sendIdempotentStatus(res, answer);
     // A replayed plan is shown as it is now, not as it was first answered.
-    return answer.replayed ? this.plans.get(tenant, sessionId, plan.id) : plan;
+    return answer.replayed ? this.plans.get(session, plan.id) : plan;
   }
 
   @Get()
   @ApiOperation({ summary: "The session's plans, oldest first" })
   list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { plans: Plan[] } {
-    return { plans: this.plans.list(tenant, sessionId) };
+    return { plans: this.plans.list(this.sessions.get(tenant, sessionId)) };
   }
 
   @Get(':planId')
@@ -68,7 +73,7 @@ export class PlansController {
     @Param('sessionId') sessionId: string,
     @Param('planId') planId: string,
   ): Plan {
-    return this.plans.get(tenant, sessionId, planId);
+    return this.plans.get(this.sessions.get(tenant, sessionId), planId);
   }
 
   @Post(':planId/replan')
@@ -84,8 +89,9 @@ export class PlansController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Plan> {
+    const session = this.sessions.get(tenant, sessionId);
     const dto = validateDto(ReplanDto, body);
-    const plan = this.plans.replan(tenant, sessionId, planId, dto);
+    const plan = this.plans.replan(session, planId, parsePlanSteps(dto.steps));
     if (dto.wait) await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
     res.status(plan.status === 'running' ? 202 : 200);
     return plan;
@@ -99,6 +105,6 @@ export class PlansController {
     @Param('sessionId') sessionId: string,
     @Param('planId') planId: string,
   ): Promise<Plan> {
-    return this.plans.cancel(tenant, sessionId, planId);
+    return this.plans.cancel(this.sessions.get(tenant, sessionId), planId);
   }
 }

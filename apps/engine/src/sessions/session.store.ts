@@ -6,5 +6,4 @@ export abstract class SessionStore {
   abstract insert(session: Session): void;
   abstract updateLastActive(entries: { id: string; lastActiveAt: Date }[]): void;
   abstract remove(id: string): void;
-  abstract close(): void;
 }

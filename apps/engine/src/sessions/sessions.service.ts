@@ -1,17 +1,19 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
+import { CLOCK, type Clock, InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
-import { SandboxManager } from '@switchyard/sandbox';
 import { WorkspaceManager } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
-import { CLOCK, type Clock, ENGINE_CONFIG } from '../config/config.tokens';
+import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
 import { type Session } from './session.model';
 import { SessionStore } from './session.store';
 
 export type SessionEndReason = 'deleted' | 'expired';
 
-/** Called before a session's resources are released, e.g. to stop its running actions. */
+/**
+ * Called before a session's workspace is removed: to stop its running actions and free what each kind of action
+ * holds for it (containers, browser contexts, plans).
+ */
 export type SessionEndHook = (sessionId: string, reason: SessionEndReason) => Promise<void>;
 
 export class SessionLimitError extends SwitchyardError {
@@ -42,7 +44,6 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     private readonly store: SessionStore,
     private readonly workspaces: WorkspaceManager,
     private readonly graph: ContextGraph,
-    private readonly sandbox: SandboxManager,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -57,7 +58,6 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.sweepTimer);
     await Promise.allSettled(this.ending.values());
     this.flushActivity();
-    this.store.close();
   }
 
   onSessionEnd(hook: SessionEndHook): void {
@@ -167,7 +167,6 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   private async release(id: string, reason: SessionEndReason): Promise<void> {
     for (const hook of this.endHooks) await hook(id, reason);
-    await this.sandbox.releaseSession(id);
     await this.workspaces.remove(id);
     await this.graph.endSession(id, this.clock.now().toISOString(), reason);
     this.store.remove(id);

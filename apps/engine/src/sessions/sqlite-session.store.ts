@@ -1,5 +1,6 @@
+import { Injectable } from '@nestjs/common';
 import type { DatabaseSync } from 'node:sqlite';
-import { openEngineDb } from '../storage/engine-db';
+import { EngineDb } from '../storage/engine-db';
 import type { Session } from './session.model';
 import { SessionStore } from './session.store';
 
@@ -14,13 +15,13 @@ interface SessionRow {
 }
 
 /** `SessionStore` in the engine's own SQLite file (`<data>/engine.db`). */
+@Injectable()
 export class SqliteSessionStore extends SessionStore {
   private readonly db: DatabaseSync;
-  private closed = false;
 
-  constructor(file: string) {
+  constructor(file: EngineDb) {
     super();
-    this.db = openEngineDb(file);
+    this.db = file.db;
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS sessions (
         id TEXT PRIMARY KEY,
@@ -86,11 +87,5 @@ export class SqliteSessionStore extends SessionStore {
 
   remove(id: string): void {
     this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.db.close();
   }
 }

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { type ActionResult, SwitchyardError } from '@switchyard/common';
-import { parseActionBody } from '../actions/dto/action-body';
+import { parseActionRequest } from '../actions/dto/action-body';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import { RequestValidationError } from '../http/request-validation.error';
+import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
 import { ToolsService } from './tools.service';
 
@@ -30,18 +31,18 @@ export class ToolCallsService {
 
   /** One call or an array of calls run in order. Throws only for an unknown session or a call without an id. */
   async run(tenant: string, sessionId: string, body: unknown): Promise<ToolResult | ToolResult[]> {
-    this.sessions.get(tenant, sessionId);
+    const session = this.sessions.get(tenant, sessionId);
     if (Array.isArray(body)) {
       body.forEach((c, i) => envelopeId(c, `[${i}]`));
       const results: ToolResult[] = [];
-      for (const call of body) results.push(await this.one(tenant, sessionId, call));
+      for (const call of body) results.push(await this.one(session, call));
       return results;
     }
     envelopeId(body, '');
-    return this.one(tenant, sessionId, body);
+    return this.one(session, body);
   }
 
-  private async one(tenant: string, sessionId: string, raw: unknown): Promise<ToolResult> {
+  private async one(session: Session, raw: unknown): Promise<ToolResult> {
     // A model's call as Anthropic's `tool_use` block carries it (OpenAI's `tool_calls` map onto it).
     const call = raw as { id: string; name?: unknown; input?: unknown };
     const error = (content: string): ToolResult => ({ tool_use_id: call.id, content, is_error: true });
@@ -64,8 +65,11 @@ export class ToolCallsService {
     }
     let result: ActionResult;
     try {
-      const action = parseActionBody(tool.toAction(input as Record<string, unknown>));
-      result = await this.engine.run(tenant, sessionId, action);
+      const request = parseActionRequest(tool.toAction(input as Record<string, unknown>));
+      const completion = await this.engine.run(session, request);
+      // A refusal of the input found only while running reads like one found before it.
+      if (completion.inputRefusal) throw completion.inputRefusal;
+      result = completion.result;
     } catch (err) {
       if (err instanceof RequestValidationError) {
         return error(

@@ -28,6 +28,7 @@ import { currentImage, resolveContainerOptions, type ContainerTierOptions } from
 import { buildContainerSpec } from './container-spec';
 import { ContainerTier } from './container-tier';
 import { DockerodeClient } from './docker-client';
+import { prepareAndRun } from '../sandbox-manager.testing';
 
 const MiB = 1024 * 1024;
 const SOCKET = process.env.DOCKER_HOST?.startsWith('unix://')
@@ -551,14 +552,14 @@ describeDocker('ContainerTier (real Docker)', () => {
       try {
         const manager = moduleRef.get(SandboxManager);
         const request = { sessionId: `${RUN}-module`, tier: 'container' as const, workspaceDir };
-        const ok = await manager.execute({
+        const ok = await prepareAndRun(manager, {
           ...request,
           actionId: 'm1',
           language: 'python',
           code: 'print(6 * 7)',
         });
         expect(ok).toMatchObject({ status: 'succeeded', tier: 'container', stdout: '42\n', exitCode: 0 });
-        const slow = await manager.execute({
+        const slow = await prepareAndRun(manager, {
           ...request,
           actionId: 'm2',
           language: 'bash',
@@ -566,7 +567,7 @@ describeDocker('ContainerTier (real Docker)', () => {
           timeoutMs: TIMEOUT,
         });
         expect(slow).toMatchObject({ status: 'timed_out', error: { code: 'TIMEOUT' } });
-        const oom = await manager.execute({
+        const oom = await prepareAndRun(manager, {
           ...request,
           actionId: 'm3',
           language: 'python',

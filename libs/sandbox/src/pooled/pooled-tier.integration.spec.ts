@@ -23,6 +23,7 @@ import { RunnerLostError } from './pooled.errors';
 import { PooledTierModule } from './pooled.module';
 import { resolvePooledOptions } from './pooled.options';
 import { PooledTier } from './pooled-tier';
+import { prepareAndRun } from '../sandbox-manager.testing';
 
 const repoRoot = path.resolve(__dirname, '../../../..');
 const options = resolvePooledOptions(
@@ -548,7 +549,7 @@ describeDocker('PooledTier through SandboxModule and the manager (real Docker)',
       await moduleRef.init();
       const manager = moduleRef.get(SandboxManager);
       expect((await manager.availability()).pooled).toMatchObject({ available: true });
-      const outcome = await manager.execute({
+      const outcome = await prepareAndRun(manager, {
         actionId: 'm1',
         sessionId: `mod-${process.pid}`,
         language: 'python',

@@ -19,6 +19,7 @@ import { BubblewrapTier } from './bubblewrap-tier';
 import { detectProcessLimiter } from './cgroup-limiter';
 import { ChildProcessLauncher } from './process-launcher';
 import type { ProcessLimiter } from './process-limiter';
+import { prepareAndRun } from '../sandbox-manager.testing';
 
 const BWRAP = '/usr/bin/bwrap';
 const canSandbox =
@@ -306,7 +307,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
       ];
       for (const env of bad) {
         await expect(
-          manager.execute({
+          prepareAndRun(manager, {
             actionId: 'x',
             sessionId: 's',
             language: 'bash',
@@ -317,7 +318,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
           }),
         ).rejects.toThrow(InvalidInputError);
       }
-      const ok = await manager.execute({
+      const ok = await prepareAndRun(manager, {
         actionId: 'x',
         sessionId: 's',
         language: 'bash',

@@ -1,5 +1,6 @@
 import { ACTION_TYPES } from '@switchyard/common';
 import { FILE_OPS } from '@switchyard/workspace';
+import type { ActionRequest } from '../action-request';
 import { RequestValidationError } from '../../http/request-validation.error';
 import { validateDto } from '../../http/validate-dto';
 import { BROWSER_ACTION_DTOS, BROWSER_OPS, type BrowserActionDto } from './browser-action.dto';
@@ -38,6 +39,14 @@ export function parseActionBody(body: unknown): ActionBody {
       }
       return validateDto<FileActionDto>(FILE_ACTION_DTOS[op], body);
   }
+}
+
+/**
+ * The HTTP edge's one conversion: an untrusted body, validated (400 naming every field at fault), as the engine's
+ * request type. The validated DTO's own fields are exactly the request's, so the request is a plain copy of them.
+ */
+export function parseActionRequest(body: unknown): ActionRequest {
+  return { ...parseActionBody(body) };
 }
 
 export const ACTION_DTO_CLASSES = [

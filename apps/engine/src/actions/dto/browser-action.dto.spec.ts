@@ -1,13 +1,9 @@
 import { BROWSER_OPS } from '@switchyard/browser';
 import { RequestValidationError } from '../../http/request-validation.error';
-import { summarizeInput } from '../action-input';
-import { ACTION_DTO_CLASSES, parseActionBody } from './action-body';
-import {
-  BROWSER_ACTION_DTOS,
-  type BrowserActionDto,
-  describeBrowserAction,
-  toBrowserRequest,
-} from './browser-action.dto';
+import type { BrowserActionRequest } from '../action-request';
+import { BrowserActionHandler } from '../handlers/browser-action.handler';
+import { ACTION_DTO_CLASSES, parseActionBody, parseActionRequest } from './action-body';
+import { BROWSER_ACTION_DTOS, type BrowserActionDto } from './browser-action.dto';
 
 const problems = (body: Record<string, unknown>): { field: string; message: string }[] => {
   try {
@@ -92,18 +88,31 @@ describe('browser action DTOs', () => {
     ]);
   });
 
-  it('turns a DTO into the router request and a summary', () => {
-    const dto = browser({ op: 'screenshot', path: 'a.png', fullPage: true, timeoutMs: 100 });
-    expect(toBrowserRequest(dto)).toEqual({
+  it('turns a body into the plain engine request, and the handler summarizes it', () => {
+    const request = parseActionRequest({
+      type: 'browser',
+      op: 'screenshot',
+      path: 'a.png',
+      fullPage: true,
+      timeoutMs: 100,
+    }) as BrowserActionRequest;
+    expect(request).toEqual({
+      type: 'browser',
       op: 'screenshot',
       path: 'a.png',
       fullPage: true,
       timeoutMs: 100,
     });
-    expect(describeBrowserAction(dto)).toBe('screenshot a.png');
-    expect(summarizeInput(browser({ op: 'navigate', url: 'https://example.org/\npath' }))).toBe(
-      'navigate https://example.org/ path',
-    );
-    expect(summarizeInput(browser({ op: 'back' }))).toBe('back');
+    expect(Object.getPrototypeOf(request)).toBe(Object.prototype);
+    // The summary needs no router: the handler's describing methods are pure.
+    const handler = new BrowserActionHandler(undefined as never);
+    expect(handler.summary(request)).toBe('screenshot a.png');
+    const navigate = parseActionRequest({
+      type: 'browser',
+      op: 'navigate',
+      url: 'https://example.org/\npath',
+    });
+    expect(handler.summary(navigate as BrowserActionRequest)).toBe('navigate https://example.org/ path');
+    expect(handler.summary({ type: 'browser', op: 'back' })).toBe('back');
   });
 });

@@ -1,7 +1,6 @@
 import {
   BROWSER_OPS,
   type BrowserOp,
-  type BrowserRequest,
   EXTRACT_MODES,
   type ExtractMode,
   LOAD_STATES,
@@ -381,21 +380,3 @@ export const BROWSER_ACTION_DTOS = {
 } satisfies Record<BrowserOp, new () => BrowserActionBase>;
 
 export type BrowserActionDto = InstanceType<(typeof BROWSER_ACTION_DTOS)[BrowserOp]>;
-
-/** The router's request carried by a browser action (its `type` field stripped). */
-export function toBrowserRequest(dto: BrowserActionDto): BrowserRequest {
-  const { type: _type, ...request } = dto;
-  return request;
-}
-
-/** `navigate https://…`, `click #submit`: what a browser action is about, for logs and the graph. */
-export function describeBrowserAction(dto: BrowserActionDto): string {
-  const target =
-    ('url' in dto && dto.url) ||
-    ('selector' in dto && dto.selector) ||
-    ('path' in dto && dto.path) ||
-    ('tabId' in dto && dto.tabId) ||
-    ('mode' in dto && dto.mode) ||
-    '';
-  return `${dto.op} ${target}`.trim();
-}

@@ -1,4 +1,4 @@
-import type { FileOp, FileOpName } from '@switchyard/workspace';
+import type { FileOpName } from '@switchyard/workspace';
 import { Equals, IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
@@ -171,9 +171,3 @@ export const FILE_ACTION_DTOS = {
 } satisfies Record<FileOpName, new () => FileActionBase>;
 
 export type FileActionDto = InstanceType<(typeof FILE_ACTION_DTOS)[FileOpName]>;
-
-/** The workspace op carried by a file action (its `type` field stripped). */
-export function toFileOp(dto: FileActionDto): FileOp {
-  const { type: _type, ...op } = dto;
-  return op;
-}

@@ -1,0 +1,46 @@
+import { Module } from '@nestjs/common';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import { EventsModule } from '../events/events.module';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
+import { MetricsModule } from '../metrics/metrics.module';
+import { MetricsService } from '../metrics/metrics.service';
+import { SessionsModule } from '../sessions/sessions.module';
+import { ActionEnvelopes } from './action-envelope';
+import { ACTION_HANDLERS, type ActionHandler } from './action-handler.port';
+import { ActionScheduler } from './action-scheduler';
+import { ActionsController } from './actions.controller';
+import { ExecutionEngine } from './execution-engine.service';
+import { BrowserActionHandler } from './handlers/browser-action.handler';
+import { CodeActionHandler } from './handlers/code-action.handler';
+import { FileActionHandler } from './handlers/file-action.handler';
+import { InFlightActions } from './in-flight-actions';
+import { RetryPolicy } from './retry-policy';
+
+/** Every kind of action has one handler here; the engine runs them all through the same steps. */
+const HANDLERS = [CodeActionHandler, FileActionHandler, BrowserActionHandler];
+
+/** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
+@Module({
+  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule],
+  controllers: [ActionsController],
+  providers: [
+    ...HANDLERS,
+    { provide: ACTION_HANDLERS, useFactory: (...h: ActionHandler[]) => h, inject: HANDLERS },
+    {
+      provide: ActionScheduler,
+      useFactory: (config: EngineConfig, metrics: MetricsService) => {
+        const scheduler = new ActionScheduler(config.actions);
+        metrics.trackInFlight(() => scheduler.stats());
+        return scheduler;
+      },
+      inject: [ENGINE_CONFIG, MetricsService],
+    },
+    InFlightActions,
+    RetryPolicy,
+    ActionEnvelopes,
+    ExecutionEngine,
+  ],
+  exports: [ExecutionEngine],
+})
+export class ActionsModule {}

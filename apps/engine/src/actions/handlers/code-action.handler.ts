@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { isRunnable, SandboxManager } from '@switchyard/sandbox';
+import { WorkspaceManager } from '@switchyard/workspace';
+import { type ActionContext, ActionHandler, type Outcome, type PreparedAction } from '../action-handler.port';
+import type { CodeActionRequest } from '../action-request';
+import { oneLine } from './summary';
+
+/** Code: scored and routed once by the sandbox manager, run in the tier it picked. */
+@Injectable()
+export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
+  readonly type = 'code' as const;
+
+  constructor(
+    private readonly sandbox: SandboxManager,
+    private readonly workspaces: WorkspaceManager,
+  ) {
+    super();
+  }
+
+  prepare(request: CodeActionRequest, ctx: ActionContext): PreparedAction {
+    const { type: _type, ...spec } = request;
+    const routed = this.sandbox.prepare(
+      { ...spec, actionId: ctx.actionId, sessionId: ctx.session.id, workspaceDir: ctx.workspaceDir },
+      { minTier: ctx.minTier },
+    );
+    const tier = routed.tier ?? 'none';
+    if (!isRunnable(routed)) return { tier, risk: routed.risk, denial: routed.denial! };
+    return {
+      tier,
+      risk: routed.risk,
+      run: async (signal): Promise<Outcome> => {
+        // The files a run changed are found by comparing the workspace before and after it.
+        const before = await this.workspaces.snapshot(ctx.session.id);
+        const out = await this.sandbox.execute(routed, signal, { onOutput: ctx.onOutput });
+        const after = await this.workspaces.snapshot(ctx.session.id);
+        return {
+          status: out.status,
+          tier: out.tier ?? tier,
+          risk: out.risk,
+          exitCode: out.exitCode,
+          redacted: out.redacted,
+          stdout: out.stdout,
+          stderr: out.stderr,
+          truncated: out.truncated,
+          error: out.error,
+          sandbox:
+            out.containerId !== undefined && (out.tier === 'pooled' || out.tier === 'container')
+              ? { tier: out.tier, containerId: out.containerId }
+              : undefined,
+          files: this.workspaces
+            .changedPaths(before, after)
+            .map((path) => ({ path, access: 'write' as const })),
+        };
+      },
+    };
+  }
+
+  operation(request: CodeActionRequest): string {
+    return request.language;
+  }
+
+  summary(request: CodeActionRequest): string {
+    return `${request.language}: ${oneLine(request.code)}`;
+  }
+
+  releaseSession(sessionId: string): Promise<void> {
+    return this.sandbox.releaseSession(sessionId);
+  }
+}

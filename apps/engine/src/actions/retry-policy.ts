@@ -1,0 +1,93 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InvalidInputError, NotFoundError, type Tier, TIERS } from '@switchyard/common';
+import { type ActionRecord, ContextGraph } from '@switchyard/context-graph';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import type { ActionRequest } from './action-request';
+import { RetryRefusedError } from './engine.errors';
+
+/** What a retry runs: the request (revised or the original's), the action it retries, and its tier floor. */
+export interface RetryPlan {
+  request: ActionRequest;
+  retryOf: string;
+  /** A code retry never runs in a weaker tier than its original; one above it when escalating. */
+  minTier?: Tier;
+}
+
+/**
+ * Decides whether and how an action may be retried: the original must exist and have ended, the chain must stay
+ * within SWITCHYARD_MAX_RETRY_DEPTH, and a code retry keeps (or, escalating, raises) its original's tier.
+ */
+@Injectable()
+export class RetryPolicy {
+  constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+    private readonly graph: ContextGraph,
+  ) {}
+
+  async plan(
+    sessionId: string,
+    actionId: string,
+    retry: { revised?: ActionRequest; escalate?: boolean },
+  ): Promise<RetryPlan> {
+    const original = await this.graph.getAction(sessionId, actionId);
+    if (!original)
+      throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
+    if (original.status === 'running') {
+      throw new RetryRefusedError(`action ${actionId} is still running; cancel it or wait for it to end`, {
+        actionId,
+      });
+    }
+    await this.checkDepth(sessionId, original);
+    // The graph keeps the input as it was validated and run: the same request type the edge builds.
+    const request = retry.revised ?? (original.input as unknown as ActionRequest);
+    if (request.type !== 'code') {
+      if (retry.escalate) {
+        throw new InvalidInputError('escalate', 'only code actions run in tiers that can be escalated');
+      }
+      return { request, retryOf: actionId };
+    }
+    const minTier = this.floor(original, retry.escalate ?? false);
+    return { request, retryOf: actionId, ...(minTier && { minTier }) };
+  }
+
+  /** Chains longer than SWITCHYARD_MAX_RETRY_DEPTH are refused (409). */
+  private async checkDepth(sessionId: string, original: ActionRecord): Promise<void> {
+    const max = this.config.actions.maxRetryDepth;
+    // Hops from the original back to the first action of its chain; the retry adds one.
+    let hops = 0;
+    for (let id = original.retryOf; id !== undefined && hops < max; hops++) {
+      id = (await this.graph.getAction(sessionId, id))?.retryOf;
+    }
+    if (hops + 1 > max) {
+      throw new RetryRefusedError(
+        `action ${original.id} is already retry ${hops} of its chain; SWITCHYARD_MAX_RETRY_DEPTH allows ${max}`,
+        { actionId: original.id, depth: hops },
+      );
+    }
+  }
+
+  /** The original's tier (one up when escalating); none when the original never reached a sandbox tier. */
+  private floor(original: ActionRecord, escalate: boolean): Tier | undefined {
+    let floor = (TIERS as readonly string[]).indexOf(original.tier);
+    if (!escalate) return floor < 0 ? undefined : TIERS[floor];
+    const limited = original.error?.class === 'timeout' || original.error?.class === 'limit';
+    if (!limited) {
+      throw new InvalidInputError(
+        'escalate',
+        `escalation is for actions that failed on their tier's limits (timeout, out of memory, output cap); ` +
+          `${original.id} ended ${original.status}${original.error ? ` (${original.error.class})` : ''}`,
+      );
+    }
+    if (floor < 0 || floor === TIERS.length - 1) {
+      throw new RetryRefusedError(
+        `action ${original.id} ran in "${original.tier}", there is no stronger tier`,
+        {
+          actionId: original.id,
+        },
+      );
+    }
+    floor += 1;
+    return TIERS[floor];
+  }
+}

@@ -1,0 +1,87 @@
+import { IsIn, IsOptional, IsString, MinLength } from 'class-validator';
+import * as path from 'node:path';
+import { IntVar, ListVar, MiB } from './env-parsing';
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The HTTP server, its tenants (API keys), sessions, logging and tool descriptions. */
+export class HttpEnv {
+  @IntVar(0, 65535)
+  PORT = 8080;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  HOST = '127.0.0.1';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  SWITCHYARD_DATA_DIR = './data';
+
+  /** Comma-separated bearer tokens; each one is a tenant. Empty = open (no auth). */
+  @ListVar()
+  @MinLength(16, { each: true })
+  SWITCHYARD_API_KEYS: string[] = [];
+
+  @IsOptional()
+  @IsIn(LOG_LEVELS)
+  SWITCHYARD_LOG_LEVEL: LogLevel = 'info';
+
+  @IntVar(1, 7 * 24 * 3600)
+  SWITCHYARD_SESSION_TTL_SECONDS = 3600;
+
+  @IntVar(1, 30 * 24 * 3600)
+  SWITCHYARD_MAX_SESSION_TTL_SECONDS = 24 * 3600;
+
+  @IntVar(50, 3_600_000)
+  SWITCHYARD_SWEEP_INTERVAL_MS = 30_000;
+
+  @IntVar(1, 100_000)
+  SWITCHYARD_MAX_SESSIONS = 1000;
+
+  @IntVar(1024, 1024 * MiB)
+  SWITCHYARD_MAX_BODY_BYTES = 8 * MiB;
+
+  /** TOML file with tool descriptions (`[bash] description = "…"`), read on every GET /v1/tools. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  SWITCHYARD_TOOLS_FILE?: string = undefined;
+}
+
+export interface HttpConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  apiKeys: string[];
+  logLevel: LogLevel;
+  sessions: {
+    defaultTtlSeconds: number;
+    maxTtlSeconds: number;
+    sweepIntervalMs: number;
+    maxSessions: number;
+  };
+  http: { maxBodyBytes: number };
+  tools: { descriptionsFile?: string };
+}
+
+/** Relative paths are taken from `cwd`, the engine's working directory. */
+export function httpConfig(env: HttpEnv, cwd: string): HttpConfig {
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    dataDir: path.resolve(cwd, env.SWITCHYARD_DATA_DIR),
+    apiKeys: env.SWITCHYARD_API_KEYS,
+    logLevel: env.SWITCHYARD_LOG_LEVEL,
+    sessions: {
+      defaultTtlSeconds: env.SWITCHYARD_SESSION_TTL_SECONDS,
+      maxTtlSeconds: env.SWITCHYARD_MAX_SESSION_TTL_SECONDS,
+      sweepIntervalMs: env.SWITCHYARD_SWEEP_INTERVAL_MS,
+      maxSessions: env.SWITCHYARD_MAX_SESSIONS,
+    },
+    http: { maxBodyBytes: env.SWITCHYARD_MAX_BODY_BYTES },
+    tools: { descriptionsFile: env.SWITCHYARD_TOOLS_FILE && path.resolve(cwd, env.SWITCHYARD_TOOLS_FILE) },
+  };
+}

@@ -1,0 +1,88 @@
+import { configFailure } from './config-error';
+import { BoolVar, IntVar, ListVar, MiB } from './env-parsing';
+
+/** What every tier shares (time, code and output limits, risk routing) and the subprocess tier's limits. */
+export class SandboxEnv {
+  @IntVar(1, 3_600_000)
+  SWITCHYARD_DEFAULT_TIMEOUT_MS = 30_000;
+
+  @IntVar(1, 24 * 3_600_000)
+  SWITCHYARD_MAX_TIMEOUT_MS = 300_000;
+
+  @IntVar(1, 512 * MiB)
+  SWITCHYARD_MAX_CODE_BYTES = 1 * MiB;
+
+  @IntVar(1024, 1024 * MiB)
+  SWITCHYARD_OUTPUT_MAX_BYTES = 1 * MiB;
+
+  @IntVar(1, 10_000_000)
+  SWITCHYARD_OUTPUT_MAX_LINES = 2000;
+
+  /** Lets a caller request a weaker tier than the risk policy picks. Off: never weaker. */
+  @BoolVar()
+  SWITCHYARD_ALLOW_WEAKER_TIER = false;
+
+  /** Risk score thresholds for medium, high and critical, as `20,50,80`. */
+  @ListVar()
+  SWITCHYARD_RISK_THRESHOLDS: string[] = ['20', '50', '80'];
+
+  /** Risk rule ids to switch off, comma-separated. */
+  @ListVar()
+  SWITCHYARD_RISK_DISABLED_RULES: string[] = [];
+
+  @IntVar(16 * MiB)
+  SWITCHYARD_SUBPROCESS_MEMORY_BYTES = 512 * MiB;
+
+  @IntVar(8, 4096)
+  SWITCHYARD_SUBPROCESS_PIDS = 128;
+}
+
+export interface RiskThresholdConfig {
+  medium: number;
+  high: number;
+  critical: number;
+}
+
+export interface SandboxConfig {
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  maxCodeBytes: number;
+  output: { maxBytes: number; maxLines: number };
+  allowWeakerTier: boolean;
+  riskThresholds: RiskThresholdConfig;
+  disabledRiskRules: string[];
+  subprocess: { memoryBytes: number; pids: number };
+}
+
+function parseThresholds(raw: string[]): RiskThresholdConfig {
+  const nums = raw.map((s) => Number(s));
+  const [medium, high, critical] = nums;
+  const valid =
+    nums.length === 3 &&
+    nums.every((n) => Number.isInteger(n) && n >= 1 && n <= 100) &&
+    medium < high &&
+    high < critical;
+  if (!valid) {
+    configFailure(
+      'SWITCHYARD_RISK_THRESHOLDS',
+      `expected three increasing integers 1–100 as "medium,high,critical" (got "${raw.join(',')}")`,
+    );
+  }
+  return { medium, high, critical };
+}
+
+export function sandboxConfig(env: SandboxEnv): SandboxConfig {
+  return {
+    defaultTimeoutMs: env.SWITCHYARD_DEFAULT_TIMEOUT_MS,
+    maxTimeoutMs: env.SWITCHYARD_MAX_TIMEOUT_MS,
+    maxCodeBytes: env.SWITCHYARD_MAX_CODE_BYTES,
+    output: { maxBytes: env.SWITCHYARD_OUTPUT_MAX_BYTES, maxLines: env.SWITCHYARD_OUTPUT_MAX_LINES },
+    allowWeakerTier: env.SWITCHYARD_ALLOW_WEAKER_TIER,
+    riskThresholds: parseThresholds(env.SWITCHYARD_RISK_THRESHOLDS),
+    disabledRiskRules: env.SWITCHYARD_RISK_DISABLED_RULES,
+    subprocess: {
+      memoryBytes: env.SWITCHYARD_SUBPROCESS_MEMORY_BYTES,
+      pids: env.SWITCHYARD_SUBPROCESS_PIDS,
+    },
+  };
+}

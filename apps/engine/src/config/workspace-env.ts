@@ -1,0 +1,30 @@
+import { IsIn, IsOptional } from 'class-validator';
+import { IntVar, MiB } from './env-parsing';
+
+/** Session workspaces: file and workspace size limits, and how the workspace size is enforced. */
+export class WorkspaceEnv {
+  @IntVar(1024)
+  SWITCHYARD_MAX_FILE_BYTES = 5 * MiB;
+
+  @IntVar(1024)
+  SWITCHYARD_MAX_WORKSPACE_BYTES = 1024 * MiB;
+
+  /** `auto`: each workspace is its own loop-mounted filesystem of SWITCHYARD_MAX_WORKSPACE_BYTES when possible. */
+  @IsOptional()
+  @IsIn(['auto', 'loop', 'off'])
+  SWITCHYARD_WORKSPACE_QUOTA: 'auto' | 'loop' | 'off' = 'auto';
+}
+
+export interface WorkspaceConfig {
+  maxFileBytes: number;
+  maxWorkspaceBytes: number;
+  quota: 'auto' | 'loop' | 'off';
+}
+
+export function workspaceConfig(env: WorkspaceEnv): WorkspaceConfig {
+  return {
+    maxFileBytes: env.SWITCHYARD_MAX_FILE_BYTES,
+    maxWorkspaceBytes: env.SWITCHYARD_MAX_WORKSPACE_BYTES,
+    quota: env.SWITCHYARD_WORKSPACE_QUOTA,
+  };
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { ActionsModule } from '../actions/actions.module';
+import { EventsModule } from '../events/events.module';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
+import { SessionsModule } from '../sessions/sessions.module';
+import { PlanExecutor } from './plan-executor.service';
+import { PlanRecorder } from './plan-recorder';
+import { PlanStore } from './plan.store';
+import { PlansController } from './plans.controller';
+
+/** Plans: DAGs of actions run through the execution engine, persisted and recorded in the graph. */
+@Module({
+  imports: [ActionsModule, SessionsModule, EventsModule, IdempotencyModule],
+  controllers: [PlansController],
+  providers: [PlanStore, PlanRecorder, PlanExecutor],
+})
+export class PlansModule {}

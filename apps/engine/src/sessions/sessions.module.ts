@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { SessionStore } from './session.store';
+import { SessionsController } from './sessions.controller';
+import { SessionsService } from './sessions.service';
+import { SqliteSessionStore } from './sqlite-session.store';
+
+/** Session lifecycles: creation, tenant-scoped lookup, idle expiry, and the hooks that release a session's work. */
+@Module({
+  controllers: [SessionsController],
+  providers: [{ provide: SessionStore, useClass: SqliteSessionStore }, SessionsService],
+  exports: [SessionsService],
+})
+export class SessionsModule {}

@@ -1,0 +1,27 @@
+import type { SandboxManager } from './sandbox-manager.service';
+import { type CodeOutcome, type CodeRequest, isRunnable, type TierJob } from './sandbox.types';
+
+/**
+ * @internal Tests only: prepares a request once and runs it, as the engine's code handler does. A request the policy
+ * refuses answers its denial as an outcome instead of running.
+ */
+export async function prepareAndRun(
+  manager: SandboxManager,
+  req: CodeRequest,
+  hooks: { onOutput?: TierJob['onOutput'] } = {},
+): Promise<CodeOutcome> {
+  const routed = manager.prepare(req);
+  if (!isRunnable(routed)) {
+    return {
+      status: 'denied',
+      tier: routed.tier,
+      risk: routed.risk,
+      stdout: '',
+      stderr: '',
+      truncated: { stdout: false, stderr: false },
+      error: routed.denial,
+      durationMs: 0,
+    };
+  }
+  return manager.execute(routed, undefined, hooks);
+}
