@@ -20,6 +20,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { detectSystemLayout } from '../libs/sandbox/src/subprocess/bwrap-command';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
@@ -28,7 +29,7 @@ import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CLIENTS = 16;
-/** A bare bubblewrap sandbox with the tier's namespaces and mounts, none of the engine's bookkeeping. */
+/** A bare bubblewrap sandbox with the tier's namespaces and system mounts, none of the engine's bookkeeping. */
 function rawBwrapArgs(workspace: string): string[] {
   return [
     '--unshare-all',
@@ -38,18 +39,7 @@ function rawBwrapArgs(workspace: string): string[] {
     '65534',
     '--gid',
     '65534',
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    '--symlink',
-    'usr/bin',
-    '/bin',
-    '--symlink',
-    'usr/lib',
-    '/lib',
-    '--symlink',
-    'usr/lib64',
-    '/lib64',
+    ...detectSystemLayout().args,
     '--proc',
     '/proc',
     '--dev',

@@ -67,6 +67,10 @@ describe('reflection: retries with revised actions', () => {
     // A retry of the pooled action asking for the subprocess tier still runs pooled.
     const lower = await retry(sid, escalated.body.id, { action: bash('echo again', { tier: 'subprocess' }) });
     expect(lower.body).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+    // …and says so: the answer's risk reasons name the tier asked for and the floor it ran at instead.
+    expect(lower.body.risk.reasons).toContainEqual(
+      expect.stringMatching(/tier "subprocess" was asked for but "pooled"/),
+    );
 
     const plainFailure = await engine.action(sid, bash('exit 2'));
     const notLimited = await retry(sid, plainFailure.id, { escalate: true });

@@ -8,11 +8,11 @@ import {
   DEFAULT_SANDBOX_HOST_ID,
   defaultEngineInstanceId,
   DEFAULT_SECRET_PATTERNS,
-  engineSecretPatterns,
   PooledTier,
   PooledTierModule,
   RiskPolicy,
   SandboxModule,
+  secretValuePatterns,
 } from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
@@ -23,6 +23,7 @@ import { EventsModule } from './events/events.module';
 import { GraphModule } from './graph/graph.module';
 import { contextGraphOptions } from './graph/graph-store';
 import { HealthModule } from './health/health.module';
+import { AuthModule } from './http/auth.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlansModule } from './plans/plans.module';
 import { RedactionModule } from './redaction/redaction.module';
@@ -48,7 +49,7 @@ export class AppModule {
       ...DEFAULT_SECRET_PATTERNS,
       ...config.redaction.patterns,
       ...config.redaction.values,
-      ...engineSecretPatterns(),
+      ...secretValuePatterns(config.redaction.engineSecrets),
     ];
     const scriptRisk = new RiskPolicy({
       thresholds: config.sandbox.riskThresholds,
@@ -63,6 +64,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config, overrides.clock),
         StorageModule,
+        AuthModule,
         RedactionModule.forRoot(secretPatterns),
         ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),
         WorkspaceModule.forRoot({
@@ -99,18 +101,23 @@ export class AppModule {
             // One Docker client (imported by ContainerModule, from DOCKER_HOST as dockerode reads it) shared by
             // both container tiers.
             imports: [
-              ContainerModule.forRoot({
-                image: sb.image,
-                engineInstanceId,
-                limits: {
-                  memoryBytes: sb.container.memoryBytes,
-                  nanoCpus: sb.container.nanoCpus,
-                  pids: sb.container.pids,
+              ContainerModule.forRoot(
+                {
+                  image: sb.image,
+                  imageTagFile: sb.imageTagFile,
+                  engineInstanceId,
+                  limits: {
+                    memoryBytes: sb.container.memoryBytes,
+                    nanoCpus: sb.container.nanoCpus,
+                    pids: sb.container.pids,
+                  },
                 },
-              }),
+                { host: sb.dockerHost },
+              ),
               PooledTierModule.forRoot(
                 {
                   image: sb.image,
+                  imageTagFile: sb.imageTagFile,
                   engineId: engineInstanceId,
                   ...sb.pool,
                   limits: {

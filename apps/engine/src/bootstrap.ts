@@ -1,6 +1,5 @@
 import { chmodSync, mkdirSync } from 'node:fs';
-import { type INestApplication, Logger, type LogLevel as NestLogLevel } from '@nestjs/common';
-import { ConsoleLogger } from '@nestjs/common';
+import { type INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ContextGraph } from '@switchyard/context-graph';
@@ -10,7 +9,7 @@ import { AppModule } from './app.module';
 import { graphStartupError } from './graph/graph-store';
 import { tierAvailability } from './health/health.controller';
 import type { Clock } from '@switchyard/common';
-import type { EngineConfig, LogLevel } from './config/engine-config';
+import type { EngineConfig } from './config/engine-config';
 import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
 import { EngineLogger } from './logging/engine-logger';
@@ -26,20 +25,11 @@ function prepareDataDir(dir: string): void {
   chmodSync(dir, 0o711);
 }
 
-const NEST_LEVELS: Record<LogLevel, NestLogLevel[]> = {
-  error: ['fatal', 'error'],
-  warn: ['fatal', 'error', 'warn'],
-  info: ['fatal', 'error', 'warn', 'log'],
-  debug: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
-};
-
 export interface BootOptions {
   clock?: Clock;
   /** A graph store to use instead of the configured one (the bench's no-op store). */
   graph?: ContextGraph;
-  /** Structured JSON logs (default) or Nest's coloured text for local reading. */
-  json?: boolean;
-  /** Where JSON log lines go (default stdout); tests pass a stream to read them. */
+  /** Where log lines go (default stdout); tests pass a stream to read them. */
   logStream?: NodeJS.WritableStream;
 }
 
@@ -49,20 +39,23 @@ export async function createEngineApp(
   options: BootOptions = {},
 ): Promise<INestApplication> {
   prepareDataDir(config.dataDir);
-  const json = options.json ?? true;
-  const engineLogger = json ? new EngineLogger(config.logLevel, options.logStream) : undefined;
+  // JSON lines for machines; the same lines made readable when a person watches the terminal.
+  const pretty =
+    config.logFormat === 'pretty' ||
+    (config.logFormat === 'auto' && !options.logStream && process.stdout.isTTY);
+  const engineLogger = new EngineLogger(config.logLevel, { stream: options.logStream, pretty });
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule.forRoot(config, { clock: options.clock, graph: options.graph }),
     {
       bodyParser: false,
       // Rethrow start-up failures (Nest would abort the process), so a bad graph store setting is named.
       abortOnError: false,
-      logger: engineLogger ?? new ConsoleLogger({ logLevels: NEST_LEVELS[config.logLevel] }),
+      logger: engineLogger,
     },
   ).catch((error: unknown) => {
     throw graphStartupError(error);
   });
-  if (engineLogger) app.use(engineLogger.middleware());
+  app.use(engineLogger.middleware());
   app.disable('x-powered-by');
   installHttpMetrics(app);
   installJsonBody(app, config.http.maxBodyBytes);

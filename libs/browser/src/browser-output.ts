@@ -1,4 +1,6 @@
 import * as path from 'node:path';
+import type { ActionError } from '@switchyard/common';
+import type { BrowserOutcome } from './browser.types';
 
 /** `s` at most `n` characters long. */
 export function clip(s: string, n: number): string {
@@ -56,4 +58,18 @@ export function capData(
     }
   }
   return truncated ? { ...out, truncated: true } : out;
+}
+
+/** An outcome with an error and nothing else (no page to report on). */
+export function fault(status: BrowserOutcome['status'], error: ActionError): BrowserOutcome {
+  return { status, error, files: [] };
+}
+
+/** The outcome of an action whose signal fired (`AbortedError`). */
+export function aborted(err: Error): BrowserOutcome {
+  return fault('error', {
+    class: 'internal',
+    code: 'ABORTED',
+    message: `the action was stopped: ${err.message}`,
+  });
 }

@@ -47,7 +47,7 @@ describe('BrowserRouter', () => {
           return a.map((address) => ({ address, family: 4 }));
         },
       },
-      { now: () => now },
+      { now: () => new Date(now), monotonic: () => now },
     );
     await router.onModuleInit();
   }

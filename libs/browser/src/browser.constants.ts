@@ -4,16 +4,6 @@ export const BROWSER_OPTIONS = Symbol('switchyard:browser:options');
 /** Injection token of the `HostResolver` the URL policy uses (default: `dns.lookup`); tests inject one. */
 export const BROWSER_HOST_RESOLVER = Symbol('switchyard:browser:host-resolver');
 
-/** Injection token of the router's `BrowserClock` (idle expiry); tests inject a fake one. */
-export const BROWSER_CLOCK = Symbol('switchyard:browser:clock');
-
-/** Monotonic milliseconds. */
-export interface BrowserClock {
-  now(): number;
-}
-
-export const monotonicClock: BrowserClock = { now: () => performance.now() };
-
 /** Flags that work for Debian's Chromium on these machines (headless, as root, no GPU, no QUIC). */
 export const DEFAULT_LAUNCH_ARGS: readonly string[] = Object.freeze([
   '--headless',

@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Test } from '@nestjs/testing';
+import { CLOCK } from '@switchyard/common';
 import { WorkspaceManager, WorkspaceModule } from '@switchyard/workspace';
 import {
-  BROWSER_CLOCK,
   BROWSER_HOST_RESOLVER,
   BROWSER_OPTIONS,
   BrowserConfigError,
@@ -82,7 +82,7 @@ describe('BrowserModule', () => {
             provide: BROWSER_HOST_RESOLVER,
             useValue: { lookup: async () => [{ address: '127.0.0.2', family: 4 }] },
           },
-          { provide: BROWSER_CLOCK, useValue: { now: () => 0 } },
+          { provide: CLOCK, useValue: { now: () => new Date(0), monotonic: () => 0 } },
         ]),
       ],
     }).compile();

@@ -15,7 +15,7 @@ import { WorkspaceFiles } from './workspace-files';
  * ```
  *
  * `providers` may replace the driver (`{ provide: BrowserDriver, useClass: FakeDriver }`), the DNS
- * resolver (`BROWSER_HOST_RESOLVER`) or the clock (`BROWSER_CLOCK`).
+ * resolver (`BROWSER_HOST_RESOLVER`) or the clock (`CLOCK` of `@switchyard/common`).
  */
 @Module({})
 export class BrowserModule {

@@ -18,7 +18,10 @@ export interface RefusalEntry extends BlockedRequest {
   mainFrameNavigation: boolean;
 }
 
-/** One session's browser: a context in the shared browser, or a dedicated browser of its own. */
+/**
+ * One session's browser: a context in the shared browser, or a dedicated browser of its own, with the
+ * session's tabs (ids the agent uses, stable across actions) and the refusals logged against it.
+ */
 export class SessionBrowser {
   readonly tabs = new Map<string, DriverPage>();
   current?: string;
@@ -50,10 +53,47 @@ export class SessionBrowser {
     return this.log.filter((e) => e.seq > mark);
   }
 
+  /** The id of `page`, giving it the next one when it is new. */
+  register(page: DriverPage): string {
+    const known = this.tabId(page);
+    if (known) return known;
+    const id = `tab_${this.nextTab++}`;
+    this.tabs.set(id, page);
+    return id;
+  }
+
+  /** Drops closed tabs and adopts pages the browser opened by itself (popups). Returns the new tab ids. */
+  syncTabs(): string[] {
+    if (this.dead) return [];
+    for (const [id, p] of this.tabs) if (p.isClosed()) this.tabs.delete(id);
+    const opened: string[] = [];
+    for (const p of this.context.pages()) {
+      if (!p.isClosed() && this.tabId(p) === undefined) opened.push(this.register(p));
+    }
+    if (this.current !== undefined && !this.tabs.has(this.current))
+      this.current = [...this.tabs.keys()].pop();
+    return opened;
+  }
+
   /** Forgets a tab; when it was the current one, the last opened tab becomes current. */
   dropTab(id: string): void {
     this.tabs.delete(id);
     if (this.current === id) this.current = [...this.tabs.keys()].pop();
+  }
+
+  /**
+   * After a move to another browser: the current tab (the first one, which the new browser opened) takes
+   * the id `id` the agent knew it by, and new ids continue after `nextTab`. Returns that tab.
+   */
+  renameCurrent(id: string, nextTab: number): DriverPage | undefined {
+    const was = this.current;
+    const first = was !== undefined ? this.tabs.get(was) : undefined;
+    if (was === undefined || !first) return undefined;
+    this.tabs.delete(was);
+    this.tabs.set(id, first);
+    this.current = id;
+    this.nextTab = Math.max(nextTab, this.nextTab);
+    return first;
   }
 
   tabId(page: DriverPage): string | undefined {

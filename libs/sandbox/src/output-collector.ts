@@ -12,8 +12,8 @@ const OVERLAP_CHARS = 512;
 /**
  * One output stream of a run: decodes UTF-8 safely across chunk boundaries, redacts secrets, then keeps at most
  * `maxBytes` and `maxLines`. Redaction happens before the caps, so a cut can never leave half a secret visible.
- * Anything past the caps is dropped on arrival: memory stays bounded whatever the child writes. Shared by every
- * tier.
+ * Anything past the caps is dropped on arrival: memory stays bounded whatever the child writes. Every tier uses
+ * two, through its runs' `RunSupervisor`.
  */
 export class OutputCollector {
   private readonly decoder = new StringDecoder('utf8');

@@ -220,6 +220,11 @@ describe('SandboxManager.execute', () => {
       tier: 'pooled',
     });
     expect(manager.route(request({ code: LOW, tier: 'subprocess' }), 'pooled').denial).toBeUndefined();
+    // Raising an explicit request is said in the answer, never silent.
+    expect(manager.route(request({ code: LOW, tier: 'subprocess' }), 'pooled').risk.reasons).toContainEqual(
+      expect.stringContaining('tier "subprocess" was asked for but "pooled" is this action\'s floor'),
+    );
+    expect(manager.route(request({ code: LOW }), 'pooled').risk.reasons).toEqual([]);
     // The policy's tier wins when it is stronger than the floor; an explicit stronger tier is kept.
     expect(manager.route(request({ code: HIGH }), 'pooled').tier).toBe('container');
     expect(manager.route(request({ code: LOW, tier: 'container' }), 'pooled').tier).toBe('container');

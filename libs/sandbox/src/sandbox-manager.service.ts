@@ -79,12 +79,18 @@ export class SandboxManager {
 
   /** The routing decision alone: risk, tier, and a refusal when the request may not run. Pure. */
   route(req: CodeRequest, minTier?: Tier): RoutingDecision {
-    const risk = this.risk.assess(req.language, req.code);
+    let risk = this.risk.assess(req.language, req.code);
     if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     const routed = this.options.routing[risk.level];
     let requested = req.tier ?? 'auto';
     if (minTier !== undefined && (requested === 'auto' || rank(requested) < rank(minTier))) {
+      const asked = requested;
       requested = rank(routed) > rank(minTier) ? routed : minTier;
+      // A weaker tier asked for explicitly is not silently ignored: the answer says where it ran instead, and why.
+      if (asked !== 'auto') {
+        const why = `tier "${asked}" was asked for but "${requested}" is this action's floor: a retry never runs in a weaker tier than the action it retries`;
+        risk = { ...risk, reasons: [...risk.reasons, why] };
+      }
     }
     if (requested === 'auto' || requested === routed)
       return this.withinTierLimits(req, { risk, tier: routed });

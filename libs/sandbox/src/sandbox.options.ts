@@ -54,10 +54,13 @@ export interface OutputOptions {
    */
   redact?: Array<string | RegExp>;
   /**
-   * Also redact the values of the engine's own secret-looking variables (names containing KEY, TOKEN, SECRET,
-   * PASSWORD or CREDENTIAL, values of 8+ characters), as captured at boot. They never reach the child; this
-   * catches them if they reach it some other way (a file in the workspace). Default true.
+   * The engine's environment, as its configuration read it: the values of its secret-looking variables (names
+   * containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL, values of 8+ characters) are redacted too. They
+   * never reach the child; this catches them if they reach it some other way (a file in the workspace). Default
+   * none: the library reads no environment of its own.
    */
+  engineEnv?: EnvVars;
+  /** Redact the secret values of `engineEnv`. Default true. */
   redactEngineSecrets?: boolean;
 }
 
@@ -77,13 +80,29 @@ export const DEFAULT_SECRET_PATTERNS: readonly RegExp[] = [
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
 
-/** Literal patterns for the values of the engine's own secret-looking environment variables. */
-export function engineSecretPatterns(env: NodeJS.ProcessEnv = process.env): RegExp[] {
-  return Object.entries(env)
-    .filter(
-      (e): e is [string, string] => SECRET_NAME.test(e[0]) && typeof e[1] === 'string' && e[1].length >= 8,
-    )
-    .map(([, value]) => new RegExp(value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'));
+/** Environment variables by name, as `process.env` holds them. */
+export type EnvVars = Readonly<Record<string, string | undefined>>;
+
+/** Literal patterns for secret values, e.g. the engine's own secrets as its configuration collected them. */
+export function secretValuePatterns(values: readonly string[]): RegExp[] {
+  return values.map((value) => new RegExp(value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'));
+}
+
+/**
+ * Literal patterns for the values of the secret-looking variables of `env` (names containing KEY, TOKEN, SECRET,
+ * PASSWORD, PASSWD or CREDENTIAL, values of 8+ characters).
+ */
+export function engineSecretPatterns(env: EnvVars): RegExp[];
+/** @deprecated The library reads no environment of its own: without `env` there is no pattern. Pass the env. */
+export function engineSecretPatterns(): RegExp[];
+export function engineSecretPatterns(env: EnvVars = {}): RegExp[] {
+  return secretValuePatterns(
+    Object.entries(env)
+      .filter(
+        (e): e is [string, string] => SECRET_NAME.test(e[0]) && typeof e[1] === 'string' && e[1].length >= 8,
+      )
+      .map(([, value]) => value),
+  );
 }
 
 export interface RiskOptions {
@@ -207,7 +226,9 @@ export function resolveSandboxOptions(
     maxLines: options.output?.maxLines ?? 2000,
     redact: [
       ...(options.output?.redact ?? DEFAULT_SECRET_PATTERNS).map((p, i) => compilePattern(p, i)),
-      ...(options.output?.redactEngineSecrets === false ? [] : engineSecretPatterns()),
+      ...(options.output?.redactEngineSecrets === false
+        ? []
+        : engineSecretPatterns(options.output?.engineEnv ?? {})),
     ],
   };
   const tierLimits = Object.fromEntries(
@@ -284,18 +305,11 @@ export function resolveSandboxOptions(
       [`tierLimits.${t}.output.maxLines`, tierLimits[t].output.maxLines],
     ]),
   ];
-  for (const [name, value] of positive) {
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
-      throw new SandboxConfigError(name, `must be a positive integer, got ${String(value)}`);
-    }
-  }
-  const slots = resolved.subprocess.warmSlots;
-  if (!(Number.isSafeInteger(slots) && slots >= 0 && slots <= 64)) {
-    throw new SandboxConfigError(
-      'subprocess.warmSlots',
-      `must be an integer from 0 to 64, got ${String(slots)}`,
-    );
-  }
+  checkIntegers([
+    // Unset optional limits have defaults that depend on the run.
+    ...positive.flatMap(([name, value]): IntegerOption[] => (value === undefined ? [] : [[name, value, 1]])),
+    ['subprocess.warmSlots', resolved.subprocess.warmSlots, 0, 64],
+  ]);
   if (resolved.defaultTimeoutMs > resolved.maxTimeoutMs) {
     throw new SandboxConfigError(
       'defaultTimeoutMs',
@@ -324,4 +338,28 @@ export function resolveSandboxOptions(
       throw new SandboxConfigError(name, 'must be an absolute path');
   }
   return resolved;
+}
+
+/** An integer option: its name (as `SandboxConfigError` names it), value and range (`max` unbounded when omitted). @internal */
+export type IntegerOption = [name: string, value: number, min: number, max?: number];
+
+/**
+ * Fails on the first option that is not a safe integer within its range, naming it (`prefix` + name) and the range.
+ * The one integer check of every option resolver of the sandbox library.
+ *
+ * @internal
+ */
+export function checkIntegers(options: readonly IntegerOption[], prefix = ''): void {
+  for (const [name, value, min, max] of options) {
+    if (Number.isSafeInteger(value) && value >= min && (max === undefined || value <= max)) continue;
+    const range =
+      max !== undefined
+        ? `an integer from ${min} to ${max}`
+        : min === 0
+          ? 'a non-negative integer'
+          : min === 1
+            ? 'a positive integer'
+            : `an integer of at least ${min}`;
+    throw new SandboxConfigError(`${prefix}${name}`, `must be ${range}, got ${String(value)}`);
+  }
 }

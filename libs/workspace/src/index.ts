@@ -1,14 +1,24 @@
 export * from './file-op.types';
 export { FileOperations } from './file-operations.service';
 export { compileGlob, type GlobMatcher } from './glob';
+// For other libs that move bytes in and out of a workspace (the browser's uploads and artifacts): bounded
+// content I/O on a raw fd.
+export { readFdUpTo, writeFdAll } from './file-content';
 export {
+  applyOwnershipSync,
+  assertPlainFd,
+  type CreateAs,
   DEFAULT_MAX_PATH_LENGTH,
+  fdPath,
   isInside,
+  openDirInsideSync,
+  openFileInSync,
   type PathGuardOptions,
   type RealPath,
   realPathInside,
   type ResolvedPath,
   resolveInside,
+  toFileOpError,
 } from './path-guard';
 export { WorkspaceManager } from './workspace-manager.service';
 export { isMountPoint, LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';

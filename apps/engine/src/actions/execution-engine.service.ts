@@ -123,9 +123,18 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
    */
   drain(): Promise<void> {
     this.drained ??= (async () => {
-      await this.inFlight.drain(SHUTDOWN_GRACE_MS, new Error('engine shutting down'));
+      const { finished, cancelled } = await this.inFlight.drain(
+        SHUTDOWN_GRACE_MS,
+        new Error('engine shutting down'),
+      );
       // Open event streams would keep the HTTP server from closing.
-      this.events.endAll();
+      const streams = this.events.endAll();
+      this.logger.log({
+        msg: `shutdown: drained ${finished + cancelled} action(s): ${finished} finished, ${cancelled} cancelled after the ${SHUTDOWN_GRACE_MS / 1000} s grace; ${streams} event stream(s) closed`,
+        finished,
+        cancelled,
+        streams,
+      });
     })();
     return this.drained;
   }

@@ -43,15 +43,22 @@ export class InFlightActions {
     await Promise.allSettled(entries.map((e) => e.done));
   }
 
-  /** Lets every action finish for up to `graceMs`, then aborts the rest and waits until each is recorded. */
-  async drain(graceMs: number, reason: Error): Promise<void> {
+  /**
+   * Lets every action finish for up to `graceMs`, then aborts the rest and waits until each is recorded. Answers how
+   * many finished within the grace period and how many were cancelled.
+   */
+  async drain(graceMs: number, reason: Error): Promise<{ finished: number; cancelled: number }> {
     const all = [...this.bySession.values()].flatMap((m) => [...m.values()]);
-    if (all.length === 0) return;
+    if (all.length === 0) return { finished: 0, cancelled: 0 };
+    let ended = 0;
+    for (const a of all) void a.done.finally(() => ended++);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled(all.map((a) => a.done)), grace]);
     clearTimeout(timer);
+    const finished = ended;
     for (const a of all) a.abort.abort(reason);
     await Promise.allSettled(all.map((a) => a.done));
+    return { finished, cancelled: all.length - finished };
   }
 }

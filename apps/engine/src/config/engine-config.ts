@@ -12,7 +12,7 @@ export { ConfigError, type ConfigProblem } from './config-error';
 export type { ContainerTierConfig } from './container-env';
 export { type EngineEnv, ENGINE_ENV_SCHEMAS } from './engine-env';
 export type { GraphConfig } from './graph-env';
-export { LOG_LEVELS, type LogLevel } from './http-env';
+export { LOG_LEVELS, type LogFormat, type LogLevel } from './http-env';
 export type { RiskThresholdConfig } from './sandbox-env';
 
 /**

@@ -4,6 +4,12 @@ import { IntVar, ListVar, MiB } from './env-parsing';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** `auto`: human-readable lines when stdout is a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+/** `api-key`: `/metrics` answers only requests with a valid API key (any tenant's). */
+export const METRICS_AUTH = ['open', 'api-key'] as const;
+export type MetricsAuth = (typeof METRICS_AUTH)[number];
 
 /** The HTTP server, its tenants (API keys), sessions, logging and tool descriptions. */
 export class HttpEnv {
@@ -28,6 +34,14 @@ export class HttpEnv {
   @IsOptional()
   @IsIn(LOG_LEVELS)
   SWITCHYARD_LOG_LEVEL: LogLevel = 'info';
+
+  @IsOptional()
+  @IsIn(LOG_FORMATS)
+  SWITCHYARD_LOG_FORMAT: LogFormat = 'auto';
+
+  @IsOptional()
+  @IsIn(METRICS_AUTH)
+  SWITCHYARD_METRICS_AUTH: MetricsAuth = 'open';
 
   @IntVar(1, 7 * 24 * 3600)
   SWITCHYARD_SESSION_TTL_SECONDS = 3600;
@@ -57,6 +71,8 @@ export interface HttpConfig {
   dataDir: string;
   apiKeys: string[];
   logLevel: LogLevel;
+  logFormat: LogFormat;
+  metricsAuth: MetricsAuth;
   sessions: {
     defaultTtlSeconds: number;
     maxTtlSeconds: number;
@@ -75,6 +91,8 @@ export function httpConfig(env: HttpEnv, cwd: string): HttpConfig {
     dataDir: path.resolve(cwd, env.SWITCHYARD_DATA_DIR),
     apiKeys: env.SWITCHYARD_API_KEYS,
     logLevel: env.SWITCHYARD_LOG_LEVEL,
+    logFormat: env.SWITCHYARD_LOG_FORMAT,
+    metricsAuth: env.SWITCHYARD_METRICS_AUTH,
     sessions: {
       defaultTtlSeconds: env.SWITCHYARD_SESSION_TTL_SECONDS,
       maxTtlSeconds: env.SWITCHYARD_MAX_SESSION_TTL_SECONDS,

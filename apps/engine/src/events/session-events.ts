@@ -84,9 +84,11 @@ export class SessionEvents {
     for (const l of stream.listeners) l.onEnd();
   }
 
-  /** Ends every stream (engine shutdown). */
-  endAll(): void {
+  /** Ends every stream (engine shutdown); answers how many had listeners. */
+  endAll(): number {
+    const open = [...this.streams.values()].filter((s) => s.listeners.size > 0).length;
     for (const id of [...this.streams.keys()]) this.end(id);
+    return open;
   }
 
   private stream(sessionId: string): Stream {

@@ -1,17 +1,20 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Controller, Get, Inject, Req } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph, type GraphHealth } from '@switchyard/context-graph';
 import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { ApiKeys } from '../http/api-keys';
+import type { Request } from 'express';
 
+/** With API keys set, a request without a valid key gets `status` alone: the rest is for operators. */
 export interface HealthResponse {
   status: 'ok';
-  auth: 'api-keys' | 'open';
-  tiers: Record<string, TierAvailability>;
+  auth?: 'api-keys' | 'open';
+  tiers?: Record<string, TierAvailability>;
   /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
-  graph: GraphHealth;
+  graph?: GraphHealth;
 }
 
 /** Every execution tier's availability: the sandbox tiers' and the browser's. */
@@ -30,11 +33,18 @@ export class HealthController {
     private readonly sandbox: SandboxManager,
     private readonly browser: BrowserRouter,
     private readonly graph: ContextGraph,
+    private readonly keys: ApiKeys,
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'Liveness, and which execution tiers this engine can use right now' })
-  async health(): Promise<HealthResponse> {
+  @ApiOperation({
+    summary: 'Liveness, and which execution tiers this engine can use right now',
+    description:
+      'With SWITCHYARD_API_KEYS set, the tiers, the graph store and their reasons (host paths, the Docker endpoint) ' +
+      'are shown only to requests with a valid key; others get `{"status":"ok"}`.',
+  })
+  async health(@Req() req: Request): Promise<HealthResponse> {
+    if (!this.keys.trusted(req)) return { status: 'ok' };
     return {
       status: 'ok',
       auth: this.config.apiKeys.length > 0 ? 'api-keys' : 'open',

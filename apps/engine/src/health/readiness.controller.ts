@@ -1,4 +1,4 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Req, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   HealthCheck,
@@ -10,7 +10,9 @@ import {
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph } from '@switchyard/context-graph';
 import { DOCKER_UNAVAILABLE, SandboxManager, type TierAvailability } from '@switchyard/sandbox';
+import type { Request } from 'express';
 import { ExecutionEngine } from '../actions/execution-engine.service';
+import { ApiKeys } from '../http/api-keys';
 
 /**
  * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
@@ -27,6 +29,7 @@ export class ReadinessController {
     private readonly sandbox: SandboxManager,
     private readonly browser: BrowserRouter,
     private readonly graph: ContextGraph,
+    private readonly keys: ApiKeys,
   ) {}
 
   @Get('live')
@@ -39,8 +42,21 @@ export class ReadinessController {
   @HealthCheck()
   @ApiOperation({
     summary: 'Readiness: one indicator per dependency; 503 when one is down or during shutdown',
+    description:
+      'With SWITCHYARD_API_KEYS set, the indicators and their reasons are shown only to requests with a valid key; ' +
+      'others get the status alone (`ok` with 200, `error` with 503).',
   })
-  async ready(): Promise<HealthCheckResult> {
+  async ready(@Req() req: Request): Promise<HealthCheckResult | { status: 'ok' }> {
+    if (this.keys.trusted(req)) return this.check();
+    try {
+      await this.check();
+      return { status: 'ok' };
+    } catch {
+      throw new ServiceUnavailableException({ status: 'error' });
+    }
+  }
+
+  private async check(): Promise<HealthCheckResult> {
     // One probe of the tiers serves the three indicators that depend on it.
     const tiers = this.engine.isShuttingDown ? undefined : await this.sandbox.availability();
     const shuttingDown: TierAvailability = { available: false, reason: 'not checked: shutting down' };

@@ -1,43 +1,91 @@
 import type { INestApplication } from '@nestjs/common';
 import * as express from 'express';
 import type { NextFunction, Request, Response } from 'express';
+import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
 
 interface BodyParserError extends Error {
   status?: number;
   type?: string;
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes, bounds and parses a JSON body; a problem names the part of the body at fault. */
+function parseBody(raw: Buffer): unknown {
+  // An empty body is an empty object, as body-parser had it.
+  if (raw.length === 0) return {};
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new JsonInputProblem('body', 'is not valid UTF-8', 'INVALID_UTF8');
+  }
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw new JsonInputProblem(
+      'body',
+      `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+      'TOO_DEEP',
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new JsonInputProblem('body', `is malformed JSON: ${(err as Error).message}`, 'MALFORMED_JSON');
+  }
+  const problem = jsonInputProblem(value);
+  if (problem) throw problem;
+  return value;
+}
+
 /**
- * JSON body parsing with our own error shapes: body-parser's errors never reach Nest's filters, so a
- * malformed body (400) or an oversized one (413) is answered here, in the same format as every other error.
+ * JSON body parsing with our own error shapes: the body is read raw (within SWITCHYARD_MAX_BODY_BYTES), decoded as
+ * strict UTF-8, checked for depth before parsing, then for keys and strings nothing downstream can handle safely.
+ * Body-parser's errors never reach Nest's filters, so every refusal is answered here, in the format of every other
+ * error.
  */
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
-  const parse = express.json({
-    limit: maxBodyBytes,
-    strict: false,
-    type: ['application/json', 'application/*+json'],
-  });
+  const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
+  const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
+    res.status(status).json({
+      statusCode: status,
+      error: status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
+      message: field === 'body' ? `request body ${message}` : `${field}: ${message}`,
+      code,
+      errors: [{ field, message }],
+    });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    parse(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const e = err as BodyParserError;
-      if (e.type === 'entity.too.large' || e.status === 413) {
-        res.status(413).json({
-          statusCode: 413,
-          error: 'PAYLOAD_TOO_LARGE',
-          message: `request body exceeds ${maxBodyBytes} bytes (SWITCHYARD_MAX_BODY_BYTES)`,
-          code: 'BODY_TOO_LARGE',
-        });
+    read(req, res, (err?: unknown) => {
+      if (err) {
+        const e = err as BodyParserError;
+        if (e.type === 'entity.too.large' || e.status === 413) {
+          res.status(413).json({
+            statusCode: 413,
+            error: 'PAYLOAD_TOO_LARGE',
+            message: `request body exceeds ${maxBodyBytes} bytes (SWITCHYARD_MAX_BODY_BYTES)`,
+            code: 'BODY_TOO_LARGE',
+          });
+          return;
+        }
+        const status = e.status && e.status >= 400 && e.status < 500 ? e.status : 400;
+        refuse(res, status, 'BAD_BODY', 'body', e.message);
         return;
       }
-      const status = e.status && e.status >= 400 && e.status < 500 ? e.status : 400;
-      res.status(status).json({
-        statusCode: status,
-        error: 'BAD_REQUEST',
-        message: e.type === 'entity.parse.failed' ? `malformed JSON: ${e.message}` : e.message,
-        code: e.type === 'entity.parse.failed' ? 'MALFORMED_JSON' : 'BAD_BODY',
-        errors: [{ field: 'body', message: e.message }],
-      });
+      // Only JSON bodies are read: anything else stays as it was (no body).
+      if (!Buffer.isBuffer(req.body)) return next();
+      const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+      if (charset && !/^utf-?8$/i.test(charset)) {
+        refuse(res, 415, 'UNSUPPORTED_CHARSET', 'body', `charset "${charset}" is not supported; send UTF-8`);
+        return;
+      }
+      try {
+        req.body = parseBody(req.body);
+      } catch (problem) {
+        if (!(problem instanceof JsonInputProblem)) return next(problem);
+        refuse(res, 400, problem.code, problem.field, problem.message);
+        return;
+      }
+      next();
     });
   });
 }

@@ -4,26 +4,33 @@ import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import pino, { type Logger as Pino } from 'pino';
 import type { LogLevel } from '../config/engine-config';
+import { prettyStream } from './pretty-lines';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** Nest's start-up chatter (every module initialized, every route mapped): useful when debugging, noise otherwise. */
+const STARTUP_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory']);
 
 /**
- * Structured JSON logs through pino, one logger per engine (several engines may share a process in tests, so
- * nothing here is global). Every line written while serving a request carries its `requestId`, taken from the
- * caller's `X-Request-Id` when sane or made up, and echoed in the response header.
+ * Structured logs through pino, one logger per engine (several engines may share a process in tests, so nothing here
+ * is global): JSON lines, or the same lines made human-readable (`pretty`, for a terminal). Every line written while
+ * serving a request carries its `requestId`, taken from the caller's `X-Request-Id` when sane or made up, and echoed
+ * in the response header.
  */
 export class EngineLogger implements LoggerService {
   private readonly pino: Pino;
   private readonly requests = new AsyncLocalStorage<{ requestId: string }>();
 
-  constructor(level: LogLevel, stream?: NodeJS.WritableStream) {
+  constructor(level: LogLevel, options: { stream?: NodeJS.WritableStream; pretty?: boolean } = {}) {
+    const out = options.pretty
+      ? prettyStream(options.stream ?? process.stdout)
+      : (options.stream ?? pino.destination({ dest: 1, sync: true }));
     this.pino = pino(
       {
         level,
         timestamp: pino.stdTimeFunctions.isoTime,
         formatters: { level: (label, number) => ({ level: number, levelName: label }) },
       },
-      (stream as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: true }),
+      out as pino.DestinationStream,
     );
   }
 
@@ -59,7 +66,7 @@ export class EngineLogger implements LoggerService {
   }
 
   log(message: unknown, ...rest: unknown[]): void {
-    this.write('info', message, rest);
+    this.write(STARTUP_CONTEXTS.has(rest.at(-1) as string) ? 'debug' : 'info', message, rest);
   }
   error(message: unknown, ...rest: unknown[]): void {
     this.write('error', message, rest);

@@ -232,7 +232,11 @@ describe('UrlPolicy', () => {
 
     it('reuses a resolution for its TTL, then asks again', async () => {
       let now = 0;
-      const p = new UrlPolicy({ resolver, cacheTtlMs: 1000, clock: { now: () => now } });
+      const p = new UrlPolicy({
+        resolver,
+        cacheTtlMs: 1000,
+        clock: { now: () => new Date(now), monotonic: () => now },
+      });
       await p.checkUrl('http://public.example/a');
       await p.checkUrl('http://public.example/b');
       expect(resolver.calls).toEqual(['public.example']);

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { type BrowserClock, monotonicClock } from '../browser.constants';
+import { type Clock, systemClock } from '@switchyard/common';
 import { clip } from '../browser-output';
 import {
   type AddressClass,
@@ -131,8 +131,8 @@ export interface UrlPolicyOptions {
   cacheTtlMs?: number;
   /** A lookup slower than this fails with `DNS_FAILED`. Default 5 s. */
   lookupTimeoutMs?: number;
-  /** Monotonic milliseconds, for the resolution cache. */
-  clock?: BrowserClock;
+  /** For the resolution cache (its monotonic time). Default `systemClock`. */
+  clock?: Clock;
 }
 
 const CACHE_MAX = 1024;
@@ -156,7 +156,7 @@ export class UrlPolicy {
   private readonly setting: string;
   private readonly cacheTtlMs: number;
   private readonly lookupTimeoutMs: number;
-  private readonly clock: BrowserClock;
+  private readonly clock: Clock;
   private readonly cache = new Map<string, { addresses: string[]; expires: number }>();
 
   constructor(options: UrlPolicyOptions = {}) {
@@ -165,7 +165,7 @@ export class UrlPolicy {
     this.setting = options.allowlistSetting ?? 'the browser allowlist';
     this.cacheTtlMs = options.cacheTtlMs ?? 10_000;
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 5000;
-    this.clock = options.clock ?? monotonicClock;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -307,7 +307,7 @@ export class UrlPolicy {
   }
 
   private async resolve(host: string): Promise<string[]> {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     const hit = this.cache.get(host);
     if (hit && hit.expires > now) return hit.addresses;
     let timer: NodeJS.Timeout | undefined;

@@ -2,7 +2,7 @@ import { buildContainerSpec, CODE_LOADER, CODE_TARGET, containerStdin } from './
 import { resolveContainerOptions } from './container.options';
 
 const MiB = 1024 * 1024;
-const options = resolveContainerOptions({ engineInstanceId: 'engine-1' }, {}, '/nowhere');
+const options = resolveContainerOptions({ engineInstanceId: 'engine-1' });
 const job = {
   actionId: 'act-1',
   sessionId: 'sess-1',
@@ -103,21 +103,17 @@ describe('buildContainerSpec', () => {
   });
 
   it('follows the configured limits and user', () => {
-    const custom = resolveContainerOptions(
-      {
-        user: '2000:3000',
-        limits: {
-          memoryBytes: 256 * MiB,
-          nanoCpus: 5e8,
-          pids: 64,
-          tmpfsBytes: 10 * 1024,
-          nofile: 64,
-          fsizeBytes: 1000,
-        },
+    const custom = resolveContainerOptions({
+      user: '2000:3000',
+      limits: {
+        memoryBytes: 256 * MiB,
+        nanoCpus: 5e8,
+        pids: 64,
+        tmpfsBytes: 10 * 1024,
+        nofile: 64,
+        fsizeBytes: 1000,
       },
-      {},
-      '/nowhere',
-    );
+    });
     const s = buildContainerSpec({ job, image: 'i', options: custom });
     expect(s.User).toBe('2000:3000');
     expect(s.HostConfig).toMatchObject({

@@ -73,12 +73,7 @@ export function buildContainerSpec({
       [LABEL_ACTION]: job.actionId,
     },
     // stdin carries the code, then the job's stdin; it is closed after both, like a pipe.
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    OpenStdin: true,
-    StdinOnce: true,
-    Tty: false,
+    ...ATTACHED_STDIO,
     HostConfig: {
       Binds: [`${job.workspaceDir}:${WORKSPACE_TARGET}:rw`],
       ...sandboxHostConfig({
@@ -96,6 +91,19 @@ export function buildContainerSpec({
     },
   };
 }
+
+/**
+ * Every sandbox container talks to the engine over its attach connection only: stdin open until the engine closes
+ * it (once), stdout and stderr apart, no terminal.
+ */
+export const ATTACHED_STDIO = {
+  AttachStdin: true,
+  AttachStdout: true,
+  AttachStderr: true,
+  OpenStdin: true,
+  StdinOnce: true,
+  Tty: false,
+} as const satisfies Partial<ContainerCreateOptions>;
 
 /** Resource limits every sandbox container gets. */
 export interface SandboxContainerLimits {

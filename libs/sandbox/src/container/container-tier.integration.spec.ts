@@ -16,6 +16,7 @@ import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Language } from '@switchyard/common';
 import Dockerode from 'dockerode';
+import { TEST_IMAGE_SOURCE } from '../../test/sandbox-image';
 import { buildChildEnv } from '../env-policy';
 import { SandboxUnavailableError } from '../sandbox.errors';
 import { SandboxManager } from '../sandbox-manager.service';
@@ -34,7 +35,7 @@ const MiB = 1024 * 1024;
 const SOCKET = process.env.DOCKER_HOST?.startsWith('unix://')
   ? process.env.DOCKER_HOST.slice('unix://'.length)
   : '/var/run/docker.sock';
-const IMAGE = currentImage(resolveContainerOptions({ reapOnStart: false }));
+const IMAGE = currentImage(resolveContainerOptions({ ...TEST_IMAGE_SOURCE, reapOnStart: false }));
 
 /** Synchronous probe (describe blocks are chosen at load time): `/_ping` and the image, over the socket. */
 function dockerReady(): boolean {
@@ -99,6 +100,7 @@ describeDocker('ContainerTier (real Docker)', () => {
   const client = new DockerodeClient(docker);
   const engineInstanceId = `${RUN}-main`;
   const tierOptions: ContainerTierOptions = {
+    ...TEST_IMAGE_SOURCE,
     engineInstanceId,
     reapOnStart: false,
     limits: { memoryBytes: 128 * MiB, pids: 64, tmpfsBytes: 16 * MiB, fsizeBytes: 8 * MiB, nofile: 128 },

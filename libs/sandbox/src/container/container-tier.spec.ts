@@ -1,9 +1,10 @@
-import { PassThrough, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { Logger } from '@nestjs/common';
 import type { ContainerCreateOptions } from 'dockerode';
+import { FakeClock } from '../../test/fake-clock';
+import { FakeOutput, matchesLabels } from '../../test/fake-output';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import type { TierJob } from '../sandbox.types';
-import type { Clock } from './container.constants';
 import {
   defaultEngineInstanceId,
   resolveContainerOptions,
@@ -31,9 +32,7 @@ const IMAGE = 'switchyard/sandbox:test';
 /** What a fake container does once started, like the code inside would. */
 type Program = (c: FakeContainer) => void;
 
-class FakeContainer {
-  readonly stdout = new PassThrough();
-  readonly stderr = new PassThrough();
+class FakeContainer extends FakeOutput {
   stdin = '';
   stdinEnded = false;
   started = false;
@@ -49,18 +48,12 @@ class FakeContainer {
     readonly id: string,
     readonly spec: ContainerCreateOptions,
     readonly program: Program,
-  ) {}
+  ) {
+    super();
+  }
 
   get running(): boolean {
     return this.started && this.exitCode === undefined;
-  }
-  out(text: string): this {
-    this.stdout.write(text);
-    return this;
-  }
-  err(text: string): this {
-    this.stderr.write(text);
-    return this;
   }
   /** The main process ended: output closes, waiters wake. */
   end(statusCode: number): void {
@@ -181,9 +174,7 @@ class FakeDocker extends DockerClient {
     const live = [...this.containers.values()]
       .filter((c) => !c.removed)
       .map((c) => ({ id: c.id, state: c.running ? 'running' : 'created', labels: c.spec.Labels ?? {} }));
-    return [...live, ...this.listed].filter((c) =>
-      Object.entries(labels).every(([k, v]) => (v === true ? k in c.labels : c.labels[k] === v)),
-    );
+    return [...live, ...this.listed].filter((c) => matchesLabels(c.labels, labels));
   }
 
   get(id: string): FakeContainer {
@@ -195,13 +186,6 @@ class FakeDocker extends DockerClient {
   get only(): FakeContainer {
     expect(this.containers.size).toBe(1);
     return [...this.containers.values()][0];
-  }
-}
-
-class FakeClock implements Clock {
-  t = 0;
-  now(): number {
-    return this.t;
   }
 }
 
@@ -429,7 +413,7 @@ describe('ContainerTier (fake Docker)', () => {
     it('says how to get an image tag when none is configured', async () => {
       const untagged = new ContainerTier(
         docker,
-        resolveContainerOptions({ imageTagFile: '/no/such/tag', reapOnStart: false }, {}),
+        resolveContainerOptions({ imageTagFile: '/no/such/tag', reapOnStart: false }),
         clock,
       );
       const a = await untagged.availability();

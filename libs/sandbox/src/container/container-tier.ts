@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import {
   Inject,
   Injectable,
@@ -9,30 +8,26 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { OutputCollector } from '../output-collector';
+import { CLOCK, type Clock, systemClock } from '@switchyard/common';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { SandboxTier } from '../sandbox-tier.port';
 import type { TierAvailability, TierJob, TierRunResult } from '../sandbox.types';
+import { signalExit, signalOfExit } from '../supervision/exit-status';
+import { emptyResult, enforcedLimit, formatBytes } from '../supervision/limit-messages';
+import { PendingCleanups } from '../supervision/pending-cleanups';
+import { RunSupervisor } from '../supervision/run-supervisor';
+import { ContainerAvailability } from './container-availability';
 import {
-  CONTAINER_CLOCK,
   CONTAINER_OPTIONS,
   CONTAINER_TIER_LABEL,
   LABEL_ENGINE,
   LABEL_SESSION,
   LABEL_TIER,
-  type Clock,
 } from './container.constants';
-import { currentImage, engineAliveHere, type ResolvedContainerOptions } from './container.options';
+import { engineAliveHere, type ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
 import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
-import { dockerUnreachable, SANDBOX_IMAGE_MISSING } from './docker-availability';
-import {
-  DockerApiError,
-  DockerError,
-  DockerNotFoundError,
-  DockerTimeoutError,
-  DockerUnavailableError,
-} from './docker.errors';
+import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
 
 /** After a kill, how long `wait` may take before the tier stops waiting and removes the container by force. */
 const KILL_GRACE_MS = 2000;
@@ -43,9 +38,8 @@ const CLEANUP_TIMEOUT_MS = 10_000;
 /** A 137 exit the tier did not cause is checked twice for the OOM flag: the daemon may record it just after the exit. */
 const OOM_RECHECK_MS = 100;
 
-const SIGNAL_NAMES = new Map(Object.entries(os.constants.signals).map(([name, num]) => [num, name]));
-const SIGKILL_EXIT = 128 + os.constants.signals.SIGKILL;
-const SIGXFSZ_EXIT = 128 + os.constants.signals.SIGXFSZ;
+const SIGKILL_EXIT = signalExit('SIGKILL');
+const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
 interface ActiveRun {
   readonly sessionId: string;
@@ -55,41 +49,33 @@ interface ActiveRun {
   readonly done: Promise<void>;
 }
 
-interface CachedAvailability {
-  at: number;
-  value: TierAvailability;
-  image?: string;
-}
-
 /**
  * The one-off container tier: every run is a fresh container of the sandbox image (non-root, no capabilities,
  * no network, read-only root, size-capped tmpfs, cgroup limits; see `buildContainerSpec`), created, attached,
  * started, waited for and always removed, so nothing of a run outlives it.
  *
  * Code reaches the container on stdin ahead of the job's stdin (see `CODE_LOADER`); stdout and stderr come back
- * over the attach connection into the shared `OutputCollector`s, since the containers log nowhere.
+ * over the attach connection into the run's `RunSupervisor`, since the containers log nowhere.
  */
 @Injectable()
 export class ContainerTier extends SandboxTier implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly name = 'container' as const;
   private readonly logger = new Logger(ContainerTier.name);
   private readonly clock: Clock;
+  private readonly probe: ContainerAvailability;
   private readonly runs = new Set<ActiveRun>();
   /** Containers whose removal failed, by id, with their session: retried on release, reaping and shutdown. */
   private readonly unremoved = new Map<string, string>();
-  private readonly cleanups = new Set<Promise<unknown>>();
-  private cached?: CachedAvailability;
-  private probing?: Promise<CachedAvailability>;
-  private wasAvailable?: boolean;
-  private shuttingDown = false;
+  private readonly cleanups = new PendingCleanups(this.logger);
 
   constructor(
     @Inject(DOCKER_CLIENT) private readonly docker: DockerClient,
     @Inject(CONTAINER_OPTIONS) private readonly options: ResolvedContainerOptions,
-    @Optional() @Inject(CONTAINER_CLOCK) clock?: Clock,
+    @Optional() @Inject(CLOCK) clock?: Clock,
   ) {
     super();
-    this.clock = clock ?? { now: () => performance.now() };
+    this.clock = clock ?? systemClock;
+    this.probe = new ContainerAvailability(docker, options, this.clock, this.logger);
   }
 
   /**
@@ -97,13 +83,13 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
    * when Docker comes back or the image gets built. Never throws.
    */
   async availability(): Promise<TierAvailability> {
-    return (await this.currentAvailability()).value;
+    return (await this.probe.current()).value;
   }
 
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
-    const started = performance.now();
+    const started = this.clock.monotonic();
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
-    const { value: availability, image } = await this.currentAvailability();
+    const { value: availability, image } = await this.probe.current();
     if (!availability.available || !image) {
       throw new SandboxUnavailableError(`container tier: ${availability.reason ?? 'not available'}`);
     }
@@ -126,7 +112,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       });
       const id = await this.docker.createContainer(spec).catch((err: unknown) => {
         if (!(err instanceof DockerNotFoundError)) throw err;
-        this.cached = undefined;
+        this.probe.forget();
         throw new SandboxUnavailableError(
           `container tier: sandbox image ${image} is gone from the Docker engine; build it with \`npm run sandbox:image\``,
           {},
@@ -145,7 +131,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       }
     } catch (err) {
       // Whatever Docker did wrong, the next availability check asks it again instead of trusting the cache.
-      if (err instanceof DockerError) this.cached = undefined;
+      if (err instanceof DockerError) this.probe.forget();
       throw err;
     } finally {
       this.runs.delete(active);
@@ -168,7 +154,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   /** Removes leftovers of engines that died, in the background: start-up must not wait for Docker. */
   onApplicationBootstrap(): void {
     if (!this.options.reapOnStart) return;
-    this.track(
+    this.cleanups.track(
       this.reapLeftovers().then((removed) => {
         if (removed.length > 0)
           this.logger.log(`removed ${removed.length} leftover container(s) of other engines`);
@@ -215,12 +201,12 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
 
   /** Kills every run, then removes every container carrying this engine's label. */
   async onApplicationShutdown(): Promise<void> {
-    this.shuttingDown = true;
+    this.probe.close();
     const runs = [...this.runs];
     for (const r of runs) r.controller.abort(new Error('engine shutting down'));
     await Promise.all(runs.map((r) => r.done));
-    while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups]);
-    if (runs.length === 0 && this.unremoved.size === 0 && !this.wasAvailable) return; // never reached Docker
+    await this.cleanups.drain();
+    if (runs.length === 0 && this.unremoved.size === 0 && !this.probe.lastAvailable) return; // never reached Docker
     try {
       const left = await this.docker.listByLabel(
         { [LABEL_TIER]: CONTAINER_TIER_LABEL, [LABEL_ENGINE]: this.options.engineInstanceId },
@@ -242,52 +228,44 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     started: number,
   ): Promise<TierRunResult> {
     const streams = await this.docker.attach(id);
-    const stdout = new OutputCollector(job.output, (t) => job.onOutput?.('stdout', t));
-    const stderr = new OutputCollector(job.output, (t) => job.onOutput?.('stderr', t));
     const stopWaiting = new AbortController();
-    let ended: 'timeout' | 'output' | 'abort' | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let backstop: NodeJS.Timeout | undefined;
-    const kill = (why: NonNullable<typeof ended>) => {
-      if (ended) return;
-      ended = why;
-      // Past the cap nothing more is wanted: stop reading so nothing more is buffered.
-      if (why === 'output') streams.destroy();
-      this.docker.kill(id).catch((err: Error) => this.logger.warn(`kill ${id.slice(0, 12)}: ${err.message}`));
+    const supervisor = new RunSupervisor({
+      job,
+      clock: this.clock,
+      startedAt: started,
+      kill: (why) => {
+        // Past the cap nothing more is wanted: stop reading so nothing more is buffered.
+        if (why === 'output') streams.destroy();
+        this.docker
+          .kill(id)
+          .catch((err: Error) => this.logger.warn(`kill ${id.slice(0, 12)}: ${err.message}`));
+      },
       // A kill that does not take (a daemon hiccup) must not hang the run: stop waiting; removal kills by force.
-      backstop = setTimeout(() => stopWaiting.abort(), KILL_GRACE_MS);
-    };
-    const onAbort = () => kill('abort');
+      forceClose: { afterMs: KILL_GRACE_MS, close: () => stopWaiting.abort() },
+    });
     try {
-      for (const [stream, collector] of [
-        [streams.stdout, stdout],
-        [streams.stderr, stderr],
+      for (const [stream, name] of [
+        [streams.stdout, 'stdout'],
+        [streams.stderr, 'stderr'],
       ] as const) {
-        stream.on('data', (chunk: Buffer) => {
-          if (!collector.push(chunk)) kill('output');
-        });
+        stream.on('data', (chunk: Buffer) => supervisor.push(name, chunk));
         stream.on('error', () => undefined);
       }
       streams.stdin.on('error', () => undefined); // EPIPE when the code exits without reading its stdin
       streams.stdin.end(containerStdin(job));
 
-      if (signal.aborted) return { ...this.collect(stdout, stderr, started), aborted: true };
+      if (signal.aborted) return { ...supervisor.collected(), aborted: true };
       try {
         await this.docker.start(id);
       } catch (err) {
         // The daemon refused to run the command (bad interpreter path, runtime error): the run could not start.
         if (err instanceof DockerApiError && !(err instanceof DockerNotFoundError)) {
-          return {
-            ...this.collect(stdout, stderr, started),
-            spawnError: `cannot start the container: ${err.message}`,
-          };
+          return { ...supervisor.collected(), spawnError: `cannot start the container: ${err.message}` };
         }
         throw err;
       }
 
-      timer = setTimeout(() => kill('timeout'), job.timeoutMs);
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
+      supervisor.watch({ timeoutMs: job.timeoutMs, signal });
       let exit: ContainerExit | undefined;
       try {
         exit = await this.docker.wait(id, { signal: stopWaiting.signal });
@@ -295,55 +273,39 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         if (!(stopWaiting.signal.aborted && err instanceof DockerTimeoutError)) throw err;
         this.logger.warn(`container ${id.slice(0, 12)} did not stop within ${KILL_GRACE_MS} ms of a kill`);
       }
-      clearTimeout(timer);
-      clearTimeout(backstop);
+      supervisor.stop();
       // Output still in flight after the exit arrives on the same connection: let it drain briefly.
       if (exit) await settleWithin(streams.closed, DRAIN_MS);
       streams.destroy();
 
-      const result = this.collect(stdout, stderr, started);
-      result.timedOut = ended === 'timeout';
-      if (ended === 'abort') result.aborted = true;
+      const ended = supervisor.reason;
+      const result = supervisor.result();
       if (exit) {
         result.exitCode = exit.statusCode;
-        if (exit.statusCode > 128) result.signal = SIGNAL_NAMES.get(exit.statusCode - 128);
+        if (exit.statusCode > 128) result.signal = signalOfExit(exit.statusCode);
       } else {
         result.signal = 'SIGKILL';
       }
-      if (exit?.statusCode === SIGKILL_EXIT && (await this.oomKilled(id, ended !== undefined))) {
-        result.limit = {
-          code: 'OUT_OF_MEMORY',
-          message: `out of memory: the run went over its ${formatBytes(this.options.limits.memoryBytes)} memory limit`,
-        };
-      } else if (ended === 'output') {
-        result.limit = {
-          code: 'OUTPUT_CAP',
-          message: `output over ${formatBytes(job.output.maxBytes)} or ${job.output.maxLines} lines on a stream; the run was stopped`,
-        };
-      } else if (exit?.statusCode === SIGXFSZ_EXIT) {
-        result.limit = {
-          code: 'FILE_SIZE',
-          message: `file size limit of ${formatBytes(this.options.limits.fsizeBytes)} reached`,
-        };
-      }
+      const limits = this.options.limits;
+      const limit = enforcedLimit(
+        result,
+        {
+          oomKilled: exit?.statusCode === SIGKILL_EXIT && (await this.oomKilled(id, ended !== undefined)),
+          outputCapped: ended === 'output',
+          fileSize: exit?.statusCode === SIGXFSZ_EXIT,
+        },
+        {
+          memory: `its ${formatBytes(limits.memoryBytes)} memory limit`,
+          output: job.output,
+          fileSizeBytes: limits.fsizeBytes,
+        },
+      );
+      if (limit) result.limit = limit;
       return result;
     } finally {
-      clearTimeout(timer);
-      clearTimeout(backstop);
-      signal.removeEventListener('abort', onAbort);
+      supervisor.stop();
       streams.destroy();
     }
-  }
-
-  private collect(stdout: OutputCollector, stderr: OutputCollector, started: number): TierRunResult {
-    return {
-      timedOut: false,
-      stdout: stdout.text(),
-      stderr: stderr.text(),
-      truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
-      redacted: stdout.redacted || stderr.redacted,
-      durationMs: Math.round(performance.now() - started),
-    };
   }
 
   /** Docker's OOM flag; an exit the tier did not cause gets a second look, as the flag may trail the exit. */
@@ -370,89 +332,6 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         `could not remove container ${id.slice(0, 12)} (retried later): ${(err as Error).message}`,
       );
     }
-  }
-
-  private currentAvailability(): Promise<CachedAvailability> {
-    if (this.shuttingDown) {
-      return Promise.resolve({ at: 0, value: { available: false, reason: 'the engine is shutting down' } });
-    }
-    const cached = this.cached;
-    if (cached && this.clock.now() - cached.at < this.options.availabilityCacheMs)
-      return Promise.resolve(cached);
-    this.probing ??= this.probe()
-      .then((entry) => {
-        this.cached = entry;
-        this.reportTransition(entry.value);
-        return entry;
-      })
-      .finally(() => (this.probing = undefined));
-    return this.probing;
-  }
-
-  private async probe(): Promise<CachedAvailability> {
-    const call = { timeoutMs: this.options.probeTimeoutMs };
-    const endpoint = this.docker.endpoint;
-    const unavailable = (code: string, reason: string): CachedAvailability => ({
-      at: this.clock.now(),
-      value: { available: false, code, reason, details: { endpoint } },
-    });
-    try {
-      await this.docker.ping(call);
-    } catch (err) {
-      const { code, reason } = dockerUnreachable(endpoint, err);
-      return unavailable(code, reason);
-    }
-    const image = currentImage(this.options);
-    if (!image) {
-      return unavailable(
-        SANDBOX_IMAGE_MISSING,
-        `no sandbox image configured: ${this.options.imageTagFile} is missing; ` +
-          'build the image with `npm run sandbox:image` (or set SWITCHYARD_SANDBOX_IMAGE)',
-      );
-    }
-    try {
-      if (!(await this.docker.imageExists(image, call))) {
-        return unavailable(
-          SANDBOX_IMAGE_MISSING,
-          `sandbox image ${image} is not in the Docker engine at ${endpoint}; build it with \`npm run sandbox:image\``,
-        );
-      }
-    } catch (err) {
-      if (err instanceof DockerUnavailableError || err instanceof DockerTimeoutError) {
-        const { code, reason } = dockerUnreachable(endpoint, err);
-        return unavailable(code, reason);
-      }
-      return unavailable(
-        'SANDBOX_IMAGE_UNCHECKED',
-        `cannot check the sandbox image ${image}: ${(err as Error).message}`,
-      );
-    }
-    return {
-      at: this.clock.now(),
-      image,
-      value: {
-        available: true,
-        details: {
-          endpoint,
-          image,
-          engineInstanceId: this.options.engineInstanceId,
-          limits: this.options.limits,
-        },
-      },
-    };
-  }
-
-  private reportTransition(value: TierAvailability): void {
-    if (value.available === this.wasAvailable) return;
-    if (value.available) this.logger.log(`container tier available (${String(value.details?.image)})`);
-    else this.logger.warn(`container tier unavailable: ${value.reason}`);
-    this.wasAvailable = value.available;
-  }
-
-  private track(p: Promise<unknown>): void {
-    const tracked = p.catch((err: unknown) => this.logger.warn(`cleanup failed: ${(err as Error).message}`));
-    this.cleanups.add(tracked);
-    void tracked.finally(() => this.cleanups.delete(tracked));
   }
 }
 
@@ -484,12 +363,4 @@ async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function emptyResult(durationMs: number): TierRunResult {
-  return { timedOut: false, stdout: '', stderr: '', truncated: { stdout: false, stderr: false }, durationMs };
-}
-
-function formatBytes(n: number): string {
-  return n % 2 ** 20 === 0 ? `${n / 2 ** 20} MiB` : `${n} bytes`;
 }

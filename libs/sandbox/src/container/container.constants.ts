@@ -12,11 +12,3 @@ export const LABEL_ACTION = 'dev.switchyard.action';
 
 /** `dev.switchyard.tier` of one-off containers. */
 export const CONTAINER_TIER_LABEL = 'container';
-
-/** Optional `Clock` for the tier (availability caching); tests inject a fake one. */
-export const CONTAINER_CLOCK = Symbol('switchyard:sandbox:container-clock');
-
-/** Monotonic milliseconds. */
-export interface Clock {
-  now(): number;
-}

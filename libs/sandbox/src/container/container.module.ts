@@ -5,10 +5,25 @@ import { resolveContainerOptions, type ContainerTierOptions } from './container.
 import { DOCKER_CLIENT, DockerodeClient } from './docker-client';
 
 export interface DockerModuleOptions {
-  /** A ready `Dockerode`, or its connection options. Default `new Dockerode()`, which reads `DOCKER_HOST`. */
+  /** A ready `Dockerode`, or its connection options. Default: a client for `host`. */
   docker?: Dockerode | Dockerode.DockerOptions;
+  /**
+   * The engine's address in DOCKER_HOST's form (`unix:///var/run/docker.sock`, `tcp://host:2375`). Default: the local
+   * socket. Given by the engine's configuration, so the client never reads the environment itself.
+   */
+  host?: string;
   /** Deadline of every Docker call except waiting for a container. Default 30 000 ms. */
   callTimeoutMs?: number;
+}
+
+/** Connection options for a DOCKER_HOST-style address; the local socket when none is given. */
+export function dockerConnection(host: string | undefined): Dockerode.DockerOptions {
+  if (!host) return { socketPath: '/var/run/docker.sock' };
+  if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
+  if (host.startsWith('npipe://')) return { socketPath: host.slice('npipe://'.length) };
+  const url = new URL(host.includes('//') ? host : `tcp://${host}`);
+  const protocol = url.protocol === 'https:' ? 'https' : 'http';
+  return { host: url.hostname, port: url.port || (protocol === 'https' ? 2376 : 2375), protocol };
 }
 
 /**
@@ -26,7 +41,9 @@ export class DockerModule {
           provide: DOCKER_CLIENT,
           useFactory: () =>
             new DockerodeClient(
-              options.docker instanceof Dockerode ? options.docker : new Dockerode(options.docker),
+              options.docker instanceof Dockerode
+                ? options.docker
+                : new Dockerode(options.docker ?? dockerConnection(options.host)),
               { callTimeoutMs: options.callTimeoutMs },
             ),
         },

@@ -16,10 +16,10 @@ describe('resolveContainerOptions', () => {
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('documents its defaults', async () => {
-    const o = resolveContainerOptions({}, {}, dir);
+    const o = resolveContainerOptions({});
     expect(o).toMatchObject({
       image: undefined,
-      imageTagFile: path.join(dir, '.runtime', 'sandbox-image.tag'),
+      imageTagFile: undefined,
       limits: DEFAULT_CONTAINER_LIMITS,
       user: '10001:10001',
       interpreters: { python: '/usr/bin/python3', node: '/usr/bin/node', bash: '/bin/bash' },
@@ -29,29 +29,38 @@ describe('resolveContainerOptions', () => {
     });
     expect(o.engineInstanceId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
     // Each engine gets its own id, even in one process: it removes only its own containers.
-    expect(resolveContainerOptions({}, {}, dir).engineInstanceId).not.toBe(o.engineInstanceId);
+    expect(resolveContainerOptions({}).engineInstanceId).not.toBe(o.engineInstanceId);
     expect(await o.isSessionLive('any')).toBe(false);
   });
 
-  it('takes the image from the option, then SWITCHYARD_SANDBOX_IMAGE, then the tag file', () => {
-    const env = { SWITCHYARD_SANDBOX_IMAGE: 'from/env:1' };
-    expect(resolveContainerOptions({ image: 'from/option:1' }, env, dir).image).toBe('from/option:1');
-    expect(resolveContainerOptions({}, env, dir).image).toBe('from/env:1');
+  it('takes the image from the option, then the tag file; reads no environment', () => {
+    const imageTagFile = path.join(dir, 'sandbox-image.tag');
+    expect(currentImage(resolveContainerOptions({ image: 'from/option:1', imageTagFile }))).toBe(
+      'from/option:1',
+    );
 
-    const o = resolveContainerOptions({}, {}, dir);
+    const o = resolveContainerOptions({ imageTagFile });
     expect(currentImage(o)).toBeUndefined();
-    fs.mkdirSync(path.join(dir, '.runtime'));
-    fs.writeFileSync(o.imageTagFile, 'switchyard/sandbox:aaa\n');
+    fs.writeFileSync(imageTagFile, 'switchyard/sandbox:aaa\n');
     expect(currentImage(o)).toBe('switchyard/sandbox:aaa');
     // Re-read every time: a rebuilt image is picked up without a restart.
-    fs.writeFileSync(o.imageTagFile, 'switchyard/sandbox:bbb\n');
+    fs.writeFileSync(imageTagFile, 'switchyard/sandbox:bbb\n');
     expect(currentImage(o)).toBe('switchyard/sandbox:bbb');
-    fs.writeFileSync(o.imageTagFile, 'not an image!\n');
+    fs.writeFileSync(imageTagFile, 'not an image!\n');
     expect(currentImage(o)).toBeUndefined();
+
+    const saved = process.env.SWITCHYARD_SANDBOX_IMAGE;
+    process.env.SWITCHYARD_SANDBOX_IMAGE = 'from/env:1';
+    try {
+      expect(currentImage(resolveContainerOptions({}))).toBeUndefined();
+    } finally {
+      if (saved === undefined) delete process.env.SWITCHYARD_SANDBOX_IMAGE;
+      else process.env.SWITCHYARD_SANDBOX_IMAGE = saved;
+    }
   });
 
   it('merges partial limits over the defaults', () => {
-    const o = resolveContainerOptions({ limits: { pids: 64, memoryBytes: undefined } }, {}, dir);
+    const o = resolveContainerOptions({ limits: { pids: 64, memoryBytes: undefined } });
     expect(o.limits).toEqual({ ...DEFAULT_CONTAINER_LIMITS, pids: 64 });
   });
 
@@ -69,15 +78,10 @@ describe('resolveContainerOptions', () => {
     [{ engineInstanceId: 'has space' }, 'container.engineInstanceId'],
     [{ interpreters: { python: 'python3' } }, 'container.interpreters.python'],
     [{ availabilityCacheMs: -1 }, 'container.availabilityCacheMs'],
+    [{ imageTagFile: 'relative/tag' }, 'container.imageTagFile'],
   ])('rejects %j, naming %s', (options, option) => {
-    expect(() => resolveContainerOptions(options, {}, dir)).toThrow(SandboxConfigError);
-    expect(() => resolveContainerOptions(options, {}, dir)).toThrow(`sandbox option ${option}:`);
-  });
-
-  it('names the environment variable when it holds a bad image', () => {
-    expect(() => resolveContainerOptions({}, { SWITCHYARD_SANDBOX_IMAGE: 'a b' }, dir)).toThrow(
-      'sandbox option SWITCHYARD_SANDBOX_IMAGE:',
-    );
+    expect(() => resolveContainerOptions(options)).toThrow(SandboxConfigError);
+    expect(() => resolveContainerOptions(options)).toThrow(`sandbox option ${option}:`);
   });
 });
 

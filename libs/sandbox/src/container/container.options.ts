@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Language } from '@switchyard/common';
 import { SandboxConfigError } from '../sandbox.errors';
+import { checkIntegers, type IntegerOption } from '../sandbox.options';
 
 const MiB = 1024 * 1024;
 
@@ -24,16 +25,17 @@ export interface ContainerLimits {
 }
 
 /**
- * Options of the one-off container tier (`ContainerModule.forRoot`). Everything is optional.
+ * Options of the one-off container tier (`ContainerModule.forRoot`). Everything is optional. The library reads no
+ * environment and no working directory: the engine's configuration passes what it found there.
  *
- * Image precedence: `image` > `SWITCHYARD_SANDBOX_IMAGE` > the tag in `imageTagFile` (written by
- * `npm run sandbox:image`).
+ * Image precedence: `image` > the tag in `imageTagFile` (written by `npm run sandbox:image`). With neither, the tier
+ * reports itself unavailable.
  */
 export interface ContainerTierOptions {
   /** Image reference, e.g. `switchyard/sandbox:5b16bcc01d30`. */
   image?: string;
   /**
-   * File holding the image tag. Default `.runtime/sandbox-image.tag` relative to the working directory. Re-read by
+   * Absolute path of the file holding the image tag, e.g. `<engine dir>/.runtime/sandbox-image.tag`. Re-read by
    * every availability probe until it names an image, so building the image later needs no restart.
    */
   imageTagFile?: string;
@@ -62,9 +64,9 @@ export interface ContainerTierOptions {
 }
 
 export interface ResolvedContainerOptions {
-  /** Fixed image, when given by option or environment; otherwise read from `imageTagFile`. */
+  /** Fixed image, when given; otherwise read from `imageTagFile`. */
   image?: string;
-  imageTagFile: string;
+  imageTagFile?: string;
   limits: ContainerLimits;
   engineInstanceId: string;
   user: string;
@@ -84,22 +86,16 @@ export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze
   fsizeBytes: 64 * MiB,
 });
 
-export const DEFAULT_IMAGE_TAG_FILE = path.join('.runtime', 'sandbox-image.tag');
-
 const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
 const LABEL_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const USER = /^(\d+)(?::(\d+))?$/;
 
 /** Applies defaults and fails loudly, naming the option (`container.*`), on anything that cannot work. */
-export function resolveContainerOptions(
-  options: ContainerTierOptions = {},
-  env: NodeJS.ProcessEnv = process.env,
-  cwd: string = process.cwd(),
-): ResolvedContainerOptions {
+export function resolveContainerOptions(options: ContainerTierOptions = {}): ResolvedContainerOptions {
   const limits: ContainerLimits = { ...DEFAULT_CONTAINER_LIMITS, ...definedOnly(options.limits ?? {}) };
   const resolved: ResolvedContainerOptions = {
-    image: options.image ?? (env.SWITCHYARD_SANDBOX_IMAGE || undefined),
-    imageTagFile: path.resolve(cwd, options.imageTagFile ?? DEFAULT_IMAGE_TAG_FILE),
+    image: options.image,
+    imageTagFile: options.imageTagFile,
     limits,
     engineInstanceId: options.engineInstanceId ?? defaultEngineInstanceId(),
     user: options.user ?? '10001:10001',
@@ -114,14 +110,10 @@ export function resolveContainerOptions(
     isSessionLive: options.isSessionLive ?? (() => false),
   };
 
-  for (const [name, value] of Object.entries(limits)) {
-    if (!(Number.isSafeInteger(value) && value > 0)) {
-      throw new SandboxConfigError(
-        `container.limits.${name}`,
-        `must be a positive integer, got ${String(value)}`,
-      );
-    }
-  }
+  checkIntegers(
+    Object.entries(limits).map(([name, value]): IntegerOption => [`limits.${name}`, value, 1]),
+    'container.',
+  );
   if (limits.pids < 64 || limits.pids > 256) {
     throw new SandboxConfigError(
       'container.limits.pids',
@@ -134,22 +126,21 @@ export function resolveContainerOptions(
   if (limits.nanoCpus < 1e7) {
     throw new SandboxConfigError('container.limits.nanoCpus', 'must be at least 1e7 (0.01 CPU)');
   }
-  for (const [name, value] of [
-    ['availabilityCacheMs', resolved.availabilityCacheMs],
-    ['probeTimeoutMs', resolved.probeTimeoutMs],
-  ] as const) {
-    if (!(Number.isSafeInteger(value) && value >= 0)) {
-      throw new SandboxConfigError(
-        `container.${name}`,
-        `must be a non-negative integer, got ${String(value)}`,
-      );
-    }
-  }
+  checkIntegers(
+    [
+      ['availabilityCacheMs', resolved.availabilityCacheMs, 0],
+      ['probeTimeoutMs', resolved.probeTimeoutMs, 0],
+    ],
+    'container.',
+  );
   if (resolved.image !== undefined && !IMAGE_REF.test(resolved.image)) {
     throw new SandboxConfigError(
-      options.image === undefined ? 'SWITCHYARD_SANDBOX_IMAGE' : 'container.image',
+      'container.image',
       `not an image reference: ${JSON.stringify(resolved.image)}`,
     );
+  }
+  if (resolved.imageTagFile !== undefined && !path.isAbsolute(resolved.imageTagFile)) {
+    throw new SandboxConfigError('container.imageTagFile', 'must be an absolute path');
   }
   if (!LABEL_VALUE.test(resolved.engineInstanceId)) {
     throw new SandboxConfigError(
@@ -177,9 +168,14 @@ export function currentImage(
   options: Pick<ResolvedContainerOptions, 'image' | 'imageTagFile'>,
 ): string | undefined {
   if (options.image) return options.image;
+  const tag = options.imageTagFile === undefined ? undefined : readImageTag(options.imageTagFile);
+  return tag !== undefined && IMAGE_REF.test(tag) ? tag : undefined;
+}
+
+/** The tag `npm run sandbox:image` wrote to `file`, trimmed; `undefined` when there is none (yet). */
+export function readImageTag(file: string): string | undefined {
   try {
-    const tag = fs.readFileSync(options.imageTagFile, 'utf8').trim();
-    return IMAGE_REF.test(tag) ? tag : undefined;
+    return fs.readFileSync(file, 'utf8').trim() || undefined;
   } catch {
     return undefined;
   }

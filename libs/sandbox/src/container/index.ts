@@ -1,14 +1,12 @@
 export { ContainerTier } from './container-tier';
 export { ContainerModule, DockerModule, type DockerModuleOptions } from './container.module';
 export {
-  CONTAINER_CLOCK,
   CONTAINER_OPTIONS,
   CONTAINER_TIER_LABEL,
   LABEL_ACTION,
   LABEL_ENGINE,
   LABEL_SESSION,
   LABEL_TIER,
-  type Clock,
 } from './container.constants';
 export {
   DEFAULT_CONTAINER_LIMITS,

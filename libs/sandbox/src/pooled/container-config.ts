@@ -1,6 +1,11 @@
 import type Docker from 'dockerode';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from '../container/container.constants';
-import { CODE_TMPFS_INODES, sandboxHostConfig, sandboxTmpfs } from '../container/container-spec';
+import {
+  ATTACHED_STDIO,
+  CODE_TMPFS_INODES,
+  sandboxHostConfig,
+  sandboxTmpfs,
+} from '../container/container-spec';
 import type { PooledLimits } from './pooled.options';
 
 export const POOLED_LABELS = Object.freeze({
@@ -53,13 +58,8 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
       [POOLED_LABELS.tier]: POOLED_TIER_LABEL,
       [POOLED_LABELS.mountKey]: spec.mountKey,
     },
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    OpenStdin: true,
     // The engine's attach is the runner's stdin: when the engine goes, the runner reads EOF and the container ends.
-    StdinOnce: true,
-    Tty: false,
+    ...ATTACHED_STDIO,
     NetworkDisabled: true,
     StopSignal: 'SIGKILL',
     HostConfig: {

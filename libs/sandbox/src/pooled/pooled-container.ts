@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
+import { type Clock, systemClock } from '@switchyard/common';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { buildContainerConfig } from './container-config';
 import type { HostMounts } from './host-mounts';
@@ -19,9 +20,6 @@ export class PooledContainer {
   sessionId?: string;
   /** Real path of the session workspace mounted at /workspace. */
   workspace?: string;
-  readonly createdAt = Date.now();
-  /** When it became ready (monotonic, `performance.now()`): a claim that began later found it warm. */
-  readonly readyAt = performance.now();
   /** Set while it is being destroyed; shared by every caller. */
   destroying?: Promise<void>;
 
@@ -34,6 +32,8 @@ export class PooledContainer {
     readonly connection: RunnerConnection,
     readonly hello: RunnerHello,
     private readonly stderrTail: () => string,
+    /** When it became ready (`clock.monotonic()`): a claim that began later found it warm. */
+    readonly readyAt: number,
   ) {}
 
   get shortId(): string {
@@ -66,6 +66,7 @@ export class PooledContainerFactory {
     private readonly options: ResolvedPooledOptions,
     private readonly docker: DockerClient,
     private readonly mounts: HostMounts,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Starts in flight; shutdown waits for them so a container created during it is still removed. */
@@ -113,7 +114,15 @@ export class PooledContainerFactory {
         `the runner did not greet within ${this.options.startTimeoutMs} ms (pooled.startTimeoutMs)`,
       );
       await connection.ping(this.options.healthCheckTimeoutMs);
-      const container = new PooledContainer(id, mountKey, mountPoint, connection, hello, () => stderr);
+      const container = new PooledContainer(
+        id,
+        mountKey,
+        mountPoint,
+        connection,
+        hello,
+        () => stderr,
+        this.clock.monotonic(),
+      );
       this.live.set(id, container);
       this.logger.debug(`warm container ${container.shortId} ready (runner pid ${hello.pid})`);
       return container;

@@ -11,6 +11,7 @@ import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Language } from '@switchyard/common';
 import Dockerode from 'dockerode';
+import { TEST_IMAGE_SOURCE } from '../../test/sandbox-image';
 import { DockerodeClient } from '../container/docker-client';
 import { buildChildEnv } from '../env-policy';
 import { SandboxManager } from '../sandbox-manager.service';
@@ -25,20 +26,17 @@ import { resolvePooledOptions } from './pooled.options';
 import { PooledTier } from './pooled-tier';
 import { prepareAndRun } from '../sandbox-manager.testing';
 
-const repoRoot = path.resolve(__dirname, '../../../..');
-const options = resolvePooledOptions(
-  {
-    min: 2,
-    max: 6,
-    maxSessions: 32,
-    acquireTimeoutMs: 8000,
-    healthCheckTimeoutMs: 500,
-    runnerGraceMs: 2000,
-    mountRoot: path.join(os.tmpdir(), `sy-pooled-it-${randomBytes(4).toString('hex')}`),
-    limits: { memoryBytes: 256 * 2 ** 20, pids: 128 },
-  },
-  { cwd: repoRoot },
-);
+const options = resolvePooledOptions({
+  ...TEST_IMAGE_SOURCE,
+  min: 2,
+  max: 6,
+  maxSessions: 32,
+  acquireTimeoutMs: 8000,
+  healthCheckTimeoutMs: 500,
+  runnerGraceMs: 2000,
+  mountRoot: path.join(os.tmpdir(), `sy-pooled-it-${randomBytes(4).toString('hex')}`),
+  limits: { memoryBytes: 256 * 2 ** 20, pids: 128 },
+});
 
 function canRun(): string | undefined {
   if (process.getuid?.() !== 0) return 'not root';

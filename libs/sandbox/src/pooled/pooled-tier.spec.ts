@@ -4,6 +4,8 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Logger } from '@nestjs/common';
 import type { ContainerCreateOptions } from 'dockerode';
+import { matchesLabels } from '../../test/fake-output';
+import { RUNNER_EXIT_OK } from '../../test/runner-exit';
 import {
   DockerClient,
   type ContainerExit,
@@ -18,7 +20,8 @@ import { POOLED_LABELS } from './container-config';
 import { HostMounts } from './host-mounts';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { resolvePooledOptions, type PooledOptions } from './pooled.options';
-import { engineIsDead, PooledTier } from './pooled-tier';
+import { engineIsDead } from './pooled-reaper';
+import { PooledTier } from './pooled-tier';
 import { RUNNER_PROTOCOL, type RunnerExit, type RunnerRunRequest } from './runner-connection';
 
 type RunScript = (
@@ -88,21 +91,7 @@ class FakeRunner {
       this,
     );
     if (exit === 'never') return;
-    this.send({
-      ev: 'exit',
-      id,
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      ended: null,
-      capped: { stdout: false, stderr: false },
-      oomKilled: false,
-      pidsLimitHit: false,
-      leftovers: 0,
-      durationMs: 1,
-      spawnError: null,
-      ...exit,
-    });
+    this.send({ ev: 'exit', id, ...RUNNER_EXIT_OK, durationMs: 1, ...exit });
   }
 }
 
@@ -239,11 +228,7 @@ class FakeDocker extends DockerClient {
       state: c.state,
       labels: c.spec.Labels ?? {},
     }));
-    return Promise.resolve(
-      [...own, ...this.foreign].filter((c) =>
-        Object.entries(labels).every(([k, v]) => (v === true ? k in c.labels : c.labels[k] === v)),
-      ),
-    );
+    return Promise.resolve([...own, ...this.foreign].filter((c) => matchesLabels(c.labels, labels)));
   }
   get(id: string): FakeContainer {
     const c = this.containers.get(id);
@@ -290,20 +275,17 @@ describe('PooledTier', () => {
   const workspaces: Record<string, string> = {};
 
   const make = async (extra: PooledOptions = {}) => {
-    const options = resolvePooledOptions(
-      {
-        image: 'switchyard/sandbox:test',
-        min: 2,
-        max: 4,
-        acquireTimeoutMs: 500,
-        healthCheckTimeoutMs: 50,
-        runnerGraceMs: 100,
-        mountRoot: path.join(root, 'pool'),
-        engineId: `${os.hostname()}:${process.pid}:test`,
-        ...extra,
-      },
-      { env: {} },
-    );
+    const options = resolvePooledOptions({
+      image: 'switchyard/sandbox:test',
+      min: 2,
+      max: 4,
+      acquireTimeoutMs: 500,
+      healthCheckTimeoutMs: 50,
+      runnerGraceMs: 100,
+      mountRoot: path.join(root, 'pool'),
+      engineId: `${os.hostname()}:${process.pid}:test`,
+      ...extra,
+    });
     fs.mkdirSync(options.mountRoot, { recursive: true });
     tier = new PooledTier(options, docker, mounts);
     await tier.onModuleInit();
@@ -674,7 +656,7 @@ describe('PooledTier', () => {
   });
 
   it('is unavailable without an image, naming how to configure one', async () => {
-    const options = resolvePooledOptions({ mountRoot: path.join(root, 'pool') }, { env: {}, cwd: root });
+    const options = resolvePooledOptions({ mountRoot: path.join(root, 'pool') });
     tier = new PooledTier(options, docker, mounts);
     await tier.onModuleInit();
     expect(await tier.availability()).toMatchObject({

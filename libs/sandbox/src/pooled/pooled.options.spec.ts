@@ -6,15 +6,15 @@ import { defaultEngineInstanceId, processStartTicks } from '../container/contain
 import { resolvePooledOptions } from './pooled.options';
 
 describe('resolvePooledOptions', () => {
-  let cwd: string;
+  let dir: string;
 
   beforeEach(() => {
-    cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-pooled-opts-'));
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-pooled-opts-'));
   });
-  afterEach(() => fs.rmSync(cwd, { recursive: true, force: true }));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('applies the documented defaults', () => {
-    const o = resolvePooledOptions({}, { cwd, env: {} });
+    const o = resolvePooledOptions({});
     expect(o).toMatchObject({
       image: undefined,
       imageSource: 'none',
@@ -29,22 +29,26 @@ describe('resolvePooledOptions', () => {
     expect(o.engineId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
   });
 
-  it('takes the image from the option, then SWITCHYARD_SANDBOX_IMAGE, then .runtime/sandbox-image.tag', () => {
-    fs.mkdirSync(path.join(cwd, '.runtime'));
-    fs.writeFileSync(path.join(cwd, '.runtime', 'sandbox-image.tag'), 'switchyard/sandbox:fromfile\n');
-    expect(resolvePooledOptions({}, { cwd, env: {} })).toMatchObject({
+  it('takes the image from the option, then the tag file; reads no environment', () => {
+    const imageTagFile = path.join(dir, 'sandbox-image.tag');
+    expect(resolvePooledOptions({ imageTagFile })).toMatchObject({ image: undefined, imageSource: 'none' });
+    fs.writeFileSync(imageTagFile, 'switchyard/sandbox:fromfile\n');
+    expect(resolvePooledOptions({ imageTagFile })).toMatchObject({
       image: 'switchyard/sandbox:fromfile',
       imageSource: 'tag-file',
     });
-    const env = { SWITCHYARD_SANDBOX_IMAGE: 'switchyard/sandbox:env' };
-    expect(resolvePooledOptions({}, { cwd, env })).toMatchObject({
-      image: 'switchyard/sandbox:env',
-      imageSource: 'env',
-    });
-    expect(resolvePooledOptions({ image: 'x/y:z' }, { cwd, env })).toMatchObject({
+    expect(resolvePooledOptions({ image: 'x/y:z', imageTagFile })).toMatchObject({
       image: 'x/y:z',
       imageSource: 'option',
     });
+    const saved = process.env.SWITCHYARD_SANDBOX_IMAGE;
+    process.env.SWITCHYARD_SANDBOX_IMAGE = 'switchyard/sandbox:env';
+    try {
+      expect(resolvePooledOptions({}).image).toBeUndefined();
+    } finally {
+      if (saved === undefined) delete process.env.SWITCHYARD_SANDBOX_IMAGE;
+      else process.env.SWITCHYARD_SANDBOX_IMAGE = saved;
+    }
   });
 
   it.each([
@@ -57,9 +61,10 @@ describe('resolvePooledOptions', () => {
     [{ mountRoot: 'relative/dir' }, 'pooled.mountRoot'],
     [{ mountRoot: '/' }, 'pooled.mountRoot'],
     [{ image: 'bad image name' }, 'pooled.image'],
+    [{ imageTagFile: 'relative/tag' }, 'pooled.imageTagFile'],
   ])('refuses %j naming %s', (options, name) => {
-    expect(() => resolvePooledOptions(options, { cwd, env: {} })).toThrow(SandboxConfigError);
-    expect(() => resolvePooledOptions(options, { cwd, env: {} })).toThrow(`sandbox option ${name}:`);
+    expect(() => resolvePooledOptions(options)).toThrow(SandboxConfigError);
+    expect(() => resolvePooledOptions(options)).toThrow(`sandbox option ${name}:`);
   });
 
   it('identifies the engine by host, pid, start time and instance', () => {

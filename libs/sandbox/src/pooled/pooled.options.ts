@@ -1,8 +1,8 @@
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultEngineInstanceId } from '../container/container.options';
+import { defaultEngineInstanceId, readImageTag } from '../container/container.options';
 import { SandboxConfigError } from '../sandbox.errors';
+import { checkIntegers, type IntegerOption } from '../sandbox.options';
 
 const MiB = 2 ** 20;
 
@@ -23,14 +23,20 @@ export interface PooledLimits {
 }
 
 /**
- * What `PooledTierModule.forRoot` accepts. Precedence: option > environment variable > default.
+ * What `PooledTierModule.forRoot` accepts: option > default. The library reads no environment and no working
+ * directory: the engine's configuration passes what it found there.
  */
 export interface PooledOptions {
   /**
-   * Sandbox image. Default: `SWITCHYARD_SANDBOX_IMAGE`, else the tag in `<cwd>/.runtime/sandbox-image.tag` (written
-   * by `npm run sandbox:image`). Without one the tier reports itself unavailable.
+   * Sandbox image. Default: the tag in `imageTagFile`, read once at boot. Without either the tier reports itself
+   * unavailable.
    */
   image?: string;
+  /**
+   * Absolute path of the file holding the image tag `npm run sandbox:image` writes, e.g.
+   * `<engine dir>/.runtime/sandbox-image.tag`.
+   */
+  imageTagFile?: string;
   /** Warm containers kept started and idle, ready to be claimed. Default 2. */
   min?: number;
   /** Most warm containers (idle or starting) the pool holds at once. Default 8. */
@@ -68,7 +74,7 @@ export interface PooledOptions {
 export interface ResolvedPooledOptions {
   image?: string;
   /** Where `image` came from, for operators. */
-  imageSource: 'option' | 'env' | 'tag-file' | 'none';
+  imageSource: 'option' | 'tag-file' | 'none';
   min: number;
   max: number;
   maxSessions: number;
@@ -93,31 +99,23 @@ export const DEFAULT_POOLED_LIMITS: Readonly<PooledLimits> = Object.freeze({
   fileSizeBytes: 64 * MiB,
 });
 
-function imageFrom(
-  options: PooledOptions,
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-): Pick<ResolvedPooledOptions, 'image' | 'imageSource'> {
+function imageFrom(options: PooledOptions): Pick<ResolvedPooledOptions, 'image' | 'imageSource'> {
   if (options.image !== undefined) return { image: options.image, imageSource: 'option' };
-  if (env.SWITCHYARD_SANDBOX_IMAGE) return { image: env.SWITCHYARD_SANDBOX_IMAGE, imageSource: 'env' };
-  try {
-    const tag = fs.readFileSync(path.join(cwd, '.runtime', 'sandbox-image.tag'), 'utf8').trim();
-    if (tag) return { image: tag, imageSource: 'tag-file' };
-  } catch {
-    // no tag file: the tier reports itself unavailable, naming the ways to configure one
+  if (options.imageTagFile !== undefined && !path.isAbsolute(options.imageTagFile)) {
+    throw new SandboxConfigError('pooled.imageTagFile', 'must be an absolute path');
   }
-  return { image: undefined, imageSource: 'none' };
+  // No tag file (yet): the tier reports itself unavailable, naming the ways to configure one.
+  const tag = options.imageTagFile === undefined ? undefined : readImageTag(options.imageTagFile);
+  return tag === undefined
+    ? { image: undefined, imageSource: 'none' }
+    : { image: tag, imageSource: 'tag-file' };
 }
 
 /** Applies defaults and fails loudly, naming the option (`pooled.<name>`), on anything that cannot work. */
-export function resolvePooledOptions(
-  options: PooledOptions = {},
-  context: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
-): ResolvedPooledOptions {
-  const env = context.env ?? process.env;
+export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPooledOptions {
   const limits: PooledLimits = { ...DEFAULT_POOLED_LIMITS, ...options.limits };
   const resolved: ResolvedPooledOptions = {
-    ...imageFrom(options, env, context.cwd ?? process.cwd()),
+    ...imageFrom(options),
     min: options.min ?? 2,
     max: options.max ?? 8,
     maxSessions: options.maxSessions ?? 16,
@@ -132,7 +130,7 @@ export function resolvePooledOptions(
     engineId: options.engineId ?? defaultEngineInstanceId(),
     limits,
   };
-  const integers: Array<[string, number, number, number]> = [
+  const integers: IntegerOption[] = [
     ['min', resolved.min, 0, 64],
     ['max', resolved.max, 1, 256],
     ['maxSessions', resolved.maxSessions, 1, 4096],
@@ -150,14 +148,7 @@ export function resolvePooledOptions(
     ['limits.openFiles', limits.openFiles, 16, 1 << 20],
     ['limits.fileSizeBytes', limits.fileSizeBytes, 1, Number.MAX_SAFE_INTEGER],
   ];
-  for (const [name, value, min, max] of integers) {
-    if (!Number.isSafeInteger(value) || value < min || value > max) {
-      throw new SandboxConfigError(
-        `pooled.${name}`,
-        `must be an integer from ${min} to ${max}, got ${String(value)}`,
-      );
-    }
-  }
+  checkIntegers(integers, 'pooled.');
   if (resolved.min > resolved.max) {
     throw new SandboxConfigError('pooled.min', `must not exceed pooled.max (${resolved.max})`);
   }

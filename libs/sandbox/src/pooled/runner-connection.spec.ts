@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { RUNNER_EXIT_OK } from '../../test/runner-exit';
 import {
   RUNNER_PROTOCOL,
   RunnerConnection,
@@ -6,7 +7,6 @@ import {
   RunnerProtocolError,
   RunnerRefusedError,
   RunnerTimeoutError,
-  type RunnerExit,
 } from './runner-connection';
 
 /** Both ends of a runner connection: what the engine wrote, and a way to answer as the runner. */
@@ -34,18 +34,7 @@ function wire() {
   return { connection, sent, reply, fromRunner, close, settle };
 }
 
-const EXIT: RunnerExit = {
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  ended: null,
-  capped: { stdout: false, stderr: false },
-  oomKilled: false,
-  pidsLimitHit: false,
-  leftovers: 0,
-  durationMs: 12,
-  spawnError: null,
-};
+const EXIT = RUNNER_EXIT_OK;
 
 const RUN = {
   language: 'python' as const,

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { type Clock, systemClock } from '@switchyard/common';
 import { createPool, type Pool } from 'generic-pool';
 import { PoolExhaustedError } from './pooled.errors';
 import type { PooledContainer, PooledContainerFactory } from './pooled-container';
@@ -71,6 +72,7 @@ export class WarmPool {
   constructor(
     private readonly factory: PooledContainerFactory,
     private readonly options: ResolvedPooledOptions,
+    private readonly clock: Clock = systemClock,
     private readonly sleep: Sleep = realSleep,
   ) {
     this.pool = createPool<PooledContainer>(
@@ -144,7 +146,7 @@ export class WarmPool {
    * past it).
    */
   async claim(prepare: (container: PooledContainer) => Promise<void>): Promise<PooledContainer> {
-    const asked = performance.now();
+    const asked = this.clock.monotonic();
     for (;;) {
       const container = await this.borrow(asked);
       container.state = 'claimed';
@@ -183,7 +185,7 @@ export class WarmPool {
         { acquireTimeoutMs: this.options.acquireTimeoutMs },
       );
     };
-    if (performance.now() - asked > this.options.acquireTimeoutMs) throw timeout();
+    if (this.clock.monotonic() - asked > this.options.acquireTimeoutMs) throw timeout();
     try {
       return await this.pool.acquire();
     } catch (err) {
@@ -247,7 +249,7 @@ export class WarmPool {
       } catch (err) {
         if (this.closing.signal.aborted) throw err;
         this.failures++;
-        this.lastError = { message: (err as Error).message, at: new Date().toISOString() };
+        this.lastError = { message: (err as Error).message, at: this.clock.now().toISOString() };
         if (this.failures === 1 || this.failures % 20 === 0) {
           this.logger.warn(
             `warm container start failed (${this.failures} in a row): ${(err as Error).message}`,

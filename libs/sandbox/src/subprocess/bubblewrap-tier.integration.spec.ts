@@ -16,6 +16,7 @@ import { resolveSandboxOptions } from '../sandbox.options';
 import { SandboxManager } from '../sandbox-manager.service';
 import type { TierJob, TierRunResult } from '../sandbox.types';
 import { BubblewrapTier } from './bubblewrap-tier';
+import { detectSystemLayout } from './bwrap-command';
 import { detectProcessLimiter } from './cgroup-limiter';
 import { ChildProcessLauncher } from './process-launcher';
 import type { ProcessLimiter } from './process-limiter';
@@ -75,6 +76,8 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
   const options = resolveSandboxOptions({
     interpreters: PYTHON ? { python: PYTHON } : {},
     subprocess: { memoryBytes: 256 * 2 ** 20, pids: 64 },
+    // As the engine's configuration passes it: its secret values are redacted from output.
+    output: { engineEnv: process.env },
   });
 
   beforeAll(async () => {
@@ -361,18 +364,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
           '--',
           BWRAP,
           '--unshare-all',
-          '--ro-bind',
-          '/usr',
-          '/usr',
-          '--symlink',
-          'usr/bin',
-          '/bin',
-          '--symlink',
-          'usr/lib',
-          '/lib',
-          '--symlink',
-          'usr/lib64',
-          '/lib64',
+          ...detectSystemLayout().args,
           '--args',
           '4',
           '--chdir',

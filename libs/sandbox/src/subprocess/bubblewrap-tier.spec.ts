@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Logger } from '@nestjs/common';
+import { FakeOutput } from '../../test/fake-output';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from '../sandbox.options';
 import type { TierJob } from '../sandbox.types';
@@ -20,10 +21,8 @@ import {
 /** What a fake process does once it has its options, like a program would. */
 type Program = (p: FakeProcess) => void;
 
-class FakeProcess implements LaunchedProcess {
+class FakeProcess extends FakeOutput implements LaunchedProcess {
   readonly stdin = new PassThrough();
-  readonly stdout = new PassThrough();
-  readonly stderr = new PassThrough();
   readonly status = new PassThrough();
   readonly control = new PassThrough();
   readonly closed: Promise<ProcessExit>;
@@ -38,6 +37,7 @@ class FakeProcess implements LaunchedProcess {
     readonly spec: LaunchSpec,
     program: Program,
   ) {
+    super();
     this.closed = new Promise((resolve) => (this.finish = resolve));
     this.stdin.on('data', (c: Buffer) => (this.stdinText += c.toString()));
     const chunks: Buffer[] = [];
@@ -49,14 +49,6 @@ class FakeProcess implements LaunchedProcess {
     });
   }
 
-  out(text: string): this {
-    this.stdout.write(text);
-    return this;
-  }
-  err(text: string): this {
-    this.stderr.write(text);
-    return this;
-  }
   /** The code exited: bubblewrap reports the code, then everything closes. */
   exit(code: number): void {
     this.status.write(`{ "exit-code": ${code} }\n`);

@@ -1,29 +1,28 @@
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { Language } from '@switchyard/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
+import { CLOCK, type Clock, type Language, systemClock } from '@switchyard/common';
 import { SANDBOX_OPTIONS } from '../sandbox.constants';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import type { ResolvedSandboxOptions } from '../sandbox.options';
 import { SandboxTier } from '../sandbox-tier.port';
 import type { TierAvailability, TierJob, TierRunResult } from '../sandbox.types';
+import { signalExit, signalOfExit } from '../supervision/exit-status';
+import { emptyResult, enforcedLimit, formatBytes } from '../supervision/limit-messages';
+import { PendingCleanups } from '../supervision/pending-cleanups';
+import { RunSupervisor } from '../supervision/run-supervisor';
 import {
   buildLauncherCommand,
   buildRunArgs,
   CODE_TARGET,
-  detectSystemLayout,
   encodeArgs,
-  interpreterBind,
-  type ReadOnlyBind,
   SANDBOX_UID,
   type RlimitSettings,
-  type SystemLayout,
 } from './bwrap-command';
-import { OutputCollector } from '../output-collector';
-import { ProcessLauncher, type LaunchedProcess } from './process-launcher';
-import { ProcessLimiter, type LimitGroup } from './process-limiter';
+import { ProcessLauncher } from './process-launcher';
+import { ProcessLimiter } from './process-limiter';
+import { buildScaffold, resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
+import { type Slot, WarmSlots } from './warm-slots';
 
 const GiB = 1024 ** 3;
 /** V8 reserves this much address space up front; a smaller RLIMIT_AS stops Node from starting. */
@@ -32,61 +31,12 @@ const NODE_MIN_ADDRESS_SPACE = 4 * GiB;
 const FORCE_CLOSE_MS = 1500;
 const PROBE_TIMEOUT_MS = 10_000;
 
-const EXTENSION: Record<Language, string> = { python: 'py', node: 'js', bash: 'sh' };
 /** Runs the code file as `__main__`, with its real name in tracebacks. */
 const PYTHON_BOOTSTRAP =
   `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
   `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
-const SIGNAL_NAMES = new Map(Object.entries(os.constants.signals).map(([name, num]) => [num, name]));
-const SIGXCPU = os.constants.signals.SIGXCPU;
-const SIGXFSZ = os.constants.signals.SIGXFSZ;
-
-type LaunchCommand = ReturnType<typeof buildLauncherCommand>;
-
-interface Executable {
-  /** Resolved host path, also valid inside the sandbox. */
-  path?: string;
-  /** Why it cannot be used. */
-  problem?: string;
-}
-
-interface Prepared {
-  tempDir: string;
-  codeDir: string;
-  etc: { passwd: string; group: string };
-  layout: SystemLayout;
-  interpreters: Record<Language, Executable>;
-  /** Per language: extra binds plus the interpreter's own directory when it lives outside the system dirs. */
-  readOnlyBinds: Record<Language, ReadOnlyBind[]>;
-  /** Interpreter paths as seen inside the sandbox. */
-  sandboxInterpreters: Record<Language, string | undefined>;
-  shell?: string;
-}
-
-/**
- * A launched bubblewrap that is still reading its options, already inside its own cgroup. Slots are made ahead
- * of time (`warmSlots`) because spawning from a large Node process and moving a task between cgroups (which
- * waits for an RCU grace period) each cost milliseconds that would otherwise be paid by every run.
- */
-interface Slot {
-  /** The launch command (interpreter, rlimits, confinement) is fixed at spawn; a slot fits runs with the same. */
-  readonly key: string;
-  readonly proc: LaunchedProcess;
-  readonly group?: LimitGroup;
-  /** Resolves once bubblewrap is in its cgroup; rejects if it could not be moved. */
-  readonly ready: Promise<void>;
-  exited: boolean;
-}
-
-const resolveExecutable = (p: string): Executable => {
-  try {
-    const real = fs.realpathSync(p);
-    fs.accessSync(real, fs.constants.X_OK);
-    return { path: real };
-  } catch (err) {
-    return { problem: `${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
-  }
-};
+const SIGXCPU_EXIT = signalExit('SIGXCPU');
+const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
 /**
  * The subprocess tier: each run is a fresh bubblewrap sandbox (all namespaces unshared, no network, uid 65534,
@@ -98,19 +48,23 @@ const resolveExecutable = (p: string): Executable => {
 export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown {
   readonly name = 'subprocess' as const;
   private readonly logger = new Logger(BubblewrapTier.name);
-  private prepared?: Prepared;
+  private readonly clock: Clock;
+  private readonly cleanups = new PendingCleanups(this.logger);
+  private readonly slots: WarmSlots;
+  private scaffold?: Scaffold;
   private probed?: Promise<TierAvailability>;
-  private readonly idle: Slot[] = [];
   private readonly running = new Set<AbortController>();
-  private readonly cleanups = new Set<Promise<unknown>>();
   private shuttingDown = false;
 
   constructor(
     @Inject(SANDBOX_OPTIONS) private readonly options: ResolvedSandboxOptions,
-    private readonly launcher: ProcessLauncher,
+    launcher: ProcessLauncher,
     private readonly limiter: ProcessLimiter,
+    @Optional() @Inject(CLOCK) clock?: Clock,
   ) {
     super();
+    this.clock = clock ?? systemClock;
+    this.slots = new WarmSlots(options, launcher, limiter, this.cleanups, this.logger);
   }
 
   /** Probes once by starting a real sandbox, and caches the answer. Never throws. */
@@ -124,8 +78,8 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
     const availability = await this.availability();
     if (!availability.available) throw new SandboxUnavailableError(`subprocess tier: ${availability.reason}`);
-    const prepared = this.prepare();
-    const interpreter = prepared.interpreters[job.language];
+    const scaffold = this.prepare();
+    const interpreter = scaffold.interpreters[job.language];
     if (!interpreter.path) {
       return { ...emptyResult(0), spawnError: `no ${job.language} interpreter (${interpreter.problem})` };
     }
@@ -137,7 +91,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
         `workspace ${job.workspaceDir}: ${(err as Error).message}`,
       );
     }
-    const inside = prepared.sandboxInterpreters[job.language] ?? interpreter.path;
+    const inside = scaffold.sandboxInterpreters[job.language] ?? interpreter.path;
     return this.execute(job, this.argv(job.language, inside), signal, true);
   }
 
@@ -147,10 +101,10 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     for (const controller of this.running) controller.abort(new Error('engine shutting down'));
-    for (const slot of this.idle.splice(0)) this.discard(slot);
-    while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups]);
+    this.slots.close();
+    await this.cleanups.drain();
     await this.limiter.dispose();
-    if (this.prepared) fs.rmSync(this.prepared.tempDir, { recursive: true, force: true });
+    if (this.scaffold) fs.rmSync(this.scaffold.tempDir, { recursive: true, force: true });
   }
 
   private argv(language: Language, interpreter: string): string[] {
@@ -173,59 +127,10 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     }
   }
 
-  /** Engine-owned temp dir, synthetic /etc files and the resolved host layout; done once. */
-  private prepare(): Prepared {
-    if (this.prepared) return this.prepared;
-    const base = this.options.tempDir ?? os.tmpdir();
-    fs.mkdirSync(base, { recursive: true });
-    const tempDir = fs.mkdtempSync(path.join(base, 'switchyard-sandbox-'));
-    const layout = detectSystemLayout();
-    const i = this.options.interpreters;
-    const interpreters = {
-      python: resolveExecutable(i.python),
-      node: resolveExecutable(i.node),
-      bash: resolveExecutable(i.bash),
-    };
-    const extra = [...new Set(this.options.extraReadOnlyBinds)].map((d) => ({ source: d, target: d }));
-    const placed = (language: Language, interp: Executable) =>
-      interp.path ? interpreterBind(interp.path, layout.boundDirs, language) : undefined;
-    const inSandbox = {
-      python: placed('python', interpreters.python),
-      node: placed('node', interpreters.node),
-      bash: placed('bash', interpreters.bash),
-    };
-    const binds = (language: Language) => {
-      const own = inSandbox[language]?.bind;
-      return own ? [...extra, own] : extra;
-    };
-    this.prepared = {
-      tempDir,
-      codeDir: path.join(tempDir, 'code'),
-      etc: { passwd: path.join(tempDir, 'passwd'), group: path.join(tempDir, 'group') },
-      layout,
-      interpreters,
-      readOnlyBinds: { python: binds('python'), node: binds('node'), bash: binds('bash') },
-      sandboxInterpreters: {
-        python: inSandbox.python?.path,
-        node: inSandbox.node?.path,
-        bash: inSandbox.bash?.path,
-      },
-      shell: resolveExecutable(this.options.shellPath).path,
-    };
-    this.writeScaffold(this.prepared);
-    return this.prepared;
-  }
-
-  /** The code dir and a synthetic passwd/group that know only the sandbox user (not all of the host's /etc). */
-  private writeScaffold(p: Prepared): void {
-    fs.mkdirSync(p.codeDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(p.etc.passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:/tmp:/usr/sbin/nologin\n`, {
-      mode: 0o644,
-    });
-    fs.writeFileSync(p.etc.group, `nogroup:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
-    // bubblewrap runs as `runAs` and must reach the code files and synthetic /etc it binds.
-    const runAs = this.options.runAs;
-    if (runAs) for (const dir of [p.tempDir, p.codeDir]) fs.chownSync(dir, runAs.uid, runAs.gid);
+  /** The scaffold every sandbox is built from; made once. */
+  private prepare(): Scaffold {
+    this.scaffold ??= buildScaffold(this.options);
+    return this.scaffold;
   }
 
   private async probe(): Promise<TierAvailability> {
@@ -238,9 +143,9 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       const found = resolveExecutable(p);
       if (!found.path) return { available: false, reason: `${what} not usable (${found.problem}); ${hint}` };
     }
-    let prepared: Prepared;
+    let scaffold: Scaffold;
     try {
-      prepared = this.prepare();
+      scaffold = this.prepare();
     } catch (err) {
       return { available: false, reason: `cannot prepare the temp dir: ${(err as Error).message}` };
     }
@@ -248,10 +153,10 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       limits: this.limiter.mode,
       cgroup: this.limiter.description,
       interpreters: Object.fromEntries(
-        Object.entries(prepared.interpreters).map(([lang, i]) => [lang, i.path ?? `missing (${i.problem})`]),
+        Object.entries(scaffold.interpreters).map(([lang, i]) => [lang, i.path ?? `missing (${i.problem})`]),
       ),
     };
-    const workspaceDir = path.join(prepared.tempDir, 'probe-workspace');
+    const workspaceDir = path.join(scaffold.tempDir, 'probe-workspace');
     try {
       fs.mkdirSync(workspaceDir, { recursive: true });
       if (o.runAs) fs.chownSync(workspaceDir, o.runAs.uid, o.runAs.gid);
@@ -266,7 +171,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
           workspaceDir,
           output: { maxBytes: 64 * 1024, maxLines: 100 },
         },
-        [prepared.shell!, '-c', `test -w /workspace && test ! -w /usr && test "$(id -u)" = ${SANDBOX_UID}`],
+        [scaffold.shell!, '-c', `test -w /workspace && test ! -w /usr && test "$(id -u)" = ${SANDBOX_UID}`],
       );
       if (result.exitCode === 0) {
         this.logger.log(`subprocess tier available; limits: ${this.limiter.description}`);
@@ -290,19 +195,19 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     signal?: AbortSignal,
     warm = false,
   ): Promise<TierRunResult> {
-    const started = performance.now();
+    const started = this.clock.monotonic();
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
-    const prepared = this.prepare();
-    const codeFile = this.writeCode(prepared, job);
+    const scaffold = this.prepare();
+    const codeFile = writeCodeFile(scaffold, job, this.options.runAs);
     // Everything fixed at spawn (interpreter, rlimits, confinement) decides which warm slot fits.
     const launch = buildLauncherCommand({
       prlimitPath: this.options.prlimitPath,
       bwrapPath: this.options.bwrapPath,
       rlimits: this.rlimits(job),
       sandbox: {
-        layout: prepared.layout,
-        etc: prepared.etc,
-        readOnlyBinds: prepared.readOnlyBinds[job.language],
+        layout: scaffold.layout,
+        etc: scaffold.etc,
+        readOnlyBinds: scaffold.readOnlyBinds[job.language],
         tmpfsBytes: this.options.subprocess.tmpfsBytes,
       },
       argv,
@@ -312,7 +217,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     this.running.add(controller);
     let slot: Slot | undefined;
     try {
-      slot = this.takeSlot(key, launch);
+      slot = this.slots.take(key, launch);
       try {
         await slot.ready;
       } catch (err) {
@@ -335,34 +240,14 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       const abort = AbortSignal.any(signal ? [signal, controller.signal] : [controller.signal]);
       const supervised = this.supervise(slot, job, args, abort, started);
       // Spawning blocks the event loop for a few ms, so the next slot is made once this run has its options.
-      if (warm) setImmediate(() => this.refill(key, launch));
+      if (warm) setImmediate(() => this.slots.refill(key, launch));
       const result = await supervised;
       this.logger.debug(`run ${job.actionId} ended: exit=${result.exitCode} timedOut=${result.timedOut}`);
       return result;
     } finally {
       this.running.delete(controller);
-      if (slot && !slot.exited) slot.proc.killGroup();
-      if (slot?.group) this.track(slot.group.destroy());
-      this.track(fs.promises.rm(codeFile, { force: true }));
-    }
-  }
-
-  /** Writes the code where only this run's sandbox will see it (read-only, at `CODE_TARGET`). */
-  private writeCode(prepared: Prepared, job: TierJob): string {
-    const safeId = job.actionId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40);
-    const codeFile = path.join(
-      prepared.codeDir,
-      `${safeId}-${randomBytes(6).toString('hex')}.${EXTENSION[job.language]}`,
-    );
-    try {
-      if (!fs.existsSync(prepared.etc.passwd)) this.writeScaffold(prepared); // someone cleaned the temp dir
-      fs.writeFileSync(codeFile, job.code, { mode: 0o644, flag: 'wx' });
-      return codeFile;
-    } catch (err) {
-      throw new SandboxInternalError('CODE_FILE', `cannot write the code file: ${(err as Error).message}`, {
-        retriable: true,
-        cause: err,
-      });
+      if (slot) this.slots.release(slot);
+      this.cleanups.track(fs.promises.rm(codeFile, { force: true }));
     }
   }
 
@@ -380,60 +265,6 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     };
   }
 
-  private takeSlot(key: string, launch: LaunchCommand): Slot {
-    for (;;) {
-      const i = this.idle.findIndex((s) => s.key === key);
-      if (i === -1) return this.createSlot(key, launch);
-      const [slot] = this.idle.splice(i, 1);
-      if (!slot.exited) return slot;
-      this.discard(slot);
-    }
-  }
-
-  /** Keeps one idle slot for `key`, evicting the oldest others beyond `warmSlots`. */
-  private refill(key: string, launch: LaunchCommand): void {
-    const max = this.options.subprocess.warmSlots;
-    if (this.shuttingDown || max === 0 || this.idle.some((s) => s.key === key && !s.exited)) return;
-    while (this.idle.length >= max) this.discard(this.idle.shift()!);
-    try {
-      this.idle.push(this.createSlot(key, launch));
-    } catch (err) {
-      this.logger.warn(`could not prepare a warm sandbox: ${(err as Error).message}`);
-    }
-  }
-
-  /**
-   * Launches bubblewrap in a fresh cgroup. It blocks reading the run's options, so it is moved into the cgroup
-   * before it creates any process: everything in the sandbox is born inside it.
-   */
-  private createSlot(key: string, { command, args }: LaunchCommand): Slot {
-    // The engine pid prefix lets a later engine tell leftovers of dead engines from live groups.
-    const name = `e${process.pid}-${randomBytes(6).toString('hex')}`;
-    const limits = { memoryBytes: this.options.subprocess.memoryBytes, pids: this.options.subprocess.pids };
-    const group = this.limiter.create(name, limits);
-    let proc: LaunchedProcess;
-    try {
-      // Empty environment: the child's comes only from `--setenv` in the options.
-      const runAs = this.options.runAs;
-      proc = this.launcher.launch({ command, args, env: {}, cwd: '/', uid: runAs?.uid, gid: runAs?.gid });
-    } catch (err) {
-      if (group) this.track(group.destroy());
-      throw err;
-    }
-    const pid = proc.pid;
-    const ready = group && pid !== undefined ? group.join(pid) : Promise.resolve();
-    ready.catch(() => undefined); // reported when the slot is used
-    const slot: Slot = { key, proc, group, ready, exited: false };
-    void proc.closed.then(() => (slot.exited = true));
-    return slot;
-  }
-
-  private discard(slot: Slot): void {
-    if (!slot.exited) slot.proc.killGroup();
-    this.track(slot.proc.closed);
-    if (slot.group) this.track(slot.group.destroy());
-  }
-
   /** Hands bubblewrap its options, streams output within caps, enforces timeout and abort, reads the outcome. */
   private async supervise(
     slot: Slot,
@@ -443,27 +274,28 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     started: number,
   ): Promise<TierRunResult> {
     const { proc, group } = slot;
-    const stdout = new OutputCollector(job.output, (t) => job.onOutput?.('stdout', t));
-    const stderr = new OutputCollector(job.output, (t) => job.onOutput?.('stderr', t));
-    let ended: 'timeout' | 'output' | 'abort' | undefined;
-    let forceClose: NodeJS.Timeout | undefined;
-    const kill = (why: NonNullable<typeof ended>) => {
-      ended ??= why;
-      if (!slot.exited) proc.killGroup();
-      void group?.kill();
-      forceClose ??= setTimeout(() => {
-        for (const s of [proc.stdout, proc.stderr, proc.status]) s.destroy();
-      }, FORCE_CLOSE_MS);
-    };
-    for (const [stream, collector] of [
-      [proc.stdout, stdout],
-      [proc.stderr, stderr],
+    const supervisor = new RunSupervisor({
+      job,
+      clock: this.clock,
+      startedAt: started,
+      kill: () => {
+        if (!slot.exited) proc.killGroup();
+        void group?.kill();
+      },
+      forceClose: {
+        afterMs: FORCE_CLOSE_MS,
+        close: () => {
+          for (const s of [proc.stdout, proc.stderr, proc.status]) s.destroy();
+        },
+      },
+    });
+    for (const [stream, name] of [
+      [proc.stdout, 'stdout'],
+      [proc.stderr, 'stderr'],
     ] as const) {
       stream.on('data', (chunk: Buffer) => {
-        if (collector.push(chunk)) return;
-        // Past the cap: stop reading so nothing more is buffered, and end the run.
-        stream.destroy();
-        kill('output');
+        // Past the cap: stop reading so nothing more is buffered (the supervisor ends the run).
+        if (!supervisor.push(name, chunk)) stream.destroy();
       });
       stream.on('error', () => undefined);
     }
@@ -476,28 +308,14 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     proc.control.end(encodeArgs(args));
     proc.stdin.end(job.stdin ?? '');
 
-    const timer = setTimeout(() => kill('timeout'), job.timeoutMs);
-    const onAbort = () => kill('abort');
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-
-    const exit = await proc.closed;
-    clearTimeout(timer);
-    clearTimeout(forceClose);
-    signal.removeEventListener('abort', onAbort);
+    supervisor.watch({ timeoutMs: job.timeoutMs, signal });
+    const exit = await proc.closed.finally(() => supervisor.stop());
     // The pid namespace is normally gone already; this catches anything the kernel has not reaped yet.
     await group?.kill();
     const report = group?.report();
 
-    const result: TierRunResult = {
-      timedOut: ended === 'timeout',
-      stdout: stdout.text(),
-      stderr: stderr.text(),
-      truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
-      redacted: stdout.redacted || stderr.redacted,
-      durationMs: Math.round(performance.now() - started),
-    };
-    if (ended === 'abort') result.aborted = true;
+    const ended = supervisor.reason;
+    const result = supervisor.result();
     if (exit.error) {
       result.spawnError = `cannot start ${this.options.prlimitPath}: ${exit.error.message}`;
       return result;
@@ -505,7 +323,7 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     const childExit = /"exit-code"\s*:\s*(\d+)/.exec(status);
     if (childExit) {
       result.exitCode = Number(childExit[1]);
-      if (result.exitCode > 128) result.signal = SIGNAL_NAMES.get(result.exitCode - 128);
+      if (result.exitCode > 128) result.signal = signalOfExit(result.exitCode);
     } else if (ended) {
       result.signal = exit.signal ?? 'SIGKILL';
     } else if (!report?.oomKilled) {
@@ -515,40 +333,23 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     }
 
     const s = this.options.subprocess;
-    if (report?.oomKilled) {
-      result.limit = {
-        code: 'OUT_OF_MEMORY',
-        message: `out of memory: the run went over its ${formatBytes(s.memoryBytes)} limit`,
-      };
-    } else if (ended === 'output') {
-      result.limit = {
-        code: 'OUTPUT_CAP',
-        message: `output over ${formatBytes(job.output.maxBytes)} or ${job.output.maxLines} lines on a stream; the run was stopped`,
-      };
-    } else if (result.exitCode === 128 + SIGXCPU) {
-      result.limit = { code: 'CPU_TIME', message: 'CPU time limit reached' };
-    } else if (result.exitCode === 128 + SIGXFSZ) {
-      result.limit = {
-        code: 'FILE_SIZE',
-        message: `file size limit of ${formatBytes(s.fileSizeBytes)} reached`,
-      };
-    } else if (report?.pidsLimitHit && (result.timedOut || result.exitCode !== 0)) {
-      result.limit = { code: 'PIDS', message: `process limit of ${s.pids} reached` };
-    }
+    const limit = enforcedLimit(
+      result,
+      {
+        oomKilled: report?.oomKilled,
+        outputCapped: ended === 'output',
+        cpuTime: result.exitCode === SIGXCPU_EXIT,
+        fileSize: result.exitCode === SIGXFSZ_EXIT,
+        pidsLimitHit: report?.pidsLimitHit,
+      },
+      {
+        memory: `its ${formatBytes(s.memoryBytes)} limit`,
+        output: job.output,
+        fileSizeBytes: s.fileSizeBytes,
+        pids: s.pids,
+      },
+    );
+    if (limit) result.limit = limit;
     return result;
   }
-
-  private track(p: Promise<unknown>): void {
-    const tracked = p.catch((err: unknown) => this.logger.warn(`cleanup failed: ${(err as Error).message}`));
-    this.cleanups.add(tracked);
-    void tracked.finally(() => this.cleanups.delete(tracked));
-  }
-}
-
-function emptyResult(durationMs: number): TierRunResult {
-  return { timedOut: false, stdout: '', stderr: '', truncated: { stdout: false, stderr: false }, durationMs };
-}
-
-function formatBytes(n: number): string {
-  return n % 2 ** 20 === 0 ? `${n / 2 ** 20} MiB` : `${n} bytes`;
 }

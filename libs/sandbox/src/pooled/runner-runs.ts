@@ -1,0 +1,210 @@
+import type { Logger } from '@nestjs/common';
+import type { Clock } from '@switchyard/common';
+import type { DockerClient } from '../container/docker-client';
+import { SandboxInternalError } from '../sandbox.errors';
+import type { TierJob, TierRunResult } from '../sandbox.types';
+import { signalExit } from '../supervision/exit-status';
+import { emptyResult, enforcedLimit, formatBytes, outOfMemory } from '../supervision/limit-messages';
+import { RunSupervisor } from '../supervision/run-supervisor';
+import { RunnerLostError } from './pooled.errors';
+import type { ResolvedPooledOptions } from './pooled.options';
+import { RunnerRefusedError, type RunnerExit } from './runner-connection';
+import type { HostWorkspace, Lease, SessionLeases } from './session-leases';
+
+/** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
+const CAP_SLACK_BYTES = 64 * 1024;
+const SIGXCPU_EXIT = signalExit('SIGXCPU');
+const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
+
+/**
+ * One run on a leased container, through its runner's protocol (docker/sandbox/runner/runner.py): the runner
+ * enforces the timeout and output caps and kills every process the run left; the engine keeps the exact caps and
+ * redaction (`RunSupervisor`), the caller's abort, and a hard deadline of timeout + `runnerGraceMs`, past which the
+ * container is destroyed. A runner lost during a run takes its container with it.
+ */
+export class RunnerRuns {
+  constructor(
+    private readonly options: ResolvedPooledOptions,
+    private readonly docker: DockerClient,
+    private readonly leases: SessionLeases,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** `started`: when the action reached the tier (`clock.monotonic()`), so `durationMs` includes the claim. */
+  async run(
+    lease: Lease,
+    job: TierJob,
+    signal: AbortSignal | undefined,
+    started: number,
+  ): Promise<TierRunResult> {
+    const { container } = lease;
+    let runId: number | undefined;
+    const supervisor = new RunSupervisor({
+      job,
+      clock: this.clock,
+      startedAt: started,
+      // Past a cap the rest is unwanted, so the run ends now (the runner kills everything it started).
+      kill: () => {
+        if (runId !== undefined) container.connection.kill(runId);
+      },
+    });
+    if (lease.released || signal?.aborted) return { ...emptyResult(supervisor.elapsedMs()), aborted: true };
+    if (!container.alive) {
+      return this.runnerLost(lease, job, new Error('the runner was already gone'), supervisor);
+    }
+    const workspace = await this.leases.resolveWorkspace(job.workspaceDir);
+    if (workspace.path !== lease.workspace.path || !sameId(workspace.id, lease.workspace.id)) {
+      await this.leases.remount(lease, workspace);
+    }
+
+    const { id, exit } = container.connection.run(
+      {
+        language: job.language,
+        code: job.code,
+        stdin: job.stdin,
+        env: job.env,
+        timeoutMs: job.timeoutMs,
+        cpuSeconds: Math.ceil(job.timeoutMs / 1000) + 1,
+        capBytes: job.output.maxBytes + CAP_SLACK_BYTES,
+        capLines: job.output.maxLines,
+        workspace: lease.workspace.id,
+      },
+      (fd, data, id) => {
+        // Output may arrive before `run` returns (the runner can answer within the write): the id comes with it.
+        runId = id;
+        supervisor.push(fd === 2 ? 'stderr' : 'stdout', data);
+      },
+    );
+    runId = id;
+    // The runner enforces the timeout itself; the supervisor watches the caller's abort only.
+    supervisor.watch({ signal });
+    let deadline: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => {
+      deadline = setTimeout(() => resolve('hung'), job.timeoutMs + this.options.runnerGraceMs);
+    });
+    let outcome: RunnerExit | 'hung';
+    try {
+      outcome = await Promise.race([exit, hung]);
+    } catch (err) {
+      if (lease.released || this.leases.closed) return { ...supervisor.collected(), aborted: true };
+      if (err instanceof RunnerRefusedError && err.code === 'workspace') {
+        return this.workspaceNotVisible(lease, err);
+      }
+      return this.runnerLost(lease, job, err as Error, supervisor);
+    } finally {
+      clearTimeout(deadline);
+      supervisor.stop();
+    }
+    if (outcome === 'hung') {
+      await this.leases.retireAfterFailure(lease);
+      throw new RunnerLostError(
+        'RUNNER_UNRESPONSIVE',
+        `the runner of the session's container did not finish the run within its timeout + ${this.options.runnerGraceMs} ms; ` +
+          `the container was destroyed and the session's next action gets a fresh one (workspace kept, /tmp lost)`,
+        { container: container.shortId },
+      );
+    }
+    return this.toResult(outcome, supervisor, job);
+  }
+
+  private toResult(exit: RunnerExit, supervisor: RunSupervisor, job: TierJob): TierRunResult {
+    const collected = supervisor.collected();
+    const result: TierRunResult = {
+      ...collected,
+      timedOut: exit.timedOut,
+      truncated: {
+        stdout: collected.truncated.stdout || exit.capped.stdout,
+        stderr: collected.truncated.stderr || exit.capped.stderr,
+      },
+    };
+    if (exit.exitCode !== null) result.exitCode = exit.exitCode;
+    if (exit.signal !== null) result.signal = exit.signal;
+    if (supervisor.reason === 'abort') result.aborted = true;
+    if (exit.spawnError) {
+      result.spawnError = exit.spawnError;
+      return result;
+    }
+    const limits = this.options.limits;
+    // bash reports a child killed by signal n as exit 128 + n.
+    const limit = enforcedLimit(
+      result,
+      {
+        oomKilled: exit.oomKilled,
+        outputCapped:
+          supervisor.reason === 'output' ||
+          exit.ended === 'output' ||
+          exit.capped.stdout ||
+          exit.capped.stderr,
+        cpuTime: result.signal === 'SIGXCPU' || exit.exitCode === SIGXCPU_EXIT,
+        fileSize: result.signal === 'SIGXFSZ' || exit.exitCode === SIGXFSZ_EXIT,
+        pidsLimitHit: exit.pidsLimitHit,
+      },
+      {
+        memory: `the container's ${formatBytes(limits.memoryBytes)} limit`,
+        output: job.output,
+        fileSizeBytes: limits.fileSizeBytes,
+        pids: limits.pids,
+      },
+    );
+    if (limit) result.limit = limit;
+    return result;
+  }
+
+  /**
+   * The runner died during a run. Out of memory (the kernel chose the runner, or the whole container) is the
+   * run's outcome; anything else is an engine fault. Either way the container is destroyed first.
+   */
+  private async runnerLost(
+    lease: Lease,
+    job: TierJob,
+    err: Error,
+    supervisor: RunSupervisor,
+  ): Promise<TierRunResult> {
+    const { container } = lease;
+    const state = await this.docker.inspect(container.id).catch(() => undefined);
+    const diagnostics = container.diagnostics();
+    await this.leases.retireAfterFailure(lease);
+    if (state?.oomKilled) {
+      return {
+        ...supervisor.collected(),
+        signal: 'SIGKILL',
+        limit: outOfMemory(
+          `the container's ${formatBytes(this.options.limits.memoryBytes)} limit ` +
+            `and took the runner down; the session's container was replaced (workspace kept, /tmp lost)`,
+        ),
+      };
+    }
+    this.logger.warn(
+      `runner of ${container.shortId} (session ${job.sessionId}) lost during ${job.actionId}: ${err.message}` +
+        (diagnostics ? `; runner stderr: ${diagnostics.slice(-300)}` : ''),
+    );
+    throw new RunnerLostError(
+      'RUNNER_LOST',
+      `the runner in the session's container stopped during the run (${err.message}); the container was destroyed ` +
+        `and the session's next action gets a fresh one (workspace kept, /tmp lost)`,
+      { container: container.shortId, exitCode: state?.exitCode },
+      { cause: err },
+    );
+  }
+
+  /**
+   * The runner refused a run because /workspace is not the session workspace (nothing of the run started): a broken
+   * mount propagation leaves it the empty mount point. The container is destroyed; the claim cannot work here.
+   */
+  private async workspaceNotVisible(lease: Lease, err: RunnerRefusedError): Promise<never> {
+    await this.leases.retireAfterFailure(lease);
+    throw new SandboxInternalError(
+      'WORKSPACE_NOT_VISIBLE',
+      `the session workspace did not appear at /workspace in the pooled container (it sees ` +
+        `${err.workspace ? `device/inode ${err.workspace.join('/')}` : 'something else'}, expected ` +
+        `${lease.workspace.id.join('/')}); is pooled.mountRoot (${this.options.mountRoot}) a shared mount in the ` +
+        `Docker daemon's mount namespace?`,
+      { retriable: false, cause: err },
+    );
+  }
+}
+
+function sameId(a: HostWorkspace['id'], b: HostWorkspace['id']): boolean {
+  return a[0] === b[0] && a[1] === b[1];
+}

@@ -1,0 +1,290 @@
+import * as fs from 'node:fs';
+import type { Logger } from '@nestjs/common';
+import type { Clock } from '@switchyard/common';
+import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
+import type { TierJob } from '../sandbox.types';
+import type { PendingCleanups } from '../supervision/pending-cleanups';
+import type { HostMounts } from './host-mounts';
+import { PoolExhaustedError } from './pooled.errors';
+import type { ResolvedPooledOptions } from './pooled.options';
+import type { PooledContainer, PooledContainerFactory } from './pooled-container';
+import type { PooledReaper } from './pooled-reaper';
+import type { WarmPool } from './warm-pool';
+
+/** A session workspace as the host sees it: real path, device and inode (decimal, exact for 64-bit values). */
+export interface HostWorkspace {
+  path: string;
+  id: [dev: string, ino: string];
+}
+
+/** A container while a session owns it. Runs on it are serialised. */
+export interface Lease {
+  readonly sessionId: string;
+  readonly container: PooledContainer;
+  /** The workspace currently mounted at /workspace; every run has the runner check it is what the container sees. */
+  workspace: HostWorkspace;
+  tail: Promise<unknown>;
+  /** Runs queued or running. */
+  busy: number;
+  idleTimer?: NodeJS.Timeout;
+  released: boolean;
+}
+
+/**
+ * Which session holds which pooled container: the claim of a warm one at a session's first pooled action (with its
+ * workspace mounted into it), the session's runs one at a time, and the end of the lease (release, idle timeout,
+ * runner gone, failure), which destroys the container: it never serves another session.
+ */
+export class SessionLeases {
+  private readonly sessions = new Map<string, Promise<Lease>>();
+  private readonly leases = new Map<string, Lease>();
+  private rootReady?: Promise<void>;
+  private closing = false;
+  /** Duration of the latest claim, in ms. */
+  lastClaimMs?: number;
+
+  constructor(
+    private readonly options: ResolvedPooledOptions,
+    private readonly factory: PooledContainerFactory,
+    private readonly pool: WarmPool,
+    private readonly mounts: HostMounts,
+    private readonly reaper: PooledReaper,
+    private readonly cleanups: PendingCleanups,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The tier is shutting down: no new lease, and a run's failure is an abort, not a lost runner. */
+  get closed(): boolean {
+    return this.closing;
+  }
+
+  /** Containers held by sessions, and sessions waiting for their first one. */
+  counts(): { claimed: number; claiming: number } {
+    return { claimed: this.leases.size, claiming: this.sessions.size - this.leases.size };
+  }
+
+  /** Makes the mount root a shared mount, once; a failure lets a later call try again. */
+  ensureRoot(): Promise<void> {
+    this.rootReady ??= this.mounts.ensureSharedRoot(this.options.mountRoot).catch((err: unknown) => {
+      this.rootReady = undefined;
+      throw new SandboxUnavailableError(
+        `cannot make ${this.options.mountRoot} a shared mount point (pooled.mountRoot): ${(err as Error).message}`,
+        {},
+        { cause: err },
+      );
+    });
+    return this.rootReady;
+  }
+
+  /** The session's lease, claiming a container for its first action or after its runner died. */
+  async leaseFor(job: TierJob): Promise<Lease> {
+    const existing = this.sessions.get(job.sessionId);
+    if (existing) {
+      const lease = await existing;
+      if (lease.container.alive && !lease.released) return lease;
+      // Its runner died between actions: the session starts over in a fresh container (its workspace is kept).
+      if (this.sessions.get(job.sessionId) === existing) this.sessions.delete(job.sessionId);
+      await this.retire(lease, 'runner gone').catch(() => undefined);
+      return this.leaseFor(job);
+    }
+    if (this.sessions.size >= this.options.maxSessions) {
+      throw new PoolExhaustedError(
+        'POOL_SESSIONS_EXHAUSTED',
+        `${this.options.maxSessions} sessions already hold a pooled container; release one or raise pooled.maxSessions`,
+        { maxSessions: this.options.maxSessions },
+      );
+    }
+    const entry = this.claim(job.sessionId, job.workspaceDir);
+    this.sessions.set(job.sessionId, entry);
+    entry.catch(() => {
+      if (this.sessions.get(job.sessionId) === entry) this.sessions.delete(job.sessionId);
+    });
+    return entry;
+  }
+
+  /** Runs `run` on the lease after the runs queued before it; the lease's idle timer waits while any is queued. */
+  async serialise<T>(lease: Lease, run: () => Promise<T>): Promise<T> {
+    lease.busy++;
+    clearTimeout(lease.idleTimer);
+    const turn = lease.tail.then(run);
+    lease.tail = turn.catch(() => undefined);
+    try {
+      return await turn;
+    } finally {
+      lease.busy--;
+      if (lease.busy === 0) this.armIdleTimer(lease);
+    }
+  }
+
+  /** Destroys the session's container (killing a run in progress). Idempotent. */
+  async release(sessionId: string): Promise<void> {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    this.sessions.delete(sessionId);
+    const lease = await entry.catch(() => undefined);
+    if (lease) await this.retire(lease, 'session released');
+  }
+
+  /** Shutdown: ends every lease; none is made after. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const entries = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.allSettled(
+      entries.map(async (entry) => {
+        const lease = await entry.catch(() => undefined);
+        if (lease) await this.retire(lease, 'shutdown');
+      }),
+    );
+  }
+
+  async resolveWorkspace(dir: string): Promise<HostWorkspace> {
+    let real: string;
+    let id: HostWorkspace['id'];
+    try {
+      real = await fs.promises.realpath(dir);
+      const stat = await fs.promises.stat(real, { bigint: true });
+      if (!stat.isDirectory()) throw new Error('not a directory');
+      id = [stat.dev.toString(), stat.ino.toString()];
+    } catch (err) {
+      throw new SandboxInternalError(
+        'WORKSPACE_MISSING',
+        `session workspace ${dir} is unusable: ${(err as Error).message}`,
+      );
+    }
+    const root = this.options.mountRoot;
+    if (real === '/' || real === root || real.startsWith(`${root}/`) || root.startsWith(`${real}/`)) {
+      throw new SandboxInternalError(
+        'WORKSPACE_INVALID',
+        `session workspace ${dir} overlaps the pooled mount root`,
+      );
+    }
+    return { path: real, id };
+  }
+
+  /** The session's workspace moved (another path, or the directory was replaced): mount the current one. */
+  async remount(lease: Lease, workspace: HostWorkspace): Promise<void> {
+    const { container } = lease;
+    await this.mounts.unmount(container.mountPoint);
+    await this.mounts.bind(workspace.path, container.mountPoint);
+    lease.workspace = workspace;
+    container.workspace = workspace.path;
+  }
+
+  /** The lease's runner failed: the lease ends and its container is destroyed; the session's next action claims anew. */
+  async retireAfterFailure(lease: Lease): Promise<void> {
+    const entry = this.sessions.get(lease.sessionId);
+    if (entry && (await entry.catch(() => undefined)) === lease) this.sessions.delete(lease.sessionId);
+    await this.retire(lease, 'runner failed').catch(() => undefined);
+  }
+
+  /**
+   * Takes a warm container for the session and mounts its workspace into it. Its cost is one runner round trip: the
+   * pool's test on borrow (the runner really spawns a process), during which the mount helper bind-mounts the
+   * workspace. That the container sees the mount is not checked here with a round trip of its own: every run carries
+   * the workspace's device and inode, and the runner refuses to start anything unless /workspace is that directory
+   * (`RunnerRuns`), so no code runs in an unverified workspace.
+   */
+  private async claim(sessionId: string, workspaceDir: string): Promise<Lease> {
+    const t0 = this.clock.monotonic();
+    await this.ensureRoot();
+    // The host's view of the workspace is resolved while the pool finds a container.
+    const resolving = this.resolveWorkspace(workspaceDir);
+    resolving.catch(() => undefined); // observed through `prepare`
+    let tBorrowed = t0;
+    let tMounted = t0;
+    const container = await this.pool
+      .claim(async (candidate) => {
+        tBorrowed = this.clock.monotonic();
+        await this.mounts.bind((await resolving).path, candidate.mountPoint);
+        tMounted = this.clock.monotonic();
+      })
+      .catch((err: unknown) => {
+        throw claimError(err);
+      });
+    const workspace = await resolving;
+    if (this.closing) {
+      await this.factory.destroy(container).catch((e: Error) => this.reaper.orphan(container, e));
+      throw new SandboxUnavailableError('the pooled tier is shutting down');
+    }
+    container.sessionId = sessionId;
+    container.workspace = workspace.path;
+    const lease: Lease = {
+      sessionId,
+      container,
+      workspace,
+      tail: Promise.resolve(),
+      busy: 0,
+      released: false,
+    };
+    this.leases.set(sessionId, lease);
+    void container.connection.closed.then(() => this.onRunnerClosed(lease));
+    this.armIdleTimer(lease);
+    const done = this.clock.monotonic();
+    this.lastClaimMs = done - t0;
+    this.logger.debug(
+      `session ${sessionId} claimed ${container.shortId} in ${(done - t0).toFixed(2)} ms (borrowed at ` +
+        `${(tBorrowed - t0).toFixed(2)} ms, mounted at ${(tMounted - t0).toFixed(2)} ms, health check meanwhile)`,
+    );
+    return lease;
+  }
+
+  /** Ends the lease and destroys its container. */
+  private async retire(lease: Lease, why: string): Promise<void> {
+    lease.released = true;
+    clearTimeout(lease.idleTimer);
+    if (this.leases.get(lease.sessionId) === lease) this.leases.delete(lease.sessionId);
+    this.logger.debug(`session ${lease.sessionId}: container ${lease.container.shortId} destroyed (${why})`);
+    try {
+      await this.factory.destroy(lease.container);
+      this.reaper.destroyed(lease.container);
+    } catch (err) {
+      this.reaper.orphan(lease.container, err as Error);
+      throw new SandboxInternalError(
+        'POOLED_RELEASE',
+        `could not remove the container of session ${lease.sessionId}: ${(err as Error).message}`,
+        { retriable: true, cause: err },
+      );
+    }
+  }
+
+  private armIdleTimer(lease: Lease): void {
+    clearTimeout(lease.idleTimer);
+    if (lease.released) return;
+    lease.idleTimer = setTimeout(() => {
+      if (lease.busy > 0 || lease.released) return;
+      this.logger.log(
+        `session ${lease.sessionId} idle for ${this.options.sessionIdleTimeoutMs} ms; container freed`,
+      );
+      void this.dropIdle(lease);
+    }, this.options.sessionIdleTimeoutMs);
+    lease.idleTimer.unref();
+  }
+
+  private async dropIdle(lease: Lease): Promise<void> {
+    const entry = this.sessions.get(lease.sessionId);
+    if (entry && (await entry.catch(() => undefined)) === lease) this.sessions.delete(lease.sessionId);
+    this.cleanups.track(this.retire(lease, 'idle'));
+  }
+
+  /** The runner of a claimed container went away. During a run, the run reports it; between runs it is cleaned up here. */
+  private onRunnerClosed(lease: Lease): void {
+    if (lease.released || lease.busy > 0 || this.closing) return;
+    this.logger.warn(
+      `runner of session ${lease.sessionId}'s container ${lease.container.shortId} died while idle; ` +
+        `the next action gets a fresh container`,
+    );
+    void this.dropIdle(lease);
+  }
+}
+
+/** Our own errors pass through; anything else (a runner timeout, generic-pool closing) becomes a typed one. */
+function claimError(err: unknown): SandboxError {
+  if (err instanceof SandboxError) return err;
+  return new SandboxInternalError(
+    'POOLED_CLAIM',
+    `could not give the session a pooled container: ${(err as Error).message}`,
+    { retriable: true, cause: err },
+  );
+}

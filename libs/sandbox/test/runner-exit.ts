@@ -1,0 +1,15 @@
+import type { RunnerExit } from '../src/pooled/runner-connection';
+
+/** A run the pooled runner reports as a plain success; specs override what they test. @internal */
+export const RUNNER_EXIT_OK: Readonly<RunnerExit> = Object.freeze({
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  ended: null,
+  capped: Object.freeze({ stdout: false, stderr: false }),
+  oomKilled: false,
+  pidsLimitHit: false,
+  leftovers: 0,
+  durationMs: 12,
+  spawnError: null,
+});

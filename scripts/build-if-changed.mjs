@@ -1,0 +1,44 @@
+// `npm start` builds only when the sources changed since the last build. A rebuild wipes `dist/` first, so
+// rebuilding on every start would break another engine already running from the same checkout.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const stamp = path.join(root, 'dist', '.build-hash');
+const inputs = [
+  'apps',
+  'libs',
+  'bench',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'nest-cli.json',
+  'package-lock.json',
+];
+
+/** Every file under the build's inputs, by path, size and content. */
+function hashInputs() {
+  const hash = createHash('sha256');
+  const walk = (p) => {
+    const st = statSync(p);
+    if (st.isDirectory()) {
+      for (const name of readdirSync(p).sort()) walk(path.join(p, name));
+    } else {
+      hash.update(`${path.relative(root, p)}\0${st.size}\0`);
+      hash.update(readFileSync(p));
+    }
+  };
+  for (const i of inputs) if (existsSync(path.join(root, i))) walk(path.join(root, i));
+  return hash.digest('hex');
+}
+
+const current = hashInputs();
+const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
+const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
+if (current === previous && existsSync(entry)) {
+  console.log('[build] sources unchanged since the last build: starting dist/ as it is');
+} else {
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+  writeFileSync(stamp, `${current}\n`);
+}
