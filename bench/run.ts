@@ -11,6 +11,10 @@
  *    p99 at 100k actions on each store (`bench/graph.ts`, with its own Neo4j). Target p99 <= 20 ms.
  * 5. container tiers: pooled claims, refill, warm-claim hit rate, idle memory; print(1) pooled vs raw docker exec vs
  *    raw spawn, one-off vs raw dockerode (`bench/containers.ts`). Targets there.
+ * 6. bystander: a session's print(1) p50/p90/p99 while another session's subprocess-tier action burns every core,
+ *    as a ratio to idle (`bench/bystander.ts`). Target: p50 <= 1.5x idle.
+ * 7. sessions: create and delete p50/p90/p99 through the API with capped workspaces (loop quota) vs
+ *    `SWITCHYARD_WORKSPACE_QUOTA=off`, interleaved (`bench/sessions.ts`). Target: each p50 <= 1.5x without.
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -22,8 +26,10 @@ import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
 import { detectSystemLayout } from '../libs/sandbox/src/subprocess/bwrap-command';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
+import { benchBystander } from './bystander';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
+import { benchSessions } from './sessions';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
@@ -198,6 +204,8 @@ async function main(): Promise<void> {
   }
   await benchContainers({ runs: RUNS });
   await benchGraph({ runs: RUNS });
+  await benchBystander({ runs: RUNS });
+  await benchSessions();
 }
 
 main().catch((err: unknown) => {

@@ -1,5 +1,5 @@
 import { BrowserRouter } from '@switchyard/browser';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { BrowserSite } from '../support/browser-site';
 import { EngineHarness } from '../support/engine-harness';
@@ -310,6 +310,130 @@ describe('browser actions (real Chromium)', () => {
     expect(site.hits).not.toContain('/secret');
     // The session is fine afterwards.
     expect((await browse(s, { op: 'navigate', url: site.url('/') })).status).toBe('succeeded');
+  });
+
+  it('ends a download whose own request is refused at once, denied naming the URL and the rule', async () => {
+    const s = await engine.createSession();
+    const report = `/files/report.csv?refused`;
+    const cases: { href: string; refused: string; why: string }[] = [
+      {
+        href: 'http://169.254.169.254/latest/meta-data/',
+        refused: 'http://169.254.169.254/latest/meta-data/',
+        why: 'link-local',
+      },
+      // 127.0.0.1 is not on the allowlist, even with the site's own port.
+      {
+        href: `http://127.0.0.1:${site.port}${report}`,
+        refused: `http://127.0.0.1:${site.port}${report}`,
+        why: 'loopback',
+      },
+      // A redirect hop from the allowed host: Chromium follows it unasked, the egress proxy refuses it.
+      {
+        href: site.url(`/redirect?to=${encodeURIComponent(`http://127.1:${site.port}${report}`)}`),
+        refused: `http://127.0.0.1:${site.port}${report}`,
+        why: 'loopback',
+      },
+    ];
+    for (const { href, refused, why } of cases) {
+      // A dedicated browser from the start, so the link rewritten below is on the page the download uses.
+      await browse(s, { op: 'navigate', url: site.url('/download'), needsFileAccess: true });
+      await browse(s, {
+        op: 'evaluate',
+        script: `document.getElementById("get").href = ${JSON.stringify(href)}`,
+      });
+      const started = Date.now();
+      const r = await browse(s, { op: 'download', selector: '#get', path: 'downloads/', timeoutMs: 30_000 });
+      const took = Date.now() - started;
+      expect({ href, status: r.status, class: r.error?.class, code: r.error?.code }).toEqual({
+        href,
+        status: 'denied',
+        class: 'policy',
+        code: 'ADDRESS_REFUSED',
+      });
+      expect(took).toBeLessThan(5000);
+      expect(r.error.message).toMatch(/^refused /);
+      expect(r.error.message).toContain(`refused ${refused}: `);
+      expect(r.error.message).toContain(why);
+      expect(r.error.message).toContain('SWITCHYARD_BROWSER_ALLOWLIST');
+      expect(r.output.blocked).toContainEqual({ url: refused, reason: expect.stringContaining(why) });
+    }
+    expect(site.hits).not.toContain(report);
+    expect(existsSync(path.join(engine.workspaceOf(s), 'downloads'))).toBe(false);
+    // The session still downloads what it may.
+    await browse(s, { op: 'navigate', url: site.url('/download') });
+    const ok = await browse(s, { op: 'download', selector: '#get', path: 'downloads/' });
+    expect(ok).toMatchObject({
+      status: 'succeeded',
+      output: { artifacts: [{ path: 'downloads/report.csv' }] },
+    });
+  });
+
+  it('ends a navigation, new tab or click whose document is refused after a redirect at once, denied', async () => {
+    const s = await engine.createSession();
+    const metadata = 'http://169.254.169.254/latest/meta-data/';
+    const tunnel = `https://127.0.0.1:${site.port}/x`;
+    const via = (target: string) => site.url(`/redirect?to=${encodeURIComponent(target)}`);
+    const cases: { body: Record<string, unknown>; refused: string; before?: string }[] = [
+      { body: { op: 'navigate', url: via(metadata) }, refused: metadata },
+      { body: { op: 'navigate', url: via(tunnel) }, refused: tunnel },
+      { body: { op: 'new_tab', url: via(metadata) }, refused: metadata },
+      { body: { op: 'click', selector: '#get' }, refused: metadata, before: via(metadata) },
+      { body: { op: 'click', selector: '#get' }, refused: metadata, before: metadata },
+    ];
+    for (const { body, refused, before } of cases) {
+      if (before !== undefined) {
+        await browse(s, { op: 'navigate', url: site.url('/download') });
+        await browse(s, {
+          op: 'evaluate',
+          script: `document.getElementById("get").href = ${JSON.stringify(before)}`,
+        });
+      }
+      const started = Date.now();
+      const r = await browse(s, { ...body, timeoutMs: 30_000 });
+      const took = Date.now() - started;
+      expect({ body, status: r.status, code: r.error?.code }).toEqual({
+        body,
+        status: 'denied',
+        code: 'ADDRESS_REFUSED',
+      });
+      expect(took).toBeLessThan(5000);
+      expect(r.error.message).toContain(`refused ${refused}: `);
+      expect(r.error.message).toMatch(/^refused .*(loopback|link-local)/);
+      expect(r.output.blocked).toContainEqual({ url: refused, reason: expect.any(String) });
+    }
+    expect((await browse(s, { op: 'navigate', url: site.url('/') })).status).toBe('succeeded');
+  });
+
+  it('fails selector ops on a tab that never loaded a page at once, saying to navigate first', async () => {
+    const s = await engine.createSession();
+    const ops: Record<string, unknown>[] = [
+      { op: 'click', selector: '#go' },
+      { op: 'fill', selector: '#name', value: 'x' },
+      { op: 'wait_for', selector: '#go' },
+      { op: 'download', selector: '#get', path: 'downloads/' },
+    ];
+    for (const body of ops) {
+      const started = Date.now();
+      const r = await browse(s, { ...body, timeoutMs: 30_000 });
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(r).toMatchObject({
+        status: 'failed',
+        error: {
+          class: 'validation',
+          code: 'PAGE_NOT_LOADED',
+          message: `${String(body.op)} needs a page, but the tab has no page loaded (about:blank): navigate first`,
+        },
+        output: { url: 'about:blank' },
+      });
+    }
+    // A new blank tab is no different; once a script has written into it, it is a page.
+    expect((await browse(s, { op: 'new_tab' })).output.tabId).toBe('tab_2');
+    expect(await browse(s, { op: 'hover', selector: 'body', timeoutMs: 30_000 })).toMatchObject({
+      status: 'failed',
+      error: { code: 'PAGE_NOT_LOADED' },
+    });
+    await browse(s, { op: 'evaluate', script: 'document.body.innerHTML = "<button id=b>b</button>"' });
+    expect(await browse(s, { op: 'click', selector: '#b' })).toMatchObject({ status: 'succeeded' });
   });
 
   it('blocks refused subresources, websockets and service workers while the page still loads', async () => {

@@ -95,6 +95,30 @@ describe('container tiers: configuration and lifecycle', () => {
     }
   }, 60_000);
 
+  it('refuses a session beyond SWITCHYARD_POOL_MAX_SESSIONS as a recorded denial naming the setting', async () => {
+    const engine = await EngineHarness.start({ SWITCHYARD_POOL_MIN: '1', SWITCHYARD_POOL_MAX_SESSIONS: '1' });
+    try {
+      const first = await engine.createSession();
+      const second = await engine.createSession();
+      const pooled = { type: 'code', language: 'bash', code: 'echo held', tier: 'pooled' };
+      expect(await engine.action(first, pooled)).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+      const refused = await engine.action(second, pooled);
+      expect(refused).toMatchObject({
+        status: 'denied',
+        tier: 'pooled',
+        error: { class: 'limit', code: 'POOL_SESSIONS_EXHAUSTED' },
+      });
+      expect(refused.error.message).toContain('SWITCHYARD_POOL_MAX_SESSIONS');
+      const recorded = await engine.request('GET', `/v1/sessions/${second}/actions/${refused.id}`);
+      expect(recorded.body).toMatchObject({ status: 'denied', error: { class: 'limit' } });
+      // Once the first session ends, its container is released and the second one gets one.
+      await engine.request('DELETE', `/v1/sessions/${first}`);
+      expect(await engine.action(second, pooled)).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+    } finally {
+      await engine.stop();
+    }
+  }, 60_000);
+
   describe('SIGTERM (the built engine as a real process)', () => {
     let dataDir: string;
     let engine: EngineProcess | undefined;

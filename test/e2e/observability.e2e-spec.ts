@@ -120,6 +120,15 @@ describe('observability', () => {
     } finally {
       await own.stop();
     }
+    // One line at shutdown says what was drained.
+    const drained = logs.lines.find(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('shutdown: drained'),
+    );
+    expect(drained).toMatchObject({ finished: 0, cancelled: 0 });
+    // Nest's start-up chatter (modules initialized, routes mapped) is not at info.
+    expect(logs.lines.some((l) => l.context === 'RouterExplorer' || l.context === 'InstanceLoader')).toBe(
+      false,
+    );
     const quiet = new LogCapture();
     const warnOnly = await EngineHarness.start(
       { SWITCHYARD_LOG_LEVEL: 'warn', SWITCHYARD_POOL_MIN: '0' },
@@ -132,5 +141,29 @@ describe('observability', () => {
     } finally {
       await warnOnly.stop();
     }
+  });
+
+  it('writes human-readable lines with SWITCHYARD_LOG_FORMAT=pretty, and says how many actions shutdown drained', async () => {
+    const logs = new LogCapture();
+    const own = await EngineHarness.start(
+      { SWITCHYARD_LOG_FORMAT: 'pretty', SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_POOL_MIN: '0' },
+      { logs },
+    );
+    const sid = await own.createSession();
+    await own.action(sid, { type: 'code', language: 'bash', code: 'echo readable' });
+    const running = own.request('POST', `/v1/sessions/${sid}/actions`, {
+      type: 'code',
+      language: 'bash',
+      code: 'sleep 30',
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await own.stop();
+    await running;
+    // Not JSON: time, level, context and message first, then key=value fields.
+    expect(logs.lines).toEqual([]);
+    const action = logs.raw.find((l) => / INFO +\[Action\] action /.test(l));
+    expect(action).toMatch(/^\d\d:\d\d:\d\d INFO +\[Action\] action .*status=succeeded/);
+    const drained = logs.raw.find((l) => l.includes('shutdown: drained'));
+    expect(drained).toContain('1 cancelled');
   });
 });

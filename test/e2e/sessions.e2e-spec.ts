@@ -105,6 +105,32 @@ describe('API keys and tenants', () => {
     expect((await engine.request('GET', '/v1/sessions')).status).toBe(401);
   });
 
+  it('tells strangers only the status on /health and /health/ready; key holders get the details', async () => {
+    engine.as(undefined);
+    const health = await engine.request('GET', '/health');
+    expect(health.body).toEqual({ status: 'ok' });
+    const ready = await engine.request('GET', '/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ok' });
+    // Nothing operator-only (tier reasons, host paths, the Docker endpoint) reaches a caller without a key.
+    expect(JSON.stringify([health.body, ready.body])).not.toMatch(/tiers|docker|graph|\//);
+    engine.as('not-a-valid-key-at-all');
+    expect((await engine.request('GET', '/health')).body).toEqual({ status: 'ok' });
+    engine.as(keyB);
+    const full = await engine.request('GET', '/health');
+    expect(full.body).toMatchObject({ status: 'ok', auth: 'api-keys', graph: { store: 'embedded' } });
+    expect(Object.keys(full.body.tiers)).toEqual(
+      expect.arrayContaining(['subprocess', 'pooled', 'container']),
+    );
+    const details = await engine.request('GET', '/health/ready');
+    expect(Object.keys(details.body.details)).toContain('bubblewrap');
+  });
+
+  it('keeps /metrics open by default', async () => {
+    engine.as(undefined);
+    expect((await engine.request('GET', '/metrics')).status).toBe(200);
+  });
+
   it("hides one tenant's sessions from another (404, not 403)", async () => {
     engine.as(keyA);
     const id = await engine.createSession();
@@ -122,5 +148,27 @@ describe('API keys and tenants', () => {
 
     engine.as(keyA);
     expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(200);
+  });
+});
+
+describe('SWITCHYARD_METRICS_AUTH=api-key', () => {
+  const key = 'metrics-key-0123456789';
+  let engine: EngineHarness;
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_API_KEYS: key, SWITCHYARD_METRICS_AUTH: 'api-key' });
+  });
+  afterAll(() => engine.stop());
+
+  it('answers /metrics only with a valid key', async () => {
+    engine.as(undefined);
+    const refused = await engine.request('GET', '/metrics');
+    expect(refused.status).toBe(401);
+    expect(JSON.stringify(refused.body)).not.toContain('switchyard_');
+    engine.as('wrong-key-0123456789abc');
+    expect((await engine.request('GET', '/metrics')).status).toBe(401);
+    engine.as(key);
+    const ok = await engine.request('GET', '/metrics');
+    expect(ok.status).toBe(200);
+    expect(String(ok.body)).toContain('switchyard_actions_total');
   });
 });

@@ -145,3 +145,26 @@ export async function eventually(
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Attached loop devices whose backing file lies under `dir` (deleted files included), from sysfs. */
+export function loopsUnder(dir: string): Array<{ device: string; backingFile: string }> {
+  const loops: Array<{ device: string; backingFile: string }> = [];
+  for (const name of readdirSync('/sys/block').filter((n) => /^loop\d+$/.test(n))) {
+    const backingFile = read(`/sys/block/${name}/loop/backing_file`)?.trim();
+    const device = read(`/sys/block/${name}/dev`)?.trim();
+    if (backingFile && device && backingFile.startsWith(`${dir}/`)) loops.push({ device, backingFile });
+  }
+  return loops;
+}
+
+/** Live processes whose environment carries `name=<value starting with prefix>` (the sandbox tiers' engine mark). */
+export function processesMarked(name: string, prefix: string): string[] {
+  return pids().filter((pid) => {
+    const environ = read(`/proc/${pid}/environ`);
+    return (
+      environ !== undefined &&
+      environ.split('\0').some((e) => e.startsWith(`${name}=${prefix}`)) &&
+      alive(pid)
+    );
+  });
+}

@@ -78,6 +78,7 @@ export class AppModule {
           sandboxUid: DEFAULT_SANDBOX_HOST_ID,
           sandboxGid: DEFAULT_SANDBOX_HOST_ID,
           quota: config.workspace.quota,
+          imagePool: config.workspace.imagePool,
         }),
         SandboxModule.forRoot(
           {
@@ -93,6 +94,7 @@ export class AppModule {
             subprocess: {
               memoryBytes: config.sandbox.subprocess.memoryBytes,
               pids: config.sandbox.subprocess.pids,
+              cpus: config.sandbox.subprocess.cpus,
             },
             tempDir: path.join(config.dataDir, 'tmp'),
             tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
@@ -120,6 +122,12 @@ export class AppModule {
                   imageTagFile: sb.imageTagFile,
                   engineId: engineInstanceId,
                   ...sb.pool,
+                  settingNames: {
+                    min: 'SWITCHYARD_POOL_MIN',
+                    max: 'SWITCHYARD_POOL_MAX',
+                    maxSessions: 'SWITCHYARD_POOL_MAX_SESSIONS',
+                    acquireTimeoutMs: 'SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS',
+                  },
                   limits: {
                     memoryBytes: sb.pooled.memoryBytes,
                     nanoCpus: sb.pooled.nanoCpus,

@@ -9,6 +9,7 @@ import { BrowserRouter } from './browser-router';
 import { BrowserLaunchError, PageOperationError } from './browser.errors';
 import { type BrowserModuleOptions, resolveBrowserOptions } from './browser.options';
 import type { BrowserOutcome, BrowserRequest } from './browser.types';
+import type { GuardedRequest } from './driver/browser-driver.port';
 import { type FakeContext, FakeDriver, type FakePage } from './testing';
 import { WorkspaceFiles } from './workspace-files';
 
@@ -297,6 +298,93 @@ describe('BrowserRouter', () => {
       });
     });
 
+    it('ends a download whose own request is refused at once, denied and naming the URL and the rule', async () => {
+      await run('a', { ...nav('http://127.0.0.2/download'), needsFileAccess: true });
+      const ctx = contextOf.get('a')!;
+      const page = pageOf('a');
+      page.behaviour = async (op) => {
+        if (op.op !== 'download') return {};
+        // The click's navigation, refused by the interceptor: the download event will never come.
+        await ask(ctx, 'http://169.254.169.254/report.csv', page);
+        return new Promise<never>(() => undefined);
+      };
+      const started = Date.now();
+      const out = await run('a', { op: 'download', selector: '#get', path: 'files/', timeoutMs: 30_000 });
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(out).toMatchObject({
+        status: 'denied',
+        error: {
+          class: 'policy',
+          code: 'ADDRESS_REFUSED',
+          message:
+            'refused http://169.254.169.254/report.csv: 169.254.169.254 is a link-local address (cloud metadata lives here) (169.254.0.0/16); not on SWITCHYARD_BROWSER_ALLOWLIST',
+        },
+        output: { tabId: 'tab_1', blocked: [{ url: 'http://169.254.169.254/report.csv' }] },
+        files: [],
+      });
+      // The driver's call was stopped with the refusal, not left waiting.
+      const signal = page.signals[page.signals.length - 1];
+      expect(signal?.aborted).toBe(true);
+      expect(String(signal?.reason)).toContain('169.254.169.254/report.csv');
+      expect(existsSync(path.join(workspaces.get('a')!, 'files'))).toBe(false);
+      // The session goes on.
+      page.behaviour = undefined;
+      expect(await run('a', nav())).toMatchObject({ status: 'succeeded' });
+    });
+
+    it("ends an action when a redirect hop of its tab's document is refused, or a popup it opened", async () => {
+      await run('a', nav());
+      const ctx = contextOf.get('a')!;
+      const page = pageOf('a');
+      page.behaviour = async (op) => {
+        if (op.op === 'click') await ask(ctx, 'http://10.0.0.1/popup', ctx.openPage());
+        // What the driver reports for a hop Chromium follows by itself: the guard cannot abort it.
+        else await ask(ctx, 'http://127.1:9/secret', page);
+        return new Promise<never>(() => undefined);
+      };
+      expect(await run('a', { op: 'reload', timeoutMs: 30_000 })).toMatchObject({
+        status: 'denied',
+        error: {
+          code: 'ADDRESS_REFUSED',
+          message: expect.stringMatching(
+            /^refused http:\/\/127\.1:9\/secret: 127\.0\.0\.1 is a loopback address/,
+          ),
+        },
+      });
+      const clicked = await run('a', { op: 'click', selector: 'a[target=_blank]', timeoutMs: 30_000 });
+      expect(clicked).toMatchObject({
+        status: 'denied',
+        error: { code: 'ADDRESS_REFUSED', message: expect.stringContaining('http://10.0.0.1/popup') },
+        output: { tabId: 'tab_1', blocked: [{ url: 'http://10.0.0.1/popup' }] },
+      });
+    });
+
+    it('keeps an action going when only subresources, subframes or other tabs are refused', async () => {
+      await run('a', nav());
+      await run('a', { op: 'new_tab', url: 'http://127.0.0.2/other' });
+      await run('a', { op: 'switch_tab', tabId: 'tab_1' });
+      const ctx = contextOf.get('a')!;
+      const [first, other] = ctx.pagesOpen;
+      first.behaviour = async () => {
+        await ask(ctx, 'http://169.254.169.254/pixel.png', first, {
+          navigation: false,
+          resourceType: 'image',
+        });
+        await ask(ctx, 'http://10.0.0.2/frame', first, { mainFrame: false });
+        await ask(ctx, 'http://10.0.0.3/elsewhere', other);
+        await new Promise((r) => setTimeout(r, 20));
+        return {};
+      };
+      const out = await run('a', { op: 'click', selector: '#go' });
+      expect(out).toMatchObject({ status: 'succeeded', output: { tabId: 'tab_1' } });
+      expect(out.output?.blocked?.map((b) => b.url)).toEqual([
+        'http://169.254.169.254/pixel.png',
+        'http://10.0.0.2/frame',
+        'http://10.0.0.3/elsewhere',
+      ]);
+      expect(first.signals[first.signals.length - 1]?.aborted).toBe(false);
+    });
+
     it('lets data:, blob: and about: requests through the interceptor untouched', async () => {
       await run('a', nav());
       const guard = driver.shared[0].contexts[0].spec.requestGuard;
@@ -313,6 +401,59 @@ describe('BrowserRouter', () => {
           resourceType: 'document',
         }),
       ).toContain('file:');
+    });
+  });
+
+  describe('tabs that never loaded a page', () => {
+    it.each<[string, BrowserRequest]>([
+      ['click', { op: 'click', selector: '#go' }],
+      ['fill', { op: 'fill', selector: '#name', value: 'x' }],
+      ['type', { op: 'type', selector: '#name', text: 'x' }],
+      ['select', { op: 'select', selector: '#color', values: ['red'] }],
+      ['hover', { op: 'hover', selector: '#go' }],
+      ['check', { op: 'check', selector: '#agree' }],
+      ['press on an element', { op: 'press', key: 'Enter', selector: '#name' }],
+      ['wait_for a selector', { op: 'wait_for', selector: '#go' }],
+      ['wait_for a text', { op: 'wait_for', text: 'hello' }],
+      ['extract from an element', { op: 'extract', mode: 'text', selector: 'h1' }],
+      ['screenshot of an element', { op: 'screenshot', path: 's.png', selector: 'h1' }],
+      ['download', { op: 'download', selector: '#get', path: 'files/' }],
+    ])('fail %s at once, naming the fix', async (_what, request) => {
+      const out = await run('a', { ...request, timeoutMs: 30_000 });
+      expect(out).toMatchObject({
+        status: 'failed',
+        error: {
+          class: 'validation',
+          code: 'PAGE_NOT_LOADED',
+          message: `${request.op} needs a page, but the tab has no page loaded (about:blank): navigate first`,
+        },
+        output: { tabId: 'tab_1', url: 'about:blank' },
+        files: [],
+      });
+      expect(pageOf('a').performed).toEqual([]);
+    });
+
+    it('let ops that need no element run, and fail an upload at once too', async () => {
+      for (const request of [
+        { op: 'extract', mode: 'text' },
+        { op: 'screenshot', path: 'blank.png' },
+        { op: 'press', key: 'Tab' },
+        { op: 'wait_for', loadState: 'load' },
+        { op: 'reload' },
+      ] as BrowserRequest[]) {
+        expect({ op: request.op, status: (await run('a', request)).status }).toEqual({
+          op: request.op,
+          status: 'succeeded',
+        });
+      }
+      writeFileSync(path.join(workspaces.get('a')!, 'up.txt'), 'x');
+      expect(await run('a', { op: 'upload', selector: '#f', path: 'up.txt' })).toMatchObject({
+        status: 'failed',
+        error: { code: 'PAGE_NOT_LOADED' },
+      });
+      // Once it has a page, the same op runs.
+      await run('a', nav());
+      expect(await run('a', { op: 'click', selector: '#go' })).toMatchObject({ status: 'succeeded' });
     });
   });
 
@@ -656,6 +797,23 @@ describe('BrowserRouter', () => {
     });
   });
 });
+
+/** The guard's answer for a request of `page` as the interceptor asks it: a top-level document unless told. */
+function ask(
+  ctx: FakeContext,
+  url: string,
+  page?: FakePage,
+  kind: Partial<GuardedRequest> = {},
+): Promise<string | undefined> {
+  return ctx.spec.requestGuard({
+    url,
+    navigation: true,
+    mainFrame: true,
+    resourceType: 'document',
+    page,
+    ...kind,
+  });
+}
 
 describe('capData', () => {
   it('caps long strings and big values at the byte limit, flagging truncated', () => {

@@ -1,16 +1,22 @@
 /** A driver call that did not come back within its deadline. */
 export class DeadlineError extends Error {}
 
-/** The action's signal fired (session ended, engine shutting down). */
+/**
+ * The action's signal fired (session ended, engine shutting down, or a request the action depended on was
+ * refused). `cause` is the signal's reason.
+ */
 export class AbortedError extends Error {}
 
 /** `p`, unless `signal` fires first (then `AbortedError`). The listener never outlives the call. */
 export async function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return p;
-  if (signal.aborted) throw new AbortedError(reasonOf(signal));
+  if (signal.aborted) {
+    p.catch(() => undefined); // given up on: its rejection is no one's
+    throw abortedBy(signal);
+  }
   let onAbort!: () => void;
   const stop = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new AbortedError(reasonOf(signal)));
+    onAbort = () => reject(abortedBy(signal));
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
@@ -38,7 +44,8 @@ export async function bounded<T>(p: Promise<T>, ms: number, signal?: AbortSignal
   }
 }
 
-function reasonOf(signal: AbortSignal): string {
+function abortedBy(signal: AbortSignal): AbortedError {
   const r: unknown = signal.reason;
-  return r instanceof Error ? r.message : typeof r === 'string' ? r : 'aborted';
+  const message = r instanceof Error ? r.message : typeof r === 'string' ? r : 'aborted';
+  return new AbortedError(message, { cause: r });
 }

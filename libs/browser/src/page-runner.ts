@@ -13,7 +13,7 @@ import type { DriverPage, PageOperation, PageResult } from './driver/browser-dri
 import { aborted, capData, clip, mimeTypeOf, safeName } from './browser-output';
 import type { BrowserPool } from './browser-pool';
 import { AbortedError, bounded, DeadlineError } from './deadlines';
-import type { SessionBrowser } from './session-browser';
+import { type RefusalEntry, RequestRefusedError, type SessionBrowser } from './session-browser';
 import type { SessionTabs } from './session-tabs';
 import type { WorkspaceFiles } from './workspace-files';
 
@@ -36,6 +36,12 @@ export interface PageRun {
 /** A run, with where the session's refusal log stood when it began (what is later is this action's). */
 interface RunContext extends PageRun {
   mark: number;
+  /** The tabs open when the action began: one opened since (`new_tab`, a popup) is the action's own. */
+  before: ReadonlySet<DriverPage>;
+  /** The tab the action runs in, once known. */
+  tab?: DriverPage;
+  /** The page op's signal: the action's, and fired by a refusal of the action's own document. */
+  opSignal: AbortSignal;
 }
 
 /** What `perform` hands to `finish`. */
@@ -51,6 +57,10 @@ interface Performed {
  * op) under a hard deadline, artifacts written to the workspace, refusals attributed to the action, and
  * every failure classified (policy refusal, timeout with the hung tab dropped, crashed browser, closed
  * tab, page error). Never rejects for what the page, the network or the policy did.
+ *
+ * When the URL policy refuses the main document of the action's tab (or of a tab it opened) while the
+ * action runs, the action ends `denied` at once: its navigation would only show an error page, its
+ * download would never start, and waiting on would only wait out the timeout.
  */
 export class PageRunner {
   private readonly timing: ResolvedBrowserOptions['timing'];
@@ -66,7 +76,16 @@ export class PageRunner {
 
   /** Rejects only with `PathRejectedError` (a workspace path that must not be used) and engine faults. */
   async run(run: PageRun, signal?: AbortSignal): Promise<BrowserOutcome> {
-    const ctx: RunContext = { ...run, mark: run.sb.mark };
+    const refused = new AbortController();
+    const ctx: RunContext = {
+      ...run,
+      mark: run.sb.mark,
+      before: new Set(run.sb.context.pages()),
+      opSignal: signal ? AbortSignal.any([signal, refused.signal]) : refused.signal,
+    };
+    const unwatch = ctx.sb.watch((e) => {
+      if (ownRefusal(ctx, e)) refused.abort(new RequestRefusedError(e));
+    });
     let tabId: string | undefined;
     try {
       const done = await this.perform(ctx, signal);
@@ -75,23 +94,21 @@ export class PageRunner {
     } catch (err) {
       tabId ??= ctx.sb.current;
       return await this.failure(ctx, err, tabId);
+    } finally {
+      unwatch();
     }
   }
 
   /** Runs the op on the session's browser; tab ops are handled by `SessionTabs`, not the driver. */
   private async perform(ctx: RunContext, signal?: AbortSignal): Promise<Performed> {
-    const { sb, job, timeoutMs, upload } = ctx;
+    const { sb, job, upload } = ctx;
     const req = job.request;
     if (req.op === 'new_tab') {
       const { id, page } = await this.tabs.open(sb, signal);
+      ctx.tab = page;
       const result =
         req.url !== undefined
-          ? await this.pageCall(
-              page,
-              { op: 'navigate', url: req.url, waitUntil: req.waitUntil ?? 'load' },
-              timeoutMs,
-              signal,
-            )
+          ? await this.pageCall(ctx, { op: 'navigate', url: req.url, waitUntil: req.waitUntil ?? 'load' })
           : {};
       return { tabId: id, result, files: [] };
     }
@@ -104,8 +121,15 @@ export class PageRunner {
       return { tabId: sb.current, result: { data: { closed } }, files: [] };
     }
     const tabId = await this.tabs.current(sb, signal);
-    const page = sb.tabs.get(tabId)!;
-    const result = await this.pageCall(page, pageOperation(req, this.options, upload), timeoutMs, signal);
+    ctx.tab = sb.tabs.get(tabId)!;
+    if (needsContent(req) && (await ctx.tab.blank(this.timing.probeMs))) {
+      throw new PageOperationError(
+        'selector',
+        'PAGE_NOT_LOADED',
+        `${req.op} needs a page, but the tab has no page loaded (about:blank): navigate first`,
+      );
+    }
+    const result = await this.pageCall(ctx, pageOperation(req, this.options, upload));
     const files: FileTouch[] = [];
     let artifacts: BrowserActionOutput['artifacts'];
     if (upload) files.push({ path: upload.realRel, access: 'read' });
@@ -132,45 +156,47 @@ export class PageRunner {
   }
 
   /**
-   * One driver call under a hard deadline (its own timeout plus a grace period). A call that overruns it
-   * leaves a tab that may be hung: `failure` checks and drops it, so the session is never wedged.
+   * One driver call in the action's tab under a hard deadline (its own timeout plus a grace period), and
+   * stopped at once by a refusal of the action's own document. A call that overruns the deadline leaves a
+   * tab that may be hung: `failure` checks and drops it, so the session is never wedged. Rejects with
+   * `RequestRefusedError` when the document the call came back with is the egress proxy's refusal.
    */
-  private async pageCall(
-    page: DriverPage,
-    op: PageOperation,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<PageResult> {
+  private async pageCall(ctx: RunContext, op: PageOperation): Promise<PageResult> {
+    const { timeoutMs, opSignal } = ctx;
     // evaluate and pdf have no timeout of their own: the deadline is theirs, without grace.
     const grace = op.op === 'evaluate' || op.op === 'pdf' ? 0 : this.timing.deadlineGraceMs;
-    return bounded(page.perform(op, timeoutMs), timeoutMs + grace, signal);
+    const call = ctx.tab!.perform(op, timeoutMs, opSignal);
+    let result: PageResult;
+    try {
+      result = await bounded(call, timeoutMs + grace, opSignal);
+    } catch (err) {
+      // Stopped by a refusal: the driver answers once the refused document has landed, so what comes with
+      // it (the proxy's refusal, Chromium's retries) is this action's, not the next one's.
+      if (refusalOf(err)) await bounded(call, this.timing.deadlineGraceMs).catch(() => undefined);
+      throw err;
+    }
+    if (result.egressDenied) {
+      // The main document is the proxy's refusal (a redirect hop to a refused host, typically).
+      const r = ctx.sb
+        .since(ctx.mark)
+        .filter((e) => e.source === 'proxy')
+        .pop();
+      throw new RequestRefusedError(
+        r ?? { url: ctx.tab!.url(), reason: 'the egress proxy refused it', code: 'ADDRESS_REFUSED' },
+      );
+    }
+    return result;
   }
 
-  /** Builds the successful (or policy-refused) outcome. */
+  /** Builds the successful outcome. */
   private async finish(ctx: RunContext, done: Performed): Promise<BrowserOutcome> {
-    const { sb } = ctx;
-    const opened = sb.syncTabs();
-    const refusals = sb.since(ctx.mark);
+    const opened = ctx.sb.syncTabs();
     const output = await this.output(ctx, done.tabId, {
       title: done.result.title,
       data: capData(done.result.data, this.options.outputMaxBytes),
       artifacts: done.artifacts,
       openedTabs: opened,
     });
-    if (done.result.egressDenied) {
-      // The main document is the proxy's refusal (a redirect hop to a refused host, typically).
-      const r = refusals.filter((e) => e.source === 'proxy').pop();
-      return {
-        status: 'denied',
-        output,
-        error: {
-          class: 'policy',
-          code: r?.code ?? 'ADDRESS_REFUSED',
-          message: r ? `refused ${r.url}: ${r.reason}` : 'the navigation was refused by the URL policy',
-        },
-        files: done.files,
-      };
-    }
     return { status: 'succeeded', output, files: done.files };
   }
 
@@ -179,6 +205,8 @@ export class PageRunner {
     const { sb, job, timeoutMs } = ctx;
     const op = job.request.op;
     if (err instanceof PathRejectedError) throw err;
+    const refused = refusalOf(err);
+    if (refused) return this.withOutput(ctx, tabId, { status: 'denied', error: refused });
     if (err instanceof AbortedError) return aborted(err);
     if (err instanceof FileOpError) {
       return this.withOutput(ctx, tabId, {
@@ -222,10 +250,7 @@ export class PageRunner {
       const causes = refusals.filter((e) => e.mainFrameNavigation || e.source === 'proxy');
       if (err.failure === 'navigation' && causes.length > 0) {
         const r = causes.find((e) => e.mainFrameNavigation) ?? causes[causes.length - 1];
-        return this.withOutput(ctx, tabId, {
-          status: 'denied',
-          error: { class: 'policy', code: r.code, message: `refused ${r.url}: ${r.reason}` },
-        });
+        return this.withOutput(ctx, tabId, { status: 'denied', error: denial(r) });
       }
       if (err.failure === 'closed') {
         return this.withOutput(ctx, undefined, {
@@ -263,10 +288,12 @@ export class PageRunner {
   ): Promise<BrowserActionOutput> {
     const { sb } = ctx;
     const page = tabId === undefined ? undefined : sb.tabs.get(tabId);
-    const blocked = sb
-      .since(ctx.mark)
-      .slice(-BLOCKED_IN_OUTPUT)
-      .map(({ url, reason }) => ({ url, reason }));
+    // The guard and the proxy may both refuse the same redirect hop: listed once.
+    const blocked = [
+      ...new Map(
+        sb.since(ctx.mark).map(({ url, reason }) => [`${url}\n${reason}`, { url, reason }]),
+      ).values(),
+    ].slice(-BLOCKED_IN_OUTPUT);
     const tabs = [...sb.tabs.entries()].map(([id, p]) => ({ id, url: p.url() }));
     const data = TAB_OPS.includes(ctx.job.request.op) ? { ...extra.data, tabs } : extra.data;
     return {
@@ -280,6 +307,59 @@ export class PageRunner {
       ...(blocked.length > 0 && { blocked }),
       ...(extra.openedTabs && extra.openedTabs.length > 0 && { openedTabs: extra.openedTabs }),
     };
+  }
+}
+
+/**
+ * Whether a refusal is of the action's own document: a top-level navigation of its tab or of a tab opened
+ * while it ran (one whose tab is unknown counts too). Subresources and other tabs do not stop it.
+ */
+function ownRefusal(ctx: RunContext, e: RefusalEntry): boolean {
+  if (!e.mainFrameNavigation) return false;
+  return e.page === undefined || e.page === ctx.tab || !ctx.before.has(e.page);
+}
+
+/** The refusal that stopped an action, from the abort it caused or thrown as it is. */
+function refusalOf(err: unknown): ActionError | undefined {
+  const reason = err instanceof AbortedError ? err.cause : err;
+  return reason instanceof RequestRefusedError ? denial(reason.refusal) : undefined;
+}
+
+function denial(r: Pick<RefusalEntry, 'url' | 'reason' | 'code'>): ActionError {
+  return { class: 'policy', code: r.code, message: `refused ${r.url}: ${r.reason}` };
+}
+
+/**
+ * Ops that act on an element or wait for content: on a tab that never loaded a page they could only wait
+ * out their timeout.
+ */
+function needsContent(req: BrowserRequest): boolean {
+  switch (req.op) {
+    case 'click':
+    case 'fill':
+    case 'type':
+    case 'select':
+    case 'hover':
+    case 'check':
+    case 'download':
+    case 'upload':
+      return true;
+    case 'press':
+    case 'extract':
+    case 'screenshot':
+      return req.selector !== undefined;
+    case 'wait_for':
+      return req.selector !== undefined || req.text !== undefined;
+    case 'navigate':
+    case 'back':
+    case 'forward':
+    case 'reload':
+    case 'pdf':
+    case 'evaluate':
+    case 'new_tab':
+    case 'switch_tab':
+    case 'close_tab':
+      return false;
   }
 }
 

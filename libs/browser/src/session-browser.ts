@@ -16,6 +16,18 @@ export interface RefusalEntry extends BlockedRequest {
   source: 'guard' | 'proxy';
   /** The top-level document of a tab was refused (the action's own navigation). */
   mainFrameNavigation: boolean;
+  /** The tab that sent it, when known (the proxy never knows). */
+  page?: DriverPage;
+}
+
+/**
+ * The reason a running action is stopped with when the URL policy refuses a request it depends on (its
+ * tab's own document, a download): waiting on would only wait out its timeout.
+ */
+export class RequestRefusedError extends Error {
+  constructor(readonly refusal: Pick<RefusalEntry, 'url' | 'reason' | 'code'>) {
+    super(`refused ${refusal.url}: ${refusal.reason}`);
+  }
 }
 
 /**
@@ -31,6 +43,7 @@ export class SessionBrowser {
   disposed = false;
   private readonly log: RefusalEntry[] = [];
   private seq = 0;
+  private watcher?: (entry: RefusalEntry) => void;
 
   constructor(
     readonly sessionId: string,
@@ -45,8 +58,21 @@ export class SessionBrowser {
   }
 
   record(entry: Omit<RefusalEntry, 'seq'>): void {
-    this.log.push({ ...entry, seq: ++this.seq });
+    const logged = { ...entry, seq: ++this.seq };
+    this.log.push(logged);
     if (this.log.length > REFUSAL_LOG) this.log.shift();
+    this.watcher?.(logged);
+  }
+
+  /**
+   * Hands every refusal logged from now on to `watcher` (the running action's: a session runs one at a
+   * time), until the returned function is called.
+   */
+  watch(watcher: (entry: RefusalEntry) => void): () => void {
+    this.watcher = watcher;
+    return () => {
+      if (this.watcher === watcher) this.watcher = undefined;
+    };
   }
 
   since(mark: number): RefusalEntry[] {

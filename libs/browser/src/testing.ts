@@ -17,10 +17,13 @@ export type PageBehaviour = (op: PageOperation, page: FakePage) => Promise<PageR
 
 /**
  * A page that records the operations it ran. Navigations ask the context's request guard first (as the
- * real interceptor does) and fail with `ERR_BLOCKED_BY_CLIENT` when it refuses.
+ * real interceptor does) and fail with `ERR_BLOCKED_BY_CLIENT` when it refuses. Operations stop with the
+ * signal's reason when their signal fires, as the port says.
  */
 export class FakePage implements DriverPage {
   readonly performed: PageOperation[] = [];
+  /** The signal each operation was given. */
+  readonly signals: (AbortSignal | undefined)[] = [];
   currentUrl = 'about:blank';
   lastStatus: number | null = null;
   closed = false;
@@ -46,7 +49,7 @@ export class FakePage implements DriverPage {
     return this.lastStatus;
   }
 
-  async perform(op: PageOperation): Promise<PageResult> {
+  async perform(op: PageOperation, _timeoutMs?: number, signal?: AbortSignal): Promise<PageResult> {
     if (this.closed || this.context.closed) {
       throw new PageOperationError(
         'closed',
@@ -55,7 +58,24 @@ export class FakePage implements DriverPage {
       );
     }
     this.performed.push(op);
-    return (this.behaviour ?? defaultBehaviour)(op, this);
+    this.signals.push(signal);
+    const result = (this.behaviour ?? defaultBehaviour)(op, this);
+    if (!signal) return result;
+    let onAbort!: () => void;
+    const stopped = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason as Error); // whatever the aborter gave, as the port says
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([result, stopped]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async blank(): Promise<boolean> {
+    return this.currentUrl === 'about:blank';
   }
 
   async responsive(): Promise<boolean> {
@@ -89,6 +109,7 @@ async function defaultBehaviour(op: PageOperation, page: FakePage): Promise<Page
         navigation: true,
         mainFrame: true,
         resourceType: 'document',
+        page,
       });
       if (refusal) {
         throw new PageOperationError(

@@ -87,7 +87,10 @@ export class UrlGuard {
     await egress.close();
   }
 
-  /** The interceptor's check of one request; refusals are logged against the session. */
+  /**
+   * The interceptor's check of one request (or redirect hop); refusals are logged against the session,
+   * which stops the running action when its own document or download was refused.
+   */
   private async check(sb: SessionBrowser | undefined, r: GuardedRequest): Promise<string | undefined> {
     const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(r.url)?.[1]?.toLowerCase();
     if (scheme === 'data' || scheme === 'blob' || scheme === 'about') return undefined;
@@ -100,6 +103,7 @@ export class UrlGuard {
       code: verdict.refusal.code,
       source: 'guard',
       mainFrameNavigation: r.navigation && r.mainFrame,
+      page: r.page,
     });
     return verdict.refusal.reason;
   }

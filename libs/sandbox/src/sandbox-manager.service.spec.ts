@@ -1,5 +1,6 @@
 import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
+import { PoolExhaustedError } from './pooled/pooled.errors';
 import { SandboxInternalError } from './sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
@@ -276,6 +277,23 @@ describe('SandboxManager.execute', () => {
     fakes.subprocess.runError = new Error('EACCES /secret/path');
     const outcome = await prepareAndRun(manager, request());
     expect(outcome.error).toEqual({ class: 'internal', code: 'INTERNAL', message: 'internal sandbox error' });
+  });
+
+  it('records a tier at its capacity as a denial of class limit, naming what to raise', async () => {
+    const { manager, fakes } = setup();
+    fakes.pooled.runError = new PoolExhaustedError(
+      'POOL_SESSIONS_EXHAUSTED',
+      '16 sessions already hold a pooled container (the limit); end a session or raise SWITCHYARD_POOL_MAX_SESSIONS',
+    );
+    expect(await prepareAndRun(manager, request({ code: MEDIUM }))).toMatchObject({
+      status: 'denied',
+      tier: 'pooled',
+      error: {
+        class: 'limit',
+        code: 'POOL_SESSIONS_EXHAUSTED',
+        message: expect.stringContaining('SWITCHYARD_POOL'),
+      },
+    });
   });
 
   it('reports availability for every tier', async () => {

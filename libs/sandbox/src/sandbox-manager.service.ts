@@ -10,7 +10,12 @@ import { validateCodeRequest } from './code-request.validation';
 import { buildChildEnv } from './env-policy';
 import { RiskPolicy } from './risk/risk-policy';
 import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
-import { SandboxConfigError, SandboxError, SandboxInternalError } from './sandbox.errors';
+import {
+  SandboxCapacityError,
+  SandboxConfigError,
+  SandboxError,
+  SandboxInternalError,
+} from './sandbox.errors';
 import type { ResolvedSandboxOptions } from './sandbox.options';
 import { SandboxTier } from './sandbox-tier.port';
 import type {
@@ -165,6 +170,10 @@ export class SandboxManager {
         signal,
       );
     } catch (err) {
+      // A tier at its capacity refuses the action, naming the setting to raise; that is a denial, not a fault.
+      if (err instanceof SandboxCapacityError) {
+        return denied(risk, { class: 'limit', code: err.code, message: err.message }, elapsed(), tierName);
+      }
       const known = err instanceof SandboxError;
       if (!known) this.logger.error(`tier ${tierName} failed on ${req.actionId}`, (err as Error).stack);
       return {

@@ -6,6 +6,15 @@ import { SwitchyardError, type ErrorKind } from '@switchyard/common';
  */
 export abstract class SandboxError extends SwitchyardError {}
 
+/**
+ * The tier is at a capacity limit for this run (every pooled container is held, none came free in time). Not a fault:
+ * the manager records the action `denied` with error class `limit`, and the message names the setting to raise.
+ */
+export abstract class SandboxCapacityError extends SandboxError {
+  readonly kind: ErrorKind = 'unavailable';
+  override readonly retriable = true;
+}
+
 /** The tier cannot run anything right now (bubblewrap missing, namespaces refused, shutting down). */
 export class SandboxUnavailableError extends SandboxError {
   readonly code = 'SANDBOX_UNAVAILABLE';

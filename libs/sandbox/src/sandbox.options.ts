@@ -1,5 +1,6 @@
 import { type Tier, TIERS } from '@switchyard/common';
 import { SandboxConfigError } from './sandbox.errors';
+import { DEFAULT_NICE_PATH, DEFAULT_SETPRIV_PATH } from './subprocess/bwrap-command';
 import type { OutputLimits, RiskThresholds, TierForLevel } from './sandbox.types';
 
 const KiB = 1024;
@@ -22,6 +23,11 @@ export interface SubprocessLimits {
   memoryBytes: number;
   /** cgroup pids limit (processes + threads). Default 128. */
   pids: number;
+  /**
+   * cgroup CPU quota of each action in CPUs (0.01–1024), shared by everything it forks; needs the cpu controller
+   * (v1: mounted; v2: delegated). Default 1. The code also runs at niceness 19 with or without cgroups.
+   */
+  cpus: number;
   /** Size of each tmpfs (`/tmp`, `/dev/shm`). Default 64 MiB. */
   tmpfsBytes: number;
   /**
@@ -151,6 +157,10 @@ export interface SandboxModuleOptions {
   bwrapPath?: string;
   /** util-linux `prlimit`, sets the rlimits. Default `/usr/bin/prlimit`. */
   prlimitPath?: string;
+  /** util-linux `setpriv`, ties each sandbox launcher to the engine (parent-death signal). Default `/usr/bin/setpriv`. */
+  setprivPath?: string;
+  /** coreutils `nice`, runs sandboxes at niceness 19. Default `/usr/bin/nice`. */
+  nicePath?: string;
   /** POSIX shell the availability probe runs inside a sandbox. Default `/bin/sh`. */
   shellPath?: string;
   /**
@@ -193,6 +203,8 @@ export interface ResolvedSandboxOptions {
   interpreters: InterpreterPaths;
   bwrapPath: string;
   prlimitPath: string;
+  setprivPath: string;
+  nicePath: string;
   shellPath: string;
   tempDir?: string;
   extraReadOnlyBinds: string[];
@@ -261,6 +273,7 @@ export function resolveSandboxOptions(
       cpuSeconds: sub.cpuSeconds,
       memoryBytes: sub.memoryBytes ?? 512 * MiB,
       pids: sub.pids ?? 128,
+      cpus: sub.cpus ?? 1,
       tmpfsBytes: sub.tmpfsBytes ?? 64 * MiB,
       warmSlots: sub.warmSlots ?? 2,
       cgroup: { mode: sub.cgroup?.mode ?? 'auto', v2Parent: sub.cgroup?.v2Parent },
@@ -275,6 +288,8 @@ export function resolveSandboxOptions(
     },
     bwrapPath: options.bwrapPath ?? '/usr/bin/bwrap',
     prlimitPath: options.prlimitPath ?? '/usr/bin/prlimit',
+    setprivPath: options.setprivPath ?? DEFAULT_SETPRIV_PATH,
+    nicePath: options.nicePath ?? DEFAULT_NICE_PATH,
     shellPath: options.shellPath ?? '/bin/sh',
     tempDir: options.tempDir,
     extraReadOnlyBinds: options.extraReadOnlyBinds ?? [],
@@ -316,6 +331,13 @@ export function resolveSandboxOptions(
       `must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`,
     );
   }
+  const cpus = resolved.subprocess.cpus;
+  if (typeof cpus !== 'number' || !(cpus >= 0.01 && cpus <= 1024)) {
+    throw new SandboxConfigError(
+      'subprocess.cpus',
+      `must be a number from 0.01 to 1024, got ${String(cpus)}`,
+    );
+  }
   if (!['auto', 'v2', 'v1', 'off'].includes(resolved.subprocess.cgroup.mode)) {
     throw new SandboxConfigError('subprocess.cgroup.mode', 'must be auto, v2, v1 or off');
   }
@@ -328,6 +350,8 @@ export function resolveSandboxOptions(
     ['interpreters.bash', resolved.interpreters.bash],
     ['bwrapPath', resolved.bwrapPath],
     ['prlimitPath', resolved.prlimitPath],
+    ['setprivPath', resolved.setprivPath],
+    ['nicePath', resolved.nicePath],
     ['shellPath', resolved.shellPath],
     ['tempDir', resolved.tempDir],
     ['subprocess.cgroup.v2Parent', resolved.subprocess.cgroup.v2Parent],

@@ -63,6 +63,63 @@ describe('resolveInside', () => {
     expect(rejection(() => resolveInside(ROOT, p, 'path')).code).toBe(code);
   });
 
+  it.each([
+    ['a\x85b', 'NEL'],
+    ['a\u2028b', 'line separator'],
+    ['a\u2029b', 'paragraph separator'],
+    ['a\x9bb', 'C1 CSI'],
+  ])('rejects %j (%s) as a control character', (p) => {
+    expect(rejection(() => resolveInside(ROOT, p, 'path')).code).toBe('PATH_CONTROL_CHAR');
+  });
+
+  it.each([
+    ['\u200B', 'zero width space'],
+    ['\u200C', 'zero width non-joiner'],
+    ['\u200D', 'zero width joiner'],
+    ['\u200E', 'left-to-right mark'],
+    ['\u200F', 'right-to-left mark'],
+    ['\u202A', 'left-to-right embedding'],
+    ['\u202B', 'right-to-left embedding'],
+    ['\u202C', 'pop directional formatting'],
+    ['\u202D', 'left-to-right override'],
+    ['\u202E', 'right-to-left override'],
+    ['\u2066', 'left-to-right isolate'],
+    ['\u2067', 'right-to-left isolate'],
+    ['\u2068', 'first strong isolate'],
+    ['\u2069', 'pop directional isolate'],
+    ['\uFEFF', 'byte order mark'],
+    ['\u061C', 'arabic letter mark'],
+    ['\u180E', 'mongolian vowel separator'],
+    ['\u2060', 'word joiner'],
+    ['\u00AD', 'soft hyphen'],
+    ['\uFE0F', 'variation selector 16'],
+    ['\u3164', 'hangul filler'],
+    ['\u{E0041}', 'tag latin capital A'],
+  ])('rejects an invisible %j (%s) anywhere in a path, naming the field and the code point', (c) => {
+    for (const p of [`${c}a.txt`, `dir/a${c}b.txt`, `a.txt${c}`, `${c}/x`]) {
+      const err = rejection(() => resolveInside(ROOT, p, 'to'));
+      expect(err.code).toBe('PATH_INVISIBLE_CHAR');
+      expect(err.details).toEqual({ field: 'to', path: p });
+      const hex = c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+      expect(err.message).toContain(`U+${hex}`);
+    }
+  });
+
+  it('keeps visible non-ASCII names: accents, scripts, emoji, spaces', () => {
+    for (const p of [
+      'résumé.txt',
+      'данные/файл',
+      '数据.csv',
+      'עברית.md',
+      'كتاب',
+      '🚀.txt',
+      'a b',
+      'a\u00A0b',
+    ]) {
+      expect(resolveInside(ROOT, p, 'path').rel).toBe(p);
+    }
+  });
+
   it('keeps percent signs that cannot decode to traversal, literally', () => {
     // Nothing in the file API decodes paths, so these are just odd file names inside the root.
     for (const p of ['100%', '%zz', 'a%2fb', '%41%42', 'x/%2e', 'r%C3%A9sum%C3%A9', '~/x', 'C:x']) {

@@ -39,6 +39,13 @@ export const DEFAULT_MAX_PATH_LENGTH = 4096;
 /** Linux NAME_MAX. */
 const MAX_SEGMENT_BYTES = 255;
 const NOFOLLOW_FLAGS = C.O_NOFOLLOW | C.O_NONBLOCK;
+/**
+ * Characters that change how a name reads without showing themselves: bidi overrides and isolates (U+202A–U+202E,
+ * U+2066–U+2069, U+061C, U+200E/F) make `txt.exe` display as `exe.txt`; zero-width and other default-ignorable
+ * characters (U+200B–U+200D, U+FEFF, U+180E, U+00AD, variation selectors, tag characters…) make two different names
+ * look the same, or hide data in one. Every Unicode format character (Cf) and default-ignorable code point.
+ */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 
 export interface PathGuardOptions {
   /** Longest accepted path in bytes (default 4096). */
@@ -70,7 +77,7 @@ export interface RealPath extends ResolvedPath {
 
 /**
  * Normalizes `relPath` against `root` without touching the disk. Throws `PathRejectedError` for empty,
- * absolute, escaping, NUL/control-char, backslash, percent-encoded-traversal and over-long paths.
+ * absolute, escaping, NUL/control-char, invisible-char, backslash, percent-encoded-traversal and over-long paths.
  * `a/../b` is fine; `a/../../x` is not.
  */
 export function resolveInside(
@@ -91,9 +98,20 @@ export function resolveInside(
   const max = opts.maxPathLength ?? DEFAULT_MAX_PATH_LENGTH;
   const bytes = Buffer.byteLength(relPath);
   if (bytes > max) reject('PATH_TOO_LONG', `${field} is ${bytes} bytes, over the ${max}-byte limit`);
-  // Newlines and other controls would forge lines in grep output and in the graph's file records.
+  // Newlines and other controls would forge lines in grep output and in the graph's file records; C1 controls
+  // (NEL U+0085 among them) and U+2028/U+2029 are line breaks to some readers too.
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  if (/[\x01-\x1f\x7f]/.test(relPath)) reject('PATH_CONTROL_CHAR', `${field} contains a control character`);
+  if (/[\x01-\x1f\x7f-\x9f\u2028\u2029]/.test(relPath)) {
+    reject('PATH_CONTROL_CHAR', `${field} contains a control character`);
+  }
+  const invisible = INVISIBLE.exec(relPath)?.[0];
+  if (invisible !== undefined) {
+    const at = `U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+    reject(
+      'PATH_INVISIBLE_CHAR',
+      `${field} contains an invisible or bidi control character (${at}); a name must read as what it is`,
+    );
+  }
   // On Linux `\` is an ordinary byte, so `..\..\x` could not escape here; but the same string means
   // traversal to Windows tools, URL normalizers and people reading the graph, so it is refused outright.
   if (relPath.includes('\\')) reject('PATH_BACKSLASH', `${field} contains a backslash; use / as separator`);

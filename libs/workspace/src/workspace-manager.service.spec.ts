@@ -2,7 +2,10 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InvalidInputError } from '@switchyard/common';
+import { isMountPoint, loopsBackedBy } from './mount-table';
 import { WorkspaceManager } from './workspace-manager.service';
+import { LoopImageQuota, WorkspaceQuota } from './workspace-quota';
+import { WorkspaceUsage } from './workspace-usage';
 import { resolveWorkspaceOptions, type WorkspaceModuleOptions } from './workspace.options';
 
 const isRoot = process.getuid?.() === 0;
@@ -141,6 +144,84 @@ describe('WorkspaceManager', () => {
       expect([...after.entries.keys()]).toEqual(['a', 'b', 'c']);
       // d is not reported as deleted: it only slid past the cap.
       expect(wm.changedPaths(before, after)).toEqual(['a', 'c']);
+    });
+  });
+
+  describe('with a quota', () => {
+    /** Records what the manager asks; `recover` resolves when the test says so. */
+    class FakeQuota extends WorkspaceQuota {
+      readonly mode = 'loop' as const;
+      readonly calls: string[] = [];
+      recovered!: () => void;
+      private readonly recovery = new Promise<void>((resolve) => (this.recovered = resolve));
+      capped = true;
+      async recover(): Promise<void> {
+        this.calls.push('recover');
+        await this.recovery;
+      }
+      async provision(id: string): Promise<void> {
+        this.calls.push(`provision ${id}`);
+      }
+      async release(id: string): Promise<boolean> {
+        this.calls.push(`release ${id}`);
+        return this.capped;
+      }
+      async close(): Promise<void> {
+        this.calls.push('close');
+      }
+    }
+
+    it('creates nothing before the start-up recovery is done, and leaves capped removals to the quota', async () => {
+      const quota = new FakeQuota();
+      const wm = new WorkspaceManager(resolveWorkspaceOptions({ root, sandboxUid: null }), undefined, quota);
+      const creating = wm.create('s');
+      await new Promise((r) => setTimeout(r, 20));
+      await expect(fs.stat(path.join(root, 's'))).rejects.toThrow(/ENOENT/);
+      quota.recovered();
+      const dir = await creating;
+      expect(quota.calls).toEqual(['recover', 'provision s']);
+      await wm.remove('s');
+      expect(await fs.readdir(dir)).toEqual([]); // still there: the quota removes it
+      quota.capped = false; // never capped: the manager removes it
+      await wm.remove('s');
+      await expect(fs.stat(dir)).rejects.toThrow(/ENOENT/);
+      await wm.onApplicationShutdown();
+      expect(quota.calls.slice(2)).toEqual(['release s', 'release s', 'close']);
+    });
+
+    it('removes a capped workspace at once, and the same id made again starts empty', async () => {
+      const options = resolveWorkspaceOptions({
+        root,
+        sandboxUid: null,
+        limits: { maxWorkspaceBytes: 16 << 20 },
+      });
+      const quota = new LoopImageQuota({
+        root,
+        imageDir: options.imageDir,
+        bytes: options.limits.maxWorkspaceBytes,
+        owner: null,
+        poolSize: 1,
+      });
+      const wm = new WorkspaceManager(options, new WorkspaceUsage(), quota);
+      await wm.onModuleInit();
+      try {
+        const dir = await wm.create('s');
+        expect(isMountPoint(dir)).toBe(true);
+        await fs.writeFile(path.join(dir, 'old.txt'), 'old');
+        await wm.remove('s');
+        await expect(fs.stat(dir)).rejects.toThrow(/ENOENT/); // gone when remove resolves
+        expect(await wm.create('s')).toBe(dir);
+        expect(await fs.readdir(dir)).toEqual([]);
+        expect(isMountPoint(dir)).toBe(true);
+        await wm.remove('s');
+      } finally {
+        await wm.onApplicationShutdown(); // unmounts what is left, so that the data dir can go
+      }
+      expect(isMountPoint(root)).toBe(false);
+      for (let i = 0; i < 100 && loopsBackedBy(options.imageDir).length > 0; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(loopsBackedBy(options.imageDir)).toEqual([]);
     });
   });
 });

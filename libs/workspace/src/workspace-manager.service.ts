@@ -1,7 +1,14 @@
 import { constants as C } from 'node:fs';
 import { chmod, lstat, mkdir, open, stat } from 'node:fs/promises';
 import * as path from 'node:path';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, Optional } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+  Optional,
+} from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
 import { errno, realRootOf } from './path-guard';
@@ -27,7 +34,7 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
  * `snapshot`, which the engine takes before and after every code action, does so itself.
  */
 @Injectable()
-export class WorkspaceManager implements OnApplicationShutdown {
+export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(WorkspaceManager.name);
   private readonly usage: WorkspaceUsage;
 
@@ -43,9 +50,18 @@ export class WorkspaceManager implements OnApplicationShutdown {
 
   private readonly quota: WorkspaceQuota;
 
+  /**
+   * Finishes what a previous engine left under the data dir (mounts, half-done deletions, loop devices) before any
+   * workspace is created; `create` and `remove` wait for it too, whichever module starts first.
+   */
+  async onModuleInit(): Promise<void> {
+    await this.ensureRoot();
+    await this.quota.recover();
+  }
+
   /** Unmounts capped workspaces (their data stays in the images; `create` mounts them again). */
   async onApplicationShutdown(): Promise<void> {
-    await this.quota.detachAll(this.options.root);
+    await this.quota.close();
   }
 
   /** How workspaces are capped for code (not only the file API): `loop` images or `off`. */
@@ -65,6 +81,8 @@ export class WorkspaceManager implements OnApplicationShutdown {
   /** Creates (idempotently) and returns the session's workspace directory. */
   async create(sessionId: string): Promise<string> {
     const dir = this.dirOf(sessionId);
+    // Before the directory is made: start-up recovery removes directories of removals a crash interrupted.
+    await this.quota.recover();
     await this.ensureRoot();
     try {
       await mkdir(dir, this.options.dirMode);
@@ -101,23 +119,14 @@ export class WorkspaceManager implements OnApplicationShutdown {
     return path.join(this.options.root, sessionId);
   }
 
-  /** rm -rf of the session's workspace; a missing workspace is fine. Never follows links inside it. */
+  /**
+   * rm -rf of the session's workspace; a missing workspace is fine. Never follows links inside it. A capped
+   * workspace is unmounted and its directory gone when this resolves; its storage is freed in the background.
+   */
   async remove(sessionId: string): Promise<void> {
     const dir = this.dirOf(sessionId);
-    let root;
-    try {
-      root = await open(this.options.root, C.O_RDONLY | C.O_DIRECTORY);
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return;
-      throw err;
-    }
     this.usage.markStale(dir);
-    try {
-      await this.quota.release(sessionId, dir);
-      await removeEntry(root, sessionId, dir);
-    } finally {
-      await root.close();
-    }
+    if (!(await this.quota.release(sessionId, dir))) await this.removeDir(sessionId, dir);
     this.logger.debug(`workspace removed for session ${sessionId}`);
   }
 
@@ -166,6 +175,22 @@ export class WorkspaceManager implements OnApplicationShutdown {
     for (const [p, v] of before.entries) if (after.entries.get(p) !== v && inRange(p)) changed.add(p);
     for (const p of after.entries.keys()) if (!before.entries.has(p) && inRange(p)) changed.add(p);
     return [...changed].sort((a, b) => compareSegments(a.split('/'), b.split('/')));
+  }
+
+  /** An uncapped workspace, file by file. */
+  private async removeDir(sessionId: string, dir: string): Promise<void> {
+    let root;
+    try {
+      root = await open(this.options.root, C.O_RDONLY | C.O_DIRECTORY);
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      await removeEntry(root, sessionId, dir);
+    } finally {
+      await root.close();
+    }
   }
 
   /** `root` exists and is 0o711/0o700 at most: other host users may traverse, never list or write. */

@@ -1,12 +1,22 @@
 import { Logger } from '@nestjs/common';
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, open, readdir, rm, rmdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
+import { type ImageOwner, type LoopHost, type SpareImage } from './loop-host';
+import { HelperLoopHost } from './loop-host-helper';
+import {
+  loopsBackedBy,
+  mountNamespacesHolding,
+  mountsBelow,
+  onOwnFilesystem,
+  ownMounts,
+  topMountAt,
+} from './mount-table';
+import { errno } from './path-guard';
+import { WorkspaceImagePool } from './workspace-image-pool';
 
-const run = promisify(execFile);
-const MIN_IMAGE_BYTES = 8 * 2 ** 20;
+export { isMountPoint } from './mount-table';
 
 /**
  * Caps a workspace's total size and file count for everything that writes it, not only the file API: sandboxed
@@ -15,37 +25,98 @@ const MIN_IMAGE_BYTES = 8 * 2 ** 20;
 export abstract class WorkspaceQuota {
   /** Whether workspaces are capped; `reason` says why not. */
   abstract readonly mode: 'loop' | 'off';
-  /** Makes `dir` (existing, empty) a capped filesystem of `bytes`; idempotent (re-mounts after a reboot). */
+  /**
+   * Start-up: finishes what a previous engine left (a crash leaves workspaces mounted and removals half done) and
+   * prepares the workspaces root. Idempotent; `provision` and `release` wait for it.
+   */
+  abstract recover(): Promise<void>;
+  /** Makes `dir` (existing, empty) a capped filesystem of `bytes`; idempotent (re-mounts after a restart). */
   abstract provision(sessionId: string, dir: string, bytes: number): Promise<void>;
-  /** Undoes `provision`: unmounts `dir` and frees its storage. A workspace never provisioned is fine. */
-  abstract release(sessionId: string, dir: string): Promise<void>;
-  /** Unmounts every workspace under `root`, keeping their data for the next `provision` (engine shutdown). */
-  abstract detachAll(root: string): Promise<void>;
+  /**
+   * Undoes `provision` for good: unmounts `dir` and removes the directory (both done when this resolves), and frees
+   * its storage. Resolves false when the workspace was never capped (no storage of its own): its directory is then
+   * the caller's to remove.
+   */
+  abstract release(sessionId: string, dir: string): Promise<boolean>;
+  /** Shutdown: unmounts every workspace, keeping their data for the next `provision`, and stops background work. */
+  abstract close(): Promise<void>;
 }
 
 /** No cap beyond the file API's own accounting (not root, or no loop devices). */
 export class NoWorkspaceQuota extends WorkspaceQuota {
   readonly mode = 'off' as const;
+  async recover(): Promise<void> {}
   async provision(): Promise<void> {}
-  async release(): Promise<void> {}
-  async detachAll(): Promise<void> {}
+  async release(): Promise<boolean> {
+    return false;
+  }
+  async close(): Promise<void> {}
+}
+
+export interface LoopImageQuotaOptions {
+  /** The workspaces root: each workspace is mounted on `<root>/<sessionId>`. */
+  root: string;
+  /** Where the images live (`<imageDir>/<sessionId>.img`), never inside a workspace. */
+  imageDir: string;
+  /** Size of the images the pool formats ahead: the workspace cap. */
+  bytes: number;
+  /** Owner of each workspace's root directory (the sandbox uid), or null. */
+  owner: ImageOwner;
+  /** Formatted images kept ready (`WorkspaceImagePool`); 0 formats each one when its workspace is created. */
+  poolSize: number;
 }
 
 /**
  * Each workspace is an ext4 filesystem in a sparse image file, loop-mounted on the workspace directory: writes
  * past the size (or the inode count) fail with ENOSPC inside the sandbox, the host disk only ever holds what was
- * written, and the data survives engine restarts (the image is re-mounted on the next `provision`). mkfs + mount
- * take about 15 ms per session. Needs root, `mkfs.ext4` and loop devices.
+ * written, and the data survives engine restarts (the image is mounted again by the next `provision`). Images are
+ * formatted and mounted ahead of time (`WorkspaceImagePool`), and mount operations go through a helper process
+ * (`HelperLoopHost`), so that creating a workspace costs a rename and a mount move, and removing one a rename, a
+ * lazy unmount and an rmdir (one pipe round trip each); the filesystem's teardown and the image's deletion follow in
+ * the background. Needs root, `mkfs.ext4` and loop devices.
+ *
+ * Mount propagation (SECURITY.md item 23): the root is a mount of its own in a peer group of its own. Mounts below
+ * it reach no namespace that existed before (services of the host), and a namespace copied from the engine's later
+ * (a sandbox being set up, which bubblewrap makes a slave) holds its copies as slaves: when the engine unmounts a
+ * workspace, the copies go too, and its loop device is freed. Were the root private, a namespace that outlives its
+ * engine (a sandbox stuck before it pivoted away from the host's tree) would keep every workspace mounted when it
+ * was made, and their loop devices, for as long as it lives. (Removing a mount point's directory detaches the copies
+ * mounted on it in every namespace: that is how the spares' copies go.)
  */
 export class LoopImageQuota extends WorkspaceQuota {
   readonly mode = 'loop' as const;
   private readonly logger = new Logger('WorkspaceQuota');
+  private readonly pool: WorkspaceImagePool;
+  /** Images of removed workspaces, deleted in the background; a crash leaves them for `prepare`. */
+  private readonly trash: string;
+  private prepared?: Promise<void>;
+  /** The root mount this engine made, unmounted at `close`. */
+  private boundRoot?: string;
+  /** Where spares are mounted: a private mount inside the root, the only place a mount can be moved from. */
+  private readonly spareMounts: string;
+  /** Names the root mount this engine made (boot and mount id), so that a successor knows it after a crash. */
+  private readonly rootMark: string;
 
+  /**
+   * `spareHost` prepares the pool's spares: `WorkspaceModule` gives it a helper process of its own, so that a
+   * workspace being made never waits behind a spare's format and mount.
+   */
   constructor(
-    private readonly imageDir: string,
-    private readonly owner: { uid: number; gid: number } | null,
+    private readonly options: LoopImageQuotaOptions,
+    private readonly host: LoopHost = new HelperLoopHost(),
+    private readonly spareHost: LoopHost = host,
   ) {
     super();
+    this.trash = path.join(options.imageDir, '.trash');
+    this.rootMark = path.join(options.imageDir, '.root-mount');
+    this.spareMounts = path.join(options.root, '.spares');
+    this.pool = new WorkspaceImagePool(spareHost, {
+      dir: path.join(options.imageDir, '.pool'),
+      mounts: this.spareMounts,
+      size: options.poolSize,
+      bytes: options.bytes,
+      owner: options.owner,
+    });
   }
 
   /** Root with `mkfs.ext4` and a loop device: the only setting where this adapter can work. */
@@ -57,71 +128,173 @@ export class LoopImageQuota extends WorkspaceQuota {
     return { ok: true };
   }
 
+  /** Formatted images ready in the pool. */
+  get spareImages(): number {
+    return this.pool.readyCount;
+  }
+
+  recover(): Promise<void> {
+    this.prepared ??= this.prepare().catch((err: unknown) => {
+      this.prepared = undefined; // the next call tries again
+      throw err;
+    });
+    return this.prepared;
+  }
+
   async provision(sessionId: string, dir: string, bytes: number): Promise<void> {
-    if (isMountPoint(dir)) return;
+    await this.recover();
+    if (onOwnFilesystem(dir)) return;
     const image = this.imageOf(sessionId);
-    await mkdir(this.imageDir, { recursive: true, mode: 0o700 });
-    if (!existsSync(image)) {
-      // A workspace made before capping was on keeps its files uncapped rather than hiding them under a mount.
-      if ((await readdir(dir)).length > 0) {
-        this.logger.warn(`workspace ${sessionId} predates workspace capping and stays uncapped`);
-        return;
-      }
-      const h = await open(image, 'wx', 0o600);
-      try {
-        // Sparse: costs nothing until written. ext4 needs a few MiB of its own; tinier caps (tests) get the floor,
-        // and the file API still holds them to the exact cap.
-        await h.truncate(Math.max(bytes, MIN_IMAGE_BYTES));
-      } finally {
-        await h.close();
-      }
-      const owner = this.owner ? ['-E', `root_owner=${this.owner.uid}:${this.owner.gid}`] : [];
-      // No journal: a workspace is scratch space, and the journal would take its share of the cap.
-      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', ...owner, image]);
+    if (existsSync(image)) {
+      await this.host.mountImage(image, dir);
+      return;
     }
-    // discard: blocks freed in the workspace are punched out of the sparse image, so the host gets them back.
-    await run('mount', ['-o', 'loop,nosuid,nodev,discard', image, dir]);
-    // mkfs leaves lost+found; a fresh workspace starts empty.
-    await rmdir(path.join(dir, 'lost+found')).catch(() => undefined);
+    // A workspace made before capping was on keeps its files uncapped rather than hiding them under a mount.
+    if (readdirSync(dir).length > 0) {
+      this.logger.warn(`workspace ${sessionId} predates workspace capping and stays uncapped`);
+      return;
+    }
+    const spare = this.pool.take(bytes);
+    if (spare) await this.takeSpare(spare, image, dir);
+    else {
+      await this.pool.format(image, bytes);
+      await this.host.mountImage(image, dir, { fresh: true });
+    }
+    this.pool.refill();
     this.logger.debug(`workspace ${sessionId} capped at ${bytes} bytes (${image})`);
   }
 
-  async release(sessionId: string, dir: string): Promise<void> {
-    if (isMountPoint(dir)) {
-      // Lazy: a sandbox still holding a file open must not keep the session from ending.
-      await run('umount', ['-l', dir]);
+  /** A spare made the workspace; should the move fail, its image is mounted there the usual way. */
+  private async takeSpare(spare: SpareImage, image: string, dir: string): Promise<void> {
+    try {
+      await this.host.takeSpare(spare, image, dir);
+    } catch (err) {
+      if (!existsSync(image)) throw err;
+      this.logger.warn(`${(err as Error).message}; mounting ${image} instead`);
+      await this.host.mountImage(image, dir);
+      await this.host.unmount(spare.mount);
     }
-    await rm(this.imageOf(sessionId), { force: true });
   }
 
-  async detachAll(root: string): Promise<void> {
-    const prefix = `${path.resolve(root)}/`;
-    const mounted = mountPoints().filter(
-      (m) => m.startsWith(prefix) && !m.slice(prefix.length).includes('/'),
-    );
-    for (const dir of mounted) await run('umount', ['-l', dir]).catch(() => undefined);
+  /**
+   * Moves the image to the trash (the point of no return: a crash from here on is finished by the next start-up),
+   * detaches the workspace and removes its directory; the filesystem's teardown and the image's deletion follow in
+   * the background.
+   */
+  async release(sessionId: string, dir: string): Promise<boolean> {
+    await this.recover();
+    const trashed = path.join(this.trash, `${sessionId}~${randomBytes(6).toString('hex')}.img`);
+    return this.host.removeWorkspace(this.imageOf(sessionId), trashed, dir);
+  }
+
+  async close(): Promise<void> {
+    const recovering = this.prepared;
+    this.prepared = undefined;
+    await recovering?.catch(() => undefined);
+    await this.pool.close();
+    const root = await realpath(this.options.root).catch(() => this.options.root);
+    for (const target of mountsBelow(root)) await this.host.unmount(target);
+    if (this.boundRoot) {
+      await this.host.unmount(this.boundRoot);
+      await rm(this.rootMark, { force: true });
+    }
+    this.boundRoot = undefined;
+    await Promise.all([this.host.close(), this.spareHost.close()]);
+  }
+
+  /**
+   * What a previous engine left, in order: the workspaces and spares it left mounted are unmounted, which the
+   * sandbox namespaces it left behind follow (their copies are slaves, or go with the spares' directories); the root
+   * gets a new peer group of its own (a bind onto itself, replacing a crashed engine's; an operator's mount there is
+   * kept) and a private mount for the spares; removals are finished; loop devices of this engine's images that
+   * nothing mounts any more are detached; the pool mounts its images again. Sessions mount their workspaces again
+   * as they are re-created.
+   */
+  private async prepare(): Promise<void> {
+    await Promise.all([this.host.start(), this.spareHost.start()]);
+    await mkdir(this.options.root, { recursive: true, mode: 0o711 });
+    await mkdir(this.trash, { recursive: true, mode: 0o700 });
+    const root = await realpath(this.options.root);
+    const leftovers = mountsBelow(root);
+    for (const target of leftovers) await this.host.unmount(target);
+    if (leftovers.length > 0) this.logger.warn(`unmounted ${leftovers.length} mounts a previous engine left`);
+    await this.replaceStaleRootMount(root);
+    if (await this.host.ownMount(root, 'shared')) {
+      this.boundRoot = root;
+      await writeFile(this.rootMark, `${bootId()} ${topMountAt(root)?.id}\n`);
+    }
+    // Removing a spare's directory also detaches the copies other namespaces hold of what was mounted there.
+    await rm(this.spareMounts, { recursive: true, force: true });
+    await mkdir(this.spareMounts, { mode: 0o700 });
+    await this.host.ownMount(this.spareMounts, 'private');
+    for (const name of await readdir(this.trash)) await this.finishRemoval(root, name);
+    // Before the pool mounts anything: every loop device of these images is a leftover now.
+    await this.detachStrayLoops(await realpath(this.options.imageDir));
+    await this.pool.open();
+  }
+
+  /**
+   * The root mount a crashed engine made (recognised by the mark it left: same boot, same mount id) is unmounted, so
+   * that no mount of a dead engine survives (SECURITY.md item 23); an operator's mount there is left alone.
+   */
+  private async replaceStaleRootMount(root: string): Promise<void> {
+    const mark = await readFile(this.rootMark, 'utf8').catch(() => '');
+    const top = topMountAt(root);
+    if (top && mark.trim() === `${bootId()} ${top.id}`) await this.host.unmount(root);
+    await rm(this.rootMark, { force: true });
+  }
+
+  /** A removal a crash interrupted: its directory, unless the session got a new image since, and its image. */
+  private async finishRemoval(root: string, trashed: string): Promise<void> {
+    const sessionId = trashed.split('~')[0];
+    if (sessionId && !existsSync(this.imageOf(sessionId))) await removeEmptyDir(path.join(root, sessionId));
+    await rm(path.join(this.trash, trashed), { force: true });
+  }
+
+  /** Loop devices of images under `imageDir` that the engine does not mount: a dead engine's, or a deletion's. */
+  private async detachStrayLoops(imageDir: string): Promise<void> {
+    const stray = () => {
+      const mounted = new Set(ownMounts().map((m) => m.device));
+      return loopsBackedBy(imageDir).filter((l) => !mounted.has(l.device));
+    };
+    const found = stray();
+    for (const loop of found) await this.host.detachLoop(loop.path).catch(() => undefined);
+    if (found.length === 0) return;
+    // A loop device still used by a filesystem mounted elsewhere is only marked to go when that lets go.
+    const held = stray();
+    this.logger.warn(`detached ${found.length - held.length} loop devices a previous engine left`);
+    for (const loop of held) {
+      const holders = mountNamespacesHolding(loop.device)
+        .map((h) => `pid ${h.pid} (${h.command})`)
+        .join(', ');
+      this.logger.warn(
+        `${loop.path} (${loop.backingFile}) stays attached until its other mount namespaces end: ${holders || 'none found'}`,
+      );
+    }
   }
 
   private imageOf(sessionId: string): string {
-    return path.join(this.imageDir, `${sessionId}.img`);
+    return path.join(this.options.imageDir, `${sessionId}.img`);
   }
 }
 
-/** True when `dir` is the mount point of a mounted filesystem (per /proc/self/mountinfo). */
-export function isMountPoint(dir: string): boolean {
-  return mountPoints().includes(path.resolve(dir));
-}
-
-function mountPoints(): string[] {
+/** This boot of the host: a mount id means nothing after a reboot. */
+function bootId(): string {
   try {
-    return readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((line) => unescapeMount(line.split(' ')[4] ?? ''))
-      .filter(Boolean);
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   } catch {
-    return [];
+    return 'unknown-boot';
   }
 }
 
-const unescapeMount = (s: string): string =>
-  s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+/**
+ * rmdir of a workspace's mount point once unmounted. Gone already is fine; files in it (put there while it was not
+ * mounted) are not the workspace's, and stay.
+ */
+async function removeEmptyDir(dir: string): Promise<void> {
+  try {
+    await rmdir(dir);
+  } catch (err) {
+    if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTEMPTY') throw err;
+  }
+}

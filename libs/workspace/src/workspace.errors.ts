@@ -7,6 +7,7 @@ export type PathRejectionCode =
   | 'PATH_ESCAPE'
   | 'PATH_NUL'
   | 'PATH_CONTROL_CHAR'
+  | 'PATH_INVISIBLE_CHAR'
   | 'PATH_BACKSLASH'
   | 'PATH_ENCODED_TRAVERSAL'
   | 'PATH_TOO_LONG'

@@ -73,6 +73,9 @@ describe('WorkspaceModule', () => {
     );
     expect(field(() => resolveWorkspaceOptions({ root: tmp, sandboxUid: -1 }))).toBe('workspace.sandboxUid');
     expect(field(() => resolveWorkspaceOptions({ root: tmp, dirMode: 0o4777 }))).toBe('workspace.dirMode');
+    for (const imagePool of [-1, 1.5, 17]) {
+      expect(field(() => resolveWorkspaceOptions({ root: tmp, imagePool }))).toBe('workspace.imagePool');
+    }
   });
 
   it('fills documented defaults', () => {
@@ -88,6 +91,7 @@ describe('WorkspaceModule', () => {
       grepFileTimeoutMs: 1000,
       quota: 'auto',
       imageDir: `${tmp}.images`,
+      imagePool: 2,
     });
   });
 });

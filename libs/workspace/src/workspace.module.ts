@@ -2,6 +2,7 @@ import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import { FileOperations } from './file-operations.service';
 import { WorkspaceManager } from './workspace-manager.service';
+import { HelperLoopHost } from './loop-host-helper';
 import { LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
 import { WorkspaceUsage } from './workspace-usage';
 import {
@@ -48,5 +49,13 @@ export function createWorkspaceQuota(options: WorkspaceOptions): WorkspaceQuota 
     options.sandboxUid === null
       ? null
       : { uid: options.sandboxUid, gid: options.sandboxGid ?? options.sandboxUid };
-  return new LoopImageQuota(options.imageDir, owner);
+  const quotaOptions = {
+    root: options.root,
+    imageDir: options.imageDir,
+    bytes: options.limits.maxWorkspaceBytes,
+    owner,
+    poolSize: options.imagePool,
+  };
+  // Two helper processes: workspaces are made and removed through one, spares prepared through the other.
+  return new LoopImageQuota(quotaOptions, new HelperLoopHost(), new HelperLoopHost());
 }

@@ -11,6 +11,9 @@ export const DEFAULT_WORKSPACE_LIMITS: Readonly<WorkspaceLimits> = Object.freeze
   maxPathLength: 4096,
 });
 
+/** Most formatted images kept ready: each costs a few MiB of disk and a format in the background. */
+export const MAX_IMAGE_POOL = 16;
+
 /** What `WorkspaceModule.forRoot` accepts; everything but `root` has a default. */
 export interface WorkspaceModuleOptions {
   /** Absolute data directory; each session gets `<root>/<sessionId>`. */
@@ -45,6 +48,11 @@ export interface WorkspaceModuleOptions {
   quota?: 'auto' | 'loop' | 'off';
   /** Where the workspace images live. Default `<root>.images` (beside `root`, never inside a workspace). */
   imageDir?: string;
+  /**
+   * With `loop`: images formatted ahead of time and kept ready, so that creating a workspace is a rename and a
+   * mount instead of mkfs (refilled in the background, one at a time). 0 formats each image on demand. Default 2.
+   */
+  imagePool?: number;
 }
 
 export type WorkspaceOptions = Required<Omit<WorkspaceModuleOptions, 'limits'>> & { limits: WorkspaceLimits };
@@ -66,6 +74,7 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     grepFileTimeoutMs: input.grepFileTimeoutMs ?? 1000,
     quota: input.quota ?? 'auto',
     imageDir: path.resolve(input.imageDir ?? `${path.resolve(input.root)}.images`),
+    imagePool: input.imagePool ?? 2,
   };
   const positive: [string, number][] = [
     ['limits.maxFileBytes', opts.limits.maxFileBytes],
@@ -86,6 +95,12 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     if (v !== null && (!Number.isSafeInteger(v) || v < 0)) {
       throw new InvalidInputError(`workspace.${name}`, `${name} must be a non-negative integer or null`);
     }
+  }
+  if (!Number.isSafeInteger(opts.imagePool) || opts.imagePool < 0 || opts.imagePool > MAX_IMAGE_POOL) {
+    throw new InvalidInputError(
+      'workspace.imagePool',
+      `imagePool must be an integer from 0 to ${MAX_IMAGE_POOL}, got ${opts.imagePool}`,
+    );
   }
   if (!Number.isInteger(opts.dirMode) || opts.dirMode < 0 || opts.dirMode > 0o777) {
     throw new InvalidInputError('workspace.dirMode', 'dirMode must be a permission mode between 0 and 0o777');

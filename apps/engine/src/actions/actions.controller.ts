@@ -39,6 +39,8 @@ function takeWait(body: unknown): { wait: boolean; rest: unknown } {
     return { wait: true, rest: body };
   }
   const { wait, ...rest } = body as Record<string, unknown>;
+  // `null` means absent, as for every other field.
+  if (wait === null) return { wait: true, rest };
   if (typeof wait !== 'boolean') throw new InvalidInputError('wait', 'wait must be a boolean');
   return { wait, rest };
 }

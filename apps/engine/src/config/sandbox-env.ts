@@ -1,5 +1,5 @@
 import { configFailure } from './config-error';
-import { BoolVar, IntVar, ListVar, MiB } from './env-parsing';
+import { BoolVar, DecimalVar, IntVar, ListVar, MiB } from './env-parsing';
 
 /** What every tier shares (time, code and output limits, risk routing) and the subprocess tier's limits. */
 export class SandboxEnv {
@@ -35,6 +35,10 @@ export class SandboxEnv {
 
   @IntVar(8, 4096)
   SWITCHYARD_SUBPROCESS_PIDS = 128;
+
+  /** CPU quota of each subprocess-tier action, in CPUs (cgroup cpu controller). */
+  @DecimalVar(0.01, 1024)
+  SWITCHYARD_SUBPROCESS_CPUS = 1;
 }
 
 export interface RiskThresholdConfig {
@@ -51,7 +55,7 @@ export interface SandboxConfig {
   allowWeakerTier: boolean;
   riskThresholds: RiskThresholdConfig;
   disabledRiskRules: string[];
-  subprocess: { memoryBytes: number; pids: number };
+  subprocess: { memoryBytes: number; pids: number; cpus: number };
 }
 
 function parseThresholds(raw: string[]): RiskThresholdConfig {
@@ -83,6 +87,7 @@ export function sandboxConfig(env: SandboxEnv): SandboxConfig {
     subprocess: {
       memoryBytes: env.SWITCHYARD_SUBPROCESS_MEMORY_BYTES,
       pids: env.SWITCHYARD_SUBPROCESS_PIDS,
+      cpus: env.SWITCHYARD_SUBPROCESS_CPUS,
     },
   };
 }

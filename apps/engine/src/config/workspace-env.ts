@@ -13,12 +13,17 @@ export class WorkspaceEnv {
   @IsOptional()
   @IsIn(['auto', 'loop', 'off'])
   SWITCHYARD_WORKSPACE_QUOTA: 'auto' | 'loop' | 'off' = 'auto';
+
+  /** With the loop quota: workspace images formatted ahead and kept ready (0: format each one on demand). */
+  @IntVar(0, 16)
+  SWITCHYARD_WORKSPACE_POOL = 2;
 }
 
 export interface WorkspaceConfig {
   maxFileBytes: number;
   maxWorkspaceBytes: number;
   quota: 'auto' | 'loop' | 'off';
+  imagePool: number;
 }
 
 export function workspaceConfig(env: WorkspaceEnv): WorkspaceConfig {
@@ -26,5 +31,6 @@ export function workspaceConfig(env: WorkspaceEnv): WorkspaceConfig {
     maxFileBytes: env.SWITCHYARD_MAX_FILE_BYTES,
     maxWorkspaceBytes: env.SWITCHYARD_MAX_WORKSPACE_BYTES,
     quota: env.SWITCHYARD_WORKSPACE_QUOTA,
+    imagePool: env.SWITCHYARD_WORKSPACE_POOL,
   };
 }

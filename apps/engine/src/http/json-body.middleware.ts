@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import { HttpStatus, type INestApplication } from '@nestjs/common';
 import * as express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
@@ -38,18 +38,24 @@ function parseBody(raw: Buffer): unknown {
   return value;
 }
 
+/** Whether the request carries a body at all (as body-parser decides it). */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /**
  * JSON body parsing with our own error shapes: the body is read raw (within SWITCHYARD_MAX_BODY_BYTES), decoded as
  * strict UTF-8, checked for depth before parsing, then for keys and strings nothing downstream can handle safely.
- * Body-parser's errors never reach Nest's filters, so every refusal is answered here, in the format of every other
- * error.
+ * A body of another media type or charset is refused rather than ignored. Body-parser's errors never reach Nest's
+ * filters, so every refusal is answered here, in the format of every other error.
  */
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
   const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
   const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
     res.status(status).json({
       statusCode: status,
-      error: status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
+      error: HttpStatus[status] ?? 'BAD_REQUEST',
       message: field === 'body' ? `request body ${message}` : `${field}: ${message}`,
       code,
       errors: [{ field, message }],
@@ -71,8 +77,19 @@ export function installJsonBody(app: INestApplication, maxBodyBytes: number): vo
         refuse(res, status, 'BAD_BODY', 'body', e.message);
         return;
       }
-      // Only JSON bodies are read: anything else stays as it was (no body).
-      if (!Buffer.isBuffer(req.body)) return next();
+      if (!Buffer.isBuffer(req.body)) {
+        // A body of another type would be ignored, and the request served as if it had none.
+        if (!hasBody(req)) return next();
+        const type = (req.headers['content-type'] ?? 'none').slice(0, 100);
+        refuse(
+          res,
+          415,
+          'UNSUPPORTED_MEDIA_TYPE',
+          'body',
+          `has content type ${JSON.stringify(type)}; send JSON with content-type: application/json`,
+        );
+        return;
+      }
       const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
       if (charset && !/^utf-?8$/i.test(charset)) {
         refuse(res, 415, 'UNSUPPORTED_CHARSET', 'body', `charset "${charset}" is not supported; send UTF-8`);

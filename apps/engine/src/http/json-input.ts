@@ -2,7 +2,14 @@
 export const MAX_JSON_DEPTH = 64;
 
 /** Keys that reach object internals in JavaScript: refused anywhere in a body rather than stored or copied. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Whether `key` is one of the keys refused anywhere in a request. */
+export const isForbiddenKey = (key: string): boolean => FORBIDDEN_KEYS.has(key);
+
+/** Why a forbidden key is refused, the same wherever it is found. */
+export const forbiddenKeyMessage = (key: string): string =>
+  `the key "${key}" is not allowed anywhere in a request`;
 
 /** A body that is not acceptable JSON input, with the path of the part at fault (`body` for the whole). */
 export class JsonInputProblem extends Error {
@@ -56,13 +63,7 @@ export function jsonInputProblem(value: unknown): JsonInputProblem | undefined {
     } else if (v !== null && typeof v === 'object') {
       for (const [key, item] of Object.entries(v)) {
         const at = pathOf(path, key);
-        if (FORBIDDEN_KEYS.has(key)) {
-          return new JsonInputProblem(
-            at,
-            `the key "${key}" is not allowed anywhere in a request`,
-            'FORBIDDEN_KEY',
-          );
-        }
+        if (isForbiddenKey(key)) return new JsonInputProblem(at, forbiddenKeyMessage(key), 'FORBIDDEN_KEY');
         if (!key.isWellFormed()) {
           return new JsonInputProblem(
             path || 'body',

@@ -1,11 +1,19 @@
 import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
+import { forbiddenKeyMessage, isForbiddenKey } from './json-input';
 import { FieldProblem, RequestValidationError } from './request-validation.error';
 
-/** One problem per field, its constraint messages joined. */
+/**
+ * One problem per field, its constraint messages joined. An array element is named with brackets (`steps[1].retry`),
+ * as the rest of the API names it.
+ */
 function collect(errors: ValidationError[], prefix = ''): FieldProblem[] {
   return errors.flatMap((e) => {
-    const field = prefix ? `${prefix}.${e.property}` : e.property;
+    const field = !prefix
+      ? e.property
+      : /^\d+$/.test(e.property)
+        ? `${prefix}[${e.property}]`
+        : `${prefix}.${e.property}`;
     const messages = Object.values(e.constraints ?? {}).map((message) =>
       message.startsWith('property ') && message.endsWith(' should not exist') ? 'unknown field' : message,
     );
@@ -25,11 +33,21 @@ function withoutNulls(value: object): object {
 /**
  * Turns an untrusted JSON value into a validated DTO, or throws a 400 naming every field at fault.
  * Unknown fields are rejected, and no implicit type conversion happens: `"5"` is not a number. A field sent as
- * `null` counts as absent.
+ * `null` counts as absent. `__proto__`, `constructor` and `prototype` are refused as fields (as anywhere in a body).
  */
 export function validateDto<T extends object>(cls: ClassConstructor<T>, value: unknown, prefix = ''): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new RequestValidationError([{ field: prefix || 'body', message: 'must be a JSON object' }]);
+  }
+  // Bodies were checked whole when parsed; query objects were not, and class-transformer skips these keys silently.
+  const forbidden = Object.keys(value).filter(isForbiddenKey);
+  if (forbidden.length > 0) {
+    throw new RequestValidationError(
+      forbidden.map((key) => ({
+        field: prefix ? `${prefix}.${key}` : key,
+        message: forbiddenKeyMessage(key),
+      })),
+    );
   }
   const instance = plainToInstance(cls, withoutNulls(value), { enableImplicitConversion: false });
   const errors = validateSync(instance, {

@@ -42,11 +42,15 @@ export interface GuardedRequest {
   /** A request of the top-level frame. */
   mainFrame: boolean;
   resourceType: string;
+  /** The tab whose frame sent it, when there is one (service workers have none). */
+  page?: DriverPage;
 }
 
 /**
  * Called for every request of a context before it leaves the browser. Returns a reason to abort it, or
- * undefined to let it go (on to the egress proxy, which checks again).
+ * undefined to let it go (on to the egress proxy, which checks again). Also called for each redirect hop
+ * of a navigation, which the browser follows without asking: the answer cannot stop that hop (the egress
+ * proxy refuses it), but a refusal tells the guard at once whose document was refused.
  */
 export type RequestGuard = (request: GuardedRequest) => Promise<string | undefined>;
 
@@ -89,9 +93,15 @@ export interface DriverPage {
   status(): number | null;
   /**
    * Runs one operation under `timeoutMs`. Rejects with `PageOperationError` for anything the page or the
-   * network did (timeouts included); anything else is a driver fault.
+   * network did (timeouts included); anything else is a driver fault. When `signal` fires, the operation
+   * stops and rejects with `signal.reason`.
    */
-  perform(op: PageOperation, timeoutMs: number): Promise<PageResult>;
+  perform(op: PageOperation, timeoutMs: number, signal?: AbortSignal): Promise<PageResult>;
+  /**
+   * Whether the tab has never loaded anything: `about:blank` with an empty document (content written by
+   * a script counts as loaded). False when the page does not answer within `timeoutMs`.
+   */
+  blank(timeoutMs: number): Promise<boolean>;
   /** Answers when the page's renderer responds within `timeoutMs` (a hung script makes it false). */
   responsive(timeoutMs: number): Promise<boolean>;
   bringToFront(): Promise<void>;

@@ -108,9 +108,10 @@ describe('PlaywrightDriver (real Chromium)', () => {
         navigation: true,
         mainFrame: true,
         resourceType: 'document',
+        page,
       });
       expect(guarded).toContainEqual(
-        expect.objectContaining({ url: `${base}/forbidden.png`, navigation: false }),
+        expect.objectContaining({ url: `${base}/forbidden.png`, navigation: false, page }),
       );
       expect(hits).not.toContain('/forbidden.png');
     });
@@ -182,10 +183,36 @@ describe('PlaywrightDriver (real Chromium)', () => {
       expect(unsafe.slice(0, 2)).toEqual(['navigation', 'ERR_UNSAFE_PORT']);
     });
 
-    it('marks a redirect hop refused by the egress proxy', async () => {
+    it('marks a redirect hop refused by the egress proxy, and shows the hop to the guard', async () => {
       const r = await page.perform({ op: 'navigate', url: `${base}/hop`, waitUntil: 'load' }, 10_000);
       expect(r).toEqual({ status: 403, egressDenied: true });
       expect(page.url()).toBe('http://127.0.0.1:8080/secret');
+      expect(guarded).toContainEqual({
+        url: 'http://127.0.0.1:8080/secret',
+        navigation: true,
+        mainFrame: true,
+        resourceType: 'document',
+        page,
+      });
+    });
+
+    it('tells a tab that never loaded a page from one that did, or that a script wrote', async () => {
+      const fresh = await (await browser.newContext(spec())).newPage();
+      expect(fresh.url()).toBe('about:blank');
+      expect(await fresh.blank(1000)).toBe(true);
+      await fresh.perform({ op: 'evaluate', script: 'document.body.innerHTML = "<input id=x>"' }, 1000);
+      expect(await fresh.blank(1000)).toBe(false);
+      expect(await page.blank(1000)).toBe(false);
+    });
+
+    it('stops an operation when its signal fires, rejecting with the reason', async () => {
+      const ac = new AbortController();
+      const reason = new Error('stopped by the test');
+      const started = Date.now();
+      setTimeout(() => ac.abort(reason), 100);
+      const waiting = page.perform({ op: 'wait_for', selector: '#never' }, 10_000, ac.signal);
+      await expect(waiting).rejects.toBe(reason);
+      expect(Date.now() - started).toBeLessThan(3000);
     });
   });
 
@@ -203,6 +230,13 @@ describe('PlaywrightDriver (real Chromium)', () => {
     expect(dl.bytes!.toString()).toBe('file body');
     const small = page.perform({ op: 'download', selector: '#dl', maxBytes: 4 }, 10_000);
     await expect(small).rejects.toMatchObject({ failure: 'limit', code: 'FILE_TOO_LARGE' });
+    // A download that never starts is no longer waited for once the signal fires.
+    const ac = new AbortController();
+    setTimeout(() => ac.abort('no download coming'), 100);
+    const started = Date.now();
+    const never = page.perform({ op: 'download', selector: 'button', maxBytes: 1000 }, 10_000, ac.signal);
+    await expect(never).rejects.toBe('no download coming');
+    expect(Date.now() - started).toBeLessThan(3000);
 
     const pid = ctx.pid()!;
     expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('--switchyard-browser=it-dedicated');

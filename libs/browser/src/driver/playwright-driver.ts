@@ -5,8 +5,10 @@ import {
   type Browser,
   type BrowserContext,
   chromium,
+  type Frame,
   type LaunchOptions,
   type Page,
+  type Request,
   type Route,
 } from 'playwright-core';
 import { BrowserLaunchError } from '../browser.errors';
@@ -21,6 +23,7 @@ import {
   type DriverCookie,
   type DriverPage,
   type DriverProbe,
+  type GuardedRequest,
 } from './browser-driver.port';
 import { cleanMessage, toPageError } from './playwright-errors';
 import { PlaywrightPage } from './playwright-page';
@@ -184,33 +187,47 @@ class PlaywrightContext implements DriverContext {
     private readonly marker: string | undefined,
   ) {}
 
-  /** Routes every request through the guard before it leaves the browser. */
+  /**
+   * Routes every request through the guard before it leaves the browser, and shows it the redirect hops
+   * of navigations too: Chromium follows those without routing them, so only the proxy can refuse them,
+   * but the guard learns at once that a tab's document was refused.
+   */
   async install(): Promise<void> {
+    this.context.on('request', (req) => {
+      if (req.redirectedFrom() && req.isNavigationRequest()) {
+        this.spec.requestGuard(this.guarded(req)).catch(() => undefined);
+      }
+    });
     await this.context.route('**/*', (route) => this.guard(route));
   }
 
   private async guard(route: Route): Promise<void> {
-    const req = route.request();
-    let mainFrame = false;
-    try {
-      mainFrame = req.frame().parentFrame() === null;
-    } catch {
-      // Service-worker requests have no frame (and service workers are blocked anyway).
-    }
     let reason: string | undefined;
     try {
-      reason = await this.spec.requestGuard({
-        url: req.url(),
-        navigation: req.isNavigationRequest(),
-        mainFrame,
-        resourceType: req.resourceType(),
-      });
+      reason = await this.spec.requestGuard(this.guarded(route.request()));
     } catch {
       reason = 'the request guard failed';
     }
     // The page may be gone meanwhile; then there is nothing left to continue or abort.
     if (reason !== undefined) await route.abort('blockedbyclient').catch(() => undefined);
     else await route.continue().catch(() => undefined);
+  }
+
+  /** A request as the guard sees it. */
+  private guarded(req: Request): GuardedRequest {
+    let frame: Frame | undefined;
+    try {
+      frame = req.frame();
+    } catch {
+      // Service-worker requests have no frame (and service workers are blocked anyway).
+    }
+    return {
+      url: req.url(),
+      navigation: req.isNavigationRequest(),
+      mainFrame: frame?.parentFrame() === null,
+      resourceType: req.resourceType(),
+      page: frame && this.wrap(frame.page()),
+    };
   }
 
   wrap(page: Page): PlaywrightPage {

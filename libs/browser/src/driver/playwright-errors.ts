@@ -5,12 +5,12 @@ import { clip } from '../browser-output';
 // eslint-disable-next-line no-control-regex -- Playwright colours its call logs
 const ANSI = /\x1b\[[0-9;]*m/g;
 
-/** Playwright's message without the call log and colours, at most 1000 characters. */
+/** Playwright's message without its call log (either layout) and colours, at most 1000 characters. */
 export function cleanMessage(err: unknown): string {
   const raw = err instanceof Error ? err.message : String(err);
   const text = raw
     .replace(ANSI, '')
-    .split(/\n\s*Call log:/)[0]
+    .split(/\n\s*(?:Call log:|=+ logs =+)/)[0]
     .trim();
   return clip(text, 1000);
 }
@@ -29,6 +29,10 @@ export function toPageError(err: unknown, op: string): unknown {
   const net = /net::(ERR_[A-Z_]+)/.exec(message);
   if (net) return fail('navigation', net[1]);
   if (/interrupted by another navigation/.test(message)) return fail('navigation', 'NAVIGATION_INTERRUPTED');
+  // A selector Playwright cannot parse is the caller's input, not a fault of the engine.
+  if (/while parsing (?:css )?selector|Unknown engine|Unexpected token .* selector/i.test(message)) {
+    return fail('selector', 'INVALID_SELECTOR');
+  }
   if (
     /strict mode violation|not an? <?(?:select|input|checkbox|radio)|Element is not|is not a|does not|no element/i.test(
       message,

@@ -1,14 +1,12 @@
 import type { ErrorKind } from '@switchyard/common';
-import { SandboxError } from '../sandbox.errors';
+import { SandboxCapacityError, SandboxError } from '../sandbox.errors';
 
 /**
  * No container could be given to a session in time: every warm container was taken or unhealthy and no new one
- * started within `pooled.acquireTimeoutMs`, or `pooled.maxSessions` sessions already hold one. Retriable.
+ * started within `pooled.acquireTimeoutMs`, or `pooled.maxSessions` sessions already hold one. Retriable; the action
+ * is recorded `denied` (class `limit`).
  */
-export class PoolExhaustedError extends SandboxError {
-  readonly kind: ErrorKind = 'unavailable';
-  override readonly retriable = true;
-
+export class PoolExhaustedError extends SandboxCapacityError {
   constructor(
     readonly code: 'POOL_ACQUIRE_TIMEOUT' | 'POOL_SESSIONS_EXHAUSTED',
     message: string,

@@ -6,6 +6,9 @@ import { checkIntegers, type IntegerOption } from '../sandbox.options';
 
 const MiB = 2 ** 20;
 
+/** Options that bound how many sessions the pool serves at once: a refusal names the one to raise. */
+export type PooledCapacitySetting = 'min' | 'max' | 'maxSessions' | 'acquireTimeoutMs';
+
 /** Resource limits of every pooled container (SECURITY.md, container settings). */
 export interface PooledLimits {
   /** Container memory limit; swap is the same value, so none. Default 512 MiB. */
@@ -68,6 +71,11 @@ export interface PooledOptions {
   mountRoot?: string;
   /** Value of the `dev.switchyard.engine` label. Default `<hostname>:<pid>:<process start ticks>`, which lets a later engine tell that this one is dead. */
   engineId?: string;
+  /**
+   * How operators set the pool's capacity options, named in refusals ("raise SWITCHYARD_POOL_MAX_SESSIONS"). Default
+   * the option's own name (`pooled.maxSessions`).
+   */
+  settingNames?: Partial<Record<PooledCapacitySetting, string>>;
   limits?: Partial<PooledLimits>;
 }
 
@@ -87,6 +95,7 @@ export interface ResolvedPooledOptions {
   runnerGraceMs: number;
   mountRoot: string;
   engineId: string;
+  settingNames: Record<PooledCapacitySetting, string>;
   limits: PooledLimits;
 }
 
@@ -128,6 +137,13 @@ export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPoole
     runnerGraceMs: options.runnerGraceMs ?? 2000,
     mountRoot: options.mountRoot ?? path.join(os.tmpdir(), 'switchyard-pooled'),
     engineId: options.engineId ?? defaultEngineInstanceId(),
+    settingNames: {
+      min: 'pooled.min',
+      max: 'pooled.max',
+      maxSessions: 'pooled.maxSessions',
+      acquireTimeoutMs: 'pooled.acquireTimeoutMs',
+      ...options.settingNames,
+    },
     limits,
   };
   const integers: IntegerOption[] = [

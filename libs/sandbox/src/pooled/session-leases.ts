@@ -91,7 +91,8 @@ export class SessionLeases {
     if (this.sessions.size >= this.options.maxSessions) {
       throw new PoolExhaustedError(
         'POOL_SESSIONS_EXHAUSTED',
-        `${this.options.maxSessions} sessions already hold a pooled container; release one or raise pooled.maxSessions`,
+        `${this.options.maxSessions} sessions already hold a pooled container (the limit); end a session or raise ` +
+          this.options.settingNames.maxSessions,
         { maxSessions: this.options.maxSessions },
       );
     }

@@ -180,8 +180,9 @@ export class WarmPool {
       const cause = this.lastError ? `; last start failure: ${this.lastError.message}` : '';
       return new PoolExhaustedError(
         'POOL_ACQUIRE_TIMEOUT',
-        `no healthy warm container within ${this.options.acquireTimeoutMs} ms${cause}; raise pooled.acquireTimeoutMs, ` +
-          `pooled.min or pooled.max`,
+        `no healthy warm container within ${this.options.acquireTimeoutMs} ms${cause}; raise ` +
+          `${this.options.settingNames.acquireTimeoutMs}, ${this.options.settingNames.min} or ` +
+          this.options.settingNames.max,
         { acquireTimeoutMs: this.options.acquireTimeoutMs },
       );
     };

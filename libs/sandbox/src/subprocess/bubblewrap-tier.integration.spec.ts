@@ -17,7 +17,7 @@ import { SandboxManager } from '../sandbox-manager.service';
 import type { TierJob, TierRunResult } from '../sandbox.types';
 import { BubblewrapTier } from './bubblewrap-tier';
 import { detectSystemLayout } from './bwrap-command';
-import { detectProcessLimiter } from './cgroup-limiter';
+import { cgroupDirOf, detectProcessLimiter } from './cgroup-limiter';
 import { ChildProcessLauncher } from './process-launcher';
 import type { ProcessLimiter } from './process-limiter';
 import { prepareAndRun } from '../sandbox-manager.testing';
@@ -66,6 +66,12 @@ async function eventually(check: () => boolean, withinMs: number): Promise<boole
 }
 
 const hostProcessCount = () => fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).length;
+
+/** Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`; the command name may contain spaces. */
+function statField(pid: number, n: number): string {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[n - 3];
+}
 
 describeSandbox('BubblewrapTier (real bubblewrap)', () => {
   jest.setTimeout(30_000);
@@ -348,13 +354,38 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
       expect(await eventually(() => survivors(`sleep ${marker}`).length === 1, 1000)).toBe(true);
       const [pid] = survivors(`sleep ${marker}`);
       const cgroups = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-      for (const controller of limiter.mode === 'cgroup-v1' ? ['memory', 'pids'] : ['']) {
-        const line = cgroups.split('\n').find((l) => l.split(':')[1] === controller);
-        expect(line).toMatch(/\/switchyard\/e\d+-[0-9a-f]+$/);
+      const controllers = limiter.mode === 'cgroup-v1' ? ['memory', 'pids'] : [''];
+      if (limiter.mode === 'cgroup-v1' && limiter.description.includes('cpu at')) controllers.push('cpu');
+      for (const controller of controllers) {
+        const line = cgroups.split('\n').find((l) => l.split(':')[1]?.split(',').includes(controller));
+        // Named after the engine (pid and start ticks), so a successor can tell a dead engine's leftovers.
+        expect(line).toMatch(new RegExp(`/switchyard/e${process.pid}-\\d+-[0-9a-f]+$`));
       }
       const r = await running;
       // Its own cgroup namespace: the sandbox cannot even see where it sits on the host.
       expect(r.stdout).toBe('inside: /\n');
+    });
+
+    it('runs the code, and all it forks, at niceness 19 under the run’s CPU quota', async () => {
+      const marker = `9${randomBytes(4).readUInt32BE()}`;
+      const running = run('bash', `sleep ${marker} & sleep 0.3; cut -d" " -f19 /proc/self/stat; kill $!`, {
+        timeoutMs: 1500,
+      });
+      expect(await eventually(() => survivors(`sleep ${marker}`).length === 1, 1000)).toBe(true);
+      const [pid] = survivors(`sleep ${marker}`);
+      expect(statField(pid, 19)).toBe('19');
+      if (limiter.mode === 'cgroup-v2' && !limiter.description.includes('no CPU quota')) {
+        expect(fs.readFileSync(`${cgroupDirOf(pid, '')}/cpu.max`, 'utf8').trim()).toBe('100000 100000');
+      } else if (limiter.mode === 'cgroup-v1' && limiter.description.includes('cpu at')) {
+        const dir = cgroupDirOf(pid, 'cpu')!;
+        expect(dir).toMatch(/\/switchyard\/e\d+-\d+-[0-9a-f]+$/);
+        // One CPU (the default): the whole run gets 100 ms of CPU time per 100 ms, however many processes.
+        expect(fs.readFileSync(`${dir}/cpu.cfs_quota_us`, 'utf8').trim()).toBe('100000');
+        expect(fs.readFileSync(`${dir}/cpu.cfs_period_us`, 'utf8').trim()).toBe('100000');
+      }
+      const r = await running;
+      // The code sees it too, and cannot raise it: RLIMIT_NICE is 0.
+      expect(r.stdout).toBe('19\n');
     });
 
     it('a launcher whose options never arrive stays confined and fails', async () => {

@@ -9,10 +9,12 @@ import { resolveSandboxOptions, type SandboxModuleOptions } from '../sandbox.opt
 import type { TierJob } from '../sandbox.types';
 import { BubblewrapTier } from './bubblewrap-tier';
 import { NoCgroupLimiter } from './cgroup-limiter';
+import { ENGINE_MARK_ENV, formatEngineMark } from './engine-mark';
 import { ProcessLauncher, type LaunchedProcess, type LaunchSpec, type ProcessExit } from './process-launcher';
 import {
   ProcessLimiter,
   type GroupLimits,
+  type GroupOptions,
   type LimitGroup,
   type LimitGroupReport,
   type LimiterMode,
@@ -73,11 +75,17 @@ class FakeProcess extends FakeOutput implements LaunchedProcess {
 
 class FakeLauncher extends ProcessLauncher {
   readonly launched: FakeProcess[] = [];
+  /** How many had been launched at each reap. */
+  readonly reaps: number[] = [];
   program: Program = (p) => p.exit(0);
   launch(spec: LaunchSpec): FakeProcess {
     const proc = new FakeProcess(1000 + this.launched.length * 10, spec, (p) => this.program(p));
     this.launched.push(proc);
     return proc;
+  }
+  override reapOrphans(): number[] {
+    this.reaps.push(this.launched.length);
+    return [];
   }
 }
 
@@ -86,10 +94,15 @@ class FakeGroup implements LimitGroup {
   destroyed = false;
   report_: LimitGroupReport = { oomKilled: false, pidsLimitHit: false };
   joinError?: Error;
+  opened = false;
   constructor(
     readonly name: string,
     readonly limits: GroupLimits,
+    readonly options: GroupOptions,
   ) {}
+  open(): void {
+    this.opened = true;
+  }
   async join(pid: number): Promise<void> {
     if (this.joinError) throw this.joinError;
     this.joined.push(pid);
@@ -107,14 +120,19 @@ class FakeLimiter extends ProcessLimiter {
   readonly mode: LimiterMode = 'cgroup-v2';
   readonly description = 'fake cgroups';
   readonly groups: FakeGroup[] = [];
+  reaps = 0;
   next?: (g: FakeGroup) => void;
-  create(name: string, limits: GroupLimits): FakeGroup {
-    const group = new FakeGroup(name, limits);
+  create(name: string, limits: GroupLimits, options: GroupOptions = {}): FakeGroup {
+    const group = new FakeGroup(name, limits, options);
     this.next?.(group);
     this.groups.push(group);
     return group;
   }
   async dispose(): Promise<void> {}
+  override async reapOrphans(): Promise<string[]> {
+    this.reaps++;
+    return [];
+  }
 }
 
 let root: string;
@@ -134,6 +152,8 @@ function setup(options: SandboxModuleOptions = {}, limiter: ProcessLimiter = new
   const resolved = resolveSandboxOptions({
     bwrapPath: exe,
     prlimitPath: exe,
+    setprivPath: exe,
+    nicePath: exe,
     interpreters: { python: exe, node: exe, bash: exe },
     tempDir: root,
     ...options,
@@ -168,7 +188,7 @@ describe('BubblewrapTier (fake processes)', () => {
 
     const [probe, run] = launcher.launched;
     expect(probe.spec.args).toContain('--unshare-all');
-    expect(run.spec.env).toEqual({});
+    expect(run.spec.env).toEqual({ [ENGINE_MARK_ENV]: formatEngineMark() });
     const exe = fs.realpathSync(process.execPath);
     expect(run.spec.args).toContain('--unshare-all');
     // Outside the system dirs, so it is bound at a fixed path inside the sandbox.
@@ -191,6 +211,47 @@ describe('BubblewrapTier (fake processes)', () => {
     // Joined its cgroup before receiving the options, and the group was removed.
     expect(limiter.groups[1].joined).toEqual([run.pid]);
     expect(limiter.groups.every((g) => g.destroyed)).toBe(true);
+  });
+
+  it('launches each sandbox at low priority, tied to the engine, in a closed group with a CPU quota', async () => {
+    const { tier, launcher, limiter } = setup({ subprocess: { cpus: 0.5 } });
+    // Groups and launches pair up in order; record whether the group was open when the options arrived.
+    const openAtRun: boolean[] = [];
+    launcher.program = (p) => {
+      openAtRun.push(limiter.groups[launcher.launched.indexOf(p)].opened);
+      p.exit(0);
+    };
+    await tier.availability();
+    await tier.run(job());
+    await new Promise((r) => setImmediate(r));
+    expect(launcher.launched).toHaveLength(3); // probe, run, warm slot
+    expect(openAtRun).toEqual([true, true]);
+    expect(limiter.groups[2].opened).toBe(false); // the warm slot waits, unable to fork
+    for (const g of limiter.groups) {
+      expect(g.options).toEqual({ closed: true });
+      expect(g.limits).toEqual({ memoryBytes: 512 * 2 ** 20, pids: 128, cpus: 0.5 });
+      expect(g.name).toMatch(new RegExp(`^e${process.pid}-\\d+-[0-9a-f]{12}$`));
+    }
+    const args = launcher.launched[1].spec.args;
+    expect(args.slice(0, 3)).toEqual(['--pdeathsig', 'KILL', '--']);
+    expect(args.slice(4, 7)).toEqual(['-n', '19', '--']);
+    await tier.onApplicationShutdown();
+  });
+
+  it('reaps what dead engines left behind once, before its first sandbox', async () => {
+    const { tier, launcher, limiter } = setup();
+    await tier.onModuleInit();
+    await tier.availability();
+    await tier.run(job());
+    expect(launcher.reaps).toEqual([0]);
+    expect(limiter.reaps).toBe(1);
+    await tier.onApplicationShutdown();
+    // Also when used without Nest's lifecycle: the first probe reaps.
+    const other = setup();
+    await other.tier.availability();
+    expect(other.launcher.reaps).toEqual([0]);
+    expect(other.limiter.reaps).toBe(1);
+    await other.tier.onApplicationShutdown();
   });
 
   it('kills the process group at the timeout', async () => {

@@ -1,6 +1,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { CLOCK, type Clock, type Language, systemClock } from '@switchyard/common';
 import { SANDBOX_OPTIONS } from '../sandbox.constants';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
@@ -40,12 +47,14 @@ const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
 /**
  * The subprocess tier: each run is a fresh bubblewrap sandbox (all namespaces unshared, no network, uid 65534,
- * no capabilities, read-only system dirs, only /workspace and size-capped tmpfs writable), under rlimits and,
- * where the host allows, a per-run cgroup for memory and pids. Killing the outer bubblewrap kills the sandbox's
- * pid namespace, so nothing a run started outlives it, whether it ends normally, times out or is aborted.
+ * no capabilities, read-only system dirs, only /workspace and size-capped tmpfs writable), at niceness 19, under
+ * rlimits and, where the host allows, a per-run cgroup for memory, pids and CPU. Killing the outer bubblewrap kills
+ * the sandbox's pid namespace, so nothing a run started outlives it, whether it ends normally, times out or is
+ * aborted; and the engine's death kills the outer bubblewrap (SECURITY.md #23). At start-up the tier removes what
+ * dead engines left behind: marked launchers and their cgroups.
  */
 @Injectable()
-export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown {
+export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnApplicationShutdown {
   readonly name = 'subprocess' as const;
   private readonly logger = new Logger(BubblewrapTier.name);
   private readonly clock: Clock;
@@ -53,18 +62,24 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
   private readonly slots: WarmSlots;
   private scaffold?: Scaffold;
   private probed?: Promise<TierAvailability>;
+  private reaped?: Promise<void>;
   private readonly running = new Set<AbortController>();
   private shuttingDown = false;
 
   constructor(
     @Inject(SANDBOX_OPTIONS) private readonly options: ResolvedSandboxOptions,
-    launcher: ProcessLauncher,
+    private readonly launcher: ProcessLauncher,
     private readonly limiter: ProcessLimiter,
     @Optional() @Inject(CLOCK) clock?: Clock,
   ) {
     super();
     this.clock = clock ?? systemClock;
     this.slots = new WarmSlots(options, launcher, limiter, this.cleanups, this.logger);
+  }
+
+  /** Reaps leftovers of dead engines before the first sandbox starts. */
+  async onModuleInit(): Promise<void> {
+    await this.reapLeftovers();
   }
 
   /** Probes once by starting a real sandbox, and caches the answer. Never throws. */
@@ -133,11 +148,35 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     return this.scaffold;
   }
 
+  /**
+   * Kills the launchers of engines that are no longer running, then removes their cgroups with whatever is still
+   * in them (SECURITY.md #23). Once per tier; never throws.
+   */
+  private reapLeftovers(): Promise<void> {
+    this.reaped ??= (async () => {
+      try {
+        const killed = this.launcher.reapOrphans();
+        const groups = await this.limiter.reapOrphans();
+        if (killed.length > 0 || groups.length > 0) {
+          this.logger.warn(
+            `removed what dead engines left behind: ${killed.length} sandbox processes, ${groups.length} cgroups`,
+          );
+        }
+      } catch (err) {
+        this.logger.warn(`could not reap leftovers of dead engines: ${(err as Error).message}`);
+      }
+    })();
+    return this.reaped;
+  }
+
   private async probe(): Promise<TierAvailability> {
+    await this.reapLeftovers();
     const o = this.options;
     for (const [what, p, hint] of [
       ['bubblewrap', o.bwrapPath, 'install the bubblewrap package'],
       ['prlimit', o.prlimitPath, 'install util-linux'],
+      ['setpriv', o.setprivPath, 'install util-linux'],
+      ['nice', o.nicePath, 'install coreutils'],
       ['shell', o.shellPath, 'set shellPath'],
     ]) {
       const found = resolveExecutable(p);
@@ -201,6 +240,8 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
     const codeFile = writeCodeFile(scaffold, job, this.options.runAs);
     // Everything fixed at spawn (interpreter, rlimits, confinement) decides which warm slot fits.
     const launch = buildLauncherCommand({
+      setprivPath: this.options.setprivPath,
+      nicePath: this.options.nicePath,
       prlimitPath: this.options.prlimitPath,
       bwrapPath: this.options.bwrapPath,
       rlimits: this.rlimits(job),
@@ -220,10 +261,12 @@ export class BubblewrapTier extends SandboxTier implements OnApplicationShutdown
       slot = this.slots.take(key, launch);
       try {
         await slot.ready;
+        // Lets the sandbox start: until now its launcher could not fork (see WarmSlots).
+        slot.group?.open();
       } catch (err) {
         throw new SandboxInternalError(
           'CGROUP_JOIN',
-          `cannot move the sandbox into its cgroup: ${(err as Error).message}`,
+          `cannot put the sandbox into its cgroup: ${(err as Error).message}`,
           {
             retriable: true,
             cause: err,

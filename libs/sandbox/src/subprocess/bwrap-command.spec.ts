@@ -10,6 +10,8 @@ import {
 } from './bwrap-command';
 
 const launcher = buildLauncherCommand({
+  setprivPath: '/usr/bin/setpriv',
+  nicePath: '/usr/bin/nice',
   prlimitPath: '/usr/bin/prlimit',
   bwrapPath: '/usr/bin/bwrap',
   rlimits: { fileSizeBytes: 100, openFiles: 64, cpuSeconds: 5, addressSpaceBytes: 1 << 30 },
@@ -29,10 +31,20 @@ function hasSequence(args: string[], ...seq: string[]): boolean {
 }
 
 describe('buildLauncherCommand', () => {
-  it('applies rlimits with prlimit, then execs bubblewrap', () => {
-    expect(launcher.command).toBe('/usr/bin/prlimit');
-    expect(launcher.args.slice(0, 7)).toEqual([
+  it('dies with the engine, lowers its priority and applies rlimits, then execs bubblewrap', () => {
+    expect(launcher.command).toBe('/usr/bin/setpriv');
+    expect(launcher.args.slice(0, 16)).toEqual([
+      '--pdeathsig',
+      'KILL',
+      '--',
+      '/usr/bin/nice',
+      '-n',
+      '19',
+      '--',
+      '/usr/bin/prlimit',
       '--core=0',
+      // No way back up from niceness 19.
+      '--nice=0',
       '--fsize=100',
       '--nofile=64',
       '--cpu=5:6',
@@ -45,6 +57,8 @@ describe('buildLauncherCommand', () => {
 
   it('sets no address-space limit unless asked', () => {
     const { args } = buildLauncherCommand({
+      setprivPath: 's',
+      nicePath: 'n',
       prlimitPath: 'p',
       bwrapPath: 'b',
       rlimits: { fileSizeBytes: 1, openFiles: 1, cpuSeconds: 1 },

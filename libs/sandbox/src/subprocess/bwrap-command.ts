@@ -72,16 +72,29 @@ export interface SandboxLayoutInput {
   tmpfsBytes: number;
 }
 
+/** Niceness of everything in a sandbox: the lowest priority, inherited by all it forks. */
+export const SANDBOX_NICE = 19;
+export const DEFAULT_SETPRIV_PATH = '/usr/bin/setpriv';
+export const DEFAULT_NICE_PATH = '/usr/bin/nice';
+
 /**
- * The process the engine spawns: `prlimit <rlimits> -- bwrap <confinement> --args 4 <finish> -- <argv>`.
+ * The process the engine spawns:
+ * `setpriv --pdeathsig KILL -- nice -n 19 -- prlimit <rlimits> -- bwrap <confinement> --args 4 <finish> -- <argv>`.
  *
- * prlimit execs bubblewrap, so the spawned pid is bubblewrap's monitor and leads the process group. bubblewrap
- * blocks reading the run's own options (`buildRunArgs`) from fd 4, which lets the engine put it into the run's
- * cgroup before it creates anything: every process of the sandbox is born inside the cgroup. Everything that
- * confines lives on the command line, not in fd 4, so a launcher whose engine died before writing (EOF) still
- * starts fully confined and fails for want of a workspace. fd 3 and fd 4 must be pipes.
+ * Each step execs the next, so the spawned pid is bubblewrap's monitor and leads the process group. The
+ * parent-death signal (kept across these execs: none is set-uid) kills the monitor when the engine dies, even
+ * by SIGKILL: a pre-launched sandbox never outlives its engine, and bubblewrap's `--die-with-parent` takes the
+ * sandbox with the monitor. Niceness 19 and RLIMIT_NICE 0 keep the code, and all it forks, at the lowest priority
+ * without a way back up. bubblewrap blocks reading the run's own options (`buildRunArgs`) from fd 4, which lets
+ * the engine put it into the run's cgroup before it creates anything: every process of the sandbox is born inside
+ * the cgroup. Everything that confines lives on the command line, not in fd 4, so a launcher whose engine died
+ * before writing (EOF) still starts fully confined and fails for want of a workspace. fd 3 and fd 4 must be pipes.
  */
 export function buildLauncherCommand(input: {
+  /** Default {@link DEFAULT_SETPRIV_PATH}. */
+  setprivPath?: string;
+  /** Default {@link DEFAULT_NICE_PATH}. */
+  nicePath?: string;
   prlimitPath: string;
   bwrapPath: string;
   rlimits: RlimitSettings;
@@ -93,9 +106,18 @@ export function buildLauncherCommand(input: {
   const s = input.sandbox;
   const tmpfs = String(s.tmpfsBytes);
   return {
-    command: input.prlimitPath,
+    command: input.setprivPath ?? DEFAULT_SETPRIV_PATH,
     args: [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      input.nicePath ?? DEFAULT_NICE_PATH,
+      '-n',
+      String(SANDBOX_NICE),
+      '--',
+      input.prlimitPath,
       '--core=0',
+      '--nice=0',
       `--fsize=${r.fileSizeBytes}`,
       `--nofile=${r.openFiles}`,
       // Soft limit sends SIGXCPU (catchable), the hard one a second later SIGKILL.

@@ -19,7 +19,8 @@ class FakeCgroupFs implements CgroupHost {
   readonly dirs = new Set<string>();
   readonly writes: string[] = [];
   readonly killed: number[] = [];
-  alive = new Set<number>();
+  /** Running processes and their start ticks. */
+  ticks = new Map<number, string>();
   /** Writes to these paths fail with EBUSY (v2 "no internal processes"). */
   busy = new Set<string>();
 
@@ -90,8 +91,8 @@ class FakeCgroupFs implements CgroupHost {
         );
     }
   }
-  isAlive(pid: number): boolean {
-    return this.alive.has(pid);
+  startTicks(pid: number): string | undefined {
+    return this.ticks.get(pid);
   }
   async sleep(): Promise<void> {}
 }
@@ -116,7 +117,9 @@ const v1Files = (dir: string): Record<string, string> =>
         'memory.memsw.limit_in_bytes': '9223372036854771712',
         'memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n',
       }
-    : { 'cgroup.procs': '', 'pids.max': 'max', 'pids.events': 'max 0\n' };
+    : dir.includes('/cpu')
+      ? { 'cgroup.procs': '', 'cpu.cfs_period_us': '100000', 'cpu.cfs_quota_us': '-1' }
+      : { 'cgroup.procs': '', 'pids.max': 'max', 'pids.events': 'max 0\n' };
 
 const v2Files = (): Record<string, string> => ({
   'cgroup.procs': '',
@@ -129,6 +132,7 @@ const v2Files = (): Record<string, string> => ({
   'memory.events': 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n',
   'pids.max': 'max',
   'pids.events': 'max 0\n',
+  'cpu.max': 'max 100000',
 });
 
 describe('cgroup discovery', () => {
@@ -172,6 +176,19 @@ describe('detectProcessLimiter', () => {
     expect(limiter.mode).toBe('cgroup-v1');
     expect(limiter.description).toContain('/sys/fs/cgroup/memory/process_api/abc/switchyard');
     expect(limiter.description).toContain('/sys/fs/cgroup/pids/switchyard');
+    expect(limiter.description).toContain('cpu at /sys/fs/cgroup/cpu,cpuacct/switchyard');
+  });
+
+  it('v1 without a cpu hierarchy still limits memory and pids, and says there is no CPU quota', () => {
+    const host = new FakeCgroupFs(v1Files);
+    const limiter = detectProcessLimiter({ mode: 'v1' }, host, {
+      mountinfo: V1_MOUNTINFO.split('\n')
+        .filter((l) => !l.includes('cpu'))
+        .join('\n'),
+      cgroup: V1_SELF,
+    });
+    expect(limiter.mode).toBe('cgroup-v1');
+    expect(limiter.description).toMatch(/no cpu controller, so no CPU quota/);
   });
 
   it('uses v2 when the engine’s cgroup offers memory and pids and can delegate them', () => {
@@ -182,8 +199,23 @@ describe('detectProcessLimiter', () => {
       cgroup: '0::/\n',
     });
     expect(limiter.mode).toBe('cgroup-v2');
+    expect(host.writes).toContain('/sys/fs/cgroup/cgroup.subtree_control=+memory +pids +cpu');
+    expect(host.writes).toContain('/sys/fs/cgroup/switchyard/cgroup.subtree_control=+memory +pids +cpu');
+    expect(limiter.description).toBe('cgroup v2 at /sys/fs/cgroup/switchyard');
+  });
+
+  it('v2 whose cpu controller cannot be delegated runs without a CPU quota', () => {
+    const host = new FakeCgroupFs(v2Files);
+    host.addDir('/sys/fs/cgroup');
+    const write = host.write.bind(host);
+    host.write = (p, data) => {
+      if (p.endsWith('subtree_control') && data.includes('cpu')) throw errno('EINVAL');
+      write(p, data);
+    };
+    const limiter = detectProcessLimiter({ mode: 'v2' }, host, { mountinfo: V2_MOUNTINFO, cgroup: '0::/\n' });
+    expect(limiter.mode).toBe('cgroup-v2');
+    expect(limiter.description).toMatch(/no CPU quota/);
     expect(host.writes).toContain('/sys/fs/cgroup/cgroup.subtree_control=+memory +pids');
-    expect(host.writes).toContain('/sys/fs/cgroup/switchyard/cgroup.subtree_control=+memory +pids');
   });
 
   it('falls back to rlimits only, saying why, when no hierarchy is usable', () => {
@@ -220,24 +252,27 @@ describe('CgroupLimiter groups', () => {
     const host = new FakeCgroupFs(v1Files);
     const limiter = new CgroupLimiter(
       1,
-      { memory: '/sys/fs/cgroup/memory/sy', pids: '/sys/fs/cgroup/pids/sy' },
+      { memory: '/sys/fs/cgroup/memory/sy', pids: '/sys/fs/cgroup/pids/sy', cpu: '/sys/fs/cgroup/cpu/sy' },
       host,
     );
     limiter.prepare();
     return { host, limiter };
   }
 
-  it('v1: sets memory (swap included) and pids limits, joins both hierarchies, reports OOM and pids hits', async () => {
+  it('v1: sets memory (swap included), pids and CPU limits, joins every hierarchy, reports OOM and pids hits', async () => {
     const { host, limiter } = v1();
-    const group = limiter.create('e1-a', { memoryBytes: 1000, pids: 16 });
+    const group = limiter.create('e1-a', { memoryBytes: 1000, pids: 16, cpus: 1.5 });
     expect(host.writes).toEqual([
       '/sys/fs/cgroup/memory/sy/e1-a/memory.limit_in_bytes=1000',
       '/sys/fs/cgroup/memory/sy/e1-a/memory.memsw.limit_in_bytes=1000',
       '/sys/fs/cgroup/pids/sy/e1-a/pids.max=16',
+      '/sys/fs/cgroup/cpu/sy/e1-a/cpu.cfs_period_us=100000',
+      '/sys/fs/cgroup/cpu/sy/e1-a/cpu.cfs_quota_us=150000',
     ]);
     await group.join(4242);
     expect(host.read('/sys/fs/cgroup/memory/sy/e1-a/cgroup.procs')).toBe('4242');
     expect(host.read('/sys/fs/cgroup/pids/sy/e1-a/cgroup.procs')).toBe('4242');
+    expect(host.read('/sys/fs/cgroup/cpu/sy/e1-a/cgroup.procs')).toBe('4242');
     expect(group.report()).toEqual({ oomKilled: false, pidsLimitHit: false });
     host.files.set(
       '/sys/fs/cgroup/memory/sy/e1-a/memory.oom_control',
@@ -256,6 +291,7 @@ describe('CgroupLimiter groups', () => {
     expect(host.killed.sort()).toEqual([11, 12]);
     expect(host.exists('/sys/fs/cgroup/memory/sy/e1-b')).toBe(false);
     expect(host.exists('/sys/fs/cgroup/pids/sy/e1-b')).toBe(false);
+    expect(host.exists('/sys/fs/cgroup/cpu/sy/e1-b')).toBe(false);
     await limiter.dispose();
     expect(host.exists('/sys/fs/cgroup/pids/sy')).toBe(false);
   });
@@ -263,15 +299,20 @@ describe('CgroupLimiter groups', () => {
   it('v2: one directory with swap off, group OOM kill and cgroup.kill', async () => {
     const host = new FakeCgroupFs(v2Files);
     host.addDir('/cg');
-    const limiter = new CgroupLimiter(2, { memory: '/cg/switchyard', pids: '/cg/switchyard' }, host);
+    const limiter = new CgroupLimiter(
+      2,
+      { memory: '/cg/switchyard', pids: '/cg/switchyard', cpu: '/cg/switchyard' },
+      host,
+    );
     limiter.prepare();
     host.writes.length = 0;
-    const group = limiter.create('e1-c', { memoryBytes: 2048, pids: 8 });
+    const group = limiter.create('e1-c', { memoryBytes: 2048, pids: 8, cpus: 0.25 });
     expect(host.writes).toEqual([
       '/cg/switchyard/e1-c/memory.max=2048',
       '/cg/switchyard/e1-c/memory.swap.max=0',
       '/cg/switchyard/e1-c/memory.oom.group=1',
       '/cg/switchyard/e1-c/pids.max=8',
+      '/cg/switchyard/e1-c/cpu.max=25000 100000',
     ]);
     await group.kill();
     expect(host.writes).toContain('/cg/switchyard/e1-c/cgroup.kill=1');
@@ -279,13 +320,37 @@ describe('CgroupLimiter groups', () => {
     expect(group.report().oomKilled).toBe(true);
   });
 
-  it('removes empty leftovers of dead engines but not of live ones', () => {
+  it('a group created closed lets nothing fork until it is opened', () => {
+    const { host, limiter } = v1();
+    const group = limiter.create('e1-e', { memoryBytes: 1000, pids: 16 }, { closed: true });
+    expect(host.read('/sys/fs/cgroup/pids/sy/e1-e/pids.max')).toBe('1');
+    group.open();
+    expect(host.read('/sys/fs/cgroup/pids/sy/e1-e/pids.max')).toBe('16');
+  });
+
+  it('reaps the groups of dead engines, killing what is left in them, and leaves live engines’ alone', async () => {
     const host = new FakeCgroupFs(v1Files);
-    for (const d of ['/m/sy', '/m/sy/e100-old', '/m/sy/e200-live', '/m/sy/e300-busy']) host.addDir(d);
-    host.files.set('/m/sy/e300-busy/cgroup.procs', '77');
-    host.alive.add(200);
-    new CgroupLimiter(1, { memory: '/m/sy', pids: '/m/sy' }, host).prepare();
-    expect(host.listDirs('/m/sy').sort()).toEqual(['e200-live', 'e300-busy']);
+    const dirs = ['/m/sy', '/p/sy'];
+    const groups = [
+      'e100-old', // earlier naming, pid only: engine 100 is gone
+      'e200-live', // earlier naming, engine 200 runs
+      'e300-555-busy', // engine 300 is gone; its launcher is still there
+      'e400-777-reused', // pid 400 now belongs to a process started later
+      'e500-888-live', // engine 500 runs
+      'other', // not ours
+    ];
+    for (const d of dirs) {
+      host.addDir(d);
+      for (const g of groups) host.addDir(`${d}/${g}`);
+    }
+    host.files.set('/m/sy/e300-555-busy/cgroup.procs', '77');
+    host.files.set('/p/sy/e300-555-busy/cgroup.procs', '77');
+    host.files.set('/p/sy/e500-888-live/cgroup.procs', '78');
+    host.ticks.set(200, '1').set(400, '999').set(500, '888');
+    const limiter = new CgroupLimiter(1, { memory: '/m/sy', pids: '/p/sy' }, host);
+    expect((await limiter.reapOrphans()).sort()).toEqual(['e100-old', 'e300-555-busy', 'e400-777-reused']);
+    expect(host.killed).toEqual([77]);
+    for (const d of dirs) expect(host.listDirs(d).sort()).toEqual(['e200-live', 'e500-888-live', 'other']);
   });
 
   it('turns a failed setup into a retriable SandboxInternalError and cleans up', () => {

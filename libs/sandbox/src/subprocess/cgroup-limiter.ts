@@ -1,11 +1,14 @@
 import * as fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
+import { processStartTicks } from '../container/container.options';
 import { SandboxInternalError } from '../sandbox.errors';
 import type { CgroupOptions } from '../sandbox.options';
+import { cgroupName, engineGone, engineOfCgroup } from './engine-mark';
 import {
   ProcessLimiter,
   type GroupLimits,
+  type GroupOptions,
   type LimitGroup,
   type LimitGroupReport,
   type LimiterMode,
@@ -22,7 +25,8 @@ export interface CgroupHost {
   rmdir(path: string): void;
   listDirs(path: string): string[];
   kill(pid: number): void;
-  isAlive(pid: number): boolean;
+  /** Start time of a process in clock ticks; undefined when there is no such process. */
+  startTicks(pid: number): string | undefined;
   sleep(ms: number): Promise<void>;
 }
 
@@ -45,18 +49,24 @@ export const nodeCgroupHost: CgroupHost = {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
     }
   },
-  isAlive: (pid) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  },
+  startTicks: processStartTicks,
   sleep: (ms) => sleep(ms),
 };
 
 const PARENT = 'switchyard';
+/** CFS period of the CPU quota: the quota is `cpus` times this, per period. */
+const CPU_PERIOD_US = 100_000;
+/** The kernel refuses quotas below 1 ms. */
+const MIN_CPU_QUOTA_US = 1000;
+/** pids.max of a group created closed: its one process may not fork. */
+const CLOSED_PIDS = 1;
+
+/** One directory per hierarchy (all the same directory on v2); `cpu` absent where no cpu controller is usable. */
+export interface CgroupDirs {
+  memory: string;
+  pids: string;
+  cpu?: string;
+}
 
 export interface CgroupMount {
   version: 1 | 2;
@@ -109,12 +119,33 @@ export function ownCgroupDir(mount: CgroupMount, ownPath: string): string {
   return `${mount.mountPoint}${rel === '/' ? '' : rel}`.replace(/\/+$/, '') || '/';
 }
 
+/**
+ * Host directory of `pid`'s cgroup in the hierarchy of `controller` (`''`: the v2 hierarchy), as this process sees
+ * the cgroup filesystem; undefined when the process or the hierarchy is not there. For tests and diagnostics.
+ *
+ * @internal
+ */
+export function cgroupDirOf(pid: number, controller: string): string | undefined {
+  try {
+    const own = parseOwnCgroups(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8')).get(controller);
+    const mount = parseCgroupMounts(fs.readFileSync('/proc/self/mountinfo', 'utf8')).find((m) =>
+      controller === '' ? m.version === 2 : m.controllers.includes(controller),
+    );
+    return own !== undefined && mount ? ownCgroupDir(mount, own) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const counter = (text: string, key: string): number => {
   const m = new RegExp(`^${key}\\s+(\\d+)`, 'm').exec(text);
   return m ? Number(m[1]) : 0;
 };
 
-/** A group's directories, one per hierarchy (one for v2, memory + pids for v1). */
+const uniqueDirs = (dirs: CgroupDirs): string[] =>
+  [...new Set([dirs.memory, dirs.pids, dirs.cpu])].filter((d) => d !== undefined);
+
+/** A group's directories, one per hierarchy (one for v2; memory, pids and cpu for v1). */
 class CgroupGroup implements LimitGroup {
   private readonly procsFiles: readonly string[];
   private destroyed?: Promise<void>;
@@ -122,15 +153,20 @@ class CgroupGroup implements LimitGroup {
   constructor(
     readonly name: string,
     private readonly version: 1 | 2,
-    private readonly dirs: { memory: string; pids: string },
+    private readonly dirs: CgroupDirs,
     private readonly host: CgroupHost,
+    /** The pids limit `open` sets on a group created closed. */
+    private readonly heldPids?: number,
   ) {
-    const unique = [...new Set([dirs.memory, dirs.pids])];
-    this.procsFiles = unique.map((d) => `${d}/cgroup.procs`);
+    this.procsFiles = uniqueDirs(dirs).map((d) => `${d}/cgroup.procs`);
   }
 
   async join(pid: number): Promise<void> {
     await Promise.all(this.procsFiles.map((file) => this.host.writeAsync(file, String(pid))));
+  }
+
+  open(): void {
+    if (this.heldPids !== undefined) this.host.write(`${this.dirs.pids}/pids.max`, String(this.heldPids));
   }
 
   private pids(): number[] {
@@ -186,7 +222,7 @@ class CgroupGroup implements LimitGroup {
 
   private async remove(): Promise<void> {
     await this.kill();
-    for (const dir of new Set([this.dirs.memory, this.dirs.pids])) {
+    for (const dir of uniqueDirs(this.dirs)) {
       // rmdir fails with EBUSY while killed tasks are still being reaped; that takes milliseconds.
       for (let attempt = 0; attempt < 50; attempt++) {
         try {
@@ -202,8 +238,8 @@ class CgroupGroup implements LimitGroup {
 }
 
 /**
- * Per-run cgroups under a `switchyard/` parent. v1 uses the memory and pids hierarchies below the engine's own
- * cgroups; v2 uses one directory with both controllers enabled.
+ * Per-run cgroups under a `switchyard/` parent. v1 uses the memory, pids and (where mounted) cpu hierarchies below
+ * the engine's own cgroups; v2 uses one directory with the memory, pids and (where delegated) cpu controllers.
  */
 export class CgroupLimiter extends ProcessLimiter {
   private readonly logger = new Logger(CgroupLimiter.name);
@@ -212,45 +248,48 @@ export class CgroupLimiter extends ProcessLimiter {
 
   constructor(
     private readonly version: 1 | 2,
-    private readonly parents: { memory: string; pids: string },
+    private readonly parents: CgroupDirs,
     private readonly host: CgroupHost = nodeCgroupHost,
   ) {
     super();
     this.mode = version === 2 ? 'cgroup-v2' : 'cgroup-v1';
+    const cpu = parents.cpu ? '' : '; no cpu controller, so no CPU quota';
     this.description =
       version === 2
-        ? `cgroup v2 at ${parents.memory}`
-        : `cgroup v1 memory at ${parents.memory}, pids at ${parents.pids}`;
+        ? `cgroup v2 at ${parents.memory}${cpu}`
+        : `cgroup v1 memory at ${parents.memory}, pids at ${parents.pids}` +
+          (parents.cpu ? `, cpu at ${parents.cpu}` : cpu);
   }
 
-  /** Makes the parents (v2: with memory+pids delegated to children) and removes empty leftovers of dead engines. */
+  /** Makes the parents (v2: with the controllers delegated to children). */
   prepare(): void {
-    for (const parent of new Set([this.parents.memory, this.parents.pids])) {
+    for (const parent of uniqueDirs(this.parents)) {
       this.host.mkdir(parent);
       if (this.version === 2) {
         // Both the parent's parent and the parent must pass the controllers down.
-        const grand = parent.slice(0, parent.lastIndexOf('/'));
-        enableControllers(this.host, grand);
-        enableControllers(this.host, parent);
-      }
-      for (const child of this.host.listDirs(parent)) {
-        const pid = /^e(\d+)-/.exec(child);
-        if (pid && this.host.isAlive(Number(pid[1]))) continue;
-        try {
-          this.host.rmdir(`${parent}/${child}`);
-        } catch {
-          // Still has processes; leave it.
-        }
+        const controllers = this.parents.cpu ? ['memory', 'pids', 'cpu'] : ['memory', 'pids'];
+        enableControllers(this.host, parent.slice(0, parent.lastIndexOf('/')), controllers);
+        enableControllers(this.host, parent, controllers);
       }
     }
   }
 
-  create(name: string, limits: GroupLimits): LimitGroup {
-    const dirs = { memory: `${this.parents.memory}/${name}`, pids: `${this.parents.pids}/${name}` };
-    const group = new CgroupGroup(name, this.version, dirs, this.host);
+  create(name: string, limits: GroupLimits, options: GroupOptions = {}): LimitGroup {
+    const dirs: CgroupDirs = {
+      memory: `${this.parents.memory}/${name}`,
+      pids: `${this.parents.pids}/${name}`,
+      cpu: this.parents.cpu && `${this.parents.cpu}/${name}`,
+    };
+    const group = new CgroupGroup(
+      name,
+      this.version,
+      dirs,
+      this.host,
+      options.closed ? limits.pids : undefined,
+    );
     try {
-      if (!this.host.exists(this.parents.memory) || !this.host.exists(this.parents.pids)) this.prepare();
-      for (const dir of new Set([dirs.memory, dirs.pids])) this.host.mkdir(dir);
+      if (uniqueDirs(this.parents).some((p) => !this.host.exists(p))) this.prepare();
+      for (const dir of uniqueDirs(dirs)) this.host.mkdir(dir);
       const mem = String(limits.memoryBytes);
       if (this.version === 2) {
         this.host.write(`${dirs.memory}/memory.max`, mem);
@@ -262,7 +301,8 @@ export class CgroupLimiter extends ProcessLimiter {
         // memsw must be >= the memory limit, so it is written second; absent without swap accounting.
         this.writeIfPresent(`${dirs.memory}/memory.memsw.limit_in_bytes`, mem);
       }
-      this.host.write(`${dirs.pids}/pids.max`, String(limits.pids));
+      this.host.write(`${dirs.pids}/pids.max`, String(options.closed ? CLOSED_PIDS : limits.pids));
+      if (dirs.cpu && limits.cpus !== undefined) this.limitCpu(dirs.cpu, limits.cpus);
     } catch (err) {
       void group.destroy();
       throw new SandboxInternalError(
@@ -277,8 +317,33 @@ export class CgroupLimiter extends ProcessLimiter {
     return group;
   }
 
+  /**
+   * Removes the groups of engines no longer running, killing what is still in them: a launcher that outlived its
+   * engine, or a sandbox it started. Groups of running engines, and names not of our shape, are left alone.
+   */
+  override async reapOrphans(): Promise<string[]> {
+    const removed = new Set<string>();
+    for (const parent of uniqueDirs(this.parents)) {
+      let children: string[];
+      try {
+        children = this.host.listDirs(parent);
+      } catch {
+        continue; // no parent yet: nothing left behind
+      }
+      for (const child of children) {
+        const mark = engineOfCgroup(child);
+        if (!mark || !engineGone(mark, (pid) => this.host.startTicks(pid))) continue;
+        const dir = `${parent}/${child}`;
+        await new CgroupGroup(child, this.version, { memory: dir, pids: dir }, this.host).destroy();
+        if (this.host.exists(dir)) this.logger.warn(`could not remove the leftover cgroup ${dir}`);
+        else removed.add(child);
+      }
+    }
+    return [...removed];
+  }
+
   async dispose(): Promise<void> {
-    for (const parent of new Set([this.parents.memory, this.parents.pids])) {
+    for (const parent of uniqueDirs(this.parents)) {
       try {
         this.host.rmdir(parent);
       } catch (err) {
@@ -288,14 +353,25 @@ export class CgroupLimiter extends ProcessLimiter {
     }
   }
 
+  /** A CFS bandwidth limit: `cpus` CPUs' worth of time per period for the whole group, however many processes. */
+  private limitCpu(dir: string, cpus: number): void {
+    const quota = String(Math.max(MIN_CPU_QUOTA_US, Math.round(cpus * CPU_PERIOD_US)));
+    if (this.version === 2) {
+      this.host.write(`${dir}/cpu.max`, `${quota} ${CPU_PERIOD_US}`);
+    } else {
+      this.host.write(`${dir}/cpu.cfs_period_us`, String(CPU_PERIOD_US));
+      this.host.write(`${dir}/cpu.cfs_quota_us`, quota);
+    }
+  }
+
   private writeIfPresent(file: string, data: string): void {
     if (this.host.exists(file)) this.host.write(file, data);
   }
 }
 
-function enableControllers(host: CgroupHost, dir: string): void {
+function enableControllers(host: CgroupHost, dir: string, controllers: readonly string[]): void {
   const enabled = host.read(`${dir}/cgroup.subtree_control`).split(/\s+/);
-  const missing = ['memory', 'pids'].filter((c) => !enabled.includes(c));
+  const missing = controllers.filter((c) => !enabled.includes(c));
   if (missing.length > 0) host.write(`${dir}/cgroup.subtree_control`, missing.map((c) => `+${c}`).join(' '));
 }
 
@@ -311,17 +387,31 @@ export class NoCgroupLimiter extends ProcessLimiter {
   async dispose(): Promise<void> {}
 }
 
-/** Creating (and removing) a group proves the hierarchy is writable by us. */
-function probe(limiter: CgroupLimiter): void {
-  limiter.prepare();
-  const group = limiter.create(`e${process.pid}-probe`, { memoryBytes: 64 << 20, pids: 8 });
-  if (group.report().oomKilled) throw new Error('fresh cgroup reports an OOM kill');
-  void group.destroy();
+/**
+ * The first candidate whose hierarchy is writable by us, proved by creating (and removing) a group with every limit.
+ * Candidates come strongest first (with a cpu controller, then without); throws the first one's failure.
+ */
+function firstWorking(version: 1 | 2, candidates: readonly CgroupDirs[], host: CgroupHost): CgroupLimiter {
+  let first: unknown;
+  for (const dirs of candidates) {
+    const limiter = new CgroupLimiter(version, dirs, host);
+    try {
+      limiter.prepare();
+      const group = limiter.create(cgroupName('probe'), { memoryBytes: 64 << 20, pids: 8, cpus: 1 });
+      if (group.report().oomKilled) throw new Error('fresh cgroup reports an OOM kill');
+      void group.destroy();
+      return limiter;
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  throw first;
 }
 
 /**
  * Picks the strongest working limiter: cgroup v2 (controllers available at the chosen parent), then v1 (memory
- * and pids hierarchies), then none, with the reason each one was passed over.
+ * and pids hierarchies), then none, with the reason each one was passed over. The cpu controller is used where it
+ * is available (v2: offered at the parent; v1: mounted), else runs get no CPU quota and say so in the description.
  */
 export function detectProcessLimiter(
   options: CgroupOptions,
@@ -335,6 +425,8 @@ export function detectProcessLimiter(
   const mounts = parseCgroupMounts(proc.mountinfo);
   const own = parseOwnCgroups(proc.cgroup);
   const skipped: string[] = [];
+  const withAndWithoutCpu = (dirs: CgroupDirs): CgroupDirs[] =>
+    dirs.cpu ? [dirs, { memory: dirs.memory, pids: dirs.pids }] : [dirs];
 
   if (options.mode === 'auto' || options.mode === 'v2') {
     const v2 = mounts.find((m) => m.version === 2);
@@ -347,9 +439,8 @@ export function detectProcessLimiter(
         const available = host.read(`${base}/cgroup.controllers`).split(/\s+/);
         const lacking = ['memory', 'pids'].filter((c) => !available.includes(c));
         if (lacking.length > 0) throw new Error(`controllers ${lacking.join(', ')} not available in ${base}`);
-        const limiter = new CgroupLimiter(2, { memory: parent, pids: parent }, host);
-        probe(limiter);
-        return limiter;
+        const cpu = available.includes('cpu') ? parent : undefined;
+        return firstWorking(2, withAndWithoutCpu({ memory: parent, pids: parent, cpu }), host);
       } catch (err) {
         skipped.push(`v2: ${(err as Error).message}`);
       }
@@ -367,9 +458,7 @@ export function detectProcessLimiter(
     if (!memory || !pids) skipped.push('v1: memory and pids hierarchies not both mounted');
     else {
       try {
-        const limiter = new CgroupLimiter(1, { memory, pids }, host);
-        probe(limiter);
-        return limiter;
+        return firstWorking(1, withAndWithoutCpu({ memory, pids, cpu: dirFor('cpu') }), host);
       } catch (err) {
         skipped.push(`v1: ${(err as Error).message}`);
       }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
+import { reapOrphanedSandboxes } from './orphan-reaper';
 
 export interface LaunchSpec {
   command: string;
@@ -40,6 +41,13 @@ export interface LaunchedProcess {
 /** Port for starting processes, so the subprocess tier can be tested with a fake. */
 export abstract class ProcessLauncher {
   abstract launch(spec: LaunchSpec): LaunchedProcess;
+  /**
+   * Kills processes launched by engines that are no longer running (found by the engine mark in their
+   * environment, see `ENGINE_MARK_ENV`); returns their pids. Default: none to find.
+   */
+  reapOrphans(): number[] {
+    return [];
+  }
 }
 
 /** `child_process.spawn` in a new session/process group (`detached`), with pipes on fds 0–4. */
@@ -80,5 +88,9 @@ export class ChildProcessLauncher extends ProcessLauncher {
         }
       },
     };
+  }
+
+  override reapOrphans(): number[] {
+    return reapOrphanedSandboxes();
   }
 }

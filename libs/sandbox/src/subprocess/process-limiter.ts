@@ -2,6 +2,17 @@
 export interface GroupLimits {
   memoryBytes: number;
   pids: number;
+  /** CPU quota in CPUs (`1` = one CPU's worth of time per period, shared by every process of the run). */
+  cpus?: number;
+}
+
+/** How a group starts. */
+export interface GroupOptions {
+  /**
+   * Start closed: nothing in the group can create a process (pids.max 1) until {@link LimitGroup.open}. A
+   * launcher whose engine dies before handing it a run then fails at its first fork instead of starting a sandbox.
+   */
+  closed?: boolean;
 }
 
 /** What a group saw, read after the run and before it is destroyed. */
@@ -11,13 +22,15 @@ export interface LimitGroupReport {
 }
 
 /**
- * One run's cgroup(s). The tier joins bubblewrap's processes to the group while bubblewrap is held at its
- * `--block-fd`, so nothing of the user's code ever runs outside the group.
+ * One run's cgroup(s). The tier joins bubblewrap to the group while bubblewrap still waits for the run's options on
+ * its args pipe, so nothing of the user's code ever runs outside the group.
  */
 export interface LimitGroup {
   readonly name: string;
   /** Moves a process (its whole thread group) into the group; rejects when that fails (e.g. ESRCH). */
   join(pid: number): Promise<void>;
+  /** Lifts the hold of a group created `closed`: its processes may fork up to the pids limit. Throws on failure. */
+  open(): void;
   /** SIGKILLs everything still in the group and waits (briefly) until it is empty. */
   kill(): Promise<void>;
   report(): LimitGroupReport;
@@ -29,15 +42,22 @@ export type LimiterMode = 'cgroup-v2' | 'cgroup-v1' | 'none';
 
 /**
  * Port for limits rlimits cannot give us. RLIMIT_NPROC is not enforced for host uid 0, and bubblewrap maps the
- * sandbox uid to the engine's, so pids and memory need cgroups. With `mode: 'none'` the tier still runs, confined
- * by namespaces and rlimits only, and says so in its availability details.
+ * sandbox uid to the engine's, so pids, memory and CPU need cgroups. With `mode: 'none'` the tier still runs,
+ * confined by namespaces and rlimits only, and says so in its availability details.
  */
 export abstract class ProcessLimiter {
   abstract readonly mode: LimiterMode;
   /** Where the groups live, or why there are none; for operators. */
   abstract readonly description: string;
   /** Creates a group for one run; `undefined` in mode `none`. Throws `SandboxInternalError` on failure. */
-  abstract create(name: string, limits: GroupLimits): LimitGroup | undefined;
+  abstract create(name: string, limits: GroupLimits, options?: GroupOptions): LimitGroup | undefined;
   /** Removes what the limiter itself created (best effort). */
   abstract dispose(): Promise<void>;
+  /**
+   * Kills what is left in the groups of engines that are no longer running and removes those groups; groups of
+   * running engines are left alone. Returns the names removed. Default: nothing to reap.
+   */
+  async reapOrphans(): Promise<string[]> {
+    return [];
+  }
 }

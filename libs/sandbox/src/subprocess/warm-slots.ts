@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
 import type { ResolvedSandboxOptions } from '../sandbox.options';
 import type { PendingCleanups } from '../supervision/pending-cleanups';
 import type { buildLauncherCommand } from './bwrap-command';
+import { cgroupName, ENGINE_MARK_ENV, formatEngineMark } from './engine-mark';
 import type { LaunchedProcess, ProcessLauncher } from './process-launcher';
 import type { LimitGroup, ProcessLimiter } from './process-limiter';
 
@@ -11,7 +11,9 @@ export type LaunchCommand = ReturnType<typeof buildLauncherCommand>;
 /**
  * A launched bubblewrap that is still reading its options, already inside its own cgroup. Slots are made ahead
  * of time (`warmSlots`) because spawning from a large Node process and moving a task between cgroups (which
- * waits for an RCU grace period) each cost milliseconds that would otherwise be paid by every run.
+ * waits for an RCU grace period) each cost milliseconds that would otherwise be paid by every run. The cgroup is
+ * created closed (no fork) and opened only for the run: should the engine die, the parent-death signal kills the
+ * launcher, and one that sees its options pipe close first cannot start a sandbox that nobody would ever end.
  */
 export interface Slot {
   /** The launch command (interpreter, rlimits, confinement) is fixed at spawn; a slot fits runs with the same. */
@@ -76,15 +78,27 @@ export class WarmSlots {
    * before it creates any process: everything in the sandbox is born inside it.
    */
   private create(key: string, { command, args }: LaunchCommand): Slot {
-    // The engine pid prefix lets a later engine tell leftovers of dead engines from live groups.
-    const name = `e${process.pid}-${randomBytes(6).toString('hex')}`;
-    const limits = { memoryBytes: this.options.subprocess.memoryBytes, pids: this.options.subprocess.pids };
-    const group = this.limiter.create(name, limits);
+    // The engine's pid and start time in the name let a later engine tell leftovers of dead engines from live groups.
+    const s = this.options.subprocess;
+    const group = this.limiter.create(
+      cgroupName(),
+      { memoryBytes: s.memoryBytes, pids: s.pids, cpus: s.cpus },
+      { closed: true },
+    );
     let proc: LaunchedProcess;
     try {
-      // Empty environment: the child's comes only from `--setenv` in the options.
+      // Only the engine's mark, by which a successor finds launchers of a dead engine. The code's environment comes
+      // only from `--setenv` in the options (`--clearenv`); the code can read the mark only as bubblewrap's own
+      // (`/proc/1/environ`), like bubblewrap's command line: the engine's pid and start time, no secret.
       const runAs = this.options.runAs;
-      proc = this.launcher.launch({ command, args, env: {}, cwd: '/', uid: runAs?.uid, gid: runAs?.gid });
+      proc = this.launcher.launch({
+        command,
+        args,
+        env: { [ENGINE_MARK_ENV]: formatEngineMark() },
+        cwd: '/',
+        uid: runAs?.uid,
+        gid: runAs?.gid,
+      });
     } catch (err) {
       if (group) this.cleanups.track(group.destroy());
       throw err;

@@ -1,5 +1,5 @@
 import type { FileOpName } from '@switchyard/workspace';
-import { Equals, IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { Equals, IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
 /** Fields every file action carries. */
@@ -28,6 +28,7 @@ export class FileReadDto extends PathField {
   @IsOptional()
   @IsInt()
   @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
   @JSONSchema({ description: 'First line to return, 1-based.' })
   offset?: number;
 
@@ -57,6 +58,8 @@ export class FileEditDto extends PathField {
   @Equals('edit') op!: 'edit';
 
   @IsString()
+  @MinLength(1)
+  @JSONSchema({ description: 'The exact text to replace (not empty).' })
   find!: string;
 
   @IsString()

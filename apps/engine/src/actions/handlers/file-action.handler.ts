@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { type ActionError, NO_RISK } from '@switchyard/common';
-import { FileOperations, FileOpError, PathRejectedError, resolveInside } from '@switchyard/workspace';
+import { type ActionError, InvalidInputError, NO_RISK } from '@switchyard/common';
+import { FileOperations, FileOpError, resolveInside } from '@switchyard/workspace';
 import {
   type ActionContext,
   ActionHandler,
@@ -38,7 +38,9 @@ export class FileActionHandler extends ActionHandler<FileActionRequest> {
             const error: ActionError = { class: err.errorClass, code: err.code, message: err.message };
             return { ...base, status: 'failed', error, files: [] };
           }
-          if (err instanceof PathRejectedError) return refusedWhileRunning(base, err);
+          // A path refused only now (a symlink leading out: PathRejectedError), or any other input the workspace
+          // refuses while running: recorded denied and answered as the 400 it is.
+          if (err instanceof InvalidInputError) return refusedWhileRunning(base, err);
           throw err;
         }
       },

@@ -1,4 +1,5 @@
-// `npm start` builds only when the sources changed since the last build. A rebuild wipes `dist/` first, so
+// Builds the engine into dist/ and stamps it with a hash of its sources. With --if-changed (what `npm start`
+// runs) it builds only when the sources changed since the last build: a rebuild wipes `dist/` first, so
 // rebuilding on every start would break another engine already running from the same checkout.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -36,9 +37,12 @@ function hashInputs() {
 const current = hashInputs();
 const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
-if (current === previous && existsSync(entry)) {
-  console.log('[build] sources unchanged since the last build: starting dist/ as it is');
+if (process.argv.includes('--if-changed') && current === previous && existsSync(entry)) {
+  console.log('[build] sources unchanged since the last build: dist/ is used as it is');
 } else {
-  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+  execFileSync(path.join(root, 'node_modules', '.bin', 'nest'), ['build', 'engine'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   writeFileSync(stamp, `${current}\n`);
 }

@@ -1,0 +1,184 @@
+import * as fc from 'fast-check';
+import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
+
+const nested = (depth: number, open = '[', close = ']', inner = ''): string =>
+  `${open.repeat(depth)}${inner}${close.repeat(depth)}`;
+
+/** The deepest nesting JSON.parse sees in `text`, counted on the parsed value. */
+function parsedDepth(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + Math.max(0, ...children.map(parsedDepth));
+}
+
+describe('jsonDepthExceeds', () => {
+  it('allows nesting up to the limit and refuses one level more', () => {
+    expect(jsonDepthExceeds(nested(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(false);
+    expect(jsonDepthExceeds(nested(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(true);
+    expect(jsonDepthExceeds(nested(10_000), MAX_JSON_DEPTH)).toBe(true);
+  });
+
+  it('counts objects and arrays alike, mixed', () => {
+    const mixed = (depth: number): string => (depth === 0 ? '1' : `{"a":[${mixed(depth - 1)}]}`);
+    // Each level of `mixed` is an object and an array.
+    expect(jsonDepthExceeds(mixed(32), 64)).toBe(false);
+    expect(jsonDepthExceeds(mixed(33), 64)).toBe(true);
+    expect(parsedDepth(JSON.parse(mixed(33)))).toBe(66);
+  });
+
+  it('measures depth, not the number of brackets: siblings do not add up', () => {
+    const wide = `[${Array.from({ length: 1000 }, () => nested(3)).join(',')}]`;
+    expect(jsonDepthExceeds(wide, 4)).toBe(false);
+    expect(jsonDepthExceeds(wide, 3)).toBe(true);
+  });
+
+  it('ignores brackets inside strings', () => {
+    const text = JSON.stringify({ code: '['.repeat(1000), more: '{'.repeat(1000), close: ']]]}}}' });
+    expect(jsonDepthExceeds(text, 1)).toBe(false);
+    expect(jsonDepthExceeds(`[${JSON.stringify('[[[[')}]`, 1)).toBe(false);
+  });
+
+  it('follows escapes: an escaped quote does not end a string, an escaped backslash does not escape the quote', () => {
+    // "\"[[[[" stays one string: the brackets are inside it.
+    expect(jsonDepthExceeds(JSON.stringify(['"[[[[']), 1)).toBe(false);
+    // "\\" ends after the escaped backslash, so the brackets that follow are real.
+    const afterBackslash = `["\\\\",${nested(3)}]`;
+    expect(JSON.parse(afterBackslash)).toEqual(['\\', [[[]]]]);
+    expect(jsonDepthExceeds(afterBackslash, 3)).toBe(true);
+    expect(jsonDepthExceeds(afterBackslash, 4)).toBe(false);
+    // Unicode escapes are plain characters to the scanner.
+    expect(jsonDepthExceeds('["\\u005b\\u005b\\u005b"]', 1)).toBe(false);
+  });
+
+  it('agrees with the parsed depth on arbitrary bodies', () => {
+    const samples = [
+      '{}',
+      '[]',
+      '1',
+      '"x"',
+      '{"a":{"b":{"c":[1,2,{"d":"]]]"}]}}}',
+      '[{"k\\"[":[["\\\\"]]}]',
+      JSON.stringify({ steps: [{ id: 'a', action: { type: 'file', op: 'list', env: { A: '{[' } } }] }),
+    ];
+    for (const text of samples) {
+      const depth = parsedDepth(JSON.parse(text));
+      expect(jsonDepthExceeds(text, depth)).toBe(false);
+      if (depth > 0) expect(jsonDepthExceeds(text, depth - 1)).toBe(true);
+    }
+  });
+
+  it('agrees with the parsed depth on generated JSON, strings full of brackets, quotes and backslashes', () => {
+    const tricky = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'u', '0', 'a') });
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        tricky,
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.array(tie('node'), { maxLength: 3 }),
+        fc.dictionary(tricky, tie('node'), { maxKeys: 3 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, fc.integer({ min: 0, max: 8 }), (v, limit) => {
+        const text = JSON.stringify(v);
+        expect(jsonDepthExceeds(text, limit)).toBe(parsedDepth(JSON.parse(text)) > limit);
+      }),
+      { seed: 12, numRuns: 500 },
+    );
+  });
+
+  it('never throws on text that is not JSON (the parser refuses it afterwards)', () => {
+    for (const text of ['', '"', '\\', '"\\', ']]]]', '}{', '[[[', '"unterminated [[[[']) {
+      expect(() => jsonDepthExceeds(text, 2)).not.toThrow();
+    }
+    expect(jsonDepthExceeds('[[[', 2)).toBe(true);
+  });
+});
+
+describe('jsonInputProblem', () => {
+  const problem = (value: unknown): JsonInputProblem => {
+    const p = jsonInputProblem(value);
+    if (!p) throw new Error(`expected a problem with ${JSON.stringify(value)}`);
+    return p;
+  };
+
+  it('accepts ordinary bodies, non-ASCII and astral characters included', () => {
+    for (const value of [
+      {},
+      [],
+      null,
+      42,
+      'text',
+      { type: 'code', language: 'python', code: 'print("héllo 🚀")', env: { A: '1' } },
+      { metadata: { nested: [{ deep: { list: [1, 'two', null, true] } }] } },
+      { 'proto-type': 1, constructors: 2, __proto: 3, Constructor: 4 },
+    ]) {
+      expect(jsonInputProblem(value)).toBeUndefined();
+    }
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'refuses the key %s anywhere, naming its path',
+    (key) => {
+      const at = (body: string, path: string) => {
+        const p = problem(JSON.parse(body));
+        expect(p).toBeInstanceOf(JsonInputProblem);
+        expect(p.code).toBe('FORBIDDEN_KEY');
+        expect(p.field).toBe(path);
+        expect(p.message).toContain(`"${key}"`);
+      };
+      at(`{"${key}":1}`, key);
+      at(`{"metadata":{"${key}":{"admin":true}}}`, `metadata.${key}`);
+      at(`{"env":{"${key}":"x"}}`, `env.${key}`);
+      at(`{"steps":[{"id":"a"},{"id":"b","action":{"${key}":1}}]}`, `steps[1].action.${key}`);
+      at(`[{"id":"t","input":{"${key}":null}}]`, `[0].input.${key}`);
+      at(`{"a":[[{"b":{"${key}":[]}}]]}`, `a[0][0].b.${key}`);
+    },
+  );
+
+  it('sees __proto__ as JSON.parse makes it: an own key, not a prototype', () => {
+    const parsed = JSON.parse('{"metadata":{"__proto__":{"admin":true}}}') as { metadata: object };
+    expect(Object.keys(parsed.metadata)).toEqual(['__proto__']);
+    expect(problem(parsed).field).toBe('metadata.__proto__');
+    // The walk itself must not have polluted anything.
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  it('refuses a lone surrogate in a string value, naming its path', () => {
+    for (const [value, path] of [
+      ['a\uD800b', 'body'],
+      [{ path: 'a\uD800b' }, 'path'],
+      [{ path: 'a\uDC00' }, 'path'],
+      [{ code: '\uDBFF' }, 'code'],
+      [{ steps: [{ action: { to: 'x\uDFFFy' } }] }, 'steps[0].action.to'],
+      [{ values: ['ok', '\uD83D'] }, 'values[1]'],
+    ] as const) {
+      const p = problem(value);
+      expect(p.code).toBe('INVALID_STRING');
+      expect(p.field).toBe(path);
+      expect(p.message).toContain('surrogate');
+    }
+  });
+
+  it('refuses a lone surrogate in a key, naming the object that holds it', () => {
+    expect(problem({ ['\uD800']: 1 }).field).toBe('body');
+    const p = problem({ metadata: { ok: 1, ['k\uDC00']: 1 } });
+    expect(p.code).toBe('INVALID_STRING');
+    expect(p.field).toBe('metadata');
+    expect(p.message).toContain('key');
+  });
+
+  it('keeps surrogate pairs: they are well-formed characters', () => {
+    expect(jsonInputProblem({ path: '\uD83D\uDE80.txt', ['\uD83D\uDE80']: '🚀' })).toBeUndefined();
+    expect(jsonInputProblem(JSON.parse('{"path":"\\ud83d\\ude80"}'))).toBeUndefined();
+    expect(problem(JSON.parse('{"path":"a\\ud800b"}')).field).toBe('path');
+  });
+
+  it('walks deep and wide values without recursion', () => {
+    let deep: unknown = 'leaf\uD800';
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(problem(deep).code).toBe('INVALID_STRING');
+    const wide = Array.from({ length: 100_000 }, (_, i) => ({ i }));
+    expect(jsonInputProblem(wide)).toBeUndefined();
+  });
+});

@@ -1,0 +1,336 @@
+import { existsSync } from 'node:fs';
+import { rename, rm, rmdir } from 'node:fs/promises';
+import { HelperUnavailable, JsonLineHelper } from './json-line-helper';
+import { isMountPoint } from './mount-table';
+import {
+  CommandLoopHost,
+  debugfsArgs,
+  debugfsComplaint,
+  type ImageOwner,
+  MIN_IMAGE_BYTES,
+  mkfsArgs,
+  type SpareImage,
+} from './loop-host';
+
+/**
+ * The helper: loop attach (LOOP_CTL_GET_FREE + LOOP_CONFIGURE, auto-clear), mount(2) and umount2(2) through ctypes,
+ * and mkfs.ext4, one JSON request per line on stdin, one reply per line on stdout (matched by id: formats run in
+ * threads and answer out of order). `-I -S` keeps the environment and site-packages out.
+ */
+const HELPER_SOURCE = String.raw`
+import ctypes, errno, fcntl, json, os, struct, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
+LOOP_SET_FD, LOOP_CLR_FD, LOOP_SET_STATUS64, LOOP_GET_STATUS64 = 0x4C00, 0x4C01, 0x4C04, 0x4C05
+LOOP_CONFIGURE, LOOP_CTL_GET_FREE = 0x4C0A, 0x4C82
+LO_FLAGS_AUTOCLEAR, MS_NOSUID, MS_NODEV, MS_MOVE, MNT_DETACH = 4, 2, 4, 8192, 2
+
+def check(rc):
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+def info64(name):
+    # struct loop_info64: device, inode, rdevice, offset, sizelimit; number, encrypt type, key size, flags; names
+    return struct.pack('=5Q4I64s64s32s2Q', 0, 0, 0, 0, 0, 0, 0, 0, LO_FLAGS_AUTOCLEAR, name[:63], b'', b'', 0, 0)
+
+def configure(dev, backing, name):
+    try:
+        fcntl.ioctl(dev, LOOP_CONFIGURE, struct.pack('=2I', backing, 0) + info64(name) + bytes(64))
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTTY):
+            raise
+        fcntl.ioctl(dev, LOOP_SET_FD, backing)  # kernels before 5.8
+        try:
+            fcntl.ioctl(dev, LOOP_SET_STATUS64, info64(name))
+        except OSError:
+            fcntl.ioctl(dev, LOOP_CLR_FD)
+            raise
+
+def attach(image):
+    backing = os.open(image, os.O_RDWR | os.O_CLOEXEC)
+    ctl = os.open('/dev/loop-control', os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for _ in range(64):
+            n = fcntl.ioctl(ctl, LOOP_CTL_GET_FREE)
+            dev = os.open('/dev/loop%d' % n, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                configure(dev, backing, os.fsencode(image))
+                return dev, n
+            except OSError as e:
+                os.close(dev)
+                if e.errno != errno.EBUSY:  # EBUSY: taken by another process since GET_FREE
+                    raise
+        raise OSError(errno.EBUSY, 'no free loop device')
+    finally:
+        os.close(ctl)
+        os.close(backing)
+
+def attached(image):
+    # The loop device the image is still attached to (a dead engine's mount elsewhere holds it), opened so that it
+    # cannot be detached and reused meanwhile; its inode is checked, the name alone could be a former file's.
+    real = os.fsencode(os.path.realpath(image))
+    ino = os.stat(image).st_ino
+    for entry in os.listdir('/sys/block'):
+        try:
+            with open('/sys/block/%s/loop/backing_file' % entry, 'rb') as f:
+                if f.read().rstrip(b'\n') != real:
+                    continue
+            dev = os.open('/dev/' + entry, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if struct.unpack_from('=Q', fcntl.ioctl(dev, LOOP_GET_STATUS64, bytes(232)), 8)[0] == ino:
+                return dev, int(entry[4:])
+        except OSError:
+            pass
+        os.close(dev)
+    return None
+
+def mount_image(r):
+    dev, n = (not r['fresh'] and attached(r['image'])) or attach(r['image'])
+    try:
+        check(libc.mount(b'/dev/loop%d' % n, os.fsencode(r['target']), b'ext4', MS_NOSUID | MS_NODEV, b'discard'))
+    finally:
+        os.close(dev)  # auto-clear: the device goes with the last unmount, or now if the mount failed
+
+def take_spare(r):
+    os.rename(r['spare_image'], r['image'])
+    check(libc.mount(os.fsencode(r['spare_mount']), os.fsencode(r['target']), None, MS_MOVE, None))
+    return {'then': lambda: os.rmdir(r['spare_mount'])}  # the workspace is ready without waiting for that
+
+def remove_workspace(r):
+    # Held across the unmount, the filesystem's teardown (a sync, the loop device's release: milliseconds) waits
+    # for the fd to close, after the reply.
+    try:
+        held = os.open(r['target'], os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        held = None
+    def release():
+        if held is not None:
+            os.close(held)
+        os.unlink(r['trashed'])
+    try:
+        os.rename(r['image'], r['trashed'])
+    except OSError:
+        if held is not None:
+            os.close(held)
+        raise
+    if libc.umount2(os.fsencode(r['target']), MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.ENOENT):
+        e = ctypes.get_errno()
+        release()
+        raise OSError(e, os.strerror(e))
+    try:
+        os.rmdir(r['target'])
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTEMPTY):  # files put there while unmounted stay
+            release()
+            raise
+    return {'then': release}
+
+def umount(r):
+    check(libc.umount2(os.fsencode(r['target']), MNT_DETACH))
+
+def detach(r):
+    dev = os.open(r['device'], os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(dev, LOOP_CLR_FD)
+    finally:
+        os.close(dev)
+
+def format_image(r):
+    fd = os.open(r['image'], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, r['bytes'])
+    finally:
+        os.close(fd)
+    stderr = []
+    for argv in r['commands']:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stderr.append(p.stderr.decode(errors='replace')[-2000:])
+        if p.returncode != 0:
+            os.unlink(r['image'])
+            raise OSError(errno.EIO, '%s: %s' % (argv[0], stderr[-1].strip() or 'exit %d' % p.returncode))
+    return {'stderr': stderr}
+
+OPS = {
+    'mount_image': mount_image,
+    'take_spare': take_spare,
+    'remove_workspace': remove_workspace,
+    'umount': umount,
+    'detach': detach,
+    'format': format_image,
+}
+out = sys.stdout
+lock = threading.Lock()
+
+def quietly(fn):
+    try:
+        fn()
+    except OSError:
+        pass  # what is left goes at the next start-up
+
+def serve(r):
+    then = None
+    try:
+        reply = OPS[r['op']](r) or {}
+        then = reply.pop('then', None)
+        reply['ok'] = True
+    except OSError as e:
+        reply = {'ok': False, 'errno': errno.errorcode.get(e.errno, str(e.errno)), 'message': e.strerror or str(e)}
+    except Exception as e:
+        reply = {'ok': False, 'errno': 'EINVAL', 'message': repr(e)}
+    reply['id'] = r.get('id')
+    with lock:
+        out.write(json.dumps(reply) + '\n')
+        out.flush()
+    if then:
+        threading.Thread(target=quietly, args=(then,), daemon=True).start()
+
+out.write('{"ready":true}\n')
+out.flush()
+for line in sys.stdin.buffer:
+    r = json.loads(line)
+    if r.get('op') == 'format':
+        threading.Thread(target=serve, args=(r,), daemon=True).start()
+    else:
+        serve(r)
+`;
+
+const START_TIMEOUT_MS = 10_000;
+
+type Request =
+  | { op: 'mount_image'; image: string; target: string; fresh: boolean }
+  | { op: 'take_spare'; spare_image: string; spare_mount: string; image: string; target: string }
+  | { op: 'remove_workspace'; image: string; trashed: string; target: string }
+  | { op: 'umount'; target: string }
+  | { op: 'detach'; device: string }
+  | { op: 'format'; image: string; bytes: number; commands: string[][] };
+
+interface Reply {
+  ok: boolean;
+  /** `format`: what each command printed on stderr. */
+  stderr?: string[];
+  /** Symbolic errno (`EBUSY`, `EINVAL`…) when not ok. */
+  errno?: string;
+  message?: string;
+}
+
+/**
+ * `LoopHost` through one long-lived root `python3` that makes the syscalls and runs mkfs.ext4: a workspace mount
+ * costs a pipe round trip and about a millisecond of kernel work instead of starting `mount` (10 ms or more), and
+ * the engine never forks its large process to format an image (a fork blocks its event loop for milliseconds).
+ * Without python3, or while the helper is down, each call falls back to the util-linux command.
+ */
+export class HelperLoopHost extends CommandLoopHost {
+  private readonly helper: JsonLineHelper<Request, Reply>;
+
+  constructor(python = '/usr/bin/python3', requestTimeoutMs = 30_000) {
+    super();
+    this.helper = new JsonLineHelper({
+      name: 'loop helper',
+      command: python,
+      args: ['-I', '-S', '-c', HELPER_SOURCE],
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' },
+      startTimeoutMs: START_TIMEOUT_MS,
+      requestTimeoutMs,
+      logger: this.logger,
+    });
+  }
+
+  override async start(): Promise<void> {
+    await this.helper.start();
+  }
+
+  override async format(image: string, bytes: number, owner: ImageOwner): Promise<void> {
+    const commands = [
+      ['mkfs.ext4', ...mkfsArgs(image, owner)],
+      ['debugfs', ...debugfsArgs(image)],
+    ];
+    const size = Math.max(bytes, MIN_IMAGE_BYTES);
+    const reply = await this.viaHelper({ op: 'format', image, bytes: size, commands }, async () => {
+      await super.format(image, bytes, owner);
+      return undefined;
+    });
+    const complaint = debugfsComplaint(reply?.stderr?.[1] ?? '');
+    if (complaint) {
+      await rm(image, { force: true });
+      throw new Error(`debugfs ${debugfsArgs(image).join(' ')} failed: ${complaint}`);
+    }
+  }
+
+  override async mountImage(image: string, target: string, opts: { fresh?: boolean } = {}): Promise<void> {
+    const request = { op: 'mount_image' as const, image, target, fresh: opts.fresh === true };
+    await this.viaHelper(request, async () => {
+      // A helper that died mid-call may have mounted already: the command must not stack a second mount.
+      if (!isMountPoint(target)) await super.mountImage(image, target);
+      return undefined;
+    });
+  }
+
+  override async takeSpare(spare: SpareImage, image: string, target: string): Promise<void> {
+    const request = {
+      op: 'take_spare' as const,
+      spare_image: spare.image,
+      spare_mount: spare.mount,
+      image,
+      target,
+    };
+    await this.viaHelper(request, async () => {
+      // A helper that died mid-call may have done part of it: nothing is done twice.
+      if (existsSync(spare.image)) await rename(spare.image, image);
+      if (!isMountPoint(target)) await this.exec('mount', ['--move', '--', spare.mount, target]);
+      await rmdir(spare.mount).catch(() => undefined);
+      return undefined;
+    });
+  }
+
+  override async removeWorkspace(image: string, trashed: string, target: string): Promise<boolean> {
+    let removed = true;
+    const request = { op: 'remove_workspace' as const, image, trashed, target };
+    const reply = await this.viaHelper(request, async () => {
+      removed = await super.removeWorkspace(image, trashed, target);
+      return undefined;
+    }, ['ENOENT']);
+    return removed && reply?.ok !== false;
+  }
+
+  override async unmount(target: string): Promise<void> {
+    const fallback = async () => void (await super.unmount(target));
+    await this.viaHelper({ op: 'umount', target }, fallback, ['EINVAL', 'ENOENT']);
+  }
+
+  override async detachLoop(device: string): Promise<void> {
+    const fallback = async () => void (await super.detachLoop(device));
+    await this.viaHelper({ op: 'detach', device }, fallback, ['ENXIO', 'ENOENT']);
+  }
+
+  override close(): Promise<void> {
+    this.helper.close();
+    return Promise.resolve();
+  }
+
+  /**
+   * Sends `request` to the helper and resolves with its reply; an errno in `fine` counts as success (not mounted,
+   * not attached). When the helper cannot answer, `fallback` does the same with a command (no reply then).
+   */
+  private async viaHelper(
+    request: Request,
+    fallback: () => Promise<undefined>,
+    fine: string[] = [],
+  ): Promise<Reply | undefined> {
+    let reply: Reply;
+    try {
+      reply = await this.helper.call(request);
+    } catch (err) {
+      if (!(err instanceof HelperUnavailable)) throw err;
+      if (!this.helper.gone) this.logger.warn(`${err.message}; using the command instead`);
+      return fallback();
+    }
+    if (reply.ok || (reply.errno !== undefined && fine.includes(reply.errno))) return reply;
+    const subject =
+      'target' in request ? request.target : 'image' in request ? request.image : request.device;
+    throw new Error(`${request.op} ${subject} failed: ${reply.errno ?? ''} ${reply.message ?? ''}`.trim());
+  }
+}

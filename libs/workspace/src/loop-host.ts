@@ -1,0 +1,179 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { open, rename, rm, rmdir } from 'node:fs/promises';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { Logger } from '@nestjs/common';
+import { isMountPoint } from './mount-table';
+import { errno } from './path-guard';
+
+const run = promisify(execFile);
+const COMMAND_TIMEOUT_MS = 30_000;
+/** ext4 needs a few MiB of its own; tinier caps (tests) get this floor, and the file API holds them to the cap. */
+export const MIN_IMAGE_BYTES = 8 * 2 ** 20;
+
+/** Owner of a fresh workspace's root directory (the sandbox uid), or null to keep root's. */
+export type ImageOwner = { uid: number; gid: number } | null;
+
+/** A formatted image mounted ahead of time, waiting for a workspace (`WorkspaceImagePool`). */
+export interface SpareImage {
+  image: string;
+  /** Where it is mounted: a directory of its own under a private mount (a mount can only be moved from there). */
+  mount: string;
+}
+
+/**
+ * The host operations behind loop-mounted workspaces: formatting images, loop mounts, propagation, loop devices.
+ * Needs root. Every method rejects with an `Error` naming the operation and the path.
+ */
+export abstract class LoopHost {
+  /**
+   * Creates `image` (must not exist) as a sparse ext4 filesystem of `bytes` whose root belongs to `owner` and is
+   * empty (mkfs's lost+found removed, so that mounting it needs no write).
+   */
+  abstract format(image: string, bytes: number, owner: ImageOwner): Promise<void>;
+  /**
+   * Mounts the ext4 filesystem of `image` on `target` (nosuid, nodev, discard) through a loop device: the one the
+   * image is still attached to, if any (mounting it through a second device would corrupt it), else a free one.
+   * `fresh`: the image was never attached, so no such device is looked for. The device is detached by the kernel
+   * once the filesystem is unmounted everywhere.
+   */
+  abstract mountImage(image: string, target: string, opts?: { fresh?: boolean }): Promise<void>;
+  /**
+   * Makes a spare a workspace: renames its image to `image`, moves its mount onto `target` and removes the
+   * directory it was mounted on (which also detaches copies of it that other mount namespaces made).
+   */
+  abstract takeSpare(spare: SpareImage, image: string, target: string): Promise<void>;
+  /**
+   * Removes a workspace for good: moves `image` to `trashed` (the point of no return; false when there is no
+   * image, i.e. the workspace was never capped, and nothing else is done), detaches the filesystem mounted on
+   * `target` (lazily: a sandbox still using it keeps it until it lets go) and removes that directory. The
+   * filesystem's teardown and the image's deletion may follow in the background; a crash leaves the image in the
+   * trash.
+   */
+  abstract removeWorkspace(image: string, trashed: string, target: string): Promise<boolean>;
+  /** Detaches whatever is mounted on `target` now (lazily: a sandbox still using it keeps it until it lets go). */
+  abstract unmount(target: string): Promise<void>;
+  /** Detaches a loop device; the kernel defers it while a filesystem on it is still mounted somewhere. */
+  abstract detachLoop(device: string): Promise<void>;
+  /**
+   * Makes `dir` a mount point (a bind onto itself unless it is one already) with the given propagation: `shared`
+   * in a new peer group (mounts below it reach only mount namespaces copied from the engine's afterwards, as
+   * slaves), or `private`. True when it made the bind.
+   */
+  abstract ownMount(dir: string, propagation: 'shared' | 'private'): Promise<boolean>;
+  /** Starts what makes later calls fast (a helper process), so that the first workspace does not wait for it. */
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Releases what the adapter holds (a helper process); later calls still work. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** `LoopHost` through util-linux commands (`mkfs.ext4`, `mount`, `umount`, `losetup`): each call starts one. */
+export class CommandLoopHost extends LoopHost {
+  protected readonly logger = new Logger('LoopHost');
+
+  async format(image: string, bytes: number, owner: ImageOwner): Promise<void> {
+    const h = await open(image, 'wx', 0o600);
+    try {
+      // Sparse: costs nothing until written.
+      await h.truncate(Math.max(bytes, MIN_IMAGE_BYTES));
+    } finally {
+      await h.close();
+    }
+    try {
+      await this.exec('mkfs.ext4', mkfsArgs(image, owner));
+      // debugfs reports a failed request on stderr and exits 0.
+      const complaint = debugfsComplaint(await this.exec('debugfs', debugfsArgs(image)));
+      if (complaint) throw new Error(`debugfs ${debugfsArgs(image).join(' ')} failed: ${complaint}`);
+    } catch (err) {
+      await rm(image, { force: true });
+      throw err;
+    }
+  }
+
+  async mountImage(image: string, target: string): Promise<void> {
+    // util-linux reuses the loop device the image is attached to, if any.
+    await this.exec('mount', ['-o', 'loop,nosuid,nodev,discard', '--', image, target]);
+  }
+
+  async takeSpare(spare: SpareImage, image: string, target: string): Promise<void> {
+    await rename(spare.image, image);
+    await this.exec('mount', ['--move', '--', spare.mount, target]);
+    await rmdir(spare.mount);
+  }
+
+  async removeWorkspace(image: string, trashed: string, target: string): Promise<boolean> {
+    try {
+      await rename(image, trashed);
+    } catch (err) {
+      if (errno(err) !== 'ENOENT') throw err;
+      // Not moved now: never capped, or moved already by a helper that died before it could answer.
+      if (!existsSync(trashed)) return false;
+    }
+    await this.unmount(target);
+    await rmdir(target).catch((err: unknown) => {
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTEMPTY') throw err; // files put there while unmounted stay
+    });
+    await rm(trashed, { force: true });
+    return true;
+  }
+
+  async unmount(target: string): Promise<void> {
+    if (!isMountPoint(target)) return;
+    await this.exec('umount', ['-l', '--', target]);
+  }
+
+  async detachLoop(device: string): Promise<void> {
+    await this.exec('losetup', ['-d', device]);
+  }
+
+  async ownMount(dir: string, propagation: 'shared' | 'private'): Promise<boolean> {
+    const bind = !isMountPoint(dir);
+    if (bind) await this.exec('mount', ['--bind', '--', dir, dir]);
+    // Private first: a bind inherits the peer group of the mount it was taken from (on most hosts `/`, shared
+    // with every service's namespace); shared again, it starts a group of its own.
+    await this.exec('mount', ['--make-private', '--', dir]);
+    if (propagation === 'shared') await this.exec('mount', ['--make-shared', '--', dir]);
+    return bind;
+  }
+
+  /** Runs `command`; resolves with its stderr, rejects naming the command when it fails. */
+  protected async exec(command: string, args: string[]): Promise<string> {
+    try {
+      const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+      return (await run(command, args, { timeout: COMMAND_TIMEOUT_MS, env })).stderr;
+    } catch (err) {
+      const e = err as Error & { stderr?: string };
+      throw new Error(`${command} ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`, {
+        cause: err,
+      });
+    }
+  }
+}
+
+/**
+ * mkfs.ext4 arguments. No journal: a workspace is scratch space, and the journal would take its share of the cap.
+ * No reserved blocks: the sandbox uid gets the whole cap.
+ */
+export function mkfsArgs(image: string, owner: ImageOwner): string[] {
+  const rootOwner = owner ? ['-E', `root_owner=${owner.uid}:${owner.gid}`] : [];
+  return ['-q', '-F', '-m', '0', '-O', '^has_journal', ...rootOwner, path.resolve(image)];
+}
+
+/** debugfs arguments removing mkfs's lost+found (e2fsck makes one again should it ever need it). */
+export function debugfsArgs(image: string): string[] {
+  return ['-w', '-R', 'rmdir lost+found', path.resolve(image)];
+}
+
+/** What debugfs printed on stderr beyond its version banner: a request that failed. */
+export function debugfsComplaint(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((l) => l.trim() && !/^debugfs \d/.test(l))
+    .join('; ');
+}

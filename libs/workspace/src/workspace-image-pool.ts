@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import * as path from 'node:path';
+import { Logger } from '@nestjs/common';
+import type { ImageOwner, LoopHost, SpareImage } from './loop-host';
+
+export interface WorkspaceImagePoolOptions {
+  /** Directory of the pool's images (`<imageDir>/.pool`): same filesystem as the workspaces' images. */
+  dir: string;
+  /** Where spares are mounted, one directory each: a private mount (the quota makes it one). */
+  mounts: string;
+  /** Images kept formatted and mounted; 0 formats every image when its workspace is created. */
+  size: number;
+  /** Size of each image: the workspace cap. */
+  bytes: number;
+  /** Owner of each image's root directory. */
+  owner: ImageOwner;
+  /**
+   * How long after a spare is taken its replacement starts: long enough for the request that took it to finish
+   * first, rather than share the CPU with a format. Default 20 ms.
+   */
+  refillDelayMs?: number;
+}
+
+/**
+ * Workspace images formatted and mounted ahead of time, so that creating a capped workspace is a rename and a mount
+ * move (a fraction of a millisecond in the kernel) rather than mkfs.ext4, a loop device and a mount (most of a
+ * session's cold start). A few spares (`size`) are kept ready; each one taken is replaced in the background, one at
+ * a time (through the `LoopHost`, whose helper process runs mkfs: the engine's large process never forks for it).
+ * Images are sparse (a few MiB of metadata on disk each) and survive restarts when the cap and owner are unchanged,
+ * to be mounted again; half-formatted ones and those made for other settings are deleted when the pool opens.
+ * Owned by the quota that opens it: `close` stops refilling, waits for the work under way and unmounts the spares.
+ */
+export class WorkspaceImagePool {
+  private readonly logger = new Logger('WorkspaceImagePool');
+  /** Formatted images not mounted yet (kept from a previous run). */
+  private readonly unmounted: string[] = [];
+  private readonly spares: SpareImage[] = [];
+  private filling?: Promise<void>;
+  private refillTimer?: NodeJS.Timeout;
+  private closed = true;
+
+  constructor(
+    private readonly host: LoopHost,
+    private readonly options: WorkspaceImagePoolOptions,
+  ) {}
+
+  /** Spares ready right now. */
+  get readyCount(): number {
+    return this.spares.length;
+  }
+
+  /**
+   * Keeps the images of these settings (to mount them again), deletes every other file of the pool, and starts
+   * filling it. The spares' mount directory must hold nothing mounted.
+   */
+  async open(): Promise<void> {
+    this.closed = false;
+    this.unmounted.length = 0;
+    this.spares.length = 0;
+    await mkdir(this.options.dir, { recursive: true, mode: 0o700 });
+    await mkdir(this.options.mounts, { recursive: true, mode: 0o700 });
+    const prefix = `${this.spec()}~`;
+    for (const name of (await readdir(this.options.dir)).sort()) {
+      const file = path.join(this.options.dir, name);
+      if (name.startsWith(prefix) && name.endsWith('.img')) this.unmounted.push(file);
+      else await rm(file, { recursive: true, force: true });
+    }
+    this.startFilling();
+  }
+
+  /** A spare for a workspace of `bytes` (`LoopHost.takeSpare`), or undefined when none is ready: then `format`. */
+  take(bytes: number): SpareImage | undefined {
+    return bytes === this.options.bytes ? this.spares.shift() : undefined;
+  }
+
+  /** Formats an image at `image` now, for a workspace that found the pool empty. */
+  format(image: string, bytes: number): Promise<void> {
+    return this.host.format(image, bytes, this.options.owner);
+  }
+
+  /** Prepares spares in the background, one at a time, until `size` are ready; starts a little later. */
+  refill(): void {
+    if (this.closed || this.filling || this.refillTimer) return;
+    this.refillTimer = setTimeout(() => {
+      this.refillTimer = undefined;
+      this.startFilling();
+    }, this.options.refillDelayMs ?? 20);
+    this.refillTimer.unref();
+  }
+
+  /** Stops refilling, waits for the spare under way, and unmounts the spares (their images stay for the next open). */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.refillTimer);
+    this.refillTimer = undefined;
+    await this.filling;
+    for (const spare of this.spares.splice(0)) {
+      await this.host.unmount(spare.mount);
+      await rmdir(spare.mount).catch(() => undefined);
+    }
+  }
+
+  private startFilling(): void {
+    if (this.closed || this.filling || this.spares.length >= this.options.size) return;
+    this.filling = this.fill().finally(() => (this.filling = undefined));
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.closed && this.spares.length < this.options.size) {
+      try {
+        // An image kept from a previous run may still be attached to a loop device: looked for, not fresh.
+        const kept = this.unmounted.shift();
+        const image = kept ?? (await this.formatOne());
+        const mount = path.join(this.options.mounts, path.basename(image, '.img'));
+        await mkdir(mount, { mode: 0o700 });
+        try {
+          await this.host.mountImage(image, mount, { fresh: kept === undefined });
+        } catch (err) {
+          await rmdir(mount).catch(() => undefined);
+          throw err;
+        }
+        this.spares.push({ image, mount });
+      } catch (err) {
+        // Not retried in a loop: the next workspace created formats its own image and tries a refill again.
+        this.logger.warn(`cannot prepare a spare workspace image: ${(err as Error).message}`);
+        return;
+      }
+    }
+  }
+
+  private async formatOne(): Promise<string> {
+    const suffix = randomBytes(6).toString('hex');
+    // Renamed only once formatted: a crash mid-format leaves a `tmp~` file, deleted at the next open.
+    const partial = path.join(this.options.dir, `tmp~${suffix}.img`);
+    await this.host.format(partial, this.options.bytes, this.options.owner);
+    const image = path.join(this.options.dir, `${this.spec()}~${suffix}.img`);
+    await rename(partial, image);
+    return image;
+  }
+
+  /** What an image was made for, in its name: images of another cap or owner are not handed out. */
+  private spec(): string {
+    const { bytes, owner } = this.options;
+    return `${bytes}-${owner ? `${owner.uid}.${owner.gid}` : 'root'}`;
+  }
+}
