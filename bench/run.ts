@@ -15,6 +15,10 @@
  *    as a ratio to idle (`bench/bystander.ts`). Target: p50 <= 1.5x idle.
  * 7. sessions: create and delete p50/p90/p99 through the API with capped workspaces (loop quota) vs
  *    `SWITCHYARD_WORKSPACE_QUOTA=off`, interleaved (`bench/sessions.ts`). Target: each p50 <= 1.5x without.
+ * 8. kernels: a warm stateful python cell through the API vs a raw Jupyter kernel, vs a fresh pooled action, and
+ *    kernel start vs raw `python3 -c pass` (`bench/kernels.ts`). Targets there.
+ *
+ * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -29,12 +33,15 @@ import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchBystander } from './bystander';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
+import { benchKernels } from './kernels';
 import { benchSessions } from './sessions';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
 const THROUGHPUT_SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CLIENTS = 16;
+const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 /** A bare bubblewrap sandbox with the tier's namespaces and system mounts, none of the engine's bookkeeping. */
 function rawBwrapArgs(workspace: string): string[] {
   return [
@@ -96,6 +103,16 @@ async function sample(n: number, fn: () => Promise<number>): Promise<number[]> {
 }
 
 async function main(): Promise<void> {
+  if (wanted('core')) await benchCore();
+  if (wanted('containers')) await benchContainers({ runs: RUNS });
+  if (wanted('graph')) await benchGraph({ runs: RUNS });
+  if (wanted('bystander')) await benchBystander({ runs: RUNS });
+  if (wanted('sessions')) await benchSessions();
+  if (wanted('kernels')) await benchKernels({ runs: RUNS });
+}
+
+/** Sections 1–3: print(1), file actions, the browser (one engine). */
+async function benchCore(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
   const rawWs = path.join(dataDir, 'raw-ws');
   mkdirSync(rawWs);
@@ -202,10 +219,6 @@ async function main(): Promise<void> {
     await app.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
-  await benchContainers({ runs: RUNS });
-  await benchGraph({ runs: RUNS });
-  await benchBystander({ runs: RUNS });
-  await benchSessions();
 }
 
 main().catch((err: unknown) => {

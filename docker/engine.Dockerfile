@@ -36,6 +36,8 @@ COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules/ node_modules/
 COPY --from=build /app/dist/ dist/
 COPY --from=build /app/scripts/ scripts/
+# The runner, bound read-only into each session's stateful sandbox of the subprocess tier (kernels, processes).
+COPY --from=build /app/docker/sandbox/runner/ docker/sandbox/runner/
 # Root on purpose: it talks to the Docker socket (root-equivalent on the host anyway) and chowns
 # each session's workspace to the sandbox image's uid (10001) before bind-mounting it.
 EXPOSE 8080

@@ -43,7 +43,9 @@ const INFO_FILE = path.join(RUNTIME_DIR, 'sandbox-image.json');
 const REPOSITORY = 'switchyard/sandbox';
 const SUITE = 'bookworm';
 /** Bump when this script changes how the image is assembled (changes every tag). */
-const RECIPE = 'switchyard-sandbox-recipe/1';
+const RECIPE = 'switchyard-sandbox-recipe/2';
+/** The image's /etc/hosts: `localhost` resolves to the sandbox's own loopback (its background servers). */
+const LOOPBACK_HOSTS = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n';
 /** Instructions `docker import --change` accepts; taken from the Dockerfile's final stage. */
 const IMPORT_INSTRUCTIONS = new Set([
   'CMD',
@@ -432,10 +434,11 @@ function rootfsTarball(args, noCache) {
     );
     log(`setup-rootfs.sh: ${seconds(t0)}`);
     fs.rmSync(buildDir, { recursive: true, force: true });
-    // Docker provides these at run time; keep no trace of the build host.
+    // Docker provides these at run time; keep no trace of the build host. A container with networking disabled
+    // (the pooled and one-off tiers) gets the image's /etc/hosts as it is: loopback names only.
     for (const f of ['etc/resolv.conf', 'etc/hostname', 'etc/hosts']) {
       fs.rmSync(path.join(work, f), { force: true });
-      fs.writeFileSync(path.join(work, f), '');
+      fs.writeFileSync(path.join(work, f), f === 'etc/hosts' ? LOOPBACK_HOSTS : '');
     }
 
     t0 = performance.now();

@@ -45,6 +45,8 @@ if ! getent passwd "$SANDBOX_UID" >/dev/null; then
     --create-home --shell /bin/bash --no-log-init "$SANDBOX_USER"
 fi
 mkdir -p /workspace /opt/switchyard # runner/ is added on top by COPY / the import stream
+# /etc/hosts (loopback names only: containers with networking disabled keep the image's) is written by the
+# builder after this script, with the other files Docker manages at run time.
 chown "$SANDBOX_UID:$SANDBOX_GID" /workspace
 chmod 0755 /workspace
 chmod 1777 /tmp

@@ -135,7 +135,10 @@ function gen(wild: boolean): Gen {
     return fc
       .tuple(
         base,
-        sometimes(fc.constantFrom(...Object.keys(fields)), 8),
+        // A tool without fields (process_list) has nothing to drop.
+        Object.keys(fields).length > 0
+          ? sometimes(fc.constantFrom(...Object.keys(fields)), 8)
+          : fc.constant(null),
         sometimes(fc.dictionary(fc.string({ maxLength: 8 }), hostile, { minKeys: 1, maxKeys: 2 }), 8),
       )
       .map(([body, drop, extra]) => {

@@ -93,8 +93,25 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
     expect((await code(sid, 'python', 'print(1)')).body.stdout).toBe('1\n');
     expect((await code(sid, 'bash', 'echo 1')).body.stdout).toBe('1\n');
     expect(await until(() => launchersOf(pid).length >= 2, 5000)).toBe(true);
+    // The session's stateful sandbox, with a kernel and a background process in it, dies with the engine too.
+    const cell = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
+      type: 'code',
+      language: 'python',
+      code: 'kept = 1',
+      state: 'session',
+    });
+    expect(cell.body.output.kernel).toMatchObject({ tier: 'subprocess', started: true });
+    const bg = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
+      type: 'process',
+      op: 'start',
+      command: 'sleep 4321',
+    });
+    expect(bg.body).toMatchObject({ status: 'succeeded', tier: 'subprocess' });
+    expect(await until(() => allPids().some((p) => running(p) && cmdline(p) === 'sleep 4321'), 5000)).toBe(
+      true,
+    );
     const pending = code(sid, 'bash', 'sleep 30', 40_000).catch(() => undefined);
-    expect(await until(() => launchersOf(pid).length >= 3, 5000)).toBe(true);
+    expect(await until(() => launchersOf(pid).length >= 4, 5000)).toBe(true);
     const launchers = launchersOf(pid);
     const marked = markedBy(pid);
     expect(marked).toEqual(expect.arrayContaining(launchers));
@@ -109,6 +126,8 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
     // Nothing of it runs: not the launchers, not bubblewrap's sandbox processes, not the sleeping code.
     expect(await until(() => markedBy(pid).length === 0, 2000)).toBe(true);
     expect(allPids().filter((p) => running(p) && cmdline(p) === 'sleep 30')).toEqual([]);
+    expect(allPids().filter((p) => running(p) && cmdline(p) === 'sleep 4321')).toEqual([]);
+    expect(allPids().filter((p) => running(p) && cmdline(p).includes('kernel_python.py'))).toEqual([]);
   });
 
   it('the next engine’s start-up kills marked launchers and removes cgroups of dead engines', async () => {

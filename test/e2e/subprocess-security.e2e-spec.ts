@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { EngineHarness } from '../support/engine-harness';
+import { mountDevice, sandboxedProcessesOf } from '../support/host-probes';
 
 /**
  * SECURITY.md items 1–5, 12 and 15 for the subprocess tier. The risk policy would route most of these
@@ -21,36 +22,9 @@ const hostProcesses = (): number =>
       }
     }).length;
 
-/** Live processes that have this session's workspace mounted (idle pre-launched sandboxes have none). */
-/**
- * Sandboxed processes (uid 10001) of one session: those with a `/workspace` mount of that session's workspace. A
- * capped workspace is its own loop filesystem, recognised by its device; an uncapped one by its host path.
- */
-const sessionProcesses = (sessionId: string, hostDir: string): string[] => {
-  const hostMount = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' '))
-    .find((f) => f[4] === hostDir);
-  const isSessionWorkspace = (f: string[]): boolean =>
-    f[4] === '/workspace' && (hostMount ? f[2] === hostMount[2] : f[3]?.includes(sessionId) === true);
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((pid) => {
-      try {
-        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-        const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-        // Zombies have ended already; they wait for this machine's init to reap them.
-        if (/^State:\s+Z/m.test(status)) return [];
-        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-        const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
-          .split('\n')
-          .map((l) => l.split(' '));
-        return uid === '10001' && mounts.some(isSessionWorkspace) ? [`${pid}: ${cmd}`] : [];
-      } catch {
-        return [];
-      }
-    });
-};
+/** Sandboxed processes of one session (its workspace mounted at /workspace), found by the workspace's device. */
+const sessionProcesses = (sessionId: string, hostDir: string): string[] =>
+  sandboxedProcessesOf(sessionId, mountDevice(hostDir));
 
 const processesWith = (marker: string): number =>
   readdirSync('/proc')

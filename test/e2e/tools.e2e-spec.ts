@@ -16,8 +16,34 @@ const MINIMAL: Record<string, Record<string, unknown>> = {
   ls: {},
   find: { pattern: '*.txt' },
   grep: { pattern: 'gamma' },
+  process_start: { command: 'cat', name: 'echo' },
+  process_list: {},
+  process_write: { processId: 'echo', data: 'hello\n' },
+  process_logs: { processId: 'echo' },
+  process_signal: { processId: 'echo', signal: 'HUP' },
+  process_wait: { processId: 'echo', timeoutMs: 5000 },
+  process_stop: { processId: 'echo' },
+  kernel_restart: { language: 'python' },
 };
-const ORDER = ['bash', 'python', 'node', 'write', 'read', 'edit', 'ls', 'find', 'grep'];
+const ORDER = [
+  'bash',
+  'python',
+  'node',
+  'write',
+  'read',
+  'edit',
+  'ls',
+  'find',
+  'grep',
+  'process_start',
+  'process_list',
+  'process_write',
+  'process_logs',
+  'process_signal',
+  'process_wait',
+  'process_stop',
+  'kernel_restart',
+];
 
 /** Browser tools in an order where each finds the page it needs; inputs may use earlier results. */
 function browserSteps(
@@ -114,6 +140,23 @@ describe('tools for model loops', () => {
       expect(tools.length).toBe(ORDER.length + 21);
     },
   );
+
+  it('code tools run in the session kernel unless told otherwise, and answer its result', async () => {
+    const sid = await engine.createSession();
+    await call(sid, { id: 'k1', name: 'python', input: { code: 'total = 40' } });
+    const r = await call(sid, { id: 'k2', name: 'python', input: { code: 'total + 2' } });
+    expect(r.body).toEqual({ tool_use_id: 'k2', content: '[result]\n42\n[exit_code]\n0', is_error: false });
+    await call(sid, { id: 'k3', name: 'bash', input: { command: 'cd /tmp' } });
+    expect((await call(sid, { id: 'k4', name: 'bash', input: { command: 'pwd' } })).body.content).toContain(
+      '/tmp',
+    );
+    const fresh = await call(sid, { id: 'k5', name: 'bash', input: { command: 'pwd', state: 'fresh' } });
+    expect(fresh.body.content).toContain('/workspace');
+    await call(sid, { id: 'k6', name: 'kernel_restart', input: { language: 'python' } });
+    const gone = await call(sid, { id: 'k7', name: 'python', input: { code: 'total' } });
+    expect(gone.body).toMatchObject({ is_error: true });
+    expect(gone.body.content).toContain("NameError: name 'total' is not defined");
+  });
 
   it('answers code tools as [stdout]/[stderr]/[exit_code] sections, a non-zero exit as is_error', async () => {
     const sid = await engine.createSession();

@@ -168,3 +168,31 @@ export function processesMarked(name: string, prefix: string): string[] {
     );
   });
 }
+
+/** `major:minor` of the filesystem mounted at `hostDir` (a capped workspace is its own loop filesystem), if any. */
+export function mountDevice(hostDir: string): string | undefined {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => f[4] === hostDir)?.[2];
+}
+
+/**
+ * Live sandboxed processes (uid 10001) of one session: those with a `/workspace` mount of its workspace, recognised
+ * by the workspace's device (`mountDevice`, taken while it was mounted) or, for an uncapped one, by the session id
+ * in its host path. Answers `pid: cmdline` lines.
+ */
+export function sandboxedProcessesOf(sessionId: string, device?: string): string[] {
+  const isSessionWorkspace = (f: string[]): boolean =>
+    f[4] === '/workspace' && (device ? f[2] === device : f[3]?.includes(sessionId) === true);
+  return pids().flatMap((pid) => {
+    const status = read(`/proc/${pid}/status`);
+    const cmd = read(`/proc/${pid}/cmdline`);
+    const mounts = read(`/proc/${pid}/mountinfo`);
+    if (!status || cmd === undefined || !mounts) return [];
+    // Zombies have ended already; they wait for this machine's init to reap them.
+    if (/^State:\s+Z/m.test(status) || /^Uid:\s+(\d+)/m.exec(status)?.[1] !== '10001') return [];
+    const mine = mounts.split('\n').some((l) => isSessionWorkspace(l.split(' ')));
+    return mine ? [`${pid}: ${cmd.replace(/\0/g, ' ')}`] : [];
+  });
+}

@@ -23,6 +23,7 @@ import { EventsModule } from './events/events.module';
 import { GraphModule } from './graph/graph.module';
 import { contextGraphOptions } from './graph/graph-store';
 import { HealthModule } from './health/health.module';
+import { KernelsModule } from './kernels/kernels.module';
 import { AuthModule } from './http/auth.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlansModule } from './plans/plans.module';
@@ -97,6 +98,10 @@ export class AppModule {
               cpus: config.sandbox.subprocess.cpus,
             },
             tempDir: path.join(config.dataDir, 'tmp'),
+            stateful: {
+              ...sb.stateful,
+              settingNames: { maxProcessesPerSession: 'SWITCHYARD_MAX_PROCESSES' },
+            },
             tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
           },
           {
@@ -164,6 +169,7 @@ export class AppModule {
         EventsModule,
         ActionsModule,
         PlansModule,
+        KernelsModule,
         ToolsModule,
         GraphModule,
         HealthModule,

@@ -15,7 +15,7 @@ export type ActionStatus = (typeof ACTION_STATUSES)[number];
 /** Statuses an action can end in (everything but `running`). */
 export type FinalActionStatus = Exclude<ActionStatus, 'running'>;
 
-export const ACTION_TYPES = ['code', 'file', 'browser'] as const;
+export const ACTION_TYPES = ['code', 'file', 'browser', 'process', 'kernel'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 
 /** Why the engine itself (not the user's code) failed an action. */

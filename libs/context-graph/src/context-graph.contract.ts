@@ -1,11 +1,12 @@
-import { type ActionResult, InvalidInputError } from '@switchyard/common';
-import { randomUUID } from 'node:crypto';
+import { InvalidInputError } from '@switchyard/common';
 import {
   ActionAlreadyCompletedError,
   ActionNotRecordedError,
   ContextGraphClosedError,
   SessionNotRecordedError,
 } from './context-graph.errors';
+import { at, completion, edgeSet, listAll, session, start, uid } from './context-graph-records.contract';
+import { describeStatefulContract } from './context-graph-stateful.contract';
 import type { ContextGraph } from './context-graph.port';
 import type {
   ActionCompletion,
@@ -25,82 +26,6 @@ export interface ContextGraphFixture {
   reopen(): Promise<ContextGraph>;
   /** Closes every graph the fixture opened and removes the store. */
   teardown(): Promise<void>;
-}
-
-const T0 = Date.parse('2025-01-01T00:00:00.000Z');
-const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
-const uid = (prefix: string): string => `${prefix}-${randomUUID()}`;
-
-function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
-  return {
-    id: uid('session'),
-    tenant: 'acme',
-    createdAt: at(0),
-    metadata: { agent: 'contract', tags: ['a'] },
-    ...overrides,
-  };
-}
-
-function start(sessionId: string, overrides: Partial<ActionStart> = {}): ActionStart {
-  return {
-    id: uid('action'),
-    sessionId,
-    type: 'code',
-    operation: 'python',
-    input: { code: 'print(1)', env: { A: '1' } },
-    inputSummary: 'print(1)',
-    inputHash: 'ab'.repeat(32),
-    startedAt: at(1),
-    tier: 'subprocess',
-    risk: { score: 10, level: 'low', reasons: [] },
-    ...overrides,
-  };
-}
-
-function completion(a: ActionStart, overrides: Partial<ActionCompletion> = {}): ActionCompletion {
-  const base = {
-    status: 'succeeded' as const,
-    endedAt: at(2),
-    durationMs: 1000,
-    tier: a.tier,
-    risk: a.risk,
-    exitCode: 0,
-    outputExcerpt: '1\n',
-    files: [],
-    ...overrides,
-  };
-  const result: ActionResult = {
-    id: a.id,
-    sessionId: a.sessionId,
-    type: a.type,
-    status: base.status,
-    exitCode: base.exitCode,
-    stdout: base.outputExcerpt,
-    stderr: '',
-    truncated: { stdout: false, stderr: false },
-    durationMs: base.durationMs,
-    startedAt: a.startedAt,
-    endedAt: base.endedAt,
-    tier: base.tier,
-    risk: base.risk,
-    ...(base.error && { error: base.error }),
-  };
-  return { result, ...base };
-}
-
-/** Order-insensitive edge list, for checks that should not pin an adapter's edge order. */
-const edgeSet = (view: GraphView): string[] => view.edges.map((e) => `${e.type} ${e.from} -> ${e.to}`).sort();
-
-async function listAll(graph: ContextGraph, sessionId: string, limit = 1000): Promise<ActionRecord[]> {
-  const items: ActionRecord[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await graph.listActions(sessionId, { limit, cursor });
-    expect(page.items.length).toBeLessThanOrEqual(limit);
-    items.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return items;
 }
 
 /**
@@ -1006,6 +931,15 @@ export function describeContextGraphContract(
         );
         expect((await graph.sessionGraph('no-such-session')).nodes).toEqual([]);
       });
+    });
+
+    describeStatefulContract({
+      graph: () => graph,
+      reopen: async () => {
+        await graph.close();
+        graph = await fixture.reopen();
+        return graph;
+      },
     });
 
     describe('recovery and lifecycle', () => {

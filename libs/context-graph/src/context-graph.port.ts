@@ -27,11 +27,18 @@ import type {
  * - `RETRY_OF` goes from the retry to the original when `retryOf` is set, with `{reason}` when `retryReason` is.
  * - `sandbox` on completion adds a `RAN_IN` edge to a `Sandbox` node (id `sandbox:<containerId>`, one per
  *   container, so a pooled container collects every action of its session).
+ * - `kernel` on completion adds a `RAN_IN` edge with properties `{executionCount, started}` to a `Kernel` node
+ *   (id `kernel:<kernelId>`, properties `id` (the kernel's own id), `sessionId`, `language`, `tier`; one per
+ *   kernel, so every cell of a kernel points to it). `startedProcess` adds a `STARTED` edge (no properties) to a
+ *   `Process` node (id `process:<processId>`, properties `id` (the process's own id), `sessionId`, `name` when
+ *   set, `command`, `tier`, `startedAt`; one per process). Both come back on the action's record as recorded;
+ *   the node's fields are those of the first action that named it (a kernel's language and tier never change).
  * - `recordPlan` upserts a plan snapshot: a `Plan` node (`HAS_PLAN` from the session), one `Step` node per step
  *   version (id `step:<planId>:<stepId>:<version>`, `HAS_STEP` from the plan), `DEPENDS_ON` to the latest
  *   version of each dependency, `ATTEMPT` to each attempt's action (same session, existing actions only) and
  *   `REPLACES` from a newer version to the one it replaced. Each record replaces the steps' outgoing edges.
- * - Node ids: the session id, the action id, the file id, the sandbox id, the plan id and the step id above.
+ * - Node ids: the session id, the action id, the file id, the sandbox, kernel and process ids, the plan id and
+ *   the step id above.
  * - Every query answers the same on every adapter (same values, same order); on a remote store each query is
  *   one round trip.
  */
@@ -67,17 +74,19 @@ export abstract class ContextGraph {
   abstract listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>>;
 
   /**
-   * Session node, then actions by `seq`, files by path, sandboxes by id, plans by `createdAt` then id, steps by
-   * plan, step id and version; edges grouped by type (`HAS_ACTION`, `NEXT`, `READ`/`WROTE`, `RETRY_OF`,
-   * `RAN_IN`, each group by the action's `seq`; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`,
-   * `REPLACES`, each by plan and step). Empty for an unknown
-   * session. `filter` narrows it (see {@link GraphFilter}); throws `InvalidInputError` (field `since`, `types`,
-   * `status` or `limit`) for a filter that cannot be applied.
+   * Session node, then actions by `seq`, files by path, sandboxes by id, kernels by id, processes by id, plans
+   * by `createdAt` then id, steps by plan, step id and version; edges grouped by type (`HAS_ACTION`, `NEXT`,
+   * `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`, `STARTED`, each group by the action's `seq` — `RAN_IN` to sandboxes
+   * and kernels together, by `seq` then target node id; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`,
+   * `REPLACES`, each by plan and step). Empty for an unknown session. `filter` narrows it (see
+   * {@link GraphFilter}); throws `InvalidInputError` (field `since`, `types`, `status` or `limit`) for a filter
+   * that cannot be applied.
    */
   abstract sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView>;
 
   /**
-   * The failure context of one action (see {@link FailureContext}); `undefined` when the session has no such
+   * The failure context of one action (see {@link FailureContext}), including the kernel it ran in (`null`
+   * outside kernels; `started: true` when its state was fresh); `undefined` when the session has no such
    * action. Throws `InvalidInputError` (field `before`) unless `before` is an integer 0–100.
    */
   abstract failureContext(

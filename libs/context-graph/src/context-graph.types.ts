@@ -43,6 +43,36 @@ export interface SandboxRef {
   containerId: string;
 }
 
+/**
+ * The session kernel a code action ran in (`state: "session"`): a `RAN_IN` edge to the `Kernel` node (id
+ * `kernel:<id>`, one per kernel, so every cell of the kernel points to it).
+ */
+export interface KernelRunRef {
+  /** The kernel's id (`krn_…`). */
+  id: string;
+  language: 'python' | 'node' | 'bash';
+  tier: 'subprocess' | 'pooled';
+  /** The kernel's execution count after this action's cell (edge property). */
+  executionCount: number;
+  /** This action found no kernel and began this one: any state from before is gone (edge property). */
+  started: boolean;
+}
+
+/**
+ * A background process an action started (a `process` action, op `start`): a `STARTED` edge to the `Process`
+ * node (id `process:<id>`, one per process).
+ */
+export interface ProcessGraphRef {
+  /** The process's id (`prc_…`). */
+  id: string;
+  name?: string;
+  /** The command line as given (stores may keep it whole; it is ≤ 64 KiB). */
+  command: string;
+  tier: 'subprocess' | 'pooled';
+  /** ISO 8601. */
+  startedAt: string;
+}
+
 /** What is known when it ends. `result` is the full envelope returned to the caller. */
 export interface ActionCompletion {
   status: Exclude<ActionStatus, 'running'>;
@@ -58,6 +88,10 @@ export interface ActionCompletion {
   result: ActionResult;
   /** Where it ran, when that was a container: a `RAN_IN` edge to the `Sandbox` node. */
   sandbox?: SandboxRef;
+  /** The session kernel its cell ran in: a `RAN_IN` edge to the `Kernel` node. */
+  kernel?: KernelRunRef;
+  /** The background process it started: a `STARTED` edge to the `Process` node. */
+  startedProcess?: ProcessGraphRef;
 }
 
 export interface ActionRecord {
@@ -81,6 +115,10 @@ export interface ActionRecord {
   retryOf?: string;
   retryReason?: string;
   sandbox?: SandboxRef;
+  /** The session kernel it ran in, as recorded on completion. */
+  kernel?: KernelRunRef;
+  /** The background process it started, as recorded on completion. */
+  startedProcess?: ProcessGraphRef;
   /** Deduplicated, sorted by path then access. */
   files: FileTouch[];
   /** The envelope as returned to the caller; absent while running or after a crash. */
@@ -98,7 +136,8 @@ export interface ListActionsQuery {
   limit: number;
 }
 
-export type GraphNodeLabel = 'Session' | 'Action' | 'File' | 'Sandbox' | 'Plan' | 'Step';
+export type GraphNodeLabel =
+  'Session' | 'Action' | 'File' | 'Sandbox' | 'Kernel' | 'Process' | 'Plan' | 'Step';
 export type GraphEdgeType =
   | 'HAS_ACTION'
   | 'NEXT'
@@ -106,6 +145,7 @@ export type GraphEdgeType =
   | 'WROTE'
   | 'RETRY_OF'
   | 'RAN_IN'
+  | 'STARTED'
   | 'HAS_PLAN'
   | 'HAS_STEP'
   | 'DEPENDS_ON'
@@ -151,7 +191,9 @@ export interface GraphNode {
   label: GraphNodeLabel;
   /**
    * Primitive values only, as Neo4j stores them: nested values (session `metadata`) are JSON strings and
-   * unknown fields are absent rather than null.
+   * unknown fields are absent rather than null. The `id` property of `Kernel` and `Process` nodes is the
+   * engine's id (`krn_…`, `prc_…`, what the kernel and process APIs take); Neo4j keeps it as `kernelId` /
+   * `processId`, its `id` being the node id like every node's.
    */
   properties: Record<string, unknown>;
 }
@@ -170,8 +212,8 @@ export interface GraphView {
 
 /**
  * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included, and so
- * are the session's plans and their steps (the filter narrows actions only); files and sandboxes are those of
- * the included actions, and an edge is kept only when both its ends are included (so `NEXT` links only
+ * are the session's plans and their steps (the filter narrows actions only); files, sandboxes, kernels and
+ * processes are those of the included actions, and an edge is kept only when both its ends are included (so `NEXT` links only
  * consecutive included actions, and `ATTEMPT` only reaches included actions).
  */
 export interface GraphFilter {
@@ -233,6 +275,11 @@ export interface FailureContext {
   files: FileContext[];
   /** The plan step version it was an attempt of (its `ATTEMPT` edge); `null` when it ran outside a plan. */
   planStep: PlanStepRef | null;
+  /**
+   * The session kernel it ran in (its `RAN_IN` edge to a `Kernel`), `null` when it ran outside one. With
+   * `started: true` the kernel was begun by this very action: whatever state the cell expected is gone.
+   */
+  kernel: KernelRunRef | null;
 }
 
 export interface FailureContextQuery {

@@ -24,6 +24,7 @@ import type {
   RetryChainEntry,
   SessionRecord,
 } from './context-graph.types';
+import { kernelNode, kernelNodeId, kernelRunRef, processNode, processNodeId } from './context-graph.stateful';
 
 // Everything an adapter returns is assembled here from plain records, so both stores answer with the same
 // values in the same order: the adapters only fetch.
@@ -192,8 +193,10 @@ export function summarize(a: ActionRecord): ActionSummary {
 }
 
 /**
- * The graph view of a session and the given actions (in `seq` order, already filtered). Files and sandboxes
- * come from the actions' touches and `sandbox`; edges whose far end is not in the view are left out.
+ * The graph view of a session and the given actions (in `seq` order, already filtered). Files, sandboxes,
+ * kernels and processes come from the actions' touches, `sandbox`, `kernel` and `startedProcess`; edges whose
+ * far end is not in the view are left out. A kernel or process met twice keeps its first action's values (the
+ * stores keep one node per id, written by its first action).
  */
 export function buildGraphView(
   session: SessionState,
@@ -202,7 +205,15 @@ export function buildGraphView(
 ): GraphView {
   const files = new Map<string, string>();
   const sandboxes = new Map<string, GraphNode>();
+  const kernels = new Map<string, GraphNode>();
+  const processes = new Map<string, GraphNode>();
   for (const a of actions) {
+    if (a.kernel && !kernels.has(kernelNodeId(a.kernel.id))) {
+      kernels.set(kernelNodeId(a.kernel.id), kernelNode(session.id, a.kernel));
+    }
+    if (a.startedProcess && !processes.has(processNodeId(a.startedProcess.id))) {
+      processes.set(processNodeId(a.startedProcess.id), processNode(session.id, a.startedProcess));
+    }
     for (const f of a.files) files.set(fileNodeId(session.id, f.path), f.path);
     if (a.sandbox) {
       const id = sandboxNodeId(a.sandbox.containerId);
@@ -230,6 +241,8 @@ export function buildGraphView(
       .sort(([, a], [, b]) => byString(a, b))
       .map(([id, path]): GraphNode => ({ id, label: 'File', properties: { path } })),
     ...[...sandboxes.values()].sort((a, b) => byString(a.id, b.id)),
+    ...[...kernels.values()].sort((a, b) => byString(a.id, b.id)),
+    ...[...processes.values()].sort((a, b) => byString(a.id, b.id)),
     ...plans.map((p): GraphNode => ({ id: p.id, label: 'Plan', properties: planNodeProperties(p) })),
     ...steps.map(({ step }): GraphNode => ({
       id: step.id,
@@ -250,8 +263,22 @@ export function buildGraphView(
         ? [edge(a.id, a.retryOf, 'RETRY_OF', compact({ reason: a.retryReason }))]
         : [],
     ),
+    // RAN_IN by the action's seq, then by target id (an action may run in a kernel inside a container).
     ...actions.flatMap((a) =>
-      a.sandbox ? [edge(a.id, sandboxNodeId(a.sandbox.containerId), 'RAN_IN')] : [],
+      [
+        ...(a.sandbox ? [edge(a.id, sandboxNodeId(a.sandbox.containerId), 'RAN_IN')] : []),
+        ...(a.kernel
+          ? [
+              edge(a.id, kernelNodeId(a.kernel.id), 'RAN_IN', {
+                executionCount: a.kernel.executionCount,
+                started: a.kernel.started,
+              }),
+            ]
+          : []),
+      ].sort((x, y) => byString(x.to, y.to)),
+    ),
+    ...actions.flatMap((a) =>
+      a.startedProcess ? [edge(a.id, processNodeId(a.startedProcess.id), 'STARTED')] : [],
     ),
     ...plans.map((p) => edge(session.id, p.id, 'HAS_PLAN')),
     ...steps.map(({ plan, step }) => edge(plan.id, step.id, 'HAS_STEP')),
@@ -381,6 +408,7 @@ export function buildFailureContext(
     before: [...before].sort(bySeq),
     files: [...files.values()],
     planStep: planStep ?? null,
+    kernel: action.kernel ? kernelRunRef(action.kernel) : null,
   };
 }
 

@@ -43,8 +43,20 @@ export function validateCodeRequest(
   if (tier !== 'auto' && !TIERS.includes(tier)) {
     throw new InvalidInputError('tier', `tier must be auto or one of ${TIERS.join(', ')}`, 'INVALID_TIER');
   }
+  const state = req.state ?? 'fresh';
+  if (state !== 'fresh' && state !== 'session') {
+    throw new InvalidInputError('state', 'state must be fresh or session', 'INVALID_STATE');
+  }
   checkText('code', req.code, limits.maxCodeBytes);
   if (req.stdin !== undefined) checkText('stdin', req.stdin, limits.maxStdinBytes);
+  if (req.stdin !== undefined && state === 'session') {
+    // A kernel's input is its cells; a cell that reads stdin gets end-of-file.
+    throw new InvalidInputError(
+      'stdin',
+      'stdin cannot be given with state "session" (a kernel reads no input); write it to a file, or use state "fresh"',
+      'STDIN_WITH_SESSION_STATE',
+    );
+  }
   const timeoutMs = req.timeoutMs ?? limits.defaultTimeoutMs;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > limits.maxTimeoutMs) {
     throw new InvalidInputError(

@@ -114,7 +114,7 @@ describe('buildChildEnv', () => {
       PYTHONUNBUFFERED: '1',
       PYTHONDONTWRITEBYTECODE: '1',
     });
-    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin');
+    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin:/opt/switchyard/bin');
     expect(env.HOME).toBe('/tmp');
     expect(buildChildEnv({}, 'bash').PYTHONPATH).toBeUndefined();
   });

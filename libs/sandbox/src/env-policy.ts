@@ -18,8 +18,12 @@ export const ENV_LIMITS = Object.freeze({
   maxTotalBytes: 256 * 1024,
 });
 
+/** Where the tiers put helper commands (the subprocess tier's `python`, when the host has only `python3`). */
+export const SANDBOX_BIN = '/opt/switchyard/bin';
+
 export const BASE_ENV: Readonly<Record<string, string>> = Object.freeze({
-  PATH: '/usr/local/bin:/usr/bin:/bin',
+  // Last, so a system `python` wins where there is one; SANDBOX_BIN only fills what the system lacks.
+  PATH: `/usr/local/bin:/usr/bin:/bin:${SANDBOX_BIN}`,
   HOME: '/tmp',
   TMPDIR: '/tmp',
   LANG: 'C.UTF-8',

@@ -1,4 +1,5 @@
 export * from './sandbox.types';
+export * from './stateful/stateful.types';
 export * from './sandbox-tier.port';
 export * from './sandbox.errors';
 export * from './sandbox.constants';
@@ -6,7 +7,7 @@ export * from './sandbox.options';
 export * from './sandbox.module';
 export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
 export { BASE_ENV, ENV_LIMITS, buildChildEnv, validateEnv } from './env-policy';
-export { OutputCollector, REDACTED } from './output-collector';
+export { OutputCollector, RedactingDecoder, REDACTED } from './output-collector';
 export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';
 export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/risk-rules';
 export { BubblewrapTier } from './subprocess/bubblewrap-tier';
@@ -27,3 +28,13 @@ export {
 } from './subprocess/cgroup-limiter';
 export * from './container';
 export * from './pooled';
+export { SessionKernels } from './stateful/session-kernels';
+export {
+  SessionProcesses,
+  ProcessLimitError,
+  PROCESS_SIGNALS,
+  exitWords,
+  type ProcessSignal,
+} from './stateful/session-processes';
+export { StatefulBoxHost, type StatefulBox } from './stateful/stateful-box.port';
+export type { StatefulOptions } from './stateful/stateful.options';

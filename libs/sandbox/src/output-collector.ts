@@ -10,44 +10,39 @@ const HOLD_CHARS = 4096;
 const OVERLAP_CHARS = 512;
 
 /**
- * One output stream of a run: decodes UTF-8 safely across chunk boundaries, redacts secrets, then keeps at most
- * `maxBytes` and `maxLines`. Redaction happens before the caps, so a cut can never leave half a secret visible.
- * Anything past the caps is dropped on arrival: memory stays bounded whatever the child writes. Every tier uses
- * two, through its runs' `RunSupervisor`.
+ * Decodes one output stream safely across chunk boundaries (UTF-8) and replaces secrets by {@link REDACTED},
+ * holding back the current partial line (up to a bound) so a secret split across chunks is still caught. Used by
+ * every run's `OutputCollector`, and on its own for background processes' logs, which have no caps.
  */
-export class OutputCollector {
+export class RedactingDecoder {
   private readonly decoder = new StringDecoder('utf8');
-  private readonly parts: string[] = [];
   private readonly redact: readonly RegExp[];
   /** Decoded text not yet redacted: the current partial line. */
   private pending = '';
-  private bytes = 0;
-  private lines = 0;
   /** Inside a private key block whose END line has not come yet: everything is secret until it does. */
   private inKeyBlock = false;
-  truncated = false;
   /** True once anything was replaced by {@link REDACTED}. */
   redacted = false;
 
-  constructor(
-    private readonly limits: OutputLimits,
-    private readonly onText?: (text: string) => void,
-  ) {
-    this.redact = (limits.redact ?? []).map((re) => (re.global ? re : new RegExp(re.source, `${re.flags}g`)));
+  constructor(redact: readonly RegExp[] = []) {
+    this.redact = redact.map((re) => (re.global ? re : new RegExp(re.source, `${re.flags}g`)));
   }
 
-  /** Takes a chunk; returns false once the stream went past a cap (the rest of the stream is unwanted). */
-  push(chunk: Buffer): boolean {
-    if (this.truncated) return false;
-    this.keep(this.release(this.decoder.write(chunk), false));
-    return !this.truncated;
+  /** Text of `chunk` that is safe to emit now (possibly empty: a partial line waits). */
+  write(chunk: Buffer): string {
+    return this.release(this.decoder.write(chunk), false);
   }
 
-  /** Everything kept. A complete stream flushes a trailing partial character as U+FFFD; a cut one drops it. */
-  text(): string {
-    if (!this.truncated) this.keep(this.release(this.decoder.end(), true));
+  /** The rest: a trailing partial character as U+FFFD, and whatever was held back. */
+  end(): string {
+    const rest = this.release(this.decoder.end(), true);
     this.pending = '';
-    return this.parts.join('');
+    return rest;
+  }
+
+  /** Drops what is held back (the stream was cut). */
+  discard(): void {
+    this.pending = '';
   }
 
   /** Redacted text that is safe to emit; holds back what a secret could still be continuing in. */
@@ -119,6 +114,45 @@ export class OutputCollector {
       }
     }
     return spans;
+  }
+}
+
+/**
+ * One output stream of a run: a {@link RedactingDecoder}, then at most `maxBytes` and `maxLines` kept. Redaction
+ * happens before the caps, so a cut can never leave half a secret visible. Anything past the caps is dropped on
+ * arrival: memory stays bounded whatever the child writes. Every tier uses two, through its runs' `RunSupervisor`.
+ */
+export class OutputCollector {
+  private readonly stream: RedactingDecoder;
+  private readonly parts: string[] = [];
+  private bytes = 0;
+  private lines = 0;
+  truncated = false;
+
+  constructor(
+    private readonly limits: OutputLimits,
+    private readonly onText?: (text: string) => void,
+  ) {
+    this.stream = new RedactingDecoder(limits.redact);
+  }
+
+  /** True once anything was replaced by {@link REDACTED}. */
+  get redacted(): boolean {
+    return this.stream.redacted;
+  }
+
+  /** Takes a chunk; returns false once the stream went past a cap (the rest of the stream is unwanted). */
+  push(chunk: Buffer): boolean {
+    if (this.truncated) return false;
+    this.keep(this.stream.write(chunk));
+    return !this.truncated;
+  }
+
+  /** Everything kept. A complete stream flushes a trailing partial character as U+FFFD; a cut one drops it. */
+  text(): string {
+    if (!this.truncated) this.keep(this.stream.end());
+    else this.stream.discard();
+    return this.parts.join('');
   }
 
   /** Applies the byte and line caps to emitted text. */

@@ -1,11 +1,12 @@
 import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
 import { PoolExhaustedError } from './pooled/pooled.errors';
+import { BASE_ENV } from './env-policy';
 import { SandboxInternalError } from './sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
 import { SandboxTier } from './sandbox-tier.port';
-import { prepareAndRun } from './sandbox-manager.testing';
+import { kernelsOf, prepareAndRun } from './sandbox-manager.testing';
 import {
   isRunnable,
   type CodeRequest,
@@ -73,7 +74,12 @@ function setup(tiers: Tier[] = ['subprocess', 'pooled', 'container'], options: S
     ...options,
   });
   const fakes = Object.fromEntries(tiers.map((t) => [t, new FakeTier(t)])) as Record<Tier, FakeTier>;
-  const manager = new SandboxManager(resolved, new RiskPolicy(resolved.risk), Object.values(fakes));
+  const manager = new SandboxManager(
+    resolved,
+    new RiskPolicy(resolved.risk),
+    Object.values(fakes),
+    kernelsOf(),
+  );
   return { manager, fakes };
 }
 
@@ -177,7 +183,7 @@ describe('SandboxManager.execute', () => {
       timeoutMs: 30_000,
       workspaceDir: '/srv/ws/ses-1',
     });
-    expect(job.env).toMatchObject({ FOO: 'bar', PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp' });
+    expect(job.env).toMatchObject({ FOO: 'bar', PATH: BASE_ENV.PATH, HOME: '/tmp' });
     expect(job.output).toMatchObject({ maxBytes: 1 << 20, maxLines: 2000 });
     expect(job.onOutput).toBe(onOutput);
     expect(job.output.redact!.length).toBeGreaterThan(0);
@@ -315,7 +321,13 @@ describe('SandboxManager.execute', () => {
   it('refuses two tiers with one name', () => {
     const options = resolveSandboxOptions();
     expect(
-      () => new SandboxManager(options, new RiskPolicy(), [new FakeTier('pooled'), new FakeTier('pooled')]),
+      () =>
+        new SandboxManager(
+          options,
+          new RiskPolicy(),
+          [new FakeTier('pooled'), new FakeTier('pooled')],
+          kernelsOf(),
+        ),
     ).toThrow(/two tiers named "pooled"/);
   });
 });

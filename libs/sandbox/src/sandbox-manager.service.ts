@@ -18,6 +18,8 @@ import {
 } from './sandbox.errors';
 import type { ResolvedSandboxOptions } from './sandbox.options';
 import { SandboxTier } from './sandbox-tier.port';
+import { SessionKernels } from './stateful/session-kernels';
+import { type CellRunResult, isStatefulTier } from './stateful/stateful.types';
 import type {
   CodeOutcome,
   CodeRequest,
@@ -58,6 +60,7 @@ export class SandboxManager {
     @Inject(SANDBOX_OPTIONS) private readonly options: ResolvedSandboxOptions,
     private readonly risk: RiskPolicy,
     @Inject(SANDBOX_TIERS) tiers: SandboxTier[],
+    private readonly kernels: SessionKernels,
   ) {
     for (const tier of tiers) {
       if (this.tiers.has(tier.name)) throw new SandboxConfigError('tiers', `two tiers named "${tier.name}"`);
@@ -71,7 +74,7 @@ export class SandboxManager {
    */
   prepare(req: CodeRequest, options: PrepareOptions = {}): RoutedCode {
     const { timeoutMs, env } = validateCodeRequest(req, this.options);
-    const decision = this.route(req, options.minTier);
+    const decision = this.stateful(req, this.route(req, options.minTier));
     // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
     const tierMax = decision.tier ? this.options.tierLimits[decision.tier].maxTimeoutMs : timeoutMs;
     return {
@@ -79,6 +82,26 @@ export class SandboxManager {
       request: req,
       timeoutMs: Math.min(timeoutMs, tierMax),
       env: buildChildEnv(env, req.language),
+      callerEnv: env,
+    };
+  }
+
+  /** A `state: "session"` request routed to a tier that holds no state (the one-off tier) is refused. */
+  private stateful(req: CodeRequest, decision: RoutingDecision): RoutingDecision {
+    if (req.state !== 'session' || decision.denial || decision.tier === undefined) return decision;
+    if (isStatefulTier(decision.tier)) return decision;
+    const { risk } = decision;
+    const because = risk.reasons.length > 0 ? ` for its ${risk.level} risk (${risk.reasons.join('; ')})` : '';
+    return {
+      ...decision,
+      denial: {
+        class: 'policy',
+        code: 'STATELESS_TIER',
+        message:
+          `this would run in the session's kernel or background processes, but it routes to the ${decision.tier} ` +
+          `tier${because}, which holds no state (each action gets a new container); run it as a code action ` +
+          `with state "fresh"`,
+      },
     };
   }
 
@@ -143,17 +166,14 @@ export class SandboxManager {
     const { request: req, risk, tier: tierName } = routed;
     const elapsed = () => Math.round(performance.now() - started);
     const tier = this.tiers.get(tierName);
-    const availability = tier ? await this.safeAvailability(tier) : notInstalled();
-    if (!tier || !availability.available) {
-      const error: ActionError = {
-        class: 'policy',
-        code: 'TIER_UNAVAILABLE',
-        message: `tier "${tierName}" is not available: ${availability.reason ?? 'unknown reason'}`,
-      };
-      return denied(risk, error, elapsed(), tierName);
-    }
+    const unavailable = await this.unavailable(tierName);
+    if (!tier || unavailable) return denied(risk, unavailable!, elapsed(), tierName);
     let result: TierRunResult;
     try {
+      if (req.state === 'session') {
+        const cell = await this.runCell(routed, hooks.onOutput, signal);
+        return cellOutcome(cell, risk, routed.timeoutMs);
+      }
       result = await tier.run(
         {
           actionId: req.actionId,
@@ -193,6 +213,57 @@ export class SandboxManager {
     return toOutcome(result, tierName, risk, routed.timeoutMs);
   }
 
+  /** A cell for the session's kernel of its language, in the routed tier or a stronger one holding that state. */
+  private runCell(
+    routed: RunnableCode,
+    onOutput: TierJob['onOutput'],
+    signal?: AbortSignal,
+  ): Promise<CellRunResult> {
+    const { request: req, tier } = routed;
+    if (!isStatefulTier(tier))
+      throw new SandboxInternalError('STATELESS_TIER', `tier ${tier} holds no kernels`);
+    return this.kernels.runCell(
+      {
+        actionId: req.actionId,
+        sessionId: req.sessionId,
+        language: req.language,
+        code: req.code,
+        env: routed.callerEnv,
+        baseEnv: buildChildEnv({}, req.language),
+        timeoutMs: routed.timeoutMs,
+        tier,
+        tierExplicit: req.tier !== undefined && req.tier !== 'auto',
+        workspaceDir: req.workspaceDir,
+        output: this.options.tierLimits[tier].output,
+        onOutput,
+      },
+      signal,
+    );
+  }
+
+  /**
+   * The refusal of a tier that is not installed or not available now (`TIER_UNAVAILABLE`, recorded `denied`), or
+   * `undefined` when it can run. Never a fallback to another tier.
+   */
+  async unavailable(tierName: Tier): Promise<ActionError | undefined> {
+    const tier = this.tiers.get(tierName);
+    const availability = tier ? await this.safeAvailability(tier) : notInstalled();
+    if (tier && availability.available) return undefined;
+    return {
+      class: 'policy',
+      code: 'TIER_UNAVAILABLE',
+      message: `tier "${tierName}" is not available: ${availability.reason ?? 'unknown reason'}`,
+    };
+  }
+
+  /**
+   * Routes input that will run in the session's stateful sandbox without being a cell (a background process's
+   * command, text for its stdin): scored as bash code, never to a weaker tier, and refused where no state is held.
+   */
+  routeStateful(req: CodeRequest, minTier?: Tier): RoutingDecision {
+    return this.stateful({ ...req, state: 'session' }, this.route(req, minTier));
+  }
+
   /** Every tier, registered or not; unregistered ones say so. */
   async availability(): Promise<Record<Tier, TierAvailability>> {
     const entries = await Promise.all(
@@ -206,6 +277,8 @@ export class SandboxManager {
 
   /** Frees what every tier holds for the session; tries all of them before reporting a failure. */
   async releaseSession(sessionId: string): Promise<void> {
+    // Kernels end first, so their records say why; the tiers then kill the boxes they lived in.
+    await this.kernels.releaseSession(sessionId);
     const results = await Promise.allSettled(
       [...this.tiers.values()].map((t) => t.releaseSession(sessionId)),
     );
@@ -248,6 +321,42 @@ function denied(risk: RiskAssessment, error: ActionError, durationMs: number, ti
     error,
     durationMs,
   };
+}
+
+/**
+ * A cell's observations as the action's outcome: a tier run's, plus its kernel and the value of its last expression.
+ * An interrupt request ends it `cancelled`; a timeout or an out-of-memory kill says whether the kernel kept its state.
+ */
+export function cellOutcome(r: CellRunResult, risk: RiskAssessment, timeoutMs: number): CodeOutcome {
+  // The kernel's tier: the routed one, or a stronger one whose kernel already held the session's state.
+  const ran = r.kernel.tier;
+  const outcome: CodeOutcome = {
+    ...toOutcome(r, ran, risk, timeoutMs),
+    kernel: { ...r.kernel, ...(r.stateLost && { stateLost: true }) },
+    ...(r.result !== undefined && { result: r.result }),
+    ...(r.note !== undefined && { note: r.note }),
+  };
+  const lost =
+    "its kernel was killed, so the session's state in it is lost; the next cell starts a fresh kernel";
+  if (r.interrupted) {
+    outcome.status = 'cancelled';
+    outcome.error = {
+      class: 'cancelled',
+      code: 'KERNEL_INTERRUPTED',
+      message: 'interrupted; the kernel keeps its state',
+    };
+  } else if (outcome.status === 'timed_out') {
+    outcome.error = {
+      class: 'timeout',
+      code: 'TIMEOUT',
+      message: r.stateLost
+        ? `timed out after ${timeoutMs} ms and did not stop when interrupted: ${lost}`
+        : `timed out after ${timeoutMs} ms; the cell was interrupted and the kernel keeps its state`,
+    };
+  } else if (outcome.error?.class === 'limit' && r.stateLost) {
+    outcome.error = { ...outcome.error, message: `${outcome.error.message}; ${lost}` };
+  }
+  return outcome;
 }
 
 /** A tier's observations as the action's outcome. A non-zero exit is `failed` without an engine error. */

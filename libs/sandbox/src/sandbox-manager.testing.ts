@@ -1,4 +1,7 @@
+import { systemClock } from '@switchyard/common';
 import type { SandboxManager } from './sandbox-manager.service';
+import type { SandboxTier } from './sandbox-tier.port';
+import { SessionKernels } from './stateful/session-kernels';
 import { type CodeOutcome, type CodeRequest, isRunnable, type TierJob } from './sandbox.types';
 
 /**
@@ -24,4 +27,13 @@ export async function prepareAndRun(
     };
   }
   return manager.execute(routed, undefined, hooks);
+}
+
+/** @internal Tests only: the kernels of `tiers` (those that hold state), with short, test-friendly timings. */
+export function kernelsOf(tiers: readonly SandboxTier[] = []): SessionKernels {
+  return new SessionKernels(
+    tiers.flatMap((t) => (t.stateful ? [t.stateful] : [])),
+    { idleMs: 60_000, interruptGraceMs: 1000, runnerGraceMs: 5000 },
+    systemClock,
+  );
 }

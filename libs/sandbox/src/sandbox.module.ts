@@ -1,4 +1,13 @@
-import { Global, Module, type DynamicModule, type ModuleMetadata, type Type } from '@nestjs/common';
+import {
+  Global,
+  Module,
+  Injectable,
+  type DynamicModule,
+  type ModuleMetadata,
+  type OnApplicationShutdown,
+  type Type,
+} from '@nestjs/common';
+import { CLOCK, type Clock, systemClock } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
 import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
 import { SandboxManager } from './sandbox-manager.service';
@@ -8,6 +17,9 @@ import {
   type SandboxModuleOptions,
 } from './sandbox.options';
 import type { SandboxTier } from './sandbox-tier.port';
+import { SessionKernels } from './stateful/session-kernels';
+import { SessionProcesses } from './stateful/session-processes';
+import type { StatefulBoxHost } from './stateful/stateful-box.port';
 import { BubblewrapTier } from './subprocess/bubblewrap-tier';
 import { detectProcessLimiter } from './subprocess/cgroup-limiter';
 import { ChildProcessLauncher, ProcessLauncher } from './subprocess/process-launcher';
@@ -18,6 +30,12 @@ export interface SandboxTierExtensions {
   tiers?: Array<Type<SandboxTier>>;
   imports?: ModuleMetadata['imports'];
 }
+
+/** A runner that has not answered this long past a cell's timeout and grace is taken for hung. */
+const RUNNER_GRACE_MS = 5000;
+
+const statefulHosts = (tiers: SandboxTier[]): StatefulBoxHost[] =>
+  tiers.flatMap((t) => (t.stateful ? [t.stateful] : []));
 
 /**
  * Risk policy, sandbox manager and tiers. Global: the engine imports it once with
@@ -51,9 +69,64 @@ export class SandboxModule {
           useFactory: (...tiers: SandboxTier[]) => tiers,
           inject: [BubblewrapTier, ...extra],
         },
+        {
+          provide: SessionKernels,
+          useFactory: (o: ResolvedSandboxOptions, tiers: SandboxTier[], clock?: Clock) =>
+            new SessionKernels(
+              statefulHosts(tiers),
+              {
+                idleMs: o.stateful.kernelIdleMs,
+                interruptGraceMs: o.stateful.interruptGraceMs,
+                runnerGraceMs: RUNNER_GRACE_MS,
+              },
+              clock ?? systemClock,
+            ),
+          inject: [SANDBOX_OPTIONS, SANDBOX_TIERS, { token: CLOCK, optional: true }],
+        },
+        {
+          provide: SessionProcesses,
+          useFactory: (o: ResolvedSandboxOptions, tiers: SandboxTier[], clock?: Clock) =>
+            new SessionProcesses(
+              statefulHosts(tiers),
+              {
+                maxPerSession: o.stateful.maxProcessesPerSession,
+                maxPerSessionSetting: o.stateful.settingNames.maxProcessesPerSession,
+                logBytes: o.stateful.processLogBytes,
+                redact: o.output.redact ?? [],
+              },
+              clock ?? systemClock,
+            ),
+          inject: [SANDBOX_OPTIONS, SANDBOX_TIERS, { token: CLOCK, optional: true }],
+        },
+        StatefulShutdown,
         SandboxManager,
       ],
-      exports: [SANDBOX_OPTIONS, RiskPolicy, SandboxManager, SANDBOX_TIERS, BubblewrapTier],
+      exports: [
+        SANDBOX_OPTIONS,
+        RiskPolicy,
+        SandboxManager,
+        SANDBOX_TIERS,
+        BubblewrapTier,
+        SessionKernels,
+        SessionProcesses,
+      ],
     };
+  }
+}
+
+/**
+ * Shutdown of kernels and processes: no new one starts and their records end, before the tiers (their owners of
+ * the boxes) kill everything in them.
+ */
+@Injectable()
+class StatefulShutdown implements OnApplicationShutdown {
+  constructor(
+    private readonly kernels: SessionKernels,
+    private readonly processes: SessionProcesses,
+  ) {}
+
+  onApplicationShutdown(): void {
+    this.kernels.close();
+    this.processes.close();
   }
 }

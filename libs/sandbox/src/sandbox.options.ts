@@ -2,6 +2,11 @@ import { type Tier, TIERS } from '@switchyard/common';
 import { SandboxConfigError } from './sandbox.errors';
 import { DEFAULT_NICE_PATH, DEFAULT_SETPRIV_PATH } from './subprocess/bwrap-command';
 import type { OutputLimits, RiskThresholds, TierForLevel } from './sandbox.types';
+import {
+  resolveStatefulOptions,
+  type ResolvedStatefulOptions,
+  type StatefulOptions,
+} from './stateful/stateful.options';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -176,6 +181,8 @@ export interface SandboxModuleOptions {
    * the engine's ids. The session workspace must be writable by this uid.
    */
   runAs?: { uid: number; gid: number } | null;
+  /** Session kernels and background processes. */
+  stateful?: StatefulOptions;
 }
 
 export interface TierRunLimitsOptions {
@@ -209,6 +216,7 @@ export interface ResolvedSandboxOptions {
   tempDir?: string;
   extraReadOnlyBinds: string[];
   runAs?: { uid: number; gid: number };
+  stateful: ResolvedStatefulOptions;
 }
 
 /** Host uid/gid of sandboxed code when the engine runs as root; the sandbox image's user has the same ids. */
@@ -299,6 +307,7 @@ export function resolveSandboxOptions(
           ? { uid: DEFAULT_SANDBOX_HOST_ID, gid: DEFAULT_SANDBOX_HOST_ID }
           : undefined
         : (options.runAs ?? undefined),
+    stateful: resolveStatefulOptions(options.stateful),
   };
   const positive: Array<[string, number | undefined]> = [
     ['defaultTimeoutMs', resolved.defaultTimeoutMs],

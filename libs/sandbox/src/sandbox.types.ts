@@ -7,6 +7,7 @@ import type {
   Tier,
   TierRequest,
 } from '@switchyard/common';
+import type { CodeState, KernelRef } from './stateful/stateful.types';
 
 /** What a code action asks for, as its caller sent it. */
 export interface CodeSpec {
@@ -17,6 +18,8 @@ export interface CodeSpec {
   env?: Record<string, string>;
   /** `auto` (the default) lets the risk policy choose; a stronger tier may be asked for, never a weaker one. */
   tier?: TierRequest;
+  /** `session`: run in the session's kernel for the language, keeping state between actions. Default `fresh`. */
+  state?: CodeState;
 }
 
 /** A code action as the engine hands it to the sandbox manager. */
@@ -46,6 +49,8 @@ export interface RoutedCode extends RoutingDecision {
   timeoutMs: number;
   /** The child's final environment: the allowlisted base plus the request's validated entries. */
   env: Record<string, string>;
+  /** The request's own validated entries (a kernel gets them per cell, on top of the base it started with). */
+  callerEnv: Record<string, string>;
 }
 
 /** A routed request that may run: it has a tier and no denial. */
@@ -56,7 +61,8 @@ export const isRunnable = (routed: RoutedCode): routed is RunnableCode =>
 
 /** What a code action produced. A non-zero exit is `failed`, not an error. */
 export interface CodeOutcome {
-  status: 'succeeded' | 'failed' | 'timed_out' | 'denied' | 'error';
+  /** `cancelled`: a kernel cell stopped by an interrupt request (the kernel keeps its state). */
+  status: 'succeeded' | 'failed' | 'timed_out' | 'denied' | 'error' | 'cancelled';
   tier?: Tier;
   risk: RiskAssessment;
   exitCode?: number;
@@ -69,6 +75,12 @@ export interface CodeOutcome {
   /** Secrets were replaced in stdout or stderr. */
   redacted?: boolean;
   durationMs: number;
+  /** `state: "session"`: the kernel that ran the cell (`stateLost` when it died during the cell). */
+  kernel?: KernelRef & { stateLost?: boolean };
+  /** `state: "session"`: the repr of the cell's last expression, when it has one. */
+  result?: string;
+  /** `state: "session"`: why the cell ran in another kernel than the session's existing one of its language. */
+  note?: string;
 }
 
 /** One run handed to a tier, already validated and routed. */

@@ -8,7 +8,7 @@ import type {
   SwitchyardError,
   Tier,
 } from '@switchyard/common';
-import type { SandboxRef } from '@switchyard/context-graph';
+import type { KernelRunRef, ProcessGraphRef, SandboxRef } from '@switchyard/context-graph';
 import type { Session } from '../sessions/session.model';
 import type { ActionRequest } from './action-request';
 
@@ -28,6 +28,10 @@ export interface Outcome {
   redacted?: boolean;
   /** The container the code ran in, for the graph's `RAN_IN` edge. */
   sandbox?: SandboxRef;
+  /** The session kernel a cell ran in, for the graph's `RAN_IN` edge to its Kernel node. */
+  kernel?: KernelRunRef;
+  /** The background process the action started, for the graph's `STARTED` edge. */
+  startedProcess?: ProcessGraphRef;
   /**
    * A refusal of the input itself that only running could find (a symlink leading out of the workspace). The action
    * is recorded `denied` like any refusal; the HTTP edge answers it as the 4xx it would have been if found earlier.

@@ -1,5 +1,6 @@
 import type { BrowserRequest } from '@switchyard/browser';
-import type { CodeSpec } from '@switchyard/sandbox';
+import type { Language, TierRequest } from '@switchyard/common';
+import type { CodeSpec, ProcessSignal, StatefulTier } from '@switchyard/sandbox';
 import type { FileOp } from '@switchyard/workspace';
 
 /**
@@ -12,7 +13,29 @@ export type CodeActionRequest = { type: 'code' } & CodeSpec;
 export type FileActionRequest = { type: 'file' } & FileOp;
 export type BrowserActionRequest = { type: 'browser' } & BrowserRequest;
 
-export type ActionRequest = CodeActionRequest | FileActionRequest | BrowserActionRequest;
+/** A background process to start, or one to look at or act on (by id or name). */
+export type ProcessOperation =
+  | {
+      op: 'start';
+      command: string;
+      name?: string;
+      cwd?: string;
+      env?: Record<string, string>;
+      tier?: TierRequest;
+    }
+  | { op: 'list' }
+  | { op: 'logs'; processId: string; tail?: number; sinceSeq?: number }
+  | { op: 'write'; processId: string; data: string; eof?: boolean }
+  | { op: 'signal'; processId: string; signal: ProcessSignal }
+  | { op: 'stop'; processId: string; graceMs?: number }
+  | { op: 'wait'; processId: string; timeoutMs: number };
+export type ProcessActionRequest = { type: 'process' } & ProcessOperation;
+
+/** Kernels are driven by the session's code actions; this restarts them (state cleared). */
+export type KernelActionRequest = { type: 'kernel'; op: 'restart'; language: Language; tier?: StatefulTier };
+
+export type ActionRequest =
+  CodeActionRequest | FileActionRequest | BrowserActionRequest | ProcessActionRequest | KernelActionRequest;
 
 /** A request of one type. */
 export type RequestOf<T extends ActionRequest['type']> = Extract<ActionRequest, { type: T }>;

@@ -14,11 +14,19 @@ import { ExecutionEngine } from './execution-engine.service';
 import { BrowserActionHandler } from './handlers/browser-action.handler';
 import { CodeActionHandler } from './handlers/code-action.handler';
 import { FileActionHandler } from './handlers/file-action.handler';
+import { KernelActionHandler } from './handlers/kernel-action.handler';
+import { ProcessActionHandler } from './handlers/process-action.handler';
 import { InFlightActions } from './in-flight-actions';
 import { RetryPolicy } from './retry-policy';
 
 /** Every kind of action has one handler here; the engine runs them all through the same steps. */
-const HANDLERS = [CodeActionHandler, FileActionHandler, BrowserActionHandler];
+const HANDLERS = [
+  CodeActionHandler,
+  FileActionHandler,
+  BrowserActionHandler,
+  ProcessActionHandler,
+  KernelActionHandler,
+];
 
 /** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
 @Module({

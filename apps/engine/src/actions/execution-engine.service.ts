@@ -273,6 +273,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           files: final.files,
           result,
           sandbox: final.sandbox,
+          ...(final.kernel && { kernel: final.kernel }),
+          ...(final.startedProcess && { startedProcess: final.startedProcess }),
         });
         this.envelopes.log(result, summary);
         this.metrics.actionCompleted(result);

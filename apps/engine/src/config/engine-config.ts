@@ -6,6 +6,7 @@ import { type GraphConfig, graphConfig } from './graph-env';
 import { type HttpConfig, httpConfig } from './http-env';
 import { type RedactionConfig, redactionConfig } from './redaction-env';
 import { type SandboxConfig, sandboxConfig } from './sandbox-env';
+import { type StatefulConfig, statefulConfig } from './stateful-env';
 import { type WorkspaceConfig, workspaceConfig } from './workspace-env';
 
 export { ConfigError, type ConfigProblem } from './config-error';
@@ -20,7 +21,7 @@ export type { RiskThresholdConfig } from './sandbox-env';
  * libraries get what they need from here).
  */
 export interface EngineConfig extends HttpConfig {
-  sandbox: SandboxConfig & ContainerTiersConfig;
+  sandbox: SandboxConfig & ContainerTiersConfig & { stateful: StatefulConfig };
   workspace: WorkspaceConfig;
   browser: BrowserConfig;
   redaction: RedactionConfig;
@@ -39,7 +40,11 @@ export function loadEngineConfig(
   const parsed = parseEngineEnv(env);
   return {
     ...httpConfig(parsed, cwd),
-    sandbox: { ...sandboxConfig(parsed), ...containerTiersConfig(parsed, cwd) },
+    sandbox: {
+      ...sandboxConfig(parsed),
+      ...containerTiersConfig(parsed, cwd),
+      stateful: statefulConfig(parsed, cwd),
+    },
     workspace: workspaceConfig(parsed),
     browser: browserConfig(parsed),
     redaction: redactionConfig(parsed, env),

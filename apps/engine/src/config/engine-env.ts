@@ -7,6 +7,7 @@ import { GraphEnv } from './graph-env';
 import { HttpEnv } from './http-env';
 import { RedactionEnv } from './redaction-env';
 import { SandboxEnv } from './sandbox-env';
+import { StatefulEnv } from './stateful-env';
 import { WorkspaceEnv } from './workspace-env';
 
 /**
@@ -16,6 +17,7 @@ import { WorkspaceEnv } from './workspace-env';
 export const ENGINE_ENV_SCHEMAS = [
   HttpEnv,
   SandboxEnv,
+  StatefulEnv,
   ContainerEnv,
   WorkspaceEnv,
   BrowserEnv,
@@ -27,6 +29,7 @@ export const ENGINE_ENV_SCHEMAS = [
 /** The whole environment, parsed. */
 export type EngineEnv = HttpEnv &
   SandboxEnv &
+  StatefulEnv &
   ContainerEnv &
   WorkspaceEnv &
   BrowserEnv &

@@ -7,7 +7,11 @@ export type SessionEventType =
   | 'plan.step.started'
   | 'plan.step.completed'
   | 'plan.needs_replan'
-  | 'plan.completed';
+  | 'plan.completed'
+  | 'kernel.started'
+  | 'kernel.ended'
+  | 'process.output'
+  | 'process.exited';
 
 export interface SessionEvent {
   /** Increases by one per event of the session; what `Last-Event-ID` refers to. */

@@ -121,6 +121,11 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     return s;
   }
 
+  /** The session exists and is not ending: events about it still have a stream to go to. */
+  isLive(id: string): boolean {
+    return this.sessions.has(id) && !this.ending.has(id);
+  }
+
   list(tenant: string): Session[] {
     return [...this.sessions.values()].filter((s) => s.tenant === tenant && !this.ending.has(s.id));
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type ActionResult, SwitchyardError } from '@switchyard/common';
+import { type ActionResult, type ActionType, SwitchyardError } from '@switchyard/common';
 import { parseActionRequest } from '../actions/dto/action-body';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import { RequestValidationError } from '../http/request-validation.error';
@@ -107,16 +107,16 @@ function section(name: string, text: string | undefined, truncated = false): str
 }
 
 /** `[stdout]…[stderr]…[exit_code]…` for code, the op's output for files; engine failures lead with `[error]`. */
-export function toContent(
-  kind: 'code' | 'file' | 'browser',
-  r: ActionResult,
-): Omit<ToolResult, 'tool_use_id'> {
+export function toContent(kind: ActionType, r: ActionResult): Omit<ToolResult, 'tool_use_id'> {
   const failed = r.status !== 'succeeded';
   const parts: string[] = [];
   if (r.error && r.status !== 'failed') parts.push(`[error]\n${r.status}: ${r.error.message}`);
   if (kind === 'code') {
     parts.push(...section('stdout', r.stdout, r.truncated.stdout));
     parts.push(...section('stderr', r.stderr, r.truncated.stderr));
+    const { result, note } = (r.output ?? {}) as { result?: unknown; note?: unknown };
+    if (typeof result === 'string') parts.push(`[result]\n${result}`);
+    if (typeof note === 'string') parts.push(`[note]\n${note}`);
     if (r.exitCode !== undefined) parts.push(`[exit_code]\n${r.exitCode}`);
   } else if (r.error && r.status === 'failed') {
     parts.push(`[error]\n${r.error.message}`);

@@ -1,7 +1,10 @@
+import type { ActionType } from '@switchyard/common';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { BROWSER_ACTION_DTOS } from '../actions/dto/browser-action.dto';
 import { CodeActionDto } from '../actions/dto/code-action.dto';
 import { FILE_ACTION_DTOS } from '../actions/dto/file-action.dto';
+import { KERNEL_ACTION_DTOS } from '../actions/dto/kernel-action.dto';
+import { PROCESS_ACTION_DTOS } from '../actions/dto/process-action.dto';
 
 /** JSON Schema of a tool's input. */
 export interface JsonSchema {
@@ -22,7 +25,7 @@ export interface ToolDefinition {
   fieldOf(actionField: string): string;
   /** Fields the tool takes. */
   fields: string[];
-  kind: 'code' | 'file' | 'browser';
+  kind: ActionType;
 }
 
 type SchemaObject = { properties?: Record<string, unknown>; required?: string[]; description?: string };
@@ -63,13 +66,16 @@ function codeTool(language: 'bash' | 'python' | 'node', description: string): To
   const sourceField = language === 'bash' ? 'command' : 'code';
   const inputSchema = derive(
     CodeActionDto,
-    ['code', 'timeoutMs'],
+    ['code', 'timeoutMs', 'state'],
     { code: sourceField },
     {
       [sourceField]:
         language === 'bash'
           ? 'The bash command(s) to run in the session workspace.'
-          : `The ${language} program to run in the session workspace.`,
+          : `The ${language} code to run in the session workspace.`,
+      state:
+        "session (default here): run in the session's persistent kernel, so state from earlier calls is there; " +
+        'fresh: a new interpreter for this call only.',
     },
   );
   return {
@@ -78,9 +84,10 @@ function codeTool(language: 'bash' | 'python' | 'node', description: string): To
     inputSchema,
     kind: 'code',
     fields: Object.keys(inputSchema.properties),
+    // Models expect a persistent shell and interpreter: tool calls run in the session kernel unless told otherwise.
     toAction: (input) => {
-      const { [sourceField]: code, ...rest } = input;
-      return { ...rest, type: 'code', language, code };
+      const { [sourceField]: code, state, ...rest } = input;
+      return { ...rest, type: 'code', language, code, state: state ?? 'session' };
     },
     fieldOf: (f) => (f === 'code' ? sourceField : f),
   };
@@ -88,7 +95,7 @@ function codeTool(language: 'bash' | 'python' | 'node', description: string): To
 
 /** A tool taking every field of an op's validation class but `type` and `op`. */
 function opTool(
-  kind: 'file' | 'browser',
+  kind: Exclude<ActionType, 'code'>,
   name: string,
   op: string,
   cls: { name: string },
@@ -117,18 +124,44 @@ function browserTool(op: keyof typeof BROWSER_ACTION_DTOS): ToolDefinition {
   return opTool('browser', `browser_${op}`, op, cls, description);
 }
 
+/** `process_<op>`: a background process op. */
+function processTool(op: keyof typeof PROCESS_ACTION_DTOS, description: string): ToolDefinition {
+  return opTool('process', `process_${op}`, op, PROCESS_ACTION_DTOS[op], description);
+}
+
 /** Built-in descriptions; a TOML file can override them without a rebuild (see `ToolDescriptions`). */
 export const BUILTIN_DESCRIPTIONS: Record<string, string> = {
-  bash: 'Run bash commands in the session workspace (a sandbox picked by risk). Returns stdout, stderr and the exit code.',
+  bash:
+    'Run bash commands in the session workspace (a sandbox picked by risk). One persistent shell per session: the ' +
+    'working directory, exported variables and functions stay between calls (state: "fresh" for a clean shell). ' +
+    'Returns stdout, stderr and the exit code.',
   python:
-    'Run a Python 3 program in the session workspace (a sandbox picked by risk). Returns stdout, stderr and the exit code.',
-  node: 'Run a Node.js program in the session workspace (a sandbox picked by risk). Returns stdout, stderr and the exit code.',
+    'Run Python 3 code in the session workspace (a sandbox picked by risk). One persistent interpreter per session: ' +
+    'variables, imports and functions stay between calls, and the value of a final expression is returned, as in a ' +
+    'notebook (state: "fresh" for a clean interpreter). Returns stdout, stderr, the result and the exit code.',
+  node:
+    'Run JavaScript in a persistent Node.js context in the session workspace (a sandbox picked by risk): ' +
+    "declarations stay between calls, top-level await works, the final expression's value is returned " +
+    '(state: "fresh" for a clean context). Returns stdout, stderr, the result and the exit code.',
   read: 'Read a text file of the workspace, optionally a range of lines.',
   write: 'Write a file in the workspace (overwrite, append, or create only).',
   edit: 'Replace an exact string in a workspace file.',
   ls: 'List a workspace directory.',
   find: 'Find workspace files by glob pattern.',
   grep: 'Search workspace files for a regular expression.',
+  process_start:
+    "Start a background process (e.g. a dev server) that keeps running between calls; the session's bash, python " +
+    'and node tools reach it on localhost. Returns its processId.',
+  process_list: "List the session's background processes.",
+  process_logs: "Read a background process's output (the last chunks, or those after a seq).",
+  process_write: "Write text to a background process's standard input.",
+  process_signal:
+    'Send a signal (TERM, INT, KILL, HUP, USR1, USR2) to a background process and its children.',
+  process_stop: 'Stop a background process and everything it started.',
+  process_wait: 'Wait for a background process to exit (bounded by timeoutMs).',
+  kernel_restart:
+    "Restart the session's persistent python, node or bash interpreter: clears its variables, imports, functions " +
+    'and (bash) working directory, e.g. after a bad state or a stuck import.',
 };
 
 /** The engine's tools, in a stable order. */
@@ -144,6 +177,10 @@ export function buildToolCatalog(): ToolDefinition[] {
     fileTool('ls', 'list', d.ls),
     fileTool('find', 'find', d.find),
     fileTool('grep', 'grep', d.grep),
+    ...(Object.keys(PROCESS_ACTION_DTOS) as Array<keyof typeof PROCESS_ACTION_DTOS>).map((op) =>
+      processTool(op, d[`process_${op}`]),
+    ),
+    opTool('kernel', 'kernel_restart', 'restart', KERNEL_ACTION_DTOS.restart, d.kernel_restart),
     ...(Object.keys(BROWSER_ACTION_DTOS) as Array<keyof typeof BROWSER_ACTION_DTOS>).map(browserTool),
   ];
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describeContextGraphContract } from '../testing';
 import type { ContextGraphFixture } from '../testing';
-import type { ActionStart } from '../context-graph.types';
+import type { ActionCompletion, ActionStart } from '../context-graph.types';
 import { SessionNotRecordedError } from '../context-graph.errors';
 import { SqliteContextGraph } from './sqlite-context-graph';
 
@@ -51,6 +51,29 @@ describe('SqliteContextGraph', () => {
     startedAt: '2025-01-01T00:00:00.000Z',
     tier: 'engine',
     risk: { score: 0, level: 'low', reasons: [] },
+  });
+
+  const at = '2025-01-01T00:00:01.000Z';
+  const completion = (id: string, overrides: Partial<ActionCompletion> = {}): ActionCompletion => ({
+    status: 'succeeded',
+    endedAt: at,
+    durationMs: 1000,
+    tier: 'engine',
+    risk: { score: 0, level: 'low', reasons: [] },
+    outputExcerpt: '',
+    files: [],
+    result: {
+      id,
+      sessionId: 's',
+      type: 'file',
+      status: 'succeeded',
+      truncated: { stdout: false, stderr: false },
+      durationMs: 1000,
+      startedAt: '2025-01-01T00:00:00.000Z',
+      tier: 'engine',
+      risk: { score: 0, level: 'low', reasons: [] },
+    },
+    ...overrides,
   });
 
   it('runs in WAL mode (NORMAL sync plus an explicit WAL fsync per commit), foreign keys and a busy timeout', () => {
@@ -203,6 +226,49 @@ describe('SqliteContextGraph', () => {
       expect(batch.entries).toBe(3);
       expect(batch.plans?.map((p) => [p.id, p.steps.map((st) => st.attempts)])).toEqual([['p', [['a1']]]]);
       await migrated.close();
+    });
+
+    it('migrates a version-4 file (no kernels or processes): keeps its actions and outbox, then takes both', async () => {
+      const g = await open(true, 'v4.sqlite');
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      const box = { tier: 'pooled' as const, containerId: 'c'.repeat(64) };
+      await g.recordActionCompleted('a1', completion('a1', { sandbox: box }));
+      const before = await g.getAction('s', 'a1');
+      await g.close();
+      // Back to the version-4 shape: version 5 only added these four tables.
+      const v4 = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
+      v4.exec(`DROP TABLE kernel_runs; DROP TABLE kernels; DROP TABLE process_starts; DROP TABLE processes;
+        PRAGMA user_version = 4;`);
+      v4.close();
+
+      const migrated = await open(true, 'v4.sqlite');
+      expect(await migrated.getAction('s', 'a1')).toEqual(before);
+      expect(migrated.outboxSize()).toBe(3);
+      const kernel = {
+        id: 'krn_1',
+        language: 'python' as const,
+        tier: 'pooled' as const,
+        executionCount: 1,
+        started: true,
+      };
+      const process = { id: 'prc_1', command: 'npm run dev', tier: 'pooled' as const, startedAt: at };
+      await migrated.recordActionStarted(start('a2', 's'));
+      await migrated.recordActionCompleted('a2', completion('a2', { sandbox: box, kernel }));
+      await migrated.recordActionStarted(start('a3', 's'));
+      await migrated.recordActionCompleted('a3', completion('a3', { startedProcess: process }));
+      expect(await migrated.getAction('s', 'a2')).toMatchObject({ sandbox: box, kernel });
+      expect((await migrated.getAction('s', 'a3'))?.startedProcess).toStrictEqual(process);
+      const batch = migrated.outboxBatch(100);
+      expect(batch.actions.map((a) => [a.id, a.kernel?.id, a.startedProcess?.id])).toEqual([
+        ['a1', undefined, undefined],
+        ['a2', 'krn_1', undefined],
+        ['a3', undefined, 'prc_1'],
+      ]);
+      await migrated.close();
+      const check = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 5 });
+      check.close();
     });
 
     it('queues exactly the actions markRunningInterrupted ends', async () => {

@@ -51,6 +51,7 @@ import {
 } from '../context-graph.views';
 import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
+import { readStatefulRefs, STATEFUL_SCHEMA, type StatefulRefs, writeStatefulRefs } from './sqlite-stateful';
 import { WalSync } from './wal-sync';
 
 export interface SqliteContextGraphOptions {
@@ -161,6 +162,7 @@ CREATE TABLE IF NOT EXISTS step_attempts (
   PRIMARY KEY (step_id, action_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS step_attempts_by_action ON step_attempts(action_id);
+${STATEFUL_SCHEMA}
 CREATE TABLE IF NOT EXISTS outbox (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan')),
@@ -170,12 +172,13 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 `;
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 /**
  * Steps from each older `user_version` to the next (new tables and indexes come from SCHEMA's IF NOT EXISTS).
  * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage;
  * version 3 had no plans, and its outbox took no `plan` entries (a CHECK, so the table is rebuilt, keeping its
- * entries; SCHEMA then recreates its index).
+ * entries; SCHEMA then recreates its index); version 4 had no kernels or processes (new tables only: the
+ * actions it holds have neither, and kernels and processes travel in their action's outbox entry).
  */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
@@ -191,6 +194,7 @@ const MIGRATIONS: Record<number, string> = {
     INSERT INTO outbox_v4 (id, kind, key, session_id) SELECT id, kind, key, session_id FROM outbox ORDER BY id;
     DROP TABLE outbox;
     ALTER TABLE outbox_v4 RENAME TO outbox;`,
+  4: STATEFUL_SCHEMA,
 };
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
@@ -388,6 +392,7 @@ export class SqliteContextGraph extends ContextGraph {
         sandboxId ?? null,
         actionId,
       );
+      writeStatefulRefs((sql) => this.sql(sql), actionId, row.session_id, c);
       for (const file of c.files) {
         const id = fileNodeId(row.session_id, file.path);
         this.sql('INSERT INTO files (id, session_id, path) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(
@@ -669,7 +674,10 @@ export class SqliteContextGraph extends ContextGraph {
       ) as { id: string } | undefined;
       actions.set(row.key, { ...record, ...(prev && { prevId: prev.id }) });
       bytes +=
-        actionRow.input.length + (actionRow.result?.length ?? 0) + (actionRow.output_excerpt?.length ?? 0);
+        actionRow.input.length +
+        (actionRow.result?.length ?? 0) +
+        (actionRow.output_excerpt?.length ?? 0) +
+        (record.startedProcess?.command.length ?? 0);
     }
     return {
       lastId,
@@ -804,14 +812,15 @@ export class SqliteContextGraph extends ContextGraph {
     }));
   }
 
-  /** Rows to records, with files and sandboxes fetched in one query each for all of them. */
+  /** Rows to records, with files, sandboxes, kernels and processes fetched in one query each for all of them. */
   private hydrate(rows: ActionRow[]): ActionRecord[] {
     if (rows.length === 0) return [];
+    const ids = list(rows.map((r) => r.id));
     const touches = new Map<string, FileTouch[]>();
     for (const t of this.sql(
       `SELECT af.action_id, f.path, af.access FROM action_files af JOIN files f ON f.id = af.file_id
        WHERE af.action_id IN (SELECT value FROM json_each(?))`,
-    ).all(list(rows.map((r) => r.id))) as TouchRow[]) {
+    ).all(ids) as TouchRow[]) {
       const files = touches.get(t.action_id) ?? [];
       files.push({ path: t.path, access: t.access });
       touches.set(t.action_id, files);
@@ -826,17 +835,24 @@ export class SqliteContextGraph extends ContextGraph {
             ).all(list(sandboxIds)) as SandboxRow[]
           ).map((b) => [b.id, { tier: b.tier, containerId: b.container_id }] as const),
     );
+    const stateful = readStatefulRefs((sql) => this.sql(sql), ids);
     return rows.map((row) =>
       toRecord(
         row,
         touches.get(row.id) ?? [],
         row.sandbox_id === null ? undefined : sandboxes.get(row.sandbox_id),
+        stateful.get(row.id) ?? {},
       ),
     );
   }
 }
 
-function toRecord(row: ActionRow, files: FileTouch[], sandbox: SandboxRef | undefined): ActionRecord {
+function toRecord(
+  row: ActionRow,
+  files: FileTouch[],
+  sandbox: SandboxRef | undefined,
+  { kernel, startedProcess }: StatefulRefs,
+): ActionRecord {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -858,6 +874,8 @@ function toRecord(row: ActionRow, files: FileTouch[], sandbox: SandboxRef | unde
     retryOf: row.retry_of ?? undefined,
     retryReason: row.retry_reason ?? undefined,
     sandbox,
+    kernel,
+    startedProcess,
     files: sortTouches(files),
     result: parseOpt(row.result),
   };

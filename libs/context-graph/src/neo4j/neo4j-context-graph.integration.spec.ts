@@ -5,7 +5,7 @@
  */
 import neo4j from 'neo4j-driver';
 import { GraphStoreConnectionError } from '../context-graph.errors';
-import type { ActionStart } from '../context-graph.types';
+import type { ActionCompletion, ActionStart } from '../context-graph.types';
 import {
   type ContextGraphFixture,
   describeContextGraphContract,
@@ -71,6 +71,30 @@ describe('Neo4jContextGraph', () => {
     ...overrides,
   });
 
+  const at = (s: number): string => new Date(Date.parse('2025-01-01T00:00:00.000Z') + s * 1000).toISOString();
+  const completion = (id: string, overrides: Partial<ActionCompletion> = {}): ActionCompletion => ({
+    status: 'succeeded',
+    endedAt: at(2),
+    durationMs: 1000,
+    tier: 'subprocess',
+    risk: { score: 10, level: 'low', reasons: [] },
+    exitCode: 0,
+    outputExcerpt: '',
+    files: [],
+    result: {
+      id,
+      sessionId: 's',
+      type: 'code',
+      status: 'succeeded',
+      truncated: { stdout: false, stderr: false },
+      durationMs: 1000,
+      startedAt: at(1),
+      tier: 'subprocess',
+      risk: { score: 10, level: 'low', reasons: [] },
+    },
+    ...overrides,
+  });
+
   async function seed(): Promise<void> {
     await graph.recordSession({ id: 's', tenant: 't', createdAt: '2025-01-01T00:00:00.000Z', metadata: {} });
     await graph.recordActionStarted(start('a1', 's'));
@@ -106,7 +130,11 @@ describe('Neo4jContextGraph', () => {
       constraints.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('type')]),
     ).toEqual(
       expect.arrayContaining(
-        ['Session', 'Action', 'File', 'Sandbox'].map((label) => [[label], ['id'], 'UNIQUENESS']),
+        ['Session', 'Action', 'File', 'Sandbox', 'Kernel', 'Process', 'Plan', 'Step'].map((label) => [
+          [label],
+          ['id'],
+          'UNIQUENESS',
+        ]),
       ),
     );
     const indexes = await testNeo4j
@@ -149,6 +177,62 @@ describe('Neo4jContextGraph', () => {
       .admin()
       .executeQuery("MATCH (:Action {id: 'a1'})-[w:WROTE]->(f:File) RETURN w {.*} AS w");
     expect(wrote.records.map((r) => r.get('w') as unknown)).toEqual([{ fileId: 'file:s:a.txt', seq: 1 }]);
+  });
+
+  it('keeps kernels and processes as MERGEd nodes with the engine ids, RAN_IN counts as integers', async () => {
+    await seed();
+    const kernel = {
+      id: 'krn_1',
+      language: 'python' as const,
+      tier: 'subprocess' as const,
+      executionCount: 4,
+      started: false,
+    };
+    const process = { id: 'prc_1', command: 'npm run dev', tier: 'subprocess' as const, startedAt: at(3) };
+    const before = graph.statementCount();
+    await graph.recordActionCompleted('a2', completion('a2', { kernel, startedProcess: process }));
+    expect(graph.statementCount() - before).toBe(1);
+    await graph.recordActionStarted(start('a3', 's'));
+    await graph.recordActionCompleted('a3', completion('a3', { kernel: { ...kernel, executionCount: 5 } }));
+
+    const { records } = await testNeo4j.admin().executeQuery(
+      `MATCH (a:Action)-[r:RAN_IN]->(k:Kernel)
+       RETURN a.id AS action, k {.*} AS kernel, valueType(r.executionCount) AS countType, r {.*} AS edge
+       ORDER BY a.id`,
+    );
+    expect(records.map((r) => r.toObject())).toEqual(
+      ['a2', 'a3'].map((action, i) => ({
+        action,
+        kernel: {
+          id: 'kernel:krn_1',
+          kernelId: 'krn_1',
+          sessionId: 's',
+          language: 'python',
+          tier: 'subprocess',
+        },
+        countType: 'INTEGER NOT NULL',
+        edge: { executionCount: 4 + i, started: false },
+      })),
+    );
+    const started = await testNeo4j
+      .admin()
+      .executeQuery(
+        'MATCH (a:Action)-[r:STARTED]->(p:Process) RETURN a.id AS action, p {.*} AS p, r {.*} AS r',
+      );
+    expect(started.records.map((r) => r.toObject())).toEqual([
+      {
+        action: 'a2',
+        p: {
+          id: 'process:prc_1',
+          processId: 'prc_1',
+          sessionId: 's',
+          command: 'npm run dev',
+          tier: 'subprocess',
+          startedAt: at(3),
+        },
+        r: {},
+      },
+    ]);
   });
 
   it('answers every query with one statement (no N+1)', async () => {

@@ -59,6 +59,7 @@ import {
 } from '../context-graph.views';
 import type { ReplicaAction, ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
 import * as Q from './neo4j-cypher';
+import { statefulParams, statefulRefs } from './neo4j-stateful';
 
 export interface Neo4jContextGraphOptions {
   /** `bolt://host:7687`, `neo4j://…`, or their `+s`/`+ssc` TLS forms. */
@@ -175,6 +176,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
           props: completionProperties(c),
           ...touchParams(c.files),
           sandbox: c.sandbox ? [sandboxParam(c.sandbox)] : [],
+          ...statefulParams(c.kernel, c.startedProcess),
         }),
       );
       const before = result.records[0]?.get('before') as ActionStatus | undefined;
@@ -541,6 +543,7 @@ function replicaParam(a: ReplicaAction): Props {
     retryReason: a.retryReason ?? null,
     ...touchParams(a.files),
     sandbox: a.sandbox ? [sandboxParam(a.sandbox)] : [],
+    ...statefulParams(a.kernel, a.startedProcess),
   };
 }
 
@@ -612,6 +615,7 @@ function toRecord(p: Props): ActionRecord {
     retryOf: opt(p.retryOf),
     retryReason: opt(p.retryReason),
     sandbox: sandbox && { tier: sandbox.tier, containerId: sandbox.containerId },
+    ...statefulRefs(p),
     files: sortTouches((p.files as ActionRecord['files'] | undefined) ?? []),
     result:
       p.result === null || p.result === undefined

@@ -1,8 +1,9 @@
 // Every statement the Neo4j adapter runs. Values always travel as parameters; the only text put together
-// here is the fixed projection below, so no caller input ever reaches the Cypher text.
+// here is the fixed projections and fragments below, so no caller input ever reaches the Cypher text.
 //
 // Model: (:Session)-[:HAS_ACTION]->(:Action), (:Action)-[:NEXT]->(:Action) by seq, (:Action)-[:READ|WROTE]->
-// (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox), (:Session)-[:HAS_PLAN]->(:Plan)
+// (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox), (:Action)-[:RAN_IN {executionCount,
+// started}]->(:Kernel), (:Action)-[:STARTED]->(:Process), (:Session)-[:HAS_PLAN]->(:Plan)
 // -[:HAS_STEP]->(:Step), (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action). Actions carry `sessionId` so one
 // composite index answers every per-session lookup; the session's `lastSeq` hands out gapless seqs; WROTE edges
 // carry the file's id and the writer's seq, indexed, for last-writer lookups.
@@ -13,6 +14,8 @@ export const SCHEMA: readonly string[] = [
   'CREATE CONSTRAINT action_id IF NOT EXISTS FOR (a:Action) REQUIRE a.id IS UNIQUE',
   'CREATE CONSTRAINT file_id IF NOT EXISTS FOR (f:File) REQUIRE f.id IS UNIQUE',
   'CREATE CONSTRAINT sandbox_id IF NOT EXISTS FOR (b:Sandbox) REQUIRE b.id IS UNIQUE',
+  'CREATE CONSTRAINT kernel_id IF NOT EXISTS FOR (k:Kernel) REQUIRE k.id IS UNIQUE',
+  'CREATE CONSTRAINT process_id IF NOT EXISTS FOR (pr:Process) REQUIRE pr.id IS UNIQUE',
   'CREATE CONSTRAINT plan_id IF NOT EXISTS FOR (p:Plan) REQUIRE p.id IS UNIQUE',
   'CREATE CONSTRAINT step_id IF NOT EXISTS FOR (st:Step) REQUIRE st.id IS UNIQUE',
   'CREATE INDEX action_session_seq IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.seq)',
@@ -25,12 +28,35 @@ export const SCHEMA: readonly string[] = [
 
 export const AWAIT_INDEXES = 'CALL db.awaitIndexes(60)';
 
-/** An action as a map with its files, original and sandbox: everything an `ActionRecord` holds. */
+/**
+ * An action as a map with its files, original, sandbox, kernel and started process: everything an
+ * `ActionRecord` holds.
+ */
 const actionMap = (v: string): string => `${v} {.*,
   files: [(${v})-[r:READ|WROTE]->(f:File) | {path: f.path, access: CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END}],
   retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
   retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0],
-  sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId}][0]}`;
+  sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId}][0],
+  kernel: [(${v})-[r:RAN_IN]->(k:Kernel) | {id: k.kernelId, language: k.language, tier: k.tier,
+    executionCount: r.executionCount, started: r.started}][0],
+  startedProcess: [(${v})-[:STARTED]->(pr:Process) | {id: pr.processId, name: pr.name, command: pr.command,
+    tier: pr.tier, startedAt: pr.startedAt}][0]}`;
+
+/**
+ * The `Kernel`/`Process` nodes (one per id: MERGE, properties set on creation) and the action's `RAN_IN`
+ * (properties set, so a replay converges) and `STARTED` edges. `kernels` and `processes` are lists of zero or
+ * one parameter maps (see `neo4j-stateful.ts`); shared by the completion and the replica so they cannot drift.
+ */
+const statefulEdges = (a: string, kernels: string, processes: string, sessionId: string): string => `
+  FOREACH (k IN ${kernels} |
+    MERGE (kn:Kernel {id: k.id})
+      ON CREATE SET kn.kernelId = k.kernelId, kn.sessionId = ${sessionId}, kn.language = k.language, kn.tier = k.tier
+    MERGE (${a})-[r:RAN_IN]->(kn) SET r.executionCount = k.executionCount, r.started = k.started)
+  FOREACH (p IN ${processes} |
+    MERGE (pn:Process {id: p.id})
+      ON CREATE SET pn.processId = p.processId, pn.sessionId = ${sessionId}, pn.name = p.name,
+        pn.command = p.command, pn.tier = p.tier, pn.startedAt = p.startedAt
+    MERGE (${a})-[:STARTED]->(pn))`;
 
 /** A plan with its steps and their edges: everything a `StoredPlan` holds. */
 const planMap = (v: string): string => `${v} {.*, steps: [(${v})-[:HAS_STEP]->(st:Step) | st {.*,
@@ -91,7 +117,7 @@ CALL (a, before) {
     MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = a.seq)
   FOREACH (b IN $sandbox |
     MERGE (x:Sandbox {id: b.id}) ON CREATE SET x.tier = b.tier, x.containerId = b.containerId, x.sessionId = a.sessionId
-    MERGE (a)-[:RAN_IN]->(x))
+    MERGE (a)-[:RAN_IN]->(x))${statefulEdges('a', '$kernel', '$process', 'a.sessionId')}
 }
 RETURN before`;
 
@@ -193,7 +219,7 @@ FOREACH (path IN x.writes |
   MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = x.props.seq)
 FOREACH (b IN x.sandbox |
   MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.sessionId = x.sessionId
-  MERGE (a)-[:RAN_IN]->(sb))`;
+  MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId')}`;
 
 // Upserts plan snapshots (recordPlan, one plan; the replica, each plan of a batch): MERGE on ids, then each
 // step's outgoing edges are replaced by the record's, so replaying any snapshot converges on it. Steps are

@@ -124,7 +124,10 @@ describe('ReplicatedContextGraph on Neo4j', () => {
   });
   afterEach(() => f.teardown());
 
-  /** Two sessions with every kind of node and edge: files, retries, sandboxes, an ended session. */
+  /**
+   * Two sessions with every kind of node and edge: files, retries, sandboxes, kernels (two cells of one),
+   * processes, plans, an ended session.
+   */
   async function history(graph: ContextGraph): Promise<string[]> {
     const sessions = ['s1', 's2'];
     for (const id of sessions) {
@@ -132,6 +135,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     }
     const sandbox = { tier: 'pooled' as const, containerId: 'c'.repeat(64) };
     for (const sid of sessions) {
+      const kernel = { id: `krn_${sid}`, language: 'python' as const, tier: 'pooled' as const };
       const a1 = start(`${sid}-a1`, sid);
       await graph.recordActionStarted(a1);
       await graph.recordActionCompleted(
@@ -145,6 +149,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
             { path: 'data.csv', access: 'read' },
           ],
           sandbox: sid === 's1' ? sandbox : { tier: 'container', containerId: 'd'.repeat(64) },
+          kernel: { ...kernel, executionCount: 1, started: true },
         }),
       );
       const a2 = start(`${sid}-a2`, sid, { retryOf: a1.id, startedAt: at(3) });
@@ -154,6 +159,21 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         completion(a2, {
           files: [{ path: 'src/a.py', access: 'read' }],
           sandbox: sid === 's1' ? sandbox : undefined,
+          kernel: { ...kernel, executionCount: 2, started: false },
+        }),
+      );
+      const a4 = start(`${sid}-a4`, sid, { type: 'process', operation: 'start', startedAt: at(4) });
+      await graph.recordActionStarted(a4);
+      await graph.recordActionCompleted(
+        a4.id,
+        completion(a4, {
+          startedProcess: {
+            id: `prc_${sid}`,
+            ...(sid === 's1' && { name: 'web' }),
+            command: 'npm run dev',
+            tier: 'pooled',
+            startedAt: at(4.5),
+          },
         }),
       );
       await graph.recordActionStarted(
@@ -209,6 +229,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       for (const filter of [
         undefined,
         { types: ['code' as const] },
+        { types: ['process' as const] },
         { status: ['failed' as const] },
         { limit: 1 },
       ]) {
@@ -217,7 +238,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       expect(await f.remote.listActions(sid, { limit: 2 })).toEqual(
         await f.local.listActions(sid, { limit: 2 }),
       );
-      for (const id of ['a1', 'a2', 'a3'].map((a) => `${sid}-${a}`)) {
+      for (const id of ['a1', 'a2', 'a3', 'a4'].map((a) => `${sid}-${a}`)) {
         expect(await f.remote.getAction(sid, id)).toEqual(await f.local.getAction(sid, id));
         expect(await f.remote.failureContext(sid, id, { before: 5 })).toStrictEqual(
           await f.local.failureContext(sid, id, { before: 5 }),
@@ -236,7 +257,21 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     expect(await f.graph.drain(10_000)).toBe(true);
     const runningCopy = { sessions: [], actions: [(await f.local.getAction('s', 'a'))!] };
 
-    await f.graph.recordActionCompleted(a.id, completion(a, { files: [{ path: 'x', access: 'write' }] }));
+    await f.graph.recordActionCompleted(
+      a.id,
+      completion(a, {
+        files: [{ path: 'x', access: 'write' }],
+        kernel: { id: 'krn_1', language: 'node', tier: 'pooled', executionCount: 1, started: true },
+      }),
+    );
+    const p = start('p', 's', { type: 'process', operation: 'start', startedAt: at(3) });
+    await f.graph.recordActionStarted(p);
+    await f.graph.recordActionCompleted(
+      p.id,
+      completion(p, {
+        startedProcess: { id: 'prc_1', command: 'npm run dev', tier: 'pooled', startedAt: at(3) },
+      }),
+    );
     await f.graph.endSession('s', at(9), 'deleted');
     expect(await f.graph.drain(10_000)).toBe(true);
     const expected = await f.local.sessionGraph('s');
@@ -253,7 +288,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
           endReason: 'deleted' as const,
         },
       ],
-      actions: [(await f.local.getAction('s', 'a'))!],
+      actions: [(await f.local.getAction('s', 'a'))!, (await f.local.getAction('s', 'p'))!],
     };
     await f.remote.applyReplica(latest);
     await f.remote.applyReplica(latest);
@@ -263,6 +298,15 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       actions: [],
     });
     expect(await f.remote.sessionGraph('s')).toEqual(expected);
+    // Replays never duplicate a node or an edge: Neo4j holds exactly what the view shows.
+    const counts = await testNeo4j
+      .admin()
+      .executeQuery('MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges');
+    expect(counts.records[0].toObject()).toEqual({
+      nodes: expected.nodes.length,
+      edges: expected.edges.length,
+    });
+    expect(expected.nodes.map((n) => n.label)).toEqual(expect.arrayContaining(['Kernel', 'Process']));
   });
 
   it('reads from Neo4j when it holds the whole session, from the local file otherwise', async () => {

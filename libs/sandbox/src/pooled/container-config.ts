@@ -60,7 +60,9 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
     },
     // The engine's attach is the runner's stdin: when the engine goes, the runner reads EOF and the container ends.
     ...ATTACHED_STDIO,
-    NetworkDisabled: true,
+    // No network: `NetworkMode: none` in the shared host config, as for one-off containers (only a loopback). Not
+    // also `NetworkDisabled`, which leaves /etc/hosts empty: `localhost` must resolve for code that talks to the
+    // session's own background servers.
     StopSignal: 'SIGKILL',
     HostConfig: {
       ...sandboxHostConfig(limits),

@@ -7,4 +7,4 @@ export { engineIsDead } from './pooled-reaper';
 export type { WarmPoolStats } from './warm-pool';
 export { HostMounts, ChildProcessHostMounts, parseMountInfo, type MountEntry } from './host-mounts';
 export { buildContainerConfig, POOLED_LABELS, POOLED_TIER_LABEL, RUNNER_CMD } from './container-config';
-export { RUNNER_PROTOCOL } from './runner-connection';
+export { RUNNER_PROTOCOL } from '../runner/runner-connection';

@@ -8,7 +8,7 @@ import { buildContainerConfig } from './container-config';
 import type { HostMounts } from './host-mounts';
 import type { DockerClient } from '../container/docker-client';
 import type { ResolvedPooledOptions } from './pooled.options';
-import { RunnerConnection, RunnerTimeoutError, type RunnerHello } from './runner-connection';
+import { RunnerConnection, RunnerTimeoutError, type RunnerHello } from '../runner/runner-connection';
 
 const STDERR_TAIL_BYTES = 2048;
 

@@ -22,7 +22,7 @@ import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { resolvePooledOptions, type PooledOptions } from './pooled.options';
 import { engineIsDead } from './pooled-reaper';
 import { PooledTier } from './pooled-tier';
-import { RUNNER_PROTOCOL, type RunnerExit, type RunnerRunRequest } from './runner-connection';
+import { RUNNER_PROTOCOL, type RunnerExit, type RunnerRunRequest } from '../runner/runner-connection';
 
 type RunScript = (
   request: RunnerRunRequest & { id: number },

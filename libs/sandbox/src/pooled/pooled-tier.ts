@@ -17,6 +17,7 @@ import { HostMounts } from './host-mounts';
 import { POOLED_OPTIONS } from './pooled.constants';
 import type { ResolvedPooledOptions } from './pooled.options';
 import { PooledContainerFactory } from './pooled-container';
+import { PooledBoxes } from './pooled-boxes';
 import { PooledImageProbe } from './pooled-image-probe';
 import { PooledReaper } from './pooled-reaper';
 import { RunnerRuns } from './runner-runs';
@@ -65,6 +66,8 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
   private readonly leases: SessionLeases;
   private readonly runs: RunnerRuns;
   private readonly images: PooledImageProbe;
+  /** Sessions' containers as the boxes of their kernels and background processes. */
+  override readonly stateful: PooledBoxes;
   private availableAt?: { at: number; result: TierAvailability };
   private started = false;
 
@@ -91,6 +94,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     );
     this.runs = new RunnerRuns(options, docker, this.leases, this.clock, this.logger);
     this.images = new PooledImageProbe(options, docker, this.clock);
+    this.stateful = new PooledBoxes(this.leases, options.limits.memoryBytes);
   }
 
   /** Reaps leftovers of dead engines, prepares the mount root and starts warming containers. Never throws. */

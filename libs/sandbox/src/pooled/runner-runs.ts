@@ -8,8 +8,8 @@ import { emptyResult, enforcedLimit, formatBytes, outOfMemory } from '../supervi
 import { RunSupervisor } from '../supervision/run-supervisor';
 import { RunnerLostError } from './pooled.errors';
 import type { ResolvedPooledOptions } from './pooled.options';
-import { RunnerRefusedError, type RunnerExit } from './runner-connection';
-import type { HostWorkspace, Lease, SessionLeases } from './session-leases';
+import { RunnerRefusedError, type RunnerExit } from '../runner/runner-connection';
+import type { Lease, SessionLeases } from './session-leases';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
 const CAP_SLACK_BYTES = 64 * 1024;
@@ -53,10 +53,7 @@ export class RunnerRuns {
     if (!container.alive) {
       return this.runnerLost(lease, job, new Error('the runner was already gone'), supervisor);
     }
-    const workspace = await this.leases.resolveWorkspace(job.workspaceDir);
-    if (workspace.path !== lease.workspace.path || !sameId(workspace.id, lease.workspace.id)) {
-      await this.leases.remount(lease, workspace);
-    }
+    await this.leases.ensureWorkspace(lease, job.workspaceDir);
 
     const { id, exit } = container.connection.run(
       {
@@ -203,8 +200,4 @@ export class RunnerRuns {
       { retriable: false, cause: err },
     );
   }
-}
-
-function sameId(a: HostWorkspace['id'], b: HostWorkspace['id']): boolean {
-  return a[0] === b[0] && a[1] === b[1];
 }

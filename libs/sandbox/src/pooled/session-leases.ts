@@ -26,6 +26,8 @@ export interface Lease {
   tail: Promise<unknown>;
   /** Runs queued or running. */
   busy: number;
+  /** Kernels and background processes living in the container: it is not freed for idleness while any does. */
+  pins: number;
   idleTimer?: NodeJS.Timeout;
   released: boolean;
 }
@@ -78,7 +80,7 @@ export class SessionLeases {
   }
 
   /** The session's lease, claiming a container for its first action or after its runner died. */
-  async leaseFor(job: TierJob): Promise<Lease> {
+  async leaseFor(job: Pick<TierJob, 'sessionId' | 'workspaceDir'>): Promise<Lease> {
     const existing = this.sessions.get(job.sessionId);
     if (existing) {
       const lease = await existing;
@@ -164,8 +166,16 @@ export class SessionLeases {
     return { path: real, id };
   }
 
-  /** The session's workspace moved (another path, or the directory was replaced): mount the current one. */
-  async remount(lease: Lease, workspace: HostWorkspace): Promise<void> {
+  /** Mounts the session's workspace anew when it moved (another path, or the directory was replaced). */
+  async ensureWorkspace(lease: Lease, dir: string): Promise<void> {
+    const workspace = await this.resolveWorkspace(dir);
+    const { path, id } = lease.workspace;
+    if (workspace.path !== path || workspace.id[0] !== id[0] || workspace.id[1] !== id[1]) {
+      await this.remount(lease, workspace);
+    }
+  }
+
+  private async remount(lease: Lease, workspace: HostWorkspace): Promise<void> {
     const { container } = lease;
     await this.mounts.unmount(container.mountPoint);
     await this.mounts.bind(workspace.path, container.mountPoint);
@@ -217,6 +227,7 @@ export class SessionLeases {
       workspace,
       tail: Promise.resolve(),
       busy: 0,
+      pins: 0,
       released: false,
     };
     this.leases.set(sessionId, lease);
@@ -250,11 +261,23 @@ export class SessionLeases {
     }
   }
 
+  /** Keeps the lease from idling out while a kernel or process lives in its container; answers the release. */
+  pin(lease: Lease): () => void {
+    lease.pins++;
+    clearTimeout(lease.idleTimer);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--lease.pins === 0 && lease.busy === 0) this.armIdleTimer(lease);
+    };
+  }
+
   private armIdleTimer(lease: Lease): void {
     clearTimeout(lease.idleTimer);
-    if (lease.released) return;
+    if (lease.released || lease.pins > 0) return;
     lease.idleTimer = setTimeout(() => {
-      if (lease.busy > 0 || lease.released) return;
+      if (lease.busy > 0 || lease.pins > 0 || lease.released) return;
       this.logger.log(
         `session ${lease.sessionId} idle for ${this.options.sessionIdleTimeoutMs} ms; container freed`,
       );

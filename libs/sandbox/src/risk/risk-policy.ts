@@ -90,6 +90,7 @@ export class RiskPolicy {
     hit ??= rule.detect?.(code, language);
     if (hit === undefined) return undefined;
     const unless = rule.unless?.[language];
-    return unless?.test(code) ? undefined : hit;
+    if (unless?.test(code) || rule.except?.(code, language)) return undefined;
+    return hit;
   }
 }

@@ -1,4 +1,5 @@
 import type { Language } from '@switchyard/common';
+import { targetsOnlyLoopback } from './loopback-targets';
 
 /** `any` patterns apply to every language: shell commands are just as dangerous inside `os.system("…")`. */
 export type RulePatterns = Partial<Record<Language | 'any', RegExp[]>>;
@@ -16,6 +17,8 @@ export interface RiskRule {
   detect?: (code: string, language: Language) => string | undefined;
   /** When this matches the rule does not apply (e.g. a `while True` that has a `break`). */
   unless?: Partial<Record<Language, RegExp>>;
+  /** Like `unless`, for shapes one regular expression cannot express. */
+  except?: (code: string, language: Language) => boolean;
 }
 
 // A path outside what the sandbox lets code write: anything absolute but /workspace, /tmp and the std streams.
@@ -50,7 +53,10 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
   {
     id: 'network',
     weight: 35,
-    description: 'opens network connections (sockets, HTTP clients, curl/wget/nc, /dev/tcp)',
+    description:
+      'opens network connections (sockets, HTTP clients, curl/wget/nc, /dev/tcp) to anything but the loopback ' +
+      "(code that only names localhost/127.0.0.1/::1 reaches the sandbox's own servers, nothing outside it)",
+    except: targetsOnlyLoopback,
     patterns: {
       python: [
         /^[ \t]*(?:import|from)[ \t]+(?:socket|requests|urllib3?|http\.client|httpx|aiohttp|ftplib|smtplib|telnetlib|paramiko|websockets?|pycurl)\b.*$/m,

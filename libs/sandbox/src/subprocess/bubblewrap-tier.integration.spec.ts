@@ -20,7 +20,7 @@ import { detectSystemLayout } from './bwrap-command';
 import { cgroupDirOf, detectProcessLimiter } from './cgroup-limiter';
 import { ChildProcessLauncher } from './process-launcher';
 import type { ProcessLimiter } from './process-limiter';
-import { prepareAndRun } from '../sandbox-manager.testing';
+import { kernelsOf, prepareAndRun } from '../sandbox-manager.testing';
 
 const BWRAP = '/usr/bin/bwrap';
 const canSandbox =
@@ -221,8 +221,8 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
       );
       expect(r.stdout).not.toContain('VISIBLE');
       // Only what interpreters need, never the host's whole /etc.
-      const etc = ['alternatives', 'group', 'ld.so.cache', 'passwd'].filter((f) =>
-        fs.existsSync(`/etc/${f}`),
+      const etc = ['alternatives', 'group', 'hosts', 'ld.so.cache', 'passwd'].filter(
+        (f) => f === 'hosts' || fs.existsSync(`/etc/${f}`),
       );
       // /tmp and /dev/shm are fresh and empty: the engine's own temp dir is not in there.
       expect(r.stdout).toBe(`/dev/shm:\n\n/tmp:\n${etc.join('\n')}\ndone\n`);
@@ -305,7 +305,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
     });
 
     it('the manager rejects dangerous variables before anything runs', async () => {
-      const manager = new SandboxManager(options, new RiskPolicy(), [tier]);
+      const manager = new SandboxManager(options, new RiskPolicy(), [tier], kernelsOf([tier]));
       const bad: Array<Record<string, string>> = [
         { LD_PRELOAD: '/w/x.so' },
         { NODE_OPTIONS: '--require /w/x.js' },

@@ -92,7 +92,7 @@ class FakeLauncher extends ProcessLauncher {
 class FakeGroup implements LimitGroup {
   readonly joined: number[] = [];
   destroyed = false;
-  report_: LimitGroupReport = { oomKilled: false, pidsLimitHit: false };
+  report_: LimitGroupReport = { oomKilled: false, oomKills: 0, pidsLimitHit: false };
   joinError?: Error;
   opened = false;
   constructor(
@@ -303,7 +303,7 @@ describe('BubblewrapTier (fake processes)', () => {
   it('reports out-of-memory from the cgroup', async () => {
     const { tier, launcher, limiter } = setup();
     await tier.availability();
-    limiter.next = (g) => (g.report_ = { oomKilled: true, pidsLimitHit: false });
+    limiter.next = (g) => (g.report_ = { oomKilled: true, oomKills: 1, pidsLimitHit: false });
     launcher.program = (p) => p.exit(137);
     expect(await tier.run(job())).toMatchObject({
       exitCode: 137,

@@ -29,6 +29,7 @@ import {
 import { ProcessLauncher } from './process-launcher';
 import { ProcessLimiter } from './process-limiter';
 import { buildScaffold, resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
+import { SubprocessBoxes } from './subprocess-boxes';
 import { type Slot, WarmSlots } from './warm-slots';
 
 const GiB = 1024 ** 3;
@@ -60,6 +61,8 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   private readonly clock: Clock;
   private readonly cleanups = new PendingCleanups(this.logger);
   private readonly slots: WarmSlots;
+  /** Sessions' long-lived sandboxes for kernels and background processes. */
+  override readonly stateful: SubprocessBoxes;
   private scaffold?: Scaffold;
   private probed?: Promise<TierAvailability>;
   private reaped?: Promise<void>;
@@ -75,6 +78,14 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     super();
     this.clock = clock ?? systemClock;
     this.slots = new WarmSlots(options, launcher, limiter, this.cleanups, this.logger);
+    this.stateful = new SubprocessBoxes(
+      options,
+      launcher,
+      limiter,
+      () => this.prepare(),
+      this.cleanups,
+      this.logger,
+    );
   }
 
   /** Reaps leftovers of dead engines before the first sandbox starts. */
@@ -110,13 +121,16 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     return this.execute(job, this.argv(job.language, inside), signal, true);
   }
 
-  /** Holds nothing per session: every run is a fresh sandbox. */
-  async releaseSession(): Promise<void> {}
+  /** Every run is a fresh sandbox; what a session holds is its stateful sandbox (kernels, processes). */
+  releaseSession(sessionId: string): Promise<void> {
+    return this.stateful.release(sessionId);
+  }
 
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     for (const controller of this.running) controller.abort(new Error('engine shutting down'));
     this.slots.close();
+    await this.stateful.close();
     await this.cleanups.drain();
     await this.limiter.dispose();
     if (this.scaffold) fs.rmSync(this.scaffold.tempDir, { recursive: true, force: true });
@@ -189,6 +203,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       return { available: false, reason: `cannot prepare the temp dir: ${(err as Error).message}` };
     }
     const details = {
+      stateful: this.stateful.problem ?? 'available',
       limits: this.limiter.mode,
       cgroup: this.limiter.description,
       interpreters: Object.fromEntries(

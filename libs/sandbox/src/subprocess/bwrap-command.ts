@@ -59,17 +59,23 @@ export interface RlimitSettings {
   addressSpaceBytes?: number;
   fileSizeBytes: number;
   openFiles: number;
-  cpuSeconds: number;
+  /** RLIMIT_CPU per process; none for a session's long-lived stateful sandbox (its cgroup caps the CPU rate). */
+  cpuSeconds?: number;
 }
 
 export interface SandboxLayoutInput {
   layout: SystemLayout;
-  /** Synthetic `/etc/passwd` and `/etc/group` with just the sandbox user. */
-  etc: { passwd: string; group: string };
+  /**
+   * Synthetic `/etc/passwd` and `/etc/group` with just the sandbox user, and `/etc/hosts` naming only the loopback
+   * (so `localhost` resolves to the sandbox's own servers, never through a resolver).
+   */
+  etc: { passwd: string; group: string; hosts?: string };
   /** Further host directories to show read-only at the same path (interpreters outside /usr, extra binds). */
   /** Host directories bound read-only at `target` inside the sandbox. */
   readOnlyBinds: readonly ReadOnlyBind[];
   tmpfsBytes: number;
+  /** Further size-capped writable tmpfs directories (a stateful sandbox's `/run/switchyard`). */
+  extraTmpfs?: readonly string[];
 }
 
 /** Niceness of everything in a sandbox: the lowest priority, inherited by all it forks. */
@@ -121,7 +127,7 @@ export function buildLauncherCommand(input: {
       `--fsize=${r.fileSizeBytes}`,
       `--nofile=${r.openFiles}`,
       // Soft limit sends SIGXCPU (catchable), the hard one a second later SIGKILL.
-      `--cpu=${r.cpuSeconds}:${r.cpuSeconds + 1}`,
+      ...(r.cpuSeconds === undefined ? [] : [`--cpu=${r.cpuSeconds}:${r.cpuSeconds + 1}`]),
       ...(r.addressSpaceBytes === undefined ? [] : [`--as=${r.addressSpaceBytes}`]),
       '--',
       input.bwrapPath,
@@ -151,6 +157,7 @@ export function buildLauncherCommand(input: {
       '--ro-bind',
       s.etc.group,
       '/etc/group',
+      ...(s.etc.hosts ? ['--ro-bind', s.etc.hosts, '/etc/hosts'] : []),
       ...s.readOnlyBinds.flatMap((b) => ['--ro-bind', b.source, b.target]),
       '--proc',
       '/proc',
@@ -166,6 +173,7 @@ export function buildLauncherCommand(input: {
       tmpfs,
       '--tmpfs',
       '/tmp',
+      ...(s.extraTmpfs ?? []).flatMap((dir) => ['--size', tmpfs, '--tmpfs', dir]),
       // bubblewrap's own environment is empty already; the child's comes only from the run's --setenv.
       '--clearenv',
       '--args',
@@ -183,20 +191,23 @@ export function buildLauncherCommand(input: {
   };
 }
 
-/** One run's own options, written to `ARGS_FD`: its workspace, its code file and its environment. */
+/**
+ * One run's own options, written to `ARGS_FD`: its workspace, its code file (a session's stateful sandbox has
+ * none: its runner gets code over its pipe) and its environment.
+ */
 export function buildRunArgs(input: {
   workspaceDir: string;
-  codeFile: string;
-  codeTarget: string;
+  codeFile?: string;
+  codeTarget?: string;
   env: Readonly<Record<string, string>>;
 }): string[] {
   return [
     '--bind',
     input.workspaceDir,
     WORKSPACE_TARGET,
-    '--ro-bind',
-    input.codeFile,
-    input.codeTarget,
+    ...(input.codeFile !== undefined && input.codeTarget !== undefined
+      ? ['--ro-bind', input.codeFile, input.codeTarget]
+      : []),
     ...Object.entries(input.env).flatMap(([k, v]) => ['--setenv', k, v]),
   ];
 }

@@ -273,13 +273,13 @@ describe('CgroupLimiter groups', () => {
     expect(host.read('/sys/fs/cgroup/memory/sy/e1-a/cgroup.procs')).toBe('4242');
     expect(host.read('/sys/fs/cgroup/pids/sy/e1-a/cgroup.procs')).toBe('4242');
     expect(host.read('/sys/fs/cgroup/cpu/sy/e1-a/cgroup.procs')).toBe('4242');
-    expect(group.report()).toEqual({ oomKilled: false, pidsLimitHit: false });
+    expect(group.report()).toEqual({ oomKilled: false, oomKills: 0, pidsLimitHit: false });
     host.files.set(
       '/sys/fs/cgroup/memory/sy/e1-a/memory.oom_control',
       'oom_kill_disable 0\nunder_oom 0\noom_kill 1\n',
     );
     host.files.set('/sys/fs/cgroup/pids/sy/e1-a/pids.events', 'max 7\n');
-    expect(group.report()).toEqual({ oomKilled: true, pidsLimitHit: true });
+    expect(group.report()).toEqual({ oomKilled: true, oomKills: 1, pidsLimitHit: true });
   });
 
   it('destroy kills what is left and removes the directories; idempotent', async () => {

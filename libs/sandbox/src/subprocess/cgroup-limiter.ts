@@ -206,13 +206,15 @@ class CgroupGroup implements LimitGroup {
         return '';
       }
     };
-    const oomKilled =
+    const oomKills =
       this.version === 2
-        ? counter(read(`${this.dirs.memory}/memory.events`), 'oom_kill') > 0 ||
-          counter(read(`${this.dirs.memory}/memory.events`), 'oom_group_kill') > 0
-        : counter(read(`${this.dirs.memory}/memory.oom_control`), 'oom_kill') > 0;
+        ? Math.max(
+            counter(read(`${this.dirs.memory}/memory.events`), 'oom_kill'),
+            counter(read(`${this.dirs.memory}/memory.events`), 'oom_group_kill'),
+          )
+        : counter(read(`${this.dirs.memory}/memory.oom_control`), 'oom_kill');
     const pidsLimitHit = counter(read(`${this.dirs.pids}/pids.events`), 'max') > 0;
-    return { oomKilled, pidsLimitHit };
+    return { oomKilled: oomKills > 0, oomKills, pidsLimitHit };
   }
 
   destroy(): Promise<void> {
@@ -294,8 +296,8 @@ export class CgroupLimiter extends ProcessLimiter {
       if (this.version === 2) {
         this.host.write(`${dirs.memory}/memory.max`, mem);
         this.writeIfPresent(`${dirs.memory}/memory.swap.max`, '0');
-        // On OOM kill the whole run, not just its largest process.
-        this.writeIfPresent(`${dirs.memory}/memory.oom.group`, '1');
+        // On OOM kill the whole run, not just its largest process (unless the group holds a session's kernels).
+        if (options.oomGroup !== false) this.writeIfPresent(`${dirs.memory}/memory.oom.group`, '1');
       } else {
         this.host.write(`${dirs.memory}/memory.limit_in_bytes`, mem);
         // memsw must be >= the memory limit, so it is written second; absent without swap accounting.

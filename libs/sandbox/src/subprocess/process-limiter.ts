@@ -13,11 +13,19 @@ export interface GroupOptions {
    * launcher whose engine dies before handing it a run then fails at its first fork instead of starting a sandbox.
    */
   closed?: boolean;
+  /**
+   * On an out-of-memory kill, kill the whole group (cgroup v2 `memory.oom.group`; the default) rather than the one
+   * process the kernel picks. A session's stateful sandbox turns it off: one kernel over the limit must not take
+   * the runner and the session's other kernels and processes with it.
+   */
+  oomGroup?: boolean;
 }
 
 /** What a group saw, read after the run and before it is destroyed. */
 export interface LimitGroupReport {
   oomKilled: boolean;
+  /** How many processes the OOM killer took in the group so far. */
+  oomKills: number;
   pidsLimitHit: boolean;
 }
 

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Language } from '@switchyard/common';
+import { SANDBOX_BIN } from '../env-policy';
 import { SandboxInternalError } from '../sandbox.errors';
 import type { ResolvedSandboxOptions } from '../sandbox.options';
 import type { TierJob } from '../sandbox.types';
@@ -27,7 +28,7 @@ export interface Executable {
 export interface Scaffold {
   tempDir: string;
   codeDir: string;
-  etc: { passwd: string; group: string };
+  etc: { passwd: string; group: string; hosts: string };
   layout: SystemLayout;
   interpreters: Record<Language, Executable>;
   /** Per language: extra binds plus the interpreter's own directory when it lives outside the system dirs. */
@@ -64,7 +65,12 @@ export function buildScaffold(options: ScaffoldOptions): Scaffold {
     node: resolveExecutable(i.node),
     bash: resolveExecutable(i.bash),
   };
-  const extra = [...new Set(options.extraReadOnlyBinds)].map((d) => ({ source: d, target: d }));
+  const binDir = path.join(tempDir, 'bin');
+  const extra = [
+    ...[...new Set(options.extraReadOnlyBinds)].map((d) => ({ source: d, target: d })),
+    // Models type `python`: every sandbox finds it, as a link to the python3 it has.
+    { source: binDir, target: SANDBOX_BIN },
+  ];
   const placed = (language: Language, interp: Executable) =>
     interp.path ? interpreterBind(interp.path, layout.boundDirs, language) : undefined;
   const inSandbox = {
@@ -79,7 +85,11 @@ export function buildScaffold(options: ScaffoldOptions): Scaffold {
   const scaffold: Scaffold = {
     tempDir,
     codeDir: path.join(tempDir, 'code'),
-    etc: { passwd: path.join(tempDir, 'passwd'), group: path.join(tempDir, 'group') },
+    etc: {
+      passwd: path.join(tempDir, 'passwd'),
+      group: path.join(tempDir, 'group'),
+      hosts: path.join(tempDir, 'hosts'),
+    },
     layout,
     interpreters,
     readOnlyBinds: { python: binds('python'), node: binds('node'), bash: binds('bash') },
@@ -91,6 +101,9 @@ export function buildScaffold(options: ScaffoldOptions): Scaffold {
     shell: resolveExecutable(options.shellPath).path,
   };
   writeScaffold(scaffold, options.runAs);
+  fs.mkdirSync(binDir, { mode: 0o755 });
+  if (scaffold.sandboxInterpreters.python)
+    fs.symlinkSync(scaffold.sandboxInterpreters.python, path.join(binDir, 'python'));
   return scaffold;
 }
 
@@ -101,6 +114,9 @@ function writeScaffold(s: Scaffold, runAs: ScaffoldOptions['runAs']): void {
     mode: 0o644,
   });
   fs.writeFileSync(s.etc.group, `nogroup:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
+  fs.writeFileSync(s.etc.hosts, '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n', {
+    mode: 0o644,
+  });
   // bubblewrap runs as `runAs` and must reach the code files and synthetic /etc it binds.
   if (runAs) for (const dir of [s.tempDir, s.codeDir]) fs.chownSync(dir, runAs.uid, runAs.gid);
 }

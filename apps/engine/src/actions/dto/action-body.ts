@@ -1,18 +1,28 @@
 import { ACTION_TYPES } from '@switchyard/common';
-import { FILE_OPS } from '@switchyard/workspace';
 import type { ActionRequest } from '../action-request';
 import { RequestValidationError } from '../../http/request-validation.error';
 import { validateDto } from '../../http/validate-dto';
-import { BROWSER_ACTION_DTOS, BROWSER_OPS, type BrowserActionDto } from './browser-action.dto';
+import { BROWSER_ACTION_DTOS, type BrowserActionDto } from './browser-action.dto';
 import { CodeActionDto } from './code-action.dto';
 import { FILE_ACTION_DTOS, type FileActionDto } from './file-action.dto';
+import { KERNEL_ACTION_DTOS, type KernelActionDto } from './kernel-action.dto';
+import { PROCESS_ACTION_DTOS, type ProcessActionDto } from './process-action.dto';
 
-export type ActionBody = CodeActionDto | FileActionDto | BrowserActionDto;
+export type ActionBody =
+  CodeActionDto | FileActionDto | BrowserActionDto | ProcessActionDto | KernelActionDto;
+
+/** Action types whose body is further discriminated on `op`, with one validation class per op. */
+const OP_DTOS: Record<Exclude<ActionBody['type'], 'code'>, Record<string, new () => object>> = {
+  file: FILE_ACTION_DTOS,
+  browser: BROWSER_ACTION_DTOS,
+  process: PROCESS_ACTION_DTOS,
+  kernel: KERNEL_ACTION_DTOS,
+};
 
 const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T =>
   typeof v === 'string' && (list as readonly string[]).includes(v);
 
-/** Validates a POST …/actions body: a union discriminated on `type` (and `op` for files and browsers). */
+/** Validates a POST …/actions body: a union discriminated on `type` (and `op` for every type but code). */
 export function parseActionBody(body: unknown): ActionBody {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RequestValidationError([{ field: 'body', message: 'must be a JSON object' }]);
@@ -23,22 +33,14 @@ export function parseActionBody(body: unknown): ActionBody {
       { field: 'type', message: `must be one of ${ACTION_TYPES.join(', ')}` },
     ]);
   }
-  switch (type) {
-    case 'code':
-      return validateDto(CodeActionDto, body);
-    case 'browser':
-      if (!isOneOf(BROWSER_OPS, op)) {
-        throw new RequestValidationError([
-          { field: 'op', message: `must be one of ${BROWSER_OPS.join(', ')}` },
-        ]);
-      }
-      return validateDto<BrowserActionDto>(BROWSER_ACTION_DTOS[op], body);
-    case 'file':
-      if (!isOneOf(FILE_OPS, op)) {
-        throw new RequestValidationError([{ field: 'op', message: `must be one of ${FILE_OPS.join(', ')}` }]);
-      }
-      return validateDto<FileActionDto>(FILE_ACTION_DTOS[op], body);
+  if (type === 'code') return validateDto(CodeActionDto, body);
+  const ops = OP_DTOS[type];
+  if (typeof op !== 'string' || !Object.hasOwn(ops, op)) {
+    throw new RequestValidationError([
+      { field: 'op', message: `must be one of ${Object.keys(ops).join(', ')}` },
+    ]);
   }
+  return validateDto(ops[op], body) as ActionBody;
 }
 
 /**
@@ -51,6 +53,5 @@ export function parseActionRequest(body: unknown): ActionRequest {
 
 export const ACTION_DTO_CLASSES = [
   CodeActionDto,
-  ...Object.values(BROWSER_ACTION_DTOS),
-  ...Object.values(FILE_ACTION_DTOS),
+  ...Object.values(OP_DTOS).flatMap((ops) => Object.values(ops)),
 ];

@@ -1,4 +1,5 @@
 import { LANGUAGES, TIERS, type Language, type TierRequest } from '@switchyard/common';
+import { CODE_STATES, type CodeState } from '@switchyard/sandbox';
 import { Equals, IsIn, IsInt, IsObject, IsOptional, IsString, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
@@ -39,4 +40,14 @@ export class CodeActionDto {
   @IsIn(['auto', ...TIERS])
   @JSONSchema({ description: 'auto (default) lets the risk policy choose; a stronger tier may be forced.' })
   tier?: TierRequest;
+
+  @IsOptional()
+  @IsIn(CODE_STATES)
+  @JSONSchema({
+    description:
+      "fresh (default): a new interpreter for this action. session: the session's kernel for the language, which " +
+      'keeps variables, imports and functions (python, node) or cwd, exports and functions (bash) between actions; ' +
+      "the answer names it in output.kernel and gives the last expression's value as output.result.",
+  })
+  state?: CodeState;
 }

@@ -43,6 +43,21 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
           stderr: out.stderr,
           truncated: out.truncated,
           error: out.error,
+          // A cell of a session kernel answers which kernel ran it and the value of its last expression.
+          ...(out.kernel && {
+            output: {
+              kernel: out.kernel,
+              ...(out.result !== undefined && { result: out.result }),
+              ...(out.note !== undefined && { note: out.note }),
+            },
+            kernel: {
+              id: out.kernel.id,
+              language: out.kernel.language,
+              tier: out.kernel.tier,
+              executionCount: out.kernel.executionCount,
+              started: out.kernel.started,
+            },
+          }),
           sandbox:
             out.containerId !== undefined && (out.tier === 'pooled' || out.tier === 'container')
               ? { tier: out.tier, containerId: out.containerId }
@@ -60,7 +75,8 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
   }
 
   summary(request: CodeActionRequest): string {
-    return `${request.language}: ${oneLine(request.code)}`;
+    const state = request.state === 'session' ? ' (session kernel)' : '';
+    return `${request.language}${state}: ${oneLine(request.code)}`;
   }
 
   releaseSession(sessionId: string): Promise<void> {

@@ -2,10 +2,11 @@ import type { Readable, Writable } from 'node:stream';
 import type { Language } from '@switchyard/common';
 
 /**
- * Protocol version this engine speaks; see docker/sandbox/runner/runner.py. 2: every run names the workspace the
- * runner must see (an older runner would ignore that, so it is refused at `hello`).
+ * Protocol version this engine speaks; see docker/sandbox/runner/README.md. 2: every run names the workspace the
+ * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
+ * processes beside the runs.
  */
-export const RUNNER_PROTOCOL = 2;
+export const RUNNER_PROTOCOL = 3;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
 const MAX_LINE_BYTES = 1024 * 1024;
 
@@ -15,6 +16,8 @@ export interface RunnerHello {
   python: string;
   /** The runner can read the container's OOM-kill counter, so out-of-memory is reported precisely. */
   oomCounter: boolean;
+  /** It holds kernels and background processes (protocol 3). */
+  stateful?: boolean;
 }
 
 export interface RunnerPong {
@@ -58,13 +61,113 @@ export interface RunnerExit {
   spawnError: string | null;
 }
 
+/** How a kernel or process ended: its exit code, or the signal that killed it. */
+export interface RunnerExitStatus {
+  exitCode: number | null;
+  signal: string | null;
+}
+
+export interface KernelStartRequest {
+  /** The engine's id for it (`krn_…`); the runner refuses one that is live with code `exists`. */
+  kernel: string;
+  language: Language;
+  /** Interpreter path inside the sandbox, when not the runner's default (/usr/bin/python3, /usr/bin/node, /bin/bash). */
+  interpreter?: string;
+  /** Its whole environment. */
+  env: Record<string, string>;
+  /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
+  workspace: [dev: string, ino: string];
+}
+
+export interface CellRequest {
+  kernel: string;
+  code: string;
+  /** Set in the kernel before the cell runs, and kept (as a user setting them would). */
+  env: Record<string, string>;
+  /** Then the runner interrupts the cell; `graceMs` later, if it still runs, it kills the kernel. */
+  timeoutMs: number;
+  graceMs: number;
+  /** Per stream, as in a run; past them the cell is interrupted (same grace). */
+  capBytes: number;
+  capLines: number;
+}
+
+export interface CellDone {
+  kernel: string;
+  /** Cells the kernel has run, this one included. */
+  count: number;
+  ok: boolean;
+  /** repr (python) / util.inspect (node) of the last expression; null for none and in bash. */
+  result: string | null;
+  error: { name: string; message: string } | null;
+  /** bash: the last command's status; python/node: 0 when ok, 1 when it raised (SystemExit: its code). */
+  exitCode: number | null;
+  /** Stopped by an interrupt, with the kernel's state kept. */
+  interrupted: boolean;
+  timedOut: boolean;
+  /** What made the runner stop it, if anything. */
+  ended: null | 'timeout' | 'output' | 'interrupt' | 'kill';
+  capped: { stdout: boolean; stderr: boolean };
+  /** The kernel died during the cell (killed past the grace, OOM, exit): it is gone. */
+  stateLost: boolean;
+  /** From the container's cgroup counter; null where the runner cannot read it (bubblewrap). */
+  oomKilled: boolean | null;
+  kernelExit: RunnerExitStatus | null;
+  durationMs: number;
+}
+
+export interface InterruptAck {
+  found: boolean;
+  /** A cell was running, and was sent the interrupt. */
+  running: boolean;
+}
+
+export interface ProcStartRequest {
+  proc: string;
+  /** Run by `/bin/bash --noprofile --norc -c`. */
+  command: string;
+  /** Relative to /workspace; the runner refuses (code `cwd`) one that is not a directory inside it. */
+  cwd: string;
+  env: Record<string, string>;
+  workspace: [dev: string, ino: string];
+}
+
+export type ProcSignalName = 'TERM' | 'INT' | 'KILL' | 'HUP' | 'USR1' | 'USR2';
+
+/** Output of a background process, as it arrives (uncapped: the engine keeps a bounded log). */
+export interface ProcOutputEvent {
+  ev: 'pout';
+  proc: string;
+  fd: 1 | 2;
+  data: Buffer;
+}
+
+/** A background process ended (its leftovers killed, its output all sent). */
+export interface ProcExitEvent extends RunnerExitStatus {
+  ev: 'pexit';
+  proc: string;
+}
+
+/** A kernel died: between cells, or after the `cell_done` (with `stateLost`) of the cell it died in. */
+export interface KernelExitEvent extends RunnerExitStatus {
+  ev: 'kernel_exit';
+  kernel: string;
+  oomKilled: boolean | null;
+}
+
+/** What the runner reports on its own, with no request. */
+export type RunnerEvent = ProcOutputEvent | ProcExitEvent | KernelExitEvent;
+
 /** The runner's connection closed (runner exited, container stopped or removed, daemon gone). */
 export class RunnerGoneError extends Error {}
 /** The runner did not answer in time. */
 export class RunnerTimeoutError extends Error {}
 /** The runner refused a request or sent something that is not the protocol. */
 export class RunnerProtocolError extends Error {}
-/** The runner refused a request on purpose; `code` says why (`workspace`: /workspace is not the expected one). */
+/**
+ * The runner refused a request on purpose; `code` says why: `workspace` (/workspace is not the expected one), `busy`,
+ * `exists`, `no_kernel`, `kernel_start`, `env`, `cwd`, `proc_start`, `closed`, `signal`.
+ */
 export class RunnerRefusedError extends RunnerProtocolError {
   constructor(
     message: string,
@@ -91,14 +194,17 @@ export interface RunnerStdio {
 }
 
 /**
- * Engine side of the runner protocol: JSON lines over the container's attached stdin/stdout, requests correlated
- * by id. Once the connection closes, every pending and later request rejects with `RunnerGoneError`.
+ * Engine side of the runner protocol: JSON lines over the runner's stdin/stdout (a pooled container's attached
+ * streams, or the pipes of a session's bubblewrap sandbox), requests correlated by id; process output and exits and
+ * kernel deaths arrive unsolicited (`onEvent`). Once the connection closes, every pending and later request rejects
+ * with `RunnerGoneError`.
  */
 export class RunnerConnection {
   readonly hello: Promise<RunnerHello>;
   /** Resolves once the connection is closed, for whatever reason. */
   readonly closed: Promise<void>;
   private readonly pending = new Map<number, Pending>();
+  private readonly listeners = new Set<(event: RunnerEvent) => void>();
   private nextId = 1;
   private chunks: Buffer[] = [];
   private chunkBytes = 0;
@@ -154,6 +260,59 @@ export class RunnerConnection {
     this.write({ op: 'kill', id });
   }
 
+  /** Starts a kernel; resolves once it is ready (the runner waits at most 10 s), or rejects with its stderr. */
+  async kernelStart(request: KernelStartRequest): Promise<{ pid: number }> {
+    const ready = await this.request({ op: 'kernel_start', ...request }).reply;
+    return { pid: ready.pid as number };
+  }
+
+  /** Runs a cell; its output arrives through `onOutput` until `done` resolves (refusals: `no_kernel`, `busy`). */
+  cell(
+    request: CellRequest,
+    onOutput: (fd: 1 | 2, data: Buffer, id: number) => void,
+  ): { id: number; done: Promise<CellDone> } {
+    const { id, reply } = this.request({ op: 'cell', ...request }, onOutput);
+    return { id, done: reply as Promise<unknown> as Promise<CellDone> };
+  }
+
+  /** SIGINT to the kernel's process group, if a cell runs; the cell then ends with `interrupted`. */
+  async kernelInterrupt(kernel: string): Promise<InterruptAck> {
+    const ack = await this.request({ op: 'kernel_interrupt', kernel }).reply;
+    return { found: ack.found === true, running: ack.running === true };
+  }
+
+  /** Kills the kernel's whole tree; a running cell ends with `stateLost`, then `kernel_exit` follows. */
+  async kernelStop(kernel: string): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'kernel_stop', kernel }).reply;
+    return { found: ack.found === true };
+  }
+
+  async procStart(request: ProcStartRequest): Promise<{ pid: number }> {
+    const started = await this.request({ op: 'proc_start', ...request }).reply;
+    return { pid: started.pid as number };
+  }
+
+  /** Queues `data` for the process's stdin, then closes it when `eof` (refusal `closed`: it already is). */
+  async procWrite(proc: string, data: string, eof = false): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'proc_write', proc, data, eof }).reply;
+    return { found: ack.found === true };
+  }
+
+  /** Signals every process of the background process's tree. */
+  async procSignal(proc: string, signal: ProcSignalName): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'proc_signal', proc, signal }).reply;
+    return { found: ack.found === true };
+  }
+
+  /**
+   * Listens to the runner's unsolicited events (process output and exits, kernel deaths); returns the unsubscribe.
+   * A listener that throws does not disturb the connection or the other listeners.
+   */
+  onEvent(listener: (event: RunnerEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   close(): void {
     this.stdio.close();
     this.shutdown(new RunnerGoneError('the runner connection was closed by the engine'));
@@ -207,6 +366,7 @@ export class RunnerConnection {
       );
     }
     const ev = message.ev;
+    if (ev === 'pout' || ev === 'pexit' || ev === 'kernel_exit') return this.emit(message);
     if (ev === 'hello') {
       if (message.protocol !== RUNNER_PROTOCOL) {
         return this.fail(`runner protocol ${String(message.protocol)}, engine speaks ${RUNNER_PROTOCOL}`);
@@ -225,6 +385,10 @@ export class RunnerConnection {
         return;
       case 'pong':
       case 'exit':
+      case 'kernel_ready':
+      case 'cell_done':
+      case 'ack':
+      case 'proc_started':
         this.pending.delete(message.id as number);
         return pending.resolve(message);
       case 'error':
@@ -240,6 +404,19 @@ export class RunnerConnection {
         );
       default:
         return this.fail(`unknown runner event ${JSON.stringify(ev)}`);
+    }
+  }
+
+  private emit(message: Record<string, unknown>): void {
+    const event = (message.ev === 'pout'
+      ? { ...message, fd: message.fd === 2 ? 2 : 1, data: Buffer.from(String(message.data), 'base64') }
+      : message) as unknown as RunnerEvent;
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // the listener's own failure; the protocol goes on
+      }
     }
   }
 

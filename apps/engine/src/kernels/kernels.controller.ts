@@ -1,0 +1,79 @@
+import { Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { type KernelInfo, SessionKernels } from '@switchyard/sandbox';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { Tenant } from '../http/tenant.decorator';
+import { SessionsService } from '../sessions/sessions.service';
+
+/**
+ * A session's kernels (the interpreters its `state: "session"` code actions run in). These act at once, never
+ * queued behind the session's actions: an interrupt must reach the cell that is running.
+ */
+@ApiTags('kernels')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@Controller('v1/sessions/:sessionId/kernels')
+export class KernelsController {
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly kernels: SessionKernels,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: "The session's live kernels: language, tier, execution count, busy" })
+  list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { kernels: KernelInfo[] } {
+    this.sessions.get(tenant, sessionId);
+    return { kernels: this.kernels.list(sessionId) };
+  }
+
+  @Get(':kernelId')
+  @ApiOperation({ summary: 'One kernel of the session' })
+  get(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('kernelId') kernelId: string,
+  ): KernelInfo {
+    this.sessions.get(tenant, sessionId);
+    return this.kernels.get(sessionId, kernelId);
+  }
+
+  @Post(':kernelId/interrupt')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Stop the running cell (KeyboardInterrupt); the kernel keeps its state. running: false when idle',
+  })
+  async interrupt(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('kernelId') kernelId: string,
+  ): Promise<{ kernelId: string; running: boolean }> {
+    this.sessions.get(tenant, sessionId);
+    const { running } = await this.kernels.interrupt(sessionId, kernelId);
+    return { kernelId, running };
+  }
+
+  @Post(':kernelId/restart')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'A fresh interpreter under the same id: state cleared; a running cell ends' })
+  async restart(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('kernelId') kernelId: string,
+  ): Promise<KernelInfo> {
+    this.sessions.get(tenant, sessionId);
+    return this.kernels.restart(sessionId, kernelId);
+  }
+
+  @Delete(':kernelId')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'End the kernel; a running cell ends with its state lost' })
+  async remove(
+    @Tenant() tenant: string,
+    @Param('sessionId') sessionId: string,
+    @Param('kernelId') kernelId: string,
+  ): Promise<void> {
+    this.sessions.get(tenant, sessionId);
+    await this.kernels.stop(sessionId, kernelId);
+  }
+}

@@ -1,0 +1,210 @@
+'use strict';
+/**
+ * Switchyard node kernel: one persistent JavaScript context kept across a session's cells (node 18 and later).
+ *
+ * Started by the runner as `node --expose-internals kernel_node.js` with fd 3 reading requests and fd 4 writing
+ * replies, one JSON object per line; fds 1 and 2 are the cell output, fd 0 is /dev/null. The protocol is the python
+ * kernel's (kernel_python.py), plus a go-ahead after each start token:
+ *
+ *   runner -> kernel (fd 3)   {"cell": N, "code": str, "env": {str: str}, "start": str, "end": str}
+ *                             {"go": bool}   after the cell's start token: run it (false: an interrupt came first)
+ *   kernel -> runner (fd 4)   {"ev": "ready", "pid": int}
+ *                             {"cell": N, "count": int, "ok": bool, "result": str|null, "exitCode": 0|1,
+ *                              "error": null|{"name": str, "message": str}, "interrupted": bool}
+ *
+ * Cells run in this process's global context, like the node REPL: top-level `await` works (node's own REPL
+ * transform, hence --expose-internals), and top-level `let`/`const`/`class` become `var`s so a cell may run again
+ * without "already declared" errors; declarations persist as globals. The last expression's value is
+ * `util.inspect`ed as `result`. `require` resolves from /workspace. SIGINT interrupts a running cell (a synchronous
+ * loop through vm's breakOnSigint, or a pending await) and keeps the state; between cells it is ignored.
+ * `process.exit()` ends the kernel.
+ */
+const fs = require('node:fs');
+const net = require('node:net');
+const readline = require('node:readline');
+const util = require('node:util');
+const vm = require('node:vm');
+const { createRequire } = require('node:module');
+// Node's internals, as its REPL uses them.
+const acorn = require('internal/deps/acorn/acorn/dist/acorn');
+const { processTopLevelAwait } = require('internal/repl/await');
+
+const REQUESTS_FD = 3;
+const REPLIES_FD = 4;
+
+const reply = (message) => fs.writeSync(REPLIES_FD, `${JSON.stringify(message)}\n`);
+
+globalThis.require = createRequire('/workspace/');
+globalThis.module = { exports: {} };
+globalThis.exports = globalThis.module.exports;
+
+/** Top-level `let`/`const` as `var`, `class C` as `var C = class C`: declarations a later cell may repeat. */
+function redeclarable(code) {
+  let ast;
+  try {
+    ast = acorn.parse(code, { ecmaVersion: 'latest', allowAwaitOutsideFunction: true });
+  } catch {
+    return code; // the evaluation reports the syntax error with its position
+  }
+  const edits = [];
+  for (const node of ast.body) {
+    if (node.type === 'VariableDeclaration' && node.kind !== 'var') {
+      edits.push({ start: node.start, end: node.start + node.kind.length, text: 'var' });
+    } else if (node.type === 'ClassDeclaration' && node.id) {
+      edits.push({ start: node.start, end: node.start, text: `var ${node.id.name} = ` });
+    }
+  }
+  let out = code;
+  for (const e of edits.reverse()) out = out.slice(0, e.start) + e.text + out.slice(e.end);
+  return out;
+}
+
+let interruptPending;
+process.on('SIGINT', () => interruptPending?.());
+process.on('uncaughtException', (err) => process.stderr.write(`Uncaught ${util.inspect(err)}\n`));
+process.on('unhandledRejection', (err) => process.stderr.write(`Unhandled rejection ${util.inspect(err)}\n`));
+
+class Interrupted extends Error {
+  constructor() {
+    super('the cell was interrupted; the kernel state is kept');
+    this.name = 'Interrupted';
+  }
+}
+
+/** The cell as a script: REPL-like redeclarations, and top-level await through the REPL's transform. */
+function compileCell(code) {
+  const source = redeclarable(code);
+  try {
+    return { source, wrapped: processTopLevelAwait(source) };
+  } catch {
+    return { source, wrapped: null }; // not valid as a whole: running it reports the error
+  }
+}
+
+async function runCell(count, { source, wrapped }) {
+  const filename = `<cell ${count}>`;
+  const interrupted = new Promise((_, reject) => (interruptPending = () => reject(new Interrupted())));
+  interrupted.catch(() => undefined);
+  try {
+    const options = { filename, breakOnSigint: true };
+    if (wrapped === null) return { value: vm.runInThisContext(source, options) };
+    // The REPL's transform gives a promise of `{ value }` for the last expression (or of undefined).
+    const pending = vm.runInThisContext(wrapped, options);
+    const settled = await Promise.race([pending, interrupted]);
+    return {
+      value: settled && typeof settled === 'object' && 'value' in settled ? settled.value : undefined,
+    };
+  } finally {
+    interruptPending = undefined;
+  }
+}
+
+/** An error as the user should see it: its message and the frames of their own cells, not the kernel's. */
+function shown(err) {
+  if (!(err instanceof Error) || typeof err.stack !== 'string') return `Uncaught ${util.inspect(err)}`;
+  const lines = err.stack.split('\n');
+  const first = lines.findIndex((l) => /^\s+at /.test(l));
+  const head = first === -1 ? lines : lines.slice(0, first);
+  const own = first === -1 ? [] : lines.slice(first).filter((l) => l.includes('<cell '));
+  return `Uncaught ${[...head, ...own].join('\n')}`;
+}
+
+const describe = (err) =>
+  err instanceof Error
+    ? { name: err.name, message: err.message }
+    : { name: 'Error', message: util.inspect(err) };
+
+const isInterrupt = (err) =>
+  err instanceof Interrupted || (err instanceof Error && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
+
+const writeFd = (fd, text) => {
+  try {
+    fs.writeSync(fd, text);
+  } catch {
+    // closed by the cell: the runner stops waiting for this token after a while
+  }
+};
+
+/** Resolves once what the cell wrote through the stream is out. */
+const write = (stream, text) =>
+  new Promise((resolve) => {
+    try {
+      stream.write(text, () => resolve());
+    } catch {
+      resolve();
+    }
+  });
+
+let count = 0;
+const queue = [];
+let busy = false;
+
+/**
+ * After writing a cell's start token the kernel waits for the runner's `{"go": bool}`: `false` when an interrupt was
+ * asked for before the cell began. Signalling it then instead would race vm's breakOnSigint, which swaps this
+ * process's SIGINT listener for its own watchdog around the code (a signal in between is lost, or kills node).
+ */
+const gos = [];
+let goWaiter;
+async function nextGo() {
+  while (gos.length === 0) await new Promise((resolve) => (goWaiter = resolve));
+  goWaiter = undefined;
+  return gos.shift();
+}
+
+async function drain() {
+  if (busy) return;
+  busy = true;
+  while (queue.length > 0) {
+    const request = queue.shift();
+    count += 1;
+    Object.assign(process.env, request.env ?? {});
+    // Parsed before the go-ahead, so the code runs right after it (the runner times its interrupts by it).
+    const compiled = compileCell(String(request.code ?? ''));
+    // Straight to the descriptors: a cell that replaced process.stdout.write still gets its boundaries.
+    writeFd(1, String(request.start ?? ''));
+    writeFd(2, String(request.start ?? ''));
+    const { go } = await nextGo();
+    let outcome;
+    try {
+      if (!go) throw new Interrupted();
+      const { value } = await runCell(count, compiled);
+      const result = value === undefined ? null : util.inspect(value, { depth: 4, maxArrayLength: 100 });
+      outcome = { ok: true, result, error: null, exitCode: 0, interrupted: false };
+    } catch (err) {
+      const interrupted = isInterrupt(err);
+      process.stderr.write(
+        interrupted ? 'Interrupted: the cell was stopped; the kernel state is kept\n' : `${shown(err)}\n`,
+      );
+      outcome = { ok: false, result: null, error: describe(err), exitCode: 1, interrupted };
+    }
+    await write(process.stdout, '');
+    await write(process.stderr, '');
+    writeFd(1, String(request.end ?? ''));
+    writeFd(2, String(request.end ?? ''));
+    reply({ cell: request.cell, count, ...outcome });
+  }
+  busy = false;
+}
+
+// A libuv pipe, not an fs stream: a read blocked in the thread pool would keep process.exit() from exiting.
+const requests = readline.createInterface({
+  input: new net.Socket({ fd: REQUESTS_FD, readable: true, writable: false }),
+});
+requests.on('line', (line) => {
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    return;
+  }
+  if ('go' in message) {
+    gos.push(message);
+    goWaiter?.();
+    return;
+  }
+  queue.push(message);
+  void drain();
+});
+requests.on('close', () => process.exit(0));
+reply({ ev: 'ready', pid: process.pid });

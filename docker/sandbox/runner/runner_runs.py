@@ -1,0 +1,245 @@
+"""Fresh runs (protocol 2's `run` and `kill`): one interpreter per action, one run at a time.
+
+Each run: the code is written to /run/switchyard/main.<ext> (the same path as in the subprocess tier), the
+interpreter starts in a new session in the checked workspace, with exactly the request's environment, RLIMIT_CPU
+and the sandbox's niceness and oom_score_adj. Output is forwarded as it arrives and cut at capBytes/capLines per
+stream (the engine applies the exact caps and redaction; these are a backstop). When the interpreter exits, times
+out or is killed, every other process here is SIGKILLed except the trees of live kernels and background processes,
+so double forks, setsid and nohup leave nothing behind; files persist, processes do not.
+"""
+
+import base64
+import os
+import selectors
+
+from runner_spawn import (
+    PIDS_FILES,
+    READ_CHUNK,
+    RequestError,
+    SpawnError,
+    cgroup_counter,
+    checked_workspace,
+    close_all,
+    exit_fields,
+    now,
+    oom_kills,
+    spawn,
+    string_env,
+)
+from runner_streams import Cap
+from runner_trees import kill_unprotected
+
+CODE_DIR = "/run/switchyard"
+CODE_FILES = {"python": "main.py", "node": "main.js", "bash": "main.sh"}
+PYTHON_BOOTSTRAP = (
+    "__file__ = '/run/switchyard/main.py'; import sys; sys.argv[0] = __file__; del sys; "
+    "exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))"
+)
+ARGV = {
+    "python": ["/usr/bin/python3", "-c", PYTHON_BOOTSTRAP],
+    "node": ["/usr/bin/node", CODE_DIR + "/main.js"],
+    "bash": ["/bin/bash", "--noprofile", "--norc", CODE_DIR + "/main.sh"],
+}
+# After the interpreter is gone and everything else killed, pipes close at once; this bounds a stuck read.
+DRAIN_SECONDS = 1.0
+
+
+class Job:
+    def __init__(self, request):
+        self.id = request.get("id")
+        self.language = request.get("language")
+        self.timeout = max(1, int(request.get("timeoutMs", 30000))) / 1000.0
+        self.cpu_seconds = int(request.get("cpuSeconds", 0))
+        self.caps = {fd: Cap(request.get("capBytes", 1 << 20), request.get("capLines", 2000)) for fd in (1, 2)}
+        self.env = string_env(request.get("env"))
+        self.code = (request.get("code") or "").encode("utf-8")
+        self.stdin = memoryview((request.get("stdin") or "").encode("utf-8"))
+        self.started = now()
+        self.deadline = self.started + self.timeout
+        self.drain_deadline = None
+        self.pid = None
+        self.stdin_fd = None
+        self.returncode = None
+        self.ended = None
+        self.out = {}  # 1|2 -> read end of the interpreter's stdout/stderr
+        self.leftovers = 0
+        self.oom_before = oom_kills()
+        self.pids_before = cgroup_counter(PIDS_FILES, "max")
+        self.code_path = None
+
+
+class Runs:
+    """The fresh run, if one is going."""
+
+    def __init__(self, runner):
+        self.runner = runner
+        self.job = None
+
+    @property
+    def active(self):
+        return self.job is not None
+
+    def start(self, request):
+        if self.job is not None:
+            raise RequestError("busy", "busy: one run at a time")
+        job = Job(request)
+        argv = ARGV.get(job.language)
+        if argv is None:
+            raise RequestError(None, "unknown language %r" % (job.language,))
+        workspace_fd = checked_workspace(request)
+        try:
+            self.launch(job, argv, workspace_fd)
+        finally:
+            os.close(workspace_fd)
+
+    def kill(self, request):
+        if self.job is not None and self.job.id == request.get("id"):
+            self.stop("kill")
+
+    def launch(self, job, argv, workspace_fd):
+        self.job = job
+        try:
+            job.code_path = os.path.join(CODE_DIR, CODE_FILES[job.language])
+            fd = os.open(job.code_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(job.code)
+        except OSError as err:
+            return self.finish(spawn_error="cannot write the code file: %s" % err)
+        (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
+        try:
+            job.pid = spawn(argv, job.env, {0: in_r, 1: out_w, 2: err_w}, workspace_fd, job.cpu_seconds)
+        except (OSError, SpawnError) as err:
+            close_all((in_w, out_r, err_r))
+            return self.finish(spawn_error="cannot start %s: %s" % (argv[0], err))
+        finally:
+            close_all((in_r, out_w, err_w))
+        self.runner.adopt(job.pid, self.on_exit)
+        for fd_num, fd in ((1, out_r), (2, err_r)):
+            os.set_blocking(fd, False)
+            job.out[fd_num] = fd
+            self.runner.watch(fd, selectors.EVENT_READ, lambda _mask, n=fd_num: self.on_output(n))
+        job.stdin_fd = in_w
+        if len(job.stdin) > 0:
+            os.set_blocking(in_w, False)
+            self.runner.watch(in_w, selectors.EVENT_WRITE, lambda _mask: self.on_stdin())
+        else:
+            self.close_stdin()
+        return None
+
+    def on_stdin(self):
+        job = self.job
+        try:
+            written = os.write(job.stdin_fd, job.stdin[:READ_CHUNK])
+            job.stdin = job.stdin[written:]
+        except BlockingIOError:
+            return
+        except OSError:  # the child closed its stdin or is gone
+            job.stdin = job.stdin[:0]
+        if len(job.stdin) == 0:
+            self.close_stdin()
+
+    def close_stdin(self):
+        job = self.job
+        if job is None or job.stdin_fd is None:
+            return
+        self.runner.unwatch(job.stdin_fd)
+        close_all((job.stdin_fd,))
+        job.stdin_fd = None
+
+    def on_output(self, fd_num):
+        job = self.job
+        fd = job.out.get(fd_num)
+        if fd is None:
+            return
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close_output(fd_num)
+            return
+        keep, over = job.caps[fd_num].take(data)
+        if keep:
+            self.runner.send({"ev": "out", "id": job.id, "fd": fd_num, "data": base64.b64encode(keep).decode("ascii")})
+        if over:
+            # Past the cap: stop reading (nothing more is buffered) and end the run.
+            self.close_output(fd_num)
+            self.stop("output")
+
+    def close_output(self, fd_num):
+        fd = self.job.out.pop(fd_num, None)
+        if fd is not None:
+            self.runner.unwatch(fd)
+            close_all((fd,))
+
+    def on_exit(self, code):
+        job = self.job
+        if job is None or job.returncode is not None:
+            return
+        job.returncode = code
+        # Whatever the code left running dies with it (kernels and processes excepted); its pipes then close.
+        job.leftovers += kill_unprotected(self.runner.protected())
+        self.close_stdin()
+        job.drain_deadline = now() + DRAIN_SECONDS
+
+    def stop(self, why):
+        job = self.job
+        if job.ended is None:
+            job.ended = why
+        kill_unprotected(self.runner.protected())
+        self.close_stdin()
+
+    def timeout(self):
+        job = self.job
+        if job is None or job.pid is None:
+            return None
+        if job.returncode is not None:
+            return max(0.0, job.drain_deadline - now())
+        return max(0.0, job.deadline - now())
+
+    def tick(self):
+        """Deadlines, and the end of the run once the interpreter is gone and its output read."""
+        job = self.job
+        if job is None or job.pid is None:
+            return
+        t = now()
+        if job.returncode is None and t >= job.deadline:
+            self.stop("timeout")
+        if job.returncode is not None:
+            if job.out and t < job.drain_deadline:
+                return
+            for fd_num in list(job.out):
+                self.close_output(fd_num)
+            self.finish()
+
+    def finish(self, spawn_error=None):
+        job = self.job
+        self.job = None
+        if job.code_path:
+            try:
+                os.unlink(job.code_path)
+            except OSError:
+                pass
+        oom_after = oom_kills()
+        pids_after = cgroup_counter(PIDS_FILES, "max")
+        exit_code, sig = exit_fields(job.returncode)
+        self.runner.send({
+            "ev": "exit",
+            "id": job.id,
+            "exitCode": exit_code,
+            "signal": sig,
+            "timedOut": job.ended == "timeout",
+            "ended": job.ended,
+            "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
+            "oomKilled": job.oom_before is not None and oom_after is not None and oom_after > job.oom_before,
+            "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
+            "leftovers": job.leftovers,
+            "durationMs": round((now() - job.started) * 1000, 3),
+            "spawnError": spawn_error,
+        })
+
+    def shutdown(self):
+        if self.job is not None and self.job.pid is not None:
+            self.stop("kill")

@@ -1,0 +1,48 @@
+import type { Language } from '@switchyard/common';
+import type { RunnerConnection } from '../runner/runner-connection';
+import type { StatefulTier } from './stateful.types';
+
+/**
+ * The sandbox of one session that holds its kernels and background processes, in one tier: the session's pooled
+ * container, or its long-lived bubblewrap sandbox in the subprocess tier. Either way a runner
+ * (docker/sandbox/runner/runner.py) is its main process and the engine talks to it over `connection`.
+ */
+export interface StatefulBox {
+  readonly tier: StatefulTier;
+  readonly sessionId: string;
+  /** The container, when the box is one (pooled tier): a cell's action gets a `RAN_IN` edge to it too. */
+  readonly containerId?: string;
+  readonly connection: RunnerConnection;
+  /** Device and inode of the session workspace as the host sees it; the runner starts nothing elsewhere. */
+  readonly workspace: [dev: string, ino: string];
+  /** Interpreter paths as seen inside the box, where they differ from the runner's defaults. */
+  readonly interpreters: Partial<Record<Language, string>>;
+  /** Resolves once the box is gone (runner died, container destroyed, session released, shutdown). */
+  readonly closed: Promise<void>;
+  /**
+   * Keeps the box from being reclaimed for idleness while its kernels or processes live (a pooled container is
+   * otherwise freed after `sessionIdleTimeoutMs` without runs). Returns the release; idempotent.
+   */
+  pin(): () => void;
+  /**
+   * Whether the kernel's OOM killer fired in the box since the last call, where the host can read the box's cgroup
+   * (subprocess tier). `undefined` where it cannot: the runner's own report is used then.
+   */
+  oomKilledSinceLastCheck?(): boolean | undefined;
+}
+
+/** What a tier that can hold state offers: the session's box, opened on first use. */
+export abstract class StatefulBoxHost {
+  abstract readonly tier: StatefulTier;
+  /** The memory limit a box's kernels and processes share, for out-of-memory messages. */
+  abstract readonly memoryBytes: number;
+
+  /**
+   * The session's box, opening one (claiming a pooled container, launching a sandbox) when it has none or its last
+   * one is gone. Throws `SandboxError`s like the tier's `run` (capacity, unavailable).
+   */
+  abstract box(sessionId: string, workspaceDir: string): Promise<StatefulBox>;
+
+  /** Ends the session's box (everything in it dies) because it stopped answering; the next `box` opens a new one. */
+  abstract discard(box: StatefulBox, why: string): Promise<void>;
+}

@@ -1,0 +1,128 @@
+import type { Language, Tier } from '@switchyard/common';
+import type { OutputLimits, RoutingDecision, TierRunResult } from '../sandbox.types';
+
+/** Whether a code action runs in a fresh interpreter (the default) or in the session's kernel for its language. */
+export const CODE_STATES = ['fresh', 'session'] as const;
+export type CodeState = (typeof CODE_STATES)[number];
+
+/** Tiers that hold state: the one-off container tier holds none (each action is a new container). */
+export type StatefulTier = Extract<Tier, 'subprocess' | 'pooled'>;
+export const STATEFUL_TIERS: readonly StatefulTier[] = ['subprocess', 'pooled'];
+export const isStatefulTier = (tier: Tier): tier is StatefulTier =>
+  tier === 'subprocess' || tier === 'pooled';
+
+/** A routing decision that may run in a session's stateful sandbox: no denial, a tier that holds state. */
+export const isStatefulDecision = (
+  d: RoutingDecision,
+): d is RoutingDecision & { tier: StatefulTier; denial: undefined } =>
+  d.denial === undefined && d.tier !== undefined && isStatefulTier(d.tier);
+
+/** The kernel a cell ran in, as the action's answer shows it (`output.kernel`). */
+export interface KernelRef {
+  id: string;
+  language: Language;
+  tier: StatefulTier;
+  /** Cells this kernel has run, this one included. */
+  executionCount: number;
+  /** True when this action found no kernel and began a fresh one: state from before is gone. */
+  started: boolean;
+}
+
+/** A live kernel of a session (`GET …/kernels`). */
+export interface KernelInfo {
+  id: string;
+  sessionId: string;
+  language: Language;
+  tier: StatefulTier;
+  executionCount: number;
+  /** A cell is running. */
+  busy: boolean;
+  pid?: number;
+  startedAt: string;
+  lastUsedAt: string;
+}
+
+/** Why a kernel ended. */
+export type KernelEndReason = 'restarted' | 'stopped' | 'died' | 'idle' | 'session_ended' | 'shutdown';
+
+/** One cell for the session's kernel of its language, already validated and routed. */
+export interface CellJob {
+  actionId: string;
+  sessionId: string;
+  language: Language;
+  code: string;
+  /** The caller's own environment entries (validated), applied in the kernel before the cell; they persist. */
+  env: Record<string, string>;
+  /** The base environment a kernel starts with (the tier's allowlist for the language). */
+  baseEnv: Record<string, string>;
+  timeoutMs: number;
+  /** The tier the risk policy routed the cell to: it never runs in a weaker one. */
+  tier: StatefulTier;
+  /** The caller asked for this tier explicitly: run there, not in a stronger kernel that already exists. */
+  tierExplicit: boolean;
+  workspaceDir: string;
+  output: OutputLimits;
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void;
+}
+
+/** What running a cell observed: a tier run's result, plus the kernel, the last expression's value and state loss. */
+export interface CellRunResult extends TierRunResult {
+  kernel: KernelRef;
+  /** repr (python) / util.inspect (node) of the cell's last expression; absent when it has none. */
+  result?: string;
+  /** The kernel was killed during the cell (timeout that would not stop, out of memory, exit): its state is gone. */
+  stateLost?: boolean;
+  /** The cell was stopped by an interrupt request: state kept. */
+  interrupted?: boolean;
+  /** The cell raised (python, node): its exception's name and message; the traceback is on stderr. */
+  exception?: { name: string; message: string };
+  /** Why the session's existing kernel of this language did not run the cell (it is in a weaker tier). */
+  note?: string;
+}
+
+/** A background process to start in a session's stateful sandbox. */
+export interface ProcessStart {
+  actionId: string;
+  sessionId: string;
+  name?: string;
+  command: string;
+  /** Relative to the workspace root (validated by the caller). Default: the root. */
+  cwd?: string;
+  /** The caller's own environment entries (validated). */
+  env: Record<string, string>;
+  baseEnv: Record<string, string>;
+  tier: StatefulTier;
+  workspaceDir: string;
+}
+
+/** A background process of a session (`process` actions, op `list`). */
+export interface ProcessInfo {
+  id: string;
+  sessionId: string;
+  name?: string;
+  command: string;
+  tier: StatefulTier;
+  pid?: number;
+  startedAt: string;
+  running: boolean;
+  endedAt?: string;
+  exitCode?: number;
+  signal?: string;
+  /** Why it ended when the engine ended it: `stopped`, `session_ended`, `sandbox_lost`, `shutdown`. */
+  endReason?: string;
+}
+
+/** One piece of a process's output, numbered in the order the engine received it. */
+export interface ProcessLogEntry {
+  seq: number;
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
+/** What the stateful sandboxes report as it happens, for SSE and the logs. */
+export interface StatefulListener {
+  kernelStarted?(info: KernelInfo): void;
+  kernelEnded?(info: KernelInfo, reason: KernelEndReason): void;
+  processOutput?(info: ProcessInfo, entry: ProcessLogEntry): void;
+  processExited?(info: ProcessInfo): void;
+}
