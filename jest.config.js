@@ -1,6 +1,6 @@
 // Two projects: unit tests sit next to the code, e2e tests drive the real app over HTTP.
 const moduleNameMapper = {
-  '^@switchyard/(common|sandbox|workspace|context-graph|browser)$': '<rootDir>/libs/$1/src',
+  '^@switchyard/(common|sandbox|workspace|context-graph|browser|network)$': '<rootDir>/libs/$1/src',
 };
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }] };
 const base = {

@@ -11,7 +11,9 @@
  * 3. python `print(1)`: pooled tier through the API vs raw `docker exec` (dockerode) into a running container vs
  *    raw host `spawn`. Target: pooled <= 1.5x raw host spawn.
  * 4. python `print(1)`: one-off tier through the API, and `ContainerTier.run` itself, vs raw dockerode
- *    create -> start -> wait -> remove with the same image, command and HostConfig. Target <= 1.15x.
+ *    create -> start -> wait -> remove with the same image, command and HostConfig (runtime included). Target <= 1.15x.
+ *    Under both runtimes in the same run, interleaved: gVisor (`runsc`, the default where Docker has it) and runc
+ *    (a second engine with SWITCHYARD_CONTAINER_RUNTIME=runc), each against raw dockerode with the same runtime.
  *
  * Ratios, not absolute times, are what compares across machines; samples are interleaved so drift hits every
  * side alike.
@@ -36,6 +38,8 @@ import Dockerode from 'dockerode';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
+
+type OneOffRuntime = 'runsc' | 'runc';
 
 const SANDBOX_UID = 10001;
 const MiB = 2 ** 20;
@@ -140,9 +144,9 @@ async function containerMemory(
 }
 
 /** An engine started as `run.ts` starts one, with its own data directory, and a small client for its API. */
-async function startEngine(dataDir: string) {
+async function startEngine(dataDir: string, env: Record<string, string> = {}) {
   const app: INestApplication = await createEngineApp(
-    loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error' }),
+    loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error', ...env }),
   );
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
@@ -177,15 +181,24 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
   const claimRuns = options.claims ?? Number(process.env.BENCH_CLAIMS ?? 100);
   const arrivals = options.arrivals ?? Number(process.env.BENCH_ARRIVALS ?? 60);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-containers-'));
+  const runcDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-runc-'));
   const rawWs = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-raw-'));
   fs.chownSync(rawWs, SANDBOX_UID, SANDBOX_UID);
   const docker = new Dockerode();
   const engine = await startEngine(dataDir);
   const { app } = engine;
+  // The one-off tier on runc, beside the default engine's gVisor; no warm pool of its own.
+  const runcEngine = await startEngine(runcDataDir, {
+    SWITCHYARD_CONTAINER_RUNTIME: 'runc',
+    SWITCHYARD_POOL_MIN: '0',
+  });
   const out = (line = '') => console.log(line);
   try {
     const health = (await engine.call('GET', '/health')) as {
-      tiers: Record<string, { available: boolean; reason?: string; details?: { image?: string } }>;
+      tiers: Record<
+        string,
+        { available: boolean; reason?: string; details?: { image?: string; runtime?: string } }
+      >;
     };
     for (const t of ['pooled', 'container']) {
       if (!health.tiers[t]?.available) {
@@ -196,7 +209,6 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
       }
     }
     const pooled = app.get(PooledTier, { strict: false });
-    const oneOff = app.get(ContainerTier, { strict: false });
     const min = pooled.stats().min;
     const poolFull = () => pooled.stats().available >= min;
     await until(poolFull, 60_000, 'a full warm pool');
@@ -327,7 +339,18 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     out(`  ratio API pooled / raw host spawn  = ${ratio(p, h)} (target <= 1.50) ${verdict(p / h <= 1.5)}`);
     out(`  ratio API pooled / raw docker exec = ${ratio(p, e)}`);
 
-    // 5. python print(1): one-off tier through the API and ContainerTier.run vs raw dockerode.
+    // 5. python print(1): one-off tier through the API and ContainerTier.run vs raw dockerode, per runtime.
+    const runtimeOf = async (e: typeof engine) =>
+      ((await e.call('GET', '/health')) as typeof health).tiers.container?.details?.runtime;
+    const defaultRuntime = await runtimeOf(engine);
+    if ((await runtimeOf(runcEngine)) !== 'runc') throw new Error('bench: the runc engine does not run runc');
+    if (defaultRuntime !== 'runsc') {
+      out(
+        `  (the Docker engine has no runsc runtime: the one-off tier runs ${defaultRuntime}; ` +
+          'register gVisor with `npm run docker:engine` to measure it)',
+      );
+    }
+    const runtimes: OneOffRuntime[] = defaultRuntime === 'runsc' ? ['runsc', 'runc'] : ['runc'];
     const job: TierJob = {
       actionId: 'bench-one-off',
       sessionId: 'bench-one-off',
@@ -338,52 +361,88 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
       workspaceDir: rawWs,
       output: resolveSandboxOptions({}).output,
     };
-    const spec = buildContainerSpec({ job, image, options: resolveContainerOptions({}) });
-    const raw = async () => {
-      const c = await docker.createContainer({
-        Image: image,
-        Cmd: ['/usr/bin/python3', '-c', 'print(1)'],
-        User: spec.User,
-        WorkingDir: spec.WorkingDir,
-        Env: spec.Env,
-        Labels: spec.Labels,
-        HostConfig: spec.HostConfig,
-      });
-      await c.start();
-      const { StatusCode } = (await c.wait()) as { StatusCode: number };
-      await c.remove({ force: true });
-      if (StatusCode !== 0) throw new Error(`raw one-off exit ${StatusCode}`);
+    /** Raw dockerode with the HostConfig the tier gives a container of this runtime (runtime, seccomp, limits). */
+    const rawWith = (runtime: OneOffRuntime) => {
+      const spec = buildContainerSpec({ job, image, options: resolveContainerOptions({}), runtime });
+      return async () => {
+        const c = await docker.createContainer({
+          Image: image,
+          Cmd: ['/usr/bin/python3', '-c', 'print(1)'],
+          User: spec.User,
+          WorkingDir: spec.WorkingDir,
+          Env: spec.Env,
+          Labels: spec.Labels,
+          HostConfig: spec.HostConfig,
+        });
+        await c.start();
+        const { StatusCode } = (await c.wait()) as { StatusCode: number };
+        await c.remove({ force: true });
+        if (StatusCode !== 0) throw new Error(`raw one-off (${runtime}) exit ${StatusCode}`);
+      };
     };
-    const viaTier = async () => {
-      const r = await oneOff.run(job);
-      if (r.stdout !== '1\n') throw new Error(`ContainerTier.run: ${JSON.stringify(r)}`);
+    const tierOf = (runtime: OneOffRuntime) =>
+      (runtime === 'runc' ? runcEngine : engine).app.get(ContainerTier, { strict: false });
+    const viaTier = (runtime: OneOffRuntime) => async () => {
+      const r = await tierOf(runtime).run(job);
+      if (r.stdout !== '1\n' || r.runtime !== runtime)
+        throw new Error(`ContainerTier.run: ${JSON.stringify(r)}`);
     };
-    const osid = await engine.newSession();
-    const sides: Array<[number[], () => Promise<void>]> = [
-      [[], () => engine.print1(osid, 'container')],
-      [[], viaTier],
-      [[], raw],
-    ];
-    for (const [, fn] of sides) await fn();
+    const sessions = new Map<OneOffRuntime, string>();
+    for (const runtime of runtimes) {
+      sessions.set(runtime, await (runtime === 'runc' ? runcEngine : engine).newSession());
+    }
+    const oneOffApi = (runtime: OneOffRuntime) => () =>
+      (runtime === 'runc' ? runcEngine : engine).print1(sessions.get(runtime)!, 'container');
+    type Side = { runtime: OneOffRuntime; name: string; samples: number[]; fn: () => Promise<void> };
+    const sides: Side[] = runtimes.flatMap((runtime) => [
+      { runtime, name: 'api', samples: [], fn: oneOffApi(runtime) },
+      { runtime, name: 'tier', samples: [], fn: viaTier(runtime) },
+      { runtime, name: 'raw', samples: [], fn: rawWith(runtime) },
+    ]);
+    for (const side of sides) await side.fn();
     for (let i = 0; i < oneOffRuns; i++) {
-      // Rotate the order so no side always runs right after another's removal.
+      // Rotate the order so no side always runs right after another's removal; both runtimes share the drift.
       for (let k = 0; k < sides.length; k++) {
-        const [samples, fn] = sides[(i + k) % sides.length];
-        samples.push(await timed(fn));
+        const side = sides[(i + k) % sides.length];
+        side.samples.push(await timed(side.fn));
       }
     }
-    await engine.endSession(osid);
-    const [api1, tier1, raw1] = sides.map(([samples]) => median(samples));
-    out(`python print(1), one-off tier, median of ${oneOffRuns}`);
-    out(`  raw dockerode create->start->wait->remove  median ${ms(raw1)}`);
-    out(`  ContainerTier.run                         median ${ms(tier1)}   (${ratio(tier1, raw1)} raw)`);
-    out(`  API one-off tier                          median ${ms(api1)}`);
-    out(
-      `  ratio API one-off / raw dockerode = ${ratio(api1, raw1)} (target <= 1.15) ${verdict(api1 / raw1 <= 1.15)}`,
-    );
-    out(`  ratio API pooled / API one-off    = ${ratio(p, api1)}`);
+    for (const runtime of runtimes) {
+      await (runtime === 'runc' ? runcEngine : engine).endSession(sessions.get(runtime)!);
+    }
+    const stat = (runtime: OneOffRuntime, name: string) => {
+      const xs = sides.find((x) => x.runtime === runtime && x.name === name)!.samples;
+      return { median: median(xs), p90: pct(xs, 90), p99: pct(xs, 99), n: xs.length };
+    };
+    const line = (label: string, x: ReturnType<typeof stat>, extra = '') =>
+      out(
+        `  ${label.padEnd(43)} median ${ms(x.median)}   p90 ${ms(x.p90)}   p99 ${ms(x.p99)}   (n=${x.n})${extra}`,
+      );
+    const apiMedians = new Map<OneOffRuntime, number>();
+    for (const runtime of runtimes) {
+      const [api1, tier1, raw1] = ['api', 'tier', 'raw'].map((name) => stat(runtime, name));
+      apiMedians.set(runtime, api1.median);
+      out(`python print(1), one-off tier on ${runtime === 'runsc' ? 'gVisor (runsc)' : 'runc'}, interleaved`);
+      line(`raw dockerode create->start->wait->remove`, raw1);
+      line(`ContainerTier.run`, tier1, `  ${ratio(tier1.median, raw1.median)} raw`);
+      line(`API one-off tier`, api1);
+      out(
+        `  ratio API one-off / raw dockerode (${runtime}) = ${ratio(api1.median, raw1.median)} ` +
+          `(target <= 1.15) ${verdict(api1.median / raw1.median <= 1.15)}`,
+      );
+    }
+    const gvisor = apiMedians.get('runsc');
+    const runc = apiMedians.get('runc')!;
+    if (gvisor !== undefined) {
+      out(
+        `  ratio API one-off gVisor / API one-off runc = ${ratio(gvisor, runc)} (the cost of gVisor per action)`,
+      );
+    }
+    out(`  ratio API pooled / API one-off (${runtimes[0]})    = ${ratio(p, apiMedians.get(runtimes[0])!)}`);
   } finally {
+    await runcEngine.app.close();
     await app.close();
+    fs.rmSync(runcDataDir, { recursive: true, force: true });
     fs.rmSync(dataDir, { recursive: true, force: true });
     fs.rmSync(rawWs, { recursive: true, force: true });
   }

@@ -6,6 +6,12 @@
 //   options: --method=auto|dockerfile|debootstrap   --force (rebuild even if the tag exists)
 //            --no-cache (implies --force; re-run debootstrap instead of reusing the cached rootfs,
 //            e.g. to pick up newer security updates)
+//   node scripts/sandbox-image.mjs --template <name>   build the template image docker/templates/<name>.toml FROM
+//                                                   the default image (built first when missing); tag on stdout
+//   node scripts/sandbox-image.mjs --templates         every template ("<name> <tag>" lines)
+//            with --print-tag: the template's tag only; --force rebuilds the template, not the default image.
+//            SWITCHYARD_TEMPLATES_DIR: another templates directory; SWITCHYARD_SANDBOX_IMAGE: another base image
+//            (used as is, like the engine does). Tags: .runtime/templates/<name>.tag (see sandbox-templates.mjs).
 //
 // Tag: switchyard/sandbox:<first 12 hex of sha256 over every file under docker/sandbox/>, in sorted
 // path order (path, executable bit and content of each), plus RECIPE below. It is also written to
@@ -27,6 +33,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { templateBuilder } from './sandbox-templates.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SANDBOX_DIR = path.join(REPO, 'docker', 'sandbox');
@@ -285,8 +292,8 @@ function removeTree(dir) {
 // ---------------------------------------------------------------------------------------------
 // Lock: one build at a time per runtime dir
 
-function withLock(fn) {
-  const lockDir = path.join(CACHE_DIR, 'lock');
+function withLock(fn, lockName = 'lock') {
+  const lockDir = path.join(CACHE_DIR, lockName);
   fs.mkdirSync(CACHE_DIR, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     try {
@@ -562,14 +569,20 @@ async function importImage(tag, hash, rootfs, changes) {
 
 function parseArgs(argv) {
   const opts = { printTag: false, force: false, noCache: false, method: 'auto' };
-  for (const a of argv) {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
     if (a === '--print-tag') opts.printTag = true;
-    else if (a === '--force') opts.force = true;
+    else if (a === '--templates') opts.templates = true;
+    else if (a === '--template' || a.startsWith('--template=')) {
+      opts.template = a === '--template' ? argv[++i] : a.slice('--template='.length);
+      if (!opts.template) fail('--template needs a name (docker/templates/<name>.toml)');
+    } else if (a === '--force') opts.force = true;
     else if (a === '--no-cache') opts.noCache = opts.force = true;
     else if (a.startsWith('--method=')) opts.method = a.slice('--method='.length);
     else if (a === '-h' || a === '--help') {
       process.stdout.write(
-        'usage: node scripts/sandbox-image.mjs [--print-tag] [--force] [--no-cache] [--method=auto|dockerfile|debootstrap]\n',
+        'usage: node scripts/sandbox-image.mjs [--print-tag] [--force] [--no-cache] [--method=auto|dockerfile|debootstrap]\n' +
+          '       node scripts/sandbox-image.mjs --template <name> | --templates [--print-tag] [--force]\n',
       );
       process.exit(0);
     } else fail(`unknown argument: ${a} (see --help)`);
@@ -590,12 +603,19 @@ function recordTag(tag, hash, args) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.template !== undefined || opts.templates) return templatesMain(opts);
   const hash = definitionHash();
   const tag = `${REPOSITORY}:${hash.slice(0, 12)}`;
   if (opts.printTag) {
     process.stdout.write(`${tag}\n`);
     return;
   }
+  await buildDefault(opts, hash, tag);
+  process.stdout.write(`${tag}\n`);
+}
+
+/** The default image: found (`up to date`) or built; its tag recorded in .runtime/sandbox-image.tag. */
+async function buildDefault(opts, hash, tag) {
   const { baseImage, args, changes } = parseDockerfile();
   if (!fs.existsSync(RUNNER_DIR)) fail(`${RUNNER_DIR} is missing (both build paths copy it into the image)`);
 
@@ -605,7 +625,6 @@ async function main() {
   if (!opts.force && imageExists(tag)) {
     log(`up to date: ${tag}`);
     recordTag(tag, hash, args);
-    process.stdout.write(`${tag}\n`);
     return;
   }
 
@@ -630,7 +649,42 @@ async function main() {
   if (!imageExists(tag)) fail(`build finished but ${tag} is not in the image store`);
   recordTag(tag, hash, args);
   log(`built ${tag} in ${seconds(total)}`);
-  process.stdout.write(`${tag}\n`);
+}
+
+/** `--template <name>` / `--templates`: images FROM the default one (or SWITCHYARD_SANDBOX_IMAGE), see sandbox-templates.mjs. */
+async function templatesMain(opts) {
+  const defaultTag = () => `${REPOSITORY}:${definitionHash().slice(0, 12)}`;
+  const templates = templateBuilder({
+    repo: REPO,
+    runtimeDir: RUNTIME_DIR,
+    log,
+    fail,
+    docker,
+    imageExists,
+    runLogged,
+    withLock: (name, fn) => withLock(fn, name),
+    printBaseTag: () => process.env.SWITCHYARD_SANDBOX_IMAGE || defaultTag(),
+    ensureBase: async () => {
+      const given = process.env.SWITCHYARD_SANDBOX_IMAGE;
+      const ping = docker(['version', '--format', '{{.Server.Version}}']);
+      if (!ping.ok) fail('no Docker engine answers (start one with: bash scripts/docker-engine.sh)');
+      if (given) {
+        if (!imageExists(given)) fail(`SWITCHYARD_SANDBOX_IMAGE=${given} is not in the Docker engine`);
+        return given;
+      }
+      const hash = definitionHash();
+      const tag = `${REPOSITORY}:${hash.slice(0, 12)}`;
+      // The template is rebuilt, not the default image: --force and --no-cache apply to the template only.
+      await buildDefault({ ...opts, force: false, noCache: false }, hash, tag);
+      return tag;
+    },
+  });
+  if (opts.templates) {
+    const failed = await templates.all(opts);
+    if (failed.length > 0) fail(`template(s) not built: ${failed.join(', ')}`);
+    return;
+  }
+  process.stdout.write(`${await templates.one(opts.template, opts)}\n`);
 }
 
 main().catch((e) => {

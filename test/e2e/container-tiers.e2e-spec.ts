@@ -6,6 +6,8 @@ describe('container tiers (real Docker)', () => {
   let engine: EngineHarness;
   let a: string;
   let b: string;
+  /** The one-off tier's Docker runtime (`runsc`: gVisor, when the Docker engine has it). */
+  let oneOffRuntime: string;
   const run = (sid: string, tier: string, language: string, code: string): Promise<any> =>
     engine.action(sid, { type: 'code', language, code, tier, timeoutMs: 20_000 });
   const containerExists = (id: string): boolean => {
@@ -19,6 +21,7 @@ describe('container tiers (real Docker)', () => {
 
   beforeAll(async () => {
     engine = await EngineHarness.start();
+    oneOffRuntime = (await engine.request('GET', '/health')).body.tiers.container.details.runtime;
     a = await engine.createSession();
     b = await engine.createSession();
   });
@@ -76,10 +79,13 @@ describe('container tiers (real Docker)', () => {
         a,
         tier,
         'bash',
-        `grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; id -u; ls -a /var/run/ /run/ 2>&1${escalation}`,
+        `grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; setpriv -d | grep no_new_privs; id -u; ` +
+          `ls -a /var/run/ /run/ 2>&1${escalation}`,
       );
       expect(r.stdout).toMatch(/CapEff:\s+0000000000000000/);
-      expect(r.stdout).toMatch(/NoNewPrivs:\s+1/);
+      // The kernel's own answer (prctl PR_GET_NO_NEW_PRIVS); gVisor's /proc/self/status has no NoNewPrivs line.
+      expect(r.stdout).toMatch(/no_new_privs:\s+1/);
+      if (tier === 'pooled' || oneOffRuntime !== 'runsc') expect(r.stdout).toMatch(/NoNewPrivs:\s+1/);
       expect(r.stdout).toMatch(/Seccomp:\s+2/);
       expect(r.stdout).toMatch(/^10001$/m);
       expect(r.stdout).not.toContain('docker.sock');
@@ -126,7 +132,11 @@ describe('container tiers (real Docker)', () => {
     );
     expect(ranIn.some((e: string) => e.startsWith(sub.id))).toBe(false);
     const view = (await engine.request('GET', `/v1/sessions/${s}/actions/${one.id}`)).body;
-    expect(view.sandbox).toEqual({ tier: 'container', containerId: oneOffNode.properties.containerId });
+    expect(view.sandbox).toEqual({
+      tier: 'container',
+      containerId: oneOffNode.properties.containerId,
+      runtime: oneOffRuntime,
+    });
   });
 
   it('deleting a session destroys its pooled container', async () => {

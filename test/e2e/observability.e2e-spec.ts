@@ -58,7 +58,7 @@ describe('observability', () => {
     const ready = await engine.request('GET', '/health/ready');
     expect(ready.status).toBe(200);
     expect(Object.keys(ready.body.details).sort()).toEqual(
-      ['bubblewrap', 'chromium', 'docker', 'engine', 'graph', 'sandbox_image'].sort(),
+      ['bubblewrap', 'chromium', 'container_runtime', 'docker', 'engine', 'graph', 'sandbox_image'].sort(),
     );
     for (const indicator of Object.values(ready.body.details))
       expect(indicator).toMatchObject({ status: 'up' });

@@ -30,6 +30,7 @@ import { PlansModule } from './plans/plans.module';
 import { RedactionModule } from './redaction/redaction.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { StorageModule } from './storage/storage.module';
+import { TemplatesModule } from './templates/templates.module';
 import { ToolsModule } from './tools/tools.module';
 
 /**
@@ -113,6 +114,8 @@ export class AppModule {
                   image: sb.image,
                   imageTagFile: sb.imageTagFile,
                   engineInstanceId,
+                  runtime: sb.containerRuntime,
+                  runtimeSetting: 'SWITCHYARD_CONTAINER_RUNTIME',
                   limits: {
                     memoryBytes: sb.container.memoryBytes,
                     nanoCpus: sb.container.nanoCpus,
@@ -165,6 +168,7 @@ export class AppModule {
           outputMaxBytes: config.sandbox.output.maxBytes,
           prelaunch: config.browser.prelaunch,
         }),
+        TemplatesModule,
         SessionsModule,
         EventsModule,
         ActionsModule,

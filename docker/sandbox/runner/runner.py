@@ -13,6 +13,7 @@ protocol). Python 3 stdlib only. The work is done by the modules beside this fil
   runner_procs.py      background processes
   runner_streams.py    output caps, and a cell's boundaries in a kernel's output
   runner_trees.py      process trees, and killing them
+  runner_egress.py     keeps egress_forwarder.py (127.0.0.1:3128 -> the session's egress proxy) running
   runner_spawn.py      the workspace check, starting user code, cgroup counters
 
 The runner shares its uid with the code it runs, so it is not a security boundary inside a session: the container

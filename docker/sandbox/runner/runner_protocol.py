@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 
+from runner_egress import Egress
 from runner_kernels import Kernels
 from runner_procs import Processes
 from runner_runs import Runs
@@ -48,7 +49,8 @@ class Runner:
         self.runs = Runs(self)
         self.kernels = Kernels(self)
         self.procs = Processes(self)
-        self.parts = (self.runs, self.kernels, self.procs)
+        self.egress = Egress(self)
+        self.parts = (self.runs, self.kernels, self.procs, self.egress)
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -60,6 +62,7 @@ class Runner:
             "proc_start": self.procs.start,
             "proc_write": self.procs.write,
             "proc_signal": self.procs.signal,
+            "egress": self.egress.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------
@@ -91,7 +94,7 @@ class Runner:
 
     def protected(self):
         """Leaders of the live kernels and processes: their trees survive a fresh run's cleanup."""
-        return self.kernels.roots() | self.procs.roots()
+        return self.kernels.roots() | self.procs.roots() | self.egress.roots()
 
     def kill_strays(self):
         """After a tree ended: what escaped it (setsid, then orphaned) dies too, unless a fresh run is going (its

@@ -29,7 +29,7 @@ import { SessionBrowser } from './session-browser';
 import { SessionLock } from './session-lock';
 import { SessionTabs } from './session-tabs';
 import { UrlGuard } from './url-guard';
-import { type HostResolver, UrlPolicy } from './url-policy/url-policy';
+import { type HostResolver, UrlPolicy } from '@switchyard/network';
 import { WorkspaceFiles } from './workspace-files';
 
 /** How long the driver's availability probe is reused. */

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import type { RiskAssessment } from '@switchyard/common';
 import { BrowserConfigError } from './browser.errors';
 import { DEFAULT_LAUNCH_ARGS } from './browser.constants';
-import { type Allowlist, AllowlistEntryError, parseAllowlist } from './url-policy/url-policy';
+import { type Allowlist, AllowlistEntryError, parseAllowlist } from '@switchyard/network';
 
 const MiB = 1024 * 1024;
 

@@ -6,7 +6,4 @@ export * from './browser.types';
 export { BrowserRouter } from './browser-router';
 export { capData } from './browser-output';
 export * from './driver/browser-driver.port';
-export { EgressProxy, type EgressProxyOptions, type EgressRefusal } from './egress/egress-proxy';
-export * from './url-policy/ip-address';
-export * from './url-policy/url-policy';
 export { WorkspaceFiles } from './workspace-files';

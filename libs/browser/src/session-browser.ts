@@ -1,7 +1,6 @@
 import type { BlockedRequest } from './browser.types';
 import type { DriverContext, DriverPage } from './driver/browser-driver.port';
-import type { EgressProxy } from './egress/egress-proxy';
-import type { UrlRefusal } from './url-policy/url-policy';
+import type { EgressProxy, UrlRefusal } from '@switchyard/network';
 
 /** Refusals kept per session for attribution. */
 const REFUSAL_LOG = 100;

@@ -3,10 +3,15 @@ import { type ActionError, InvalidInputError } from '@switchyard/common';
 import { clip, fault } from './browser-output';
 import type { BrowserOutcome } from './browser.types';
 import type { ContextSpec, GuardedRequest } from './driver/browser-driver.port';
-import { type EgressRefusal, EgressProxy } from './egress/egress-proxy';
 import type { SessionBrowser } from './session-browser';
-import { classifyIp, parseIp } from './url-policy/ip-address';
-import { type UrlPolicy, type UrlRefusal } from './url-policy/url-policy';
+import {
+  classifyIp,
+  type EgressRefusal,
+  EgressProxy,
+  parseIp,
+  type UrlPolicy,
+  type UrlRefusal,
+} from '@switchyard/network';
 
 /** The traffic set-up of one context: its egress proxy, and the spec that sends the context through it. */
 export interface ContextTraffic {

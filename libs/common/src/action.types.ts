@@ -76,6 +76,17 @@ export interface FileTouch {
   access: 'read' | 'write';
 }
 
+/** One connection a sandbox asked the egress proxy for while the action ran, allowed or refused. */
+export interface EgressRecord {
+  host: string;
+  port: number;
+  allowed: boolean;
+  /** Why it was refused. */
+  reason?: string;
+  bytesIn: number;
+  bytesOut: number;
+}
+
 /** The result envelope, identical for every action type. */
 export interface ActionResult {
   id: string;
@@ -97,6 +108,10 @@ export interface ActionResult {
   redacted?: boolean;
   /** The HTTP request that submitted the action (`X-Request-Id`), also on its log line. */
   requestId?: string;
+  /** Connections the session's sandboxes asked the egress proxy for while the action ran (sessions with network). */
+  egress?: EgressRecord[];
+  /** What a caller can do about an outcome the engine recognised (e.g. code that met a session without network). */
+  hints?: string[];
 }
 
 export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] });

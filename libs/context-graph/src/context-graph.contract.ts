@@ -399,6 +399,33 @@ export function describeContextGraphContract(
         expect((await graph.getAction(s.id, a4.id))?.sandbox).toBeUndefined();
       });
 
+      it("keeps a sandbox's Docker runtime as a property of its Sandbox node; none when the tier named none", async () => {
+        const s = await recorded();
+        const gvisor = { tier: 'container' as const, containerId: 'e'.repeat(64), runtime: 'runsc' };
+        const host = { tier: 'container' as const, containerId: 'f'.repeat(64), runtime: 'runc' };
+        const pooled = { tier: 'pooled' as const, containerId: '0'.repeat(64) };
+        const ids: string[] = [];
+        for (const sandbox of [gvisor, host, pooled]) {
+          const a = await started(s.id, { tier: sandbox.tier });
+          await graph.recordActionCompleted(a.id, completion(a, { sandbox }));
+          ids.push(a.id);
+        }
+
+        const sandboxes = (await graph.sessionGraph(s.id)).nodes.filter((n) => n.label === 'Sandbox');
+        expect(sandboxes).toHaveLength(3);
+        expect(sandboxes).toEqual(
+          expect.arrayContaining([
+            { id: `sandbox:${gvisor.containerId}`, label: 'Sandbox', properties: gvisor },
+            { id: `sandbox:${host.containerId}`, label: 'Sandbox', properties: host },
+            { id: `sandbox:${pooled.containerId}`, label: 'Sandbox', properties: pooled },
+          ]),
+        );
+        expect((await graph.getAction(s.id, ids[0]))?.sandbox).toEqual(gvisor);
+        expect((await graph.getAction(s.id, ids[1]))?.sandbox).toEqual(host);
+        expect((await graph.getAction(s.id, ids[2]))?.sandbox).toEqual(pooled);
+        expect((await graph.failureContext(s.id, ids[0], { before: 0 }))?.action.sandbox).toEqual(gvisor);
+      });
+
       it('rejects a retry of an action the session never recorded', async () => {
         const s = await recorded();
         await expect(

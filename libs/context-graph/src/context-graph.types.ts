@@ -41,6 +41,8 @@ export interface ActionStart {
 export interface SandboxRef {
   tier: Extract<ActionTier, 'pooled' | 'container'>;
   containerId: string;
+  /** The container's Docker runtime when the tier chose one: `runsc` (gVisor) or `runc` (one-off tier). */
+  runtime?: string;
 }
 
 /**

@@ -220,7 +220,11 @@ export function buildGraphView(
       sandboxes.set(id, {
         id,
         label: 'Sandbox',
-        properties: { tier: a.sandbox.tier, containerId: a.sandbox.containerId },
+        properties: {
+          tier: a.sandbox.tier,
+          containerId: a.sandbox.containerId,
+          ...(a.sandbox.runtime !== undefined && { runtime: a.sandbox.runtime }),
+        },
       });
     }
   }

@@ -18,6 +18,31 @@ export const ENV_LIMITS = Object.freeze({
   maxTotalBytes: 256 * 1024,
 });
 
+/** Where a sandbox with network reaches the engine's egress proxy: the runner forwards it to the session's socket. */
+export const EGRESS_PROXY_URL = 'http://127.0.0.1:3128';
+
+/**
+ * The environment that sends ordinary tools through the egress proxy (curl, pip, npm, git, Python's urllib and
+ * requests, Node's fetch via the variables), for sandboxes whose session may reach the network. Packages installed
+ * with pip go to the user site (HOME is /tmp: the session's container keeps them; the system is read-only).
+ */
+export function egressEnv(): Record<string, string> {
+  const proxy = EGRESS_PROXY_URL;
+  return {
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    NO_PROXY: 'localhost,127.0.0.1,::1',
+    no_proxy: 'localhost,127.0.0.1,::1',
+    npm_config_proxy: proxy,
+    npm_config_https_proxy: proxy,
+    PIP_USER: '1',
+    PIP_BREAK_SYSTEM_PACKAGES: '1',
+    PIP_DISABLE_PIP_VERSION_CHECK: '1',
+  };
+}
+
 /** Where the tiers put helper commands (the subprocess tier's `python`, when the host has only `python3`). */
 export const SANDBOX_BIN = '/opt/switchyard/bin';
 

@@ -375,3 +375,36 @@ describe('toOutcome', () => {
     expect(map({ aborted: true })).toMatchObject({ status: 'error', error: { code: 'ABORTED' } });
   });
 });
+
+describe('SandboxManager: a session image (a template)', () => {
+  const image = { ref: 'switchyard/sandbox-tiny:0123456789ab', env: { TINY: 'yes', SHARED: 'template' } };
+  const floor = { minTier: 'pooled' as const, floorReason: 'the template lives in its image' };
+
+  it('runs container-tier code in the image, with the template env under the caller env', async () => {
+    const { manager, fakes } = setup();
+    const routed = manager.prepare(request({ image, env: { SHARED: 'caller' } }), floor);
+    expect(routed.tier).toBe('pooled');
+    expect(isRunnable(routed)).toBe(true);
+    await manager.execute(routed as Parameters<SandboxManager['execute']>[0]);
+    const job = fakes.pooled.runs[0];
+    expect(job.image).toBe(image.ref);
+    expect(job.env).toMatchObject({ TINY: 'yes', SHARED: 'caller', PATH: BASE_ENV.PATH });
+
+    await prepareAndRun(manager, request({ image, code: HIGH }));
+    expect(fakes.container.runs[0]).toMatchObject({ image: image.ref, env: { TINY: 'yes' } });
+  });
+
+  it('raises an explicit weaker tier to the floor and says why', () => {
+    const { manager } = setup();
+    const routed = manager.prepare(request({ image, tier: 'subprocess' }), floor);
+    expect(routed.tier).toBe('pooled');
+    expect(routed.risk.reasons.join(' ')).toContain('the template lives in its image');
+  });
+
+  it('gives the subprocess tier neither the image nor its env', async () => {
+    const { manager, fakes } = setup();
+    await prepareAndRun(manager, request({ image }));
+    expect(fakes.subprocess.runs[0].image).toBeUndefined();
+    expect(fakes.subprocess.runs[0].env.TINY).toBeUndefined();
+  });
+});

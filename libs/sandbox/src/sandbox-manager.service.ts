@@ -7,7 +7,7 @@ import {
   type Tier,
 } from '@switchyard/common';
 import { validateCodeRequest } from './code-request.validation';
-import { buildChildEnv } from './env-policy';
+import { buildChildEnv, egressEnv } from './env-policy';
 import { RiskPolicy } from './risk/risk-policy';
 import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
 import {
@@ -33,6 +33,7 @@ import type {
 
 const NO_TRUNCATION = Object.freeze({ stdout: false, stderr: false });
 const rank = (tier: Tier) => TIERS.indexOf(tier);
+const isContainerTier = (tier: Tier): boolean => tier === 'pooled' || tier === 'container';
 
 export interface PrepareOptions {
   /**
@@ -41,6 +42,8 @@ export interface PrepareOptions {
    * whichever is stronger.
    */
   minTier?: Tier;
+  /** Why `minTier` is the floor, for the answer when a weaker tier was asked for. Default: a retry's floor. */
+  floorReason?: string;
 }
 
 /**
@@ -74,16 +77,32 @@ export class SandboxManager {
    */
   prepare(req: CodeRequest, options: PrepareOptions = {}): RoutedCode {
     const { timeoutMs, env } = validateCodeRequest(req, this.options);
-    const decision = this.stateful(req, this.route(req, options.minTier));
+    const decision = this.stateful(req, this.route(req, options.minTier, options.floorReason));
     // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
     const tierMax = decision.tier ? this.options.tierLimits[decision.tier].maxTimeoutMs : timeoutMs;
     return {
       ...decision,
       request: req,
       timeoutMs: Math.min(timeoutMs, tierMax),
-      env: buildChildEnv(env, req.language),
+      env: {
+        ...buildChildEnv({ ...this.imageEnvFor(req, decision.tier), ...env }, req.language),
+        ...this.egressEnvFor(req, decision.tier),
+      },
       callerEnv: env,
     };
+  }
+
+  /**
+   * The proxy settings for a session with network, in the tiers that reach its egress proxy (the containers); the
+   * subprocess tier stays offline.
+   */
+  private egressEnvFor(req: CodeRequest, tier: Tier | undefined): Record<string, string> {
+    return req.egress && (tier === 'pooled' || tier === 'container') ? egressEnv() : {};
+  }
+
+  /** The session image's environment (a template's), in the tiers that run that image (the containers). */
+  private imageEnvFor(req: CodeRequest, tier: Tier | undefined): Record<string, string> {
+    return req.image && (tier === 'pooled' || tier === 'container') ? req.image.env : {};
   }
 
   /** A `state: "session"` request routed to a tier that holds no state (the one-off tier) is refused. */
@@ -106,7 +125,7 @@ export class SandboxManager {
   }
 
   /** The routing decision alone: risk, tier, and a refusal when the request may not run. Pure. */
-  route(req: CodeRequest, minTier?: Tier): RoutingDecision {
+  route(req: CodeRequest, minTier?: Tier, floorReason?: string): RoutingDecision {
     let risk = this.risk.assess(req.language, req.code);
     if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     const routed = this.options.routing[risk.level];
@@ -116,7 +135,8 @@ export class SandboxManager {
       requested = rank(routed) > rank(minTier) ? routed : minTier;
       // A weaker tier asked for explicitly is not silently ignored: the answer says where it ran instead, and why.
       if (asked !== 'auto') {
-        const why = `tier "${asked}" was asked for but "${requested}" is this action's floor: a retry never runs in a weaker tier than the action it retries`;
+        const because = floorReason ?? 'a retry never runs in a weaker tier than the action it retries';
+        const why = `tier "${asked}" was asked for but "${requested}" is this action's floor: ${because}`;
         risk = { ...risk, reasons: [...risk.reasons, why] };
       }
     }
@@ -184,6 +204,8 @@ export class SandboxManager {
           env: routed.env,
           timeoutMs: routed.timeoutMs,
           workspaceDir: req.workspaceDir,
+          ...(req.egress && { egress: req.egress }),
+          ...(req.image && isContainerTier(tierName) && { image: req.image.ref }),
           output: this.options.tierLimits[tierName].output,
           onOutput: hooks.onOutput,
         },
@@ -229,11 +251,16 @@ export class SandboxManager {
         language: req.language,
         code: req.code,
         env: routed.callerEnv,
-        baseEnv: buildChildEnv({}, req.language),
+        baseEnv: {
+          ...buildChildEnv(this.imageEnvFor(req, tier), req.language),
+          ...this.egressEnvFor(req, tier),
+        },
         timeoutMs: routed.timeoutMs,
         tier,
         tierExplicit: req.tier !== undefined && req.tier !== 'auto',
         workspaceDir: req.workspaceDir,
+        ...(req.egress && { egress: req.egress }),
+        ...(req.image && isContainerTier(tier) && { image: req.image.ref }),
         output: this.options.tierLimits[tier].output,
         onOutput,
       },
@@ -260,8 +287,8 @@ export class SandboxManager {
    * Routes input that will run in the session's stateful sandbox without being a cell (a background process's
    * command, text for its stdin): scored as bash code, never to a weaker tier, and refused where no state is held.
    */
-  routeStateful(req: CodeRequest, minTier?: Tier): RoutingDecision {
-    return this.stateful({ ...req, state: 'session' }, this.route(req, minTier));
+  routeStateful(req: CodeRequest, minTier?: Tier, floorReason?: string): RoutingDecision {
+    return this.stateful({ ...req, state: 'session' }, this.route(req, minTier, floorReason));
   }
 
   /** Every tier, registered or not; unregistered ones say so. */
@@ -375,6 +402,7 @@ export function toOutcome(
     durationMs: r.durationMs,
     ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
     ...(r.containerId === undefined ? {} : { containerId: r.containerId }),
+    ...(r.runtime === undefined ? {} : { runtime: r.runtime }),
     ...(r.redacted ? { redacted: true } : {}),
   };
   if (r.spawnError !== undefined) {

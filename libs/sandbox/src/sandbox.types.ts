@@ -22,12 +22,41 @@ export interface CodeSpec {
   state?: CodeState;
 }
 
+/**
+ * A session's way out, when its network policy allows any: the engine's egress proxy for the session, reached over a
+ * Unix socket in a directory only the session's sandbox sees. Only the container tiers get it.
+ */
+export interface SessionEgressAccess {
+  /** Host directory holding the proxy's socket `proxy.sock` (one-off containers mount it read-only). */
+  socketDir: string;
+  /** The proxy answers at `socketPath` too (a pooled container's own directory) until the returned stop. */
+  listen(socketPath: string): Promise<() => Promise<void>>;
+}
+
+/**
+ * A session's own image for the container tiers (a sandbox template's), instead of the default sandbox image: the
+ * template's packages exist only there.
+ */
+export interface SessionImage {
+  /** Image reference both container tiers create the session's containers from. */
+  ref: string;
+  /**
+   * The template's environment, set for every run in it under the caller's own entries (the pooled runner starts
+   * children with exactly the request's environment, not the image's).
+   */
+  env: Record<string, string>;
+}
+
 /** A code action as the engine hands it to the sandbox manager. */
 export interface CodeRequest extends CodeSpec {
   actionId: string;
   sessionId: string;
   /** Absolute host path of the session's workspace. */
   workspaceDir: string;
+  /** The session's egress, when its network policy allows any (container tiers only). */
+  egress?: SessionEgressAccess;
+  /** The session's image (container tiers only); the default sandbox image when absent. */
+  image?: SessionImage;
 }
 
 /** Where the policy sends a request, decided before anything runs. */
@@ -72,6 +101,8 @@ export interface CodeOutcome {
   error?: ActionError;
   /** Set when the code ran in a container (pooled or one-off). */
   containerId?: string;
+  /** The Docker runtime of that container when the tier chose one (one-off: `runsc` for gVisor, or `runc`). */
+  runtime?: string;
   /** Secrets were replaced in stdout or stderr. */
   redacted?: boolean;
   durationMs: number;
@@ -94,6 +125,10 @@ export interface TierJob {
   env: Record<string, string>;
   timeoutMs: number;
   workspaceDir: string;
+  /** The session's egress (container tiers): the environment already names the proxy. */
+  egress?: SessionEgressAccess;
+  /** The image to run in (container tiers): a template's; the tier's default image when absent. */
+  image?: string;
   output: OutputLimits;
   /**
    * Called with decoded output as it arrives (only what fits within `output`), so a caller can stream it
@@ -127,6 +162,8 @@ export interface TierRunResult {
   aborted?: boolean;
   /** The container the run used (container tiers), for the graph's `Sandbox` node. */
   containerId?: string;
+  /** The Docker runtime of that container, when the tier chose one (`runsc`, `runc`). */
+  runtime?: string;
   /** Secrets were replaced in stdout or stderr. */
   redacted?: boolean;
   durationMs: number;

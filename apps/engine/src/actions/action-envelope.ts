@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { type ActionResult, type ActionType, CLOCK, type Clock } from '@switchyard/common';
+import { type ActionResult, type ActionType, CLOCK, type Clock, type EgressRecord } from '@switchyard/common';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import type { Outcome } from './action-handler.port';
 
@@ -13,6 +13,8 @@ export interface EnvelopeFields {
   startedAt: string;
   durationMs: number;
   requestId?: string;
+  /** Connections the session's sandboxes asked the egress proxy for while the action ran. */
+  egress?: EgressRecord[];
 }
 
 /**
@@ -51,6 +53,8 @@ export class ActionEnvelopes {
       ...(error && { error: error.value }),
       ...(redacted && { redacted: true }),
       ...(at.requestId !== undefined && { requestId: at.requestId }),
+      ...(at.egress !== undefined && { egress: at.egress }),
+      ...(o.hints !== undefined && o.hints.length > 0 && { hints: o.hints }),
     };
   }
 

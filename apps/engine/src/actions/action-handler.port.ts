@@ -32,6 +32,8 @@ export interface Outcome {
   kernel?: KernelRunRef;
   /** The background process the action started, for the graph's `STARTED` edge. */
   startedProcess?: ProcessGraphRef;
+  /** What a caller can do about this outcome (e.g. code that met a session without network). */
+  hints?: string[];
   /**
    * A refusal of the input itself that only running could find (a symlink leading out of the workspace). The action
    * is recorded `denied` like any refusal; the HTTP edge answers it as the 4xx it would have been if found earlier.

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { NetworkModule } from '../egress/network.module';
 import { EventsModule } from '../events/events.module';
 import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { MetricsModule } from '../metrics/metrics.module';
@@ -30,7 +31,7 @@ const HANDLERS = [
 
 /** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
 @Module({
-  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule],
+  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule, NetworkModule],
   controllers: [ActionsController],
   providers: [
     ...HANDLERS,

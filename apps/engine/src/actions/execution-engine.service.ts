@@ -10,6 +10,7 @@ import {
 } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
 import { randomBytes } from 'node:crypto';
+import { SessionNetwork } from '../egress/session-network';
 import { SessionEvents } from '../events/session-events';
 import { MetricsService } from '../metrics/metrics.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
@@ -100,6 +101,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly events: SessionEvents,
     private readonly redactor: SecretRedactor,
     private readonly metrics: MetricsService,
+    private readonly network: SessionNetwork,
   ) {
     for (const h of handlers) this.handlers.set(h.type, h);
   }
@@ -201,7 +203,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     const input = plainInput(request);
     const summary = this.redactor.text(clip(handler.summary(request))).text;
     const operation = handler.operation(request);
-    const startedAt = this.clock.now().toISOString();
+    const startedAtDate = this.clock.now();
+    const startedAt = startedAtDate.toISOString();
     const t0 = this.clock.monotonic();
 
     this.sessions.enter(session);
@@ -250,6 +253,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         );
         const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
         const durationMs = Math.round(this.clock.monotonic() - t0);
+        // Whatever of the session reached for the network while the action ran (its code, or its processes).
+        const egress = await this.network.attempts(session, startedAtDate.getTime());
         const result = this.envelopes.envelope(
           {
             id,
@@ -258,6 +263,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
             startedAt,
             durationMs,
             requestId: options.requestId,
+            ...(egress && { egress }),
           },
           final,
         );

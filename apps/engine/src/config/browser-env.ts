@@ -1,4 +1,4 @@
-import { AllowlistEntryError, parseAllowlist } from '@switchyard/browser';
+import { AllowlistEntryError, parseAllowlist } from '@switchyard/network';
 import { configFailure } from './config-error';
 import { AbsolutePathVar, BoolVar, IntVar, ListVar, MiB } from './env-parsing';
 

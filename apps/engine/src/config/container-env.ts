@@ -1,4 +1,5 @@
-import { IsOptional, IsString, Matches } from 'class-validator';
+import { CONTAINER_RUNTIME_SETTINGS, type ContainerRuntimeSetting } from '@switchyard/sandbox';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import * as path from 'node:path';
 import { configFailure } from './config-error';
 import { AbsolutePathVar, DecimalVar, IntVar, MiB } from './env-parsing';
@@ -56,6 +57,14 @@ export class ContainerEnv {
   @IntVar(1024)
   SWITCHYARD_POOLED_OUTPUT_MAX_BYTES?: number = undefined;
 
+  /**
+   * Docker runtime of the one-off tier: `runsc` (gVisor), `runc`, or `auto` (runsc when the Docker engine has it).
+   * The pooled tier always uses the engine's default (runc).
+   */
+  @IsOptional()
+  @IsIn(CONTAINER_RUNTIME_SETTINGS)
+  SWITCHYARD_CONTAINER_RUNTIME: ContainerRuntimeSetting = 'auto';
+
   @IntVar(16 * MiB)
   SWITCHYARD_CONTAINER_MEMORY_BYTES = 512 * MiB;
 
@@ -100,6 +109,8 @@ export interface ContainerTiersConfig {
   };
   pooled: ContainerTierConfig;
   container: ContainerTierConfig;
+  /** Docker runtime of the one-off tier (SWITCHYARD_CONTAINER_RUNTIME). */
+  containerRuntime: ContainerRuntimeSetting;
 }
 
 /** The tiers' limits fall back to the global ones. */
@@ -150,5 +161,6 @@ export function containerTiersConfig(env: TiersEnv, cwd: string): ContainerTiers
     },
     pooled: tierConfig(env, 'POOLED'),
     container: tierConfig(env, 'CONTAINER'),
+    containerRuntime: env.SWITCHYARD_CONTAINER_RUNTIME,
   };
 }

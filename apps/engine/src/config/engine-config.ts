@@ -4,9 +4,11 @@ import { type ContainerTiersConfig, containerTiersConfig } from './container-env
 import { parseEngineEnv } from './engine-env';
 import { type GraphConfig, graphConfig } from './graph-env';
 import { type HttpConfig, httpConfig } from './http-env';
+import { type NetworkConfig, networkConfig } from './network-env';
 import { type RedactionConfig, redactionConfig } from './redaction-env';
 import { type SandboxConfig, sandboxConfig } from './sandbox-env';
 import { type StatefulConfig, statefulConfig } from './stateful-env';
+import { type TemplatesConfig, templatesConfig } from './templates-env';
 import { type WorkspaceConfig, workspaceConfig } from './workspace-env';
 
 export { ConfigError, type ConfigProblem } from './config-error';
@@ -27,6 +29,8 @@ export interface EngineConfig extends HttpConfig {
   redaction: RedactionConfig;
   actions: ActionsConfig;
   graph: GraphConfig;
+  network: NetworkConfig;
+  templates: TemplatesConfig;
 }
 
 /**
@@ -50,5 +54,7 @@ export function loadEngineConfig(
     redaction: redactionConfig(parsed, env),
     actions: actionsConfig(parsed),
     graph: graphConfig(parsed),
+    network: networkConfig(parsed),
+    templates: templatesConfig(parsed, cwd, parsed.SWITCHYARD_SANDBOX_IMAGE),
   };
 }

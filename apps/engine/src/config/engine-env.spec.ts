@@ -1,15 +1,6 @@
 import * as path from 'node:path';
-import { ConfigError, loadEngineConfig } from './engine-config';
-
-const problemsOf = (env: NodeJS.ProcessEnv): ConfigError['problems'] => {
-  try {
-    loadEngineConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { problemsOf } from './config.testing';
+import { loadEngineConfig } from './engine-config';
 
 describe('loadEngineConfig: what the libraries used to read from the environment', () => {
   it('names the sandbox image tag file in the working directory', () => {

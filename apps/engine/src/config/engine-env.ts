@@ -5,9 +5,11 @@ import { ContainerEnv } from './container-env';
 import { parseEnvSection } from './env-parsing';
 import { GraphEnv } from './graph-env';
 import { HttpEnv } from './http-env';
+import { NetworkEnv } from './network-env';
 import { RedactionEnv } from './redaction-env';
 import { SandboxEnv } from './sandbox-env';
 import { StatefulEnv } from './stateful-env';
+import { TemplatesEnv } from './templates-env';
 import { WorkspaceEnv } from './workspace-env';
 
 /**
@@ -18,7 +20,9 @@ export const ENGINE_ENV_SCHEMAS = [
   HttpEnv,
   SandboxEnv,
   StatefulEnv,
+  NetworkEnv,
   ContainerEnv,
+  TemplatesEnv,
   WorkspaceEnv,
   BrowserEnv,
   ActionsEnv,
@@ -30,7 +34,9 @@ export const ENGINE_ENV_SCHEMAS = [
 export type EngineEnv = HttpEnv &
   SandboxEnv &
   StatefulEnv &
+  NetworkEnv &
   ContainerEnv &
+  TemplatesEnv &
   WorkspaceEnv &
   BrowserEnv &
   ActionsEnv &

@@ -16,8 +16,8 @@ import { ApiKeys } from '../http/api-keys';
 
 /**
  * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
- * (graph store, Docker, the sandbox image, bubblewrap, Chromium) and turns 503 when one is down or the engine is
- * shutting down.
+ * (graph store, Docker, the one-off tier's container runtime, the sandbox image, bubblewrap, Chromium) and turns 503
+ * when one is down or the engine is shutting down.
  */
 @ApiTags('health')
 @Controller('health')
@@ -86,6 +86,14 @@ export class ReadinessController {
         const dockerDown = !a || (!a.available && a.code === DOCKER_UNAVAILABLE);
         const session = this.indicators.check('docker');
         return dockerDown ? session.down({ reason: a?.reason ?? shuttingDown.reason }) : session.up();
+      },
+      () => {
+        // The runtime the one-off tier uses (runsc: gVisor); down when Docker lacks the one its setting names.
+        const a = tiers?.container;
+        const runtime = a?.details?.runtime;
+        const session = this.indicators.check('container_runtime');
+        if (typeof runtime === 'string') return session.up({ runtime });
+        return session.down({ reason: a?.reason ?? shuttingDown.reason });
       },
       () => tier('sandbox_image', tiers?.container ?? shuttingDown),
       async () => tier('chromium', await this.browser.availability()),

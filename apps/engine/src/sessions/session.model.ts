@@ -8,6 +8,10 @@ export interface Session {
   metadata: Record<string, unknown>;
   /** Actions of this session that may run at once; 1 keeps a session's shell state from interleaving. */
   maxConcurrentActions: number;
+  /** Hosts the session's container sandboxes may reach through the egress proxy; empty: no network. */
+  network: { allow: string[] };
+  /** The sandbox template its code runs with (its image, in the container tiers only); none: the default image. */
+  template?: string;
 }
 
 export const expiresAt = (s: Session): Date => new Date(s.lastActiveAt.getTime() + s.ttlSeconds * 1000);

@@ -8,6 +8,8 @@ export interface SessionResponse {
   ttlSeconds: number;
   metadata: Record<string, unknown>;
   maxConcurrentActions: number;
+  network: { allow: string[] };
+  template?: string;
 }
 
 export const toSessionResponse = (s: Session): SessionResponse => ({
@@ -18,4 +20,6 @@ export const toSessionResponse = (s: Session): SessionResponse => ({
   ttlSeconds: s.ttlSeconds,
   metadata: s.metadata,
   maxConcurrentActions: s.maxConcurrentActions,
+  network: { allow: [...s.network.allow] },
+  ...(s.template !== undefined && { template: s.template }),
 });

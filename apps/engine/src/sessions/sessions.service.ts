@@ -1,10 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { CLOCK, type Clock, InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
+import { EgressPolicy } from '@switchyard/network';
 import { WorkspaceManager } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { TemplateRegistry } from '../templates/template-registry';
 import { type Session } from './session.model';
 import { SessionStore } from './session.store';
 
@@ -44,6 +46,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     private readonly store: SessionStore,
     private readonly workspaces: WorkspaceManager,
     private readonly graph: ContextGraph,
+    private readonly templates: TemplateRegistry,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -66,7 +69,13 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   async create(
     tenant: string,
-    input: { metadata?: Record<string, unknown>; ttlSeconds?: number; maxConcurrentActions?: number },
+    input: {
+      metadata?: Record<string, unknown>;
+      ttlSeconds?: number;
+      maxConcurrentActions?: number;
+      network?: { allow: string[] };
+      template?: string;
+    },
   ): Promise<Session> {
     const ttlSeconds = input.ttlSeconds ?? this.config.sessions.defaultTtlSeconds;
     if (ttlSeconds > this.config.sessions.maxTtlSeconds) {
@@ -79,6 +88,8 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) {
       throw new InvalidInputError('metadata', `metadata must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
     }
+    const network = this.networkPolicy(input.network);
+    if (input.template !== undefined) this.templates.require(input.template);
     if (this.sessions.size >= this.config.sessions.maxSessions) {
       throw new SessionLimitError(
         `the engine holds ${this.sessions.size} sessions, its limit (SWITCHYARD_MAX_SESSIONS); delete one or retry later`,
@@ -93,6 +104,8 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       ttlSeconds,
       metadata,
       maxConcurrentActions: input.maxConcurrentActions ?? this.config.actions.sessionConcurrency,
+      network: { allow: network.allow },
+      ...(input.template !== undefined && { template: input.template }),
     };
     await this.workspaces.create(session.id);
     try {
@@ -110,6 +123,24 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     this.sessions.set(session.id, session);
     this.logger.log({ msg: 'session created', sessionId: session.id, tenant, ttlSeconds });
     return session;
+  }
+
+  /** The network a session asks for (or the engine default), within the engine's bound; a 400 names what is beyond. */
+  private networkPolicy(asked: { allow: string[] } | undefined): EgressPolicy {
+    const { bound } = this.config.network;
+    if (!asked) return this.config.network.default;
+    const policy = EgressPolicy.parse(asked.allow, 'network.allow');
+    const beyond = policy.beyond(bound);
+    if (beyond.length > 0) {
+      throw new InvalidInputError(
+        'network.allow',
+        `${beyond.join(', ')} ${beyond.length > 1 ? 'are' : 'is'} beyond what this engine lets sessions reach ` +
+          `(SWITCHYARD_EGRESS_ALLOWED: ${bound.isEmpty ? 'nothing' : bound.allow.join(', ')})`,
+        'EGRESS_BEYOND_BOUND',
+        { hosts: beyond },
+      );
+    }
+    return policy;
   }
 
   /** The tenant's session, or 404. Another tenant's session is indistinguishable from a missing one. */

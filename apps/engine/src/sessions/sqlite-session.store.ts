@@ -12,6 +12,8 @@ interface SessionRow {
   ttl_seconds: number;
   metadata: string;
   max_concurrent_actions: number;
+  /** JSON: the session's options (`{"network":{"allow":[…]},"template":"…"}`). */
+  options: string;
 }
 
 /** `SessionStore` in the engine's own SQLite file (`<data>/engine.db`). */
@@ -30,13 +32,17 @@ export class SqliteSessionStore extends SessionStore {
         last_active_at TEXT NOT NULL,
         ttl_seconds INTEGER NOT NULL,
         metadata TEXT NOT NULL,
-        max_concurrent_actions INTEGER NOT NULL DEFAULT 1
+        max_concurrent_actions INTEGER NOT NULL DEFAULT 1,
+        options TEXT NOT NULL DEFAULT '{}'
       ) STRICT;
     `);
-    // Files from before per-session concurrency existed get the column with its default.
+    // Files from before a column existed get it with its default.
     const columns = this.db.prepare('PRAGMA table_info(sessions)').all() as { name: string }[];
     if (!columns.some((c) => c.name === 'max_concurrent_actions')) {
       this.db.exec('ALTER TABLE sessions ADD COLUMN max_concurrent_actions INTEGER NOT NULL DEFAULT 1');
+    }
+    if (!columns.some((c) => c.name === 'options')) {
+      this.db.exec(`ALTER TABLE sessions ADD COLUMN options TEXT NOT NULL DEFAULT '{}'`);
     }
   }
 
@@ -45,6 +51,7 @@ export class SqliteSessionStore extends SessionStore {
       .prepare('SELECT * FROM sessions ORDER BY created_at, id')
       .all() as unknown as SessionRow[];
     return rows.map((r) => ({
+      ...template(r.options),
       id: r.id,
       tenant: r.tenant,
       createdAt: new Date(r.created_at),
@@ -52,14 +59,15 @@ export class SqliteSessionStore extends SessionStore {
       ttlSeconds: r.ttl_seconds,
       metadata: JSON.parse(r.metadata) as Record<string, unknown>,
       maxConcurrentActions: r.max_concurrent_actions,
+      network: { allow: (JSON.parse(r.options) as { network?: { allow?: string[] } }).network?.allow ?? [] },
     }));
   }
 
   insert(s: Session): void {
     this.db
       .prepare(
-        `INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata, max_concurrent_actions)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata, max_concurrent_actions, options)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         s.id,
@@ -69,6 +77,7 @@ export class SqliteSessionStore extends SessionStore {
         s.ttlSeconds,
         JSON.stringify(s.metadata),
         s.maxConcurrentActions,
+        JSON.stringify({ network: s.network, ...(s.template !== undefined && { template: s.template }) }),
       );
   }
 
@@ -88,4 +97,10 @@ export class SqliteSessionStore extends SessionStore {
   remove(id: string): void {
     this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
   }
+}
+
+/** The session's template from its options, when it has one. */
+function template(options: string): { template?: string } {
+  const name = (JSON.parse(options) as { template?: unknown }).template;
+  return typeof name === 'string' ? { template: name } : {};
 }

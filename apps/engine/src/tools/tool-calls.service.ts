@@ -134,5 +134,6 @@ export function toContent(kind: ActionType, r: ActionResult): Omit<ToolResult, '
       parts.push(JSON.stringify(r.output));
     }
   }
+  for (const hint of r.hints ?? []) parts.push(`[hint]\n${hint}`);
   return { content: parts.join('\n') || '(no output)', is_error: failed };
 }

@@ -5,8 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PageOperationError } from '../browser.errors';
 import { resolveBrowserOptions } from '../browser.options';
-import { EgressProxy } from '../egress/egress-proxy';
-import { parseAllowlist, UrlPolicy } from '../url-policy/url-policy';
+import { EgressProxy, parseAllowlist, UrlPolicy } from '@switchyard/network';
 import type { ContextSpec, DriverBrowser, DriverPage, GuardedRequest } from './browser-driver.port';
 import { PlaywrightDriver } from './playwright-driver';
 

@@ -200,6 +200,7 @@ describe('SqliteContextGraph', () => {
           kind TEXT NOT NULL CHECK (kind IN ('session', 'action')), key TEXT NOT NULL, session_id TEXT NOT NULL) STRICT;
         INSERT INTO old_outbox SELECT * FROM outbox; DROP TABLE outbox; ALTER TABLE old_outbox RENAME TO outbox;
         CREATE INDEX outbox_by_session ON outbox(session_id);
+        ALTER TABLE sandboxes DROP COLUMN runtime;
         PRAGMA user_version = 3;`);
       v3.close();
       const migrated = await open(true, 'v3.sqlite');
@@ -236,9 +237,10 @@ describe('SqliteContextGraph', () => {
       await g.recordActionCompleted('a1', completion('a1', { sandbox: box }));
       const before = await g.getAction('s', 'a1');
       await g.close();
-      // Back to the version-4 shape: version 5 only added these four tables.
+      // Back to the version-4 shape: version 5 only added these four tables (and version 6 the sandbox runtime).
       const v4 = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
       v4.exec(`DROP TABLE kernel_runs; DROP TABLE kernels; DROP TABLE process_starts; DROP TABLE processes;
+        ALTER TABLE sandboxes DROP COLUMN runtime;
         PRAGMA user_version = 4;`);
       v4.close();
 
@@ -267,7 +269,33 @@ describe('SqliteContextGraph', () => {
       ]);
       await migrated.close();
       const check = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
-      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 5 });
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 6 });
+      check.close();
+    });
+
+    it('migrates a version-5 file (no sandbox runtime): its sandboxes keep none, new ones keep theirs', async () => {
+      const g = await open(true, 'v5.sqlite');
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      const old = { tier: 'container' as const, containerId: 'c'.repeat(64) };
+      await g.recordActionCompleted('a1', completion('a1', { sandbox: old }));
+      const before = await g.getAction('s', 'a1');
+      await g.close();
+      const v5 = new DatabaseSync(join(fixture.dir, 'v5.sqlite'));
+      v5.exec('ALTER TABLE sandboxes DROP COLUMN runtime; PRAGMA user_version = 5;');
+      v5.close();
+
+      const migrated = await open(true, 'v5.sqlite');
+      expect(await migrated.getAction('s', 'a1')).toEqual(before);
+      expect(before?.sandbox).toStrictEqual(old);
+      const gvisor = { tier: 'container' as const, containerId: 'd'.repeat(64), runtime: 'runsc' };
+      await migrated.recordActionStarted(start('a2', 's'));
+      await migrated.recordActionCompleted('a2', completion('a2', { sandbox: gvisor }));
+      expect((await migrated.getAction('s', 'a2'))?.sandbox).toStrictEqual(gvisor);
+      expect(migrated.outboxBatch(100).actions.find((a) => a.id === 'a2')?.sandbox).toStrictEqual(gvisor);
+      await migrated.close();
+      const check = new DatabaseSync(join(fixture.dir, 'v5.sqlite'));
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 6 });
       check.close();
     });
 

@@ -130,7 +130,8 @@ CREATE TABLE IF NOT EXISTS sandboxes (
   id TEXT PRIMARY KEY,
   session_id TEXT NOT NULL REFERENCES sessions(id),
   tier TEXT NOT NULL,
-  container_id TEXT NOT NULL
+  container_id TEXT NOT NULL,
+  runtime TEXT
 ) STRICT;
 CREATE INDEX IF NOT EXISTS actions_retry_of ON actions(retry_of) WHERE retry_of IS NOT NULL;
 CREATE INDEX IF NOT EXISTS action_files_by_file ON action_files(file_id, access);
@@ -172,13 +173,14 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 `;
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 6;
 /**
  * Steps from each older `user_version` to the next (new tables and indexes come from SCHEMA's IF NOT EXISTS).
  * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage;
  * version 3 had no plans, and its outbox took no `plan` entries (a CHECK, so the table is rebuilt, keeping its
  * entries; SCHEMA then recreates its index); version 4 had no kernels or processes (new tables only: the
- * actions it holds have neither, and kernels and processes travel in their action's outbox entry).
+ * actions it holds have neither, and kernels and processes travel in their action's outbox entry); version 5 kept
+ * no container runtime on sandboxes (its sandboxes keep none: runc was the only one then).
  */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
@@ -195,6 +197,10 @@ const MIGRATIONS: Record<number, string> = {
     DROP TABLE outbox;
     ALTER TABLE outbox_v4 RENAME TO outbox;`,
   4: STATEFUL_SCHEMA,
+  // A version-1 file has no sandboxes table yet: it gets the version-5 one first.
+  5: `CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id),
+      tier TEXT NOT NULL, container_id TEXT NOT NULL) STRICT;
+    ALTER TABLE sandboxes ADD COLUMN runtime TEXT;`,
 };
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
@@ -237,7 +243,7 @@ type ActionRow = {
 };
 
 type TouchRow = { action_id: string; path: string; access: FileTouch['access'] };
-type SandboxRow = { id: string; tier: SandboxRef['tier']; container_id: string };
+type SandboxRow = { id: string; tier: SandboxRef['tier']; container_id: string; runtime: string | null };
 type OutboxRow = { id: number; kind: 'session' | 'action' | 'plan'; key: string };
 type PlanRow = {
   id: string;
@@ -373,8 +379,9 @@ export class SqliteContextGraph extends ContextGraph {
       const sandboxId = c.sandbox && sandboxNodeId(c.sandbox.containerId);
       if (c.sandbox) {
         this.sql(
-          'INSERT INTO sandboxes (id, session_id, tier, container_id) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-        ).run(sandboxId!, row.session_id, c.sandbox.tier, c.sandbox.containerId);
+          `INSERT INTO sandboxes (id, session_id, tier, container_id, runtime) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        ).run(sandboxId!, row.session_id, c.sandbox.tier, c.sandbox.containerId, c.sandbox.runtime ?? null);
       }
       this.sql(
         `UPDATE actions SET status = ?, ended_at = ?, duration_ms = ?, tier = ?, risk = ?, exit_code = ?,
@@ -831,9 +838,19 @@ export class SqliteContextGraph extends ContextGraph {
         ? []
         : (
             this.sql(
-              'SELECT id, tier, container_id FROM sandboxes WHERE id IN (SELECT value FROM json_each(?))',
+              'SELECT id, tier, container_id, runtime FROM sandboxes WHERE id IN (SELECT value FROM json_each(?))',
             ).all(list(sandboxIds)) as SandboxRow[]
-          ).map((b) => [b.id, { tier: b.tier, containerId: b.container_id }] as const),
+          ).map(
+            (b) =>
+              [
+                b.id,
+                {
+                  tier: b.tier,
+                  containerId: b.container_id,
+                  ...(b.runtime !== null && { runtime: b.runtime }),
+                },
+              ] as const,
+          ),
     );
     const stateful = readStatefulRefs((sql) => this.sql(sql), ids);
     return rows.map((row) =>

@@ -519,7 +519,12 @@ function touchParams(files: FileTouch[]): { reads: string[]; writes: string[] } 
 }
 
 function sandboxParam(sandbox: SandboxRef): Props {
-  return { id: sandboxNodeId(sandbox.containerId), tier: sandbox.tier, containerId: sandbox.containerId };
+  return {
+    id: sandboxNodeId(sandbox.containerId),
+    tier: sandbox.tier,
+    containerId: sandbox.containerId,
+    runtime: sandbox.runtime ?? null,
+  };
 }
 
 /** A replica action as parameters: every property (null = absent) and the edges to make. */
@@ -614,7 +619,11 @@ function toRecord(p: Props): ActionRecord {
     outputExcerpt: opt(p.outputExcerpt),
     retryOf: opt(p.retryOf),
     retryReason: opt(p.retryReason),
-    sandbox: sandbox && { tier: sandbox.tier, containerId: sandbox.containerId },
+    sandbox: sandbox && {
+      tier: sandbox.tier,
+      containerId: sandbox.containerId,
+      ...(sandbox.runtime !== null && sandbox.runtime !== undefined && { runtime: sandbox.runtime }),
+    },
     ...statefulRefs(p),
     files: sortTouches((p.files as ActionRecord['files'] | undefined) ?? []),
     result:

@@ -36,7 +36,7 @@ const actionMap = (v: string): string => `${v} {.*,
   files: [(${v})-[r:READ|WROTE]->(f:File) | {path: f.path, access: CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END}],
   retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
   retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0],
-  sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId}][0],
+  sandbox: [(${v})-[:RAN_IN]->(b:Sandbox) | b {.tier, .containerId, .runtime}][0],
   kernel: [(${v})-[r:RAN_IN]->(k:Kernel) | {id: k.kernelId, language: k.language, tier: k.tier,
     executionCount: r.executionCount, started: r.started}][0],
   startedProcess: [(${v})-[:STARTED]->(pr:Process) | {id: pr.processId, name: pr.name, command: pr.command,
@@ -116,7 +116,8 @@ CALL (a, before) {
     MERGE (f:File {id: 'file:' + a.sessionId + ':' + path}) ON CREATE SET f.sessionId = a.sessionId, f.path = path
     MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = a.seq)
   FOREACH (b IN $sandbox |
-    MERGE (x:Sandbox {id: b.id}) ON CREATE SET x.tier = b.tier, x.containerId = b.containerId, x.sessionId = a.sessionId
+    MERGE (x:Sandbox {id: b.id}) ON CREATE SET x.tier = b.tier, x.containerId = b.containerId, x.runtime = b.runtime,
+      x.sessionId = a.sessionId
     MERGE (a)-[:RAN_IN]->(x))${statefulEdges('a', '$kernel', '$process', 'a.sessionId')}
 }
 RETURN before`;
@@ -218,7 +219,8 @@ FOREACH (path IN x.writes |
   MERGE (f:File {id: 'file:' + x.sessionId + ':' + path}) ON CREATE SET f.sessionId = x.sessionId, f.path = path
   MERGE (a)-[w:WROTE]->(f) SET w.fileId = f.id, w.seq = x.props.seq)
 FOREACH (b IN x.sandbox |
-  MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.sessionId = x.sessionId
+  MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.runtime = b.runtime,
+    sb.sessionId = x.sessionId
   MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId')}`;
 
 // Upserts plan snapshots (recordPlan, one plan; the replica, each plan of a batch): MERGE on ids, then each

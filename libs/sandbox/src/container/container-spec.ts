@@ -9,6 +9,7 @@ import {
   LABEL_TIER,
 } from './container.constants';
 import type { ResolvedContainerOptions } from './container.options';
+import { GVISOR_SANDBOX_PIDS, GVISOR_SECURITY_OPT } from './gvisor';
 
 export const WORKSPACE_TARGET = '/workspace';
 /** A tmpfs only the sandbox user can write, holding the code file. */
@@ -27,17 +28,31 @@ export const CODE_TARGET: Record<Language, string> = {
  */
 export const CODE_LOADER = 'head -c "$1" > "$2" || exit 126; shift 2; exec "$@"';
 
+/** Where a session with network finds its egress proxy's socket (its directory, mounted read-only). */
+export const EGRESS_TARGET = '/run/switchyard-egress';
+const EGRESS_FORWARDER = '/opt/switchyard/runner/egress_forwarder.py';
+/**
+ * For a session with network: the runner's forwarder (127.0.0.1:3128 → the session's proxy socket) starts first and
+ * the loader waits (at most 2 s) until it listens, so the code's first request finds it.
+ */
+export const EGRESS_LOADER =
+  `/usr/bin/python3 -I ${EGRESS_FORWARDER} ${EGRESS_TARGET}/proxy.sock /tmp/.switchyard-egress-ready & ` +
+  'i=0; while [ ! -e /tmp/.switchyard-egress-ready ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done; ' +
+  CODE_LOADER;
+
 /** Runs the code file as `__main__` with its real name in tracebacks, keeping `python -c` path semantics. */
 const PYTHON_BOOTSTRAP =
   `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
   `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
 
 export interface ContainerSpecInput {
-  job: Pick<TierJob, 'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir'>;
+  job: Pick<TierJob, 'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir' | 'egress'>;
   image: string;
   options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'>;
   /** Container name; Docker picks one when absent. */
   name?: string;
+  /** Docker runtime (`runsc`: gVisor); the daemon's default when absent. */
+  runtime?: string;
 }
 
 /**
@@ -49,6 +64,7 @@ export function buildContainerSpec({
   image,
   options,
   name,
+  runtime,
 }: ContainerSpecInput): ContainerCreateOptions {
   const { limits } = options;
   const codeBytes = Buffer.byteLength(job.code, 'utf8');
@@ -59,7 +75,7 @@ export function buildContainerSpec({
     User: options.user,
     WorkingDir: WORKSPACE_TARGET,
     // The loader is the entrypoint, so whatever entrypoint the image declares never runs first.
-    Entrypoint: ['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader'],
+    Entrypoint: ['/bin/sh', '-c', job.egress ? EGRESS_LOADER : CODE_LOADER, 'switchyard-loader'],
     Cmd: [
       String(codeBytes),
       CODE_TARGET[job.language],
@@ -75,15 +91,22 @@ export function buildContainerSpec({
     // stdin carries the code, then the job's stdin; it is closed after both, like a pipe.
     ...ATTACHED_STDIO,
     HostConfig: {
-      Binds: [`${job.workspaceDir}:${WORKSPACE_TARGET}:rw`],
+      ...(runtime === undefined ? {} : { Runtime: runtime }),
+      Binds: [
+        `${job.workspaceDir}:${WORKSPACE_TARGET}:rw`,
+        // The session's proxy socket; nothing else of the host. Read-only: it can be connected to, not replaced.
+        ...(job.egress ? [`${job.egress.socketDir}:${EGRESS_TARGET}:ro`] : []),
+      ],
       ...sandboxHostConfig({
         memoryBytes: limits.memoryBytes,
         nanoCpus: limits.nanoCpus,
-        pids: limits.pids,
+        pids: limits.pids + (runtime === 'runsc' ? GVISOR_SANDBOX_PIDS : 0),
         openFiles: limits.nofile,
         fileSizeBytes: limits.fsizeBytes,
         tmpfsBytes: limits.tmpfsBytes,
       }),
+      // gVisor applies the seccomp profile itself, and needs its own (see gvisor.ts).
+      ...(runtime === 'runsc' && { SecurityOpt: GVISOR_SECURITY_OPT }),
       Tmpfs: {
         ...sandboxTmpfs(limits.tmpfsBytes),
         [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,

@@ -101,6 +101,9 @@ describeDocker('ContainerTier (real Docker)', () => {
   const engineInstanceId = `${RUN}-main`;
   const tierOptions: ContainerTierOptions = {
     ...TEST_IMAGE_SOURCE,
+    // The host kernel's view (cgroups, /proc) is what these checks read; gVisor, the default where Docker has it, is
+    // checked end to end with its own evidence (test/e2e/container-runtime, container-security, container-tiers).
+    runtime: 'runc',
     engineInstanceId,
     reapOnStart: false,
     limits: { memoryBytes: 128 * MiB, pids: 64, tmpfsBytes: 16 * MiB, fsizeBytes: 8 * MiB, nofile: 128 },

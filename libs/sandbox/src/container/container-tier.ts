@@ -89,7 +89,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
     const started = this.clock.monotonic();
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
-    const { value: availability, image } = await this.probe.current();
+    const { value: availability, image, runtime } = await this.probe.current();
     if (!availability.available || !image) {
       throw new SandboxUnavailableError(`container tier: ${availability.reason ?? 'not available'}`);
     }
@@ -104,24 +104,27 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     this.runs.add(active);
     const abort = signal ? AbortSignal.any([signal, active.controller.signal]) : active.controller.signal;
     try {
+      // A session's own image (a template's) replaces the default one; the engine checked that Docker has it.
+      const runImage = job.image ?? image;
       const spec = buildContainerSpec({
         job,
-        image,
+        image: runImage,
         options: this.options,
         name: containerName(job.actionId),
+        runtime,
       });
       const id = await this.docker.createContainer(spec).catch((err: unknown) => {
         if (!(err instanceof DockerNotFoundError)) throw err;
         this.probe.forget();
         throw new SandboxUnavailableError(
-          `container tier: sandbox image ${image} is gone from the Docker engine; build it with \`npm run sandbox:image\``,
+          `container tier: sandbox image ${runImage} is gone from the Docker engine; build it with \`npm run sandbox:image\``,
           {},
           { cause: err },
         );
       });
       active.containerId = id;
       try {
-        const result = { ...(await this.supervise(id, job, abort, started)), containerId: id };
+        const result = { ...(await this.supervise(id, job, abort, started)), containerId: id, runtime };
         this.logger.debug(
           `run ${job.actionId} in ${id.slice(0, 12)} ended: exit=${result.exitCode} timedOut=${result.timedOut}`,
         );

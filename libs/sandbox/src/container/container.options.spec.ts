@@ -26,6 +26,8 @@ describe('resolveContainerOptions', () => {
       availabilityCacheMs: 2000,
       probeTimeoutMs: 3000,
       reapOnStart: true,
+      runtime: 'auto',
+      runtimeSetting: 'container.runtime',
     });
     expect(o.engineInstanceId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
     // Each engine gets its own id, even in one process: it removes only its own containers.
@@ -79,6 +81,7 @@ describe('resolveContainerOptions', () => {
     [{ interpreters: { python: 'python3' } }, 'container.interpreters.python'],
     [{ availabilityCacheMs: -1 }, 'container.availabilityCacheMs'],
     [{ imageTagFile: 'relative/tag' }, 'container.imageTagFile'],
+    [{ runtime: 'kata' as 'runc' }, 'container.runtime'],
   ])('rejects %j, naming %s', (options, option) => {
     expect(() => resolveContainerOptions(options)).toThrow(SandboxConfigError);
     expect(() => resolveContainerOptions(options)).toThrow(`sandbox option ${option}:`);

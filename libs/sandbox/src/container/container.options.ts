@@ -8,6 +8,13 @@ import { checkIntegers, type IntegerOption } from '../sandbox.options';
 
 const MiB = 1024 * 1024;
 
+/**
+ * How the one-off tier picks its Docker runtime: `runsc` (gVisor: the code talks to gVisor's kernel, never the
+ * host's), `runc`, or `auto`: `runsc` when the Docker engine has a runtime of that name, else the engine's default.
+ */
+export const CONTAINER_RUNTIME_SETTINGS = ['auto', 'runsc', 'runc'] as const;
+export type ContainerRuntimeSetting = (typeof CONTAINER_RUNTIME_SETTINGS)[number];
+
 /** Resource limits of each one-off container. */
 export interface ContainerLimits {
   /** Memory cgroup limit; `MemorySwap` is set to the same value, so there is no swap. Default 512 MiB. */
@@ -50,6 +57,13 @@ export interface ContainerTierOptions {
   user?: string;
   /** Interpreter paths inside the image. Defaults `/usr/bin/python3`, `/usr/bin/node`, `/bin/bash`. */
   interpreters?: Partial<Record<Language, string>>;
+  /**
+   * Docker runtime of the one-off containers (see `ContainerRuntimeSetting`). Default `auto`. An explicit `runsc` the
+   * Docker engine does not have makes the tier unavailable: it is never silently replaced by runc.
+   */
+  runtime?: ContainerRuntimeSetting;
+  /** The setting `runtime` came from, named in messages (e.g. `SWITCHYARD_CONTAINER_RUNTIME`). Default `container.runtime`. */
+  runtimeSetting?: string;
   /** How long an availability answer (Docker ping + image check) is reused. Default 2000 ms. */
   availabilityCacheMs?: number;
   /** Deadline of the availability probe's Docker calls. Default 3000 ms. */
@@ -71,6 +85,8 @@ export interface ResolvedContainerOptions {
   engineInstanceId: string;
   user: string;
   interpreters: Record<Language, string>;
+  runtime: ContainerRuntimeSetting;
+  runtimeSetting: string;
   availabilityCacheMs: number;
   probeTimeoutMs: number;
   reapOnStart: boolean;
@@ -104,6 +120,8 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
       node: options.interpreters?.node ?? '/usr/bin/node',
       bash: options.interpreters?.bash ?? '/bin/bash',
     },
+    runtime: options.runtime ?? 'auto',
+    runtimeSetting: options.runtimeSetting ?? 'container.runtime',
     availabilityCacheMs: options.availabilityCacheMs ?? 2000,
     probeTimeoutMs: options.probeTimeoutMs ?? 3000,
     reapOnStart: options.reapOnStart ?? true,
@@ -141,6 +159,12 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
   }
   if (resolved.imageTagFile !== undefined && !path.isAbsolute(resolved.imageTagFile)) {
     throw new SandboxConfigError('container.imageTagFile', 'must be an absolute path');
+  }
+  if (!(CONTAINER_RUNTIME_SETTINGS as readonly string[]).includes(resolved.runtime)) {
+    throw new SandboxConfigError(
+      'container.runtime',
+      `must be one of ${CONTAINER_RUNTIME_SETTINGS.join(', ')}, got ${JSON.stringify(resolved.runtime)}`,
+    );
   }
   if (!LABEL_VALUE.test(resolved.engineInstanceId)) {
     throw new SandboxConfigError(

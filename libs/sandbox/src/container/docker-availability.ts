@@ -2,6 +2,8 @@ import { DockerUnavailableError } from './docker.errors';
 
 /** `TierAvailability.code` of a container tier whose Docker engine does not answer. */
 export const DOCKER_UNAVAILABLE = 'DOCKER_UNAVAILABLE';
+/** `TierAvailability.code` of the one-off tier when the Docker engine lacks the runtime its setting asks for. */
+export const CONTAINER_RUNTIME_UNAVAILABLE = 'CONTAINER_RUNTIME_UNAVAILABLE';
 /** `TierAvailability.code` of a container tier with no sandbox image configured or built. */
 export const SANDBOX_IMAGE_MISSING = 'SANDBOX_IMAGE_MISSING';
 

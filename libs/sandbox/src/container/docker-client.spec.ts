@@ -56,6 +56,18 @@ describe('DockerodeClient', () => {
     expect((err as Error).message).toContain('npm run docker:engine');
   });
 
+  it("lists the engine's runtimes and its default from GET /info", async () => {
+    jest.spyOn(dockerode, 'info').mockResolvedValue({
+      Runtimes: { runsc: { path: '/usr/bin/runsc' }, runc: { path: 'runc' } },
+      DefaultRuntime: 'runc',
+    });
+    await expect(client.runtimes()).resolves.toEqual({ names: ['runc', 'runsc'], defaultRuntime: 'runc' });
+    jest.spyOn(dockerode, 'info').mockResolvedValue({});
+    await expect(client.runtimes()).resolves.toEqual({ names: [], defaultRuntime: 'runc' });
+    jest.spyOn(dockerode, 'info').mockRestore();
+    await expect(client.runtimes()).rejects.toBeInstanceOf(DockerUnavailableError);
+  });
+
   describe('ending containers is idempotent', () => {
     it.each([
       [404, 'No such container: c1'],

@@ -58,6 +58,14 @@ export interface ContainerSummary {
   labels: Record<string, string>;
 }
 
+/** The OCI runtimes a Docker engine can start containers with (`GET /info`). */
+export interface DockerRuntimes {
+  /** Names of the registered runtimes: `runc`, and e.g. `runsc` (gVisor) when the daemon's config adds it. */
+  names: string[];
+  /** The runtime of a container that names none. */
+  defaultRuntime: string;
+}
+
 /** `name=value` matches a label's value; `true` matches any container carrying the label. */
 export type LabelFilter = Record<string, string | true>;
 
@@ -89,6 +97,13 @@ export abstract class DockerClient {
   abstract inspect(id: string, options?: DockerCallOptions): Promise<ContainerState>;
   /** Every container (running or not) matching all the labels. */
   abstract listByLabel(labels: LabelFilter, options?: DockerCallOptions): Promise<ContainerSummary[]>;
+  /**
+   * The engine's OCI runtimes. Not abstract: a client that cannot tell (a test fake) reports Docker's built-in
+   * `runc` alone, which is what every engine has.
+   */
+  runtimes(_options?: DockerCallOptions): Promise<DockerRuntimes> {
+    return Promise.resolve({ names: ['runc'], defaultRuntime: 'runc' });
+  }
 }
 
 /** Node error codes that mean the engine is not reachable, as opposed to refusing a request. */
@@ -284,6 +299,19 @@ export class DockerodeClient extends DockerClient {
     return this.call('listByLabel', label.join(','), options, async (abortSignal) => {
       const found = await this.docker.listContainers({ all: true, filters: { label }, abortSignal });
       return found.map((c) => ({ id: c.Id, state: c.State, labels: c.Labels ?? {} }));
+    });
+  }
+
+  override runtimes(options?: DockerCallOptions): Promise<DockerRuntimes> {
+    return this.call('runtimes', undefined, options, async (abortSignal) => {
+      // The typings omit the (supported) options argument.
+      const info = (await (this.docker.info as (o: { abortSignal: AbortSignal }) => Promise<unknown>)({
+        abortSignal,
+      })) as { Runtimes?: Record<string, unknown>; DefaultRuntime?: string };
+      return {
+        names: Object.keys(info.Runtimes ?? {}).sort(),
+        defaultRuntime: info.DefaultRuntime || 'runc',
+      };
     });
   }
 

@@ -9,15 +9,18 @@ export {
   LABEL_TIER,
 } from './container.constants';
 export {
+  CONTAINER_RUNTIME_SETTINGS,
   DEFAULT_CONTAINER_LIMITS,
   currentImage,
   defaultEngineInstanceId,
   resolveContainerOptions,
   type ContainerLimits,
+  type ContainerRuntimeSetting,
   type ContainerTierOptions,
   type ResolvedContainerOptions,
 } from './container.options';
 export { buildContainerSpec, containerStdin, tmpfsInodes, type ContainerSpecInput } from './container-spec';
+export { GVISOR_SANDBOX_PIDS, GVISOR_SECCOMP_PROFILE } from './gvisor';
 export {
   DOCKER_CLIENT,
   DockerClient,
@@ -27,6 +30,7 @@ export {
   type DockerCallOptions,
   type ContainerState,
   type ContainerSummary,
+  type DockerRuntimes,
   type LabelFilter,
 } from './docker-client';
 export {
@@ -36,4 +40,9 @@ export {
   DockerTimeoutError,
   DockerUnavailableError,
 } from './docker.errors';
-export { DOCKER_UNAVAILABLE, SANDBOX_IMAGE_MISSING, dockerUnreachable } from './docker-availability';
+export {
+  CONTAINER_RUNTIME_UNAVAILABLE,
+  DOCKER_UNAVAILABLE,
+  SANDBOX_IMAGE_MISSING,
+  dockerUnreachable,
+} from './docker-availability';

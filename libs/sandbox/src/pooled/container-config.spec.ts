@@ -45,7 +45,7 @@ describe('buildContainerConfig', () => {
     });
   });
 
-  it('mounts only its own mount point at /workspace, with slave propagation, and never the Docker socket', () => {
+  it('mounts only its own mount point at /workspace (slave propagation) and its own egress directory (read-only), never the Docker socket', () => {
     expect(host.Mounts).toEqual([
       {
         Type: 'bind',
@@ -53,6 +53,12 @@ describe('buildContainerConfig', () => {
         Target: '/workspace',
         ReadOnly: false,
         BindOptions: { Propagation: 'rslave' },
+      },
+      {
+        Type: 'bind',
+        Source: '/tmp/switchyard-pooled/k1.egress',
+        Target: '/run/switchyard-egress',
+        ReadOnly: true,
       },
     ]);
     expect(host.Binds).toBeUndefined();

@@ -21,6 +21,14 @@ export const POOLED_TIER_LABEL = 'pooled';
 /** Sandbox user of the image (docker/sandbox/Dockerfile). */
 export const SANDBOX_UID = 10001;
 export const WORKSPACE_TARGET = '/workspace';
+/**
+ * Where the session's egress proxy socket appears, when its policy allows network: a host directory of the
+ * container's own (`<mountPoint>.egress`), in which the engine makes the socket at claim. The runner forwards
+ * 127.0.0.1:3128 to it. Read-only: code can connect to the socket, not replace it.
+ */
+export const EGRESS_TARGET = '/run/switchyard-egress';
+export const egressDirOf = (mountPoint: string): string => `${mountPoint}.egress`;
+
 /** The runner writes each run's code here (its own small tmpfs, so a full /tmp cannot stop runs). */
 export const CODE_DIR = '/run/switchyard';
 const CODE_TMPFS_BYTES = 8 * 2 ** 20;
@@ -78,6 +86,7 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
           ReadOnly: false,
           BindOptions: { Propagation: 'rslave' },
         },
+        { Type: 'bind', Source: egressDirOf(spec.mountPoint), Target: EGRESS_TARGET, ReadOnly: true },
       ],
     },
   };

@@ -1,4 +1,5 @@
 import type { RunnerConnection } from '../runner/runner-connection';
+import type { SessionEgressAccess } from '../sandbox.types';
 import { type StatefulBox, StatefulBoxHost } from '../stateful/stateful-box.port';
 import type { Lease, SessionLeases } from './session-leases';
 
@@ -54,8 +55,18 @@ export class PooledBoxes extends StatefulBoxHost {
     super();
   }
 
-  async box(sessionId: string, workspaceDir: string): Promise<StatefulBox> {
-    const lease = await this.leases.leaseFor({ sessionId, workspaceDir });
+  async box(
+    sessionId: string,
+    workspaceDir: string,
+    egress?: SessionEgressAccess,
+    image?: string,
+  ): Promise<StatefulBox> {
+    const lease = await this.leases.leaseFor({
+      sessionId,
+      workspaceDir,
+      ...(egress && { egress }),
+      ...(image !== undefined && { image }),
+    });
     await this.leases.ensureWorkspace(lease, workspaceDir);
     let box = this.boxes.get(lease);
     if (!box) this.boxes.set(lease, (box = new LeaseBox(lease, this.leases)));

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
 import { type Clock, systemClock } from '@switchyard/common';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
-import { buildContainerConfig } from './container-config';
+import { buildContainerConfig, egressDirOf } from './container-config';
 import type { HostMounts } from './host-mounts';
 import type { DockerClient } from '../container/docker-client';
 import type { ResolvedPooledOptions } from './pooled.options';
@@ -72,16 +72,16 @@ export class PooledContainerFactory {
   /** Starts in flight; shutdown waits for them so a container created during it is still removed. */
   readonly creating = new Set<Promise<unknown>>();
 
-  create(): Promise<PooledContainer> {
-    const started = this.createOne();
+  /** A started, checked container of `image` (default: the tier's image). */
+  create(image: string | undefined = this.options.image): Promise<PooledContainer> {
+    const started = this.createOne(image);
     const tracked = started.catch(() => undefined);
     this.creating.add(tracked);
     void tracked.finally(() => this.creating.delete(tracked));
     return started;
   }
 
-  private async createOne(): Promise<PooledContainer> {
-    const image = this.options.image;
+  private async createOne(image: string | undefined): Promise<PooledContainer> {
     if (!image) throw new SandboxUnavailableError('no sandbox image configured for the pooled tier');
     const mountKey = randomBytes(6).toString('hex');
     const mountPoint = path.join(this.options.mountRoot, mountKey);
@@ -92,6 +92,7 @@ export class PooledContainerFactory {
     try {
       // Root-owned and empty: before a claim, /workspace is a directory the sandbox user cannot write.
       await fs.promises.mkdir(mountPoint, { mode: 0o755 });
+      await fs.promises.mkdir(egressDirOf(mountPoint), { mode: 0o755 });
       id = await this.docker.createContainer(
         buildContainerConfig({
           image,
@@ -131,6 +132,7 @@ export class PooledContainerFactory {
       if (id)
         await this.docker.remove(id).catch((e: Error) => this.logger.warn(`cleanup of ${id}: ${e.message}`));
       await fs.promises.rmdir(mountPoint).catch(() => undefined);
+      await fs.promises.rm(egressDirOf(mountPoint), { recursive: true, force: true });
       this.keys.delete(mountKey);
       const detail = stderr.trim() ? ` (runner stderr: ${stderr.trim().slice(-300)})` : '';
       if (err instanceof SandboxError) throw err;
@@ -177,9 +179,13 @@ export class PooledContainerFactory {
     this.logger.debug(`container ${container.shortId} destroyed`);
   }
 
-  /** Unmounts and removes a mount-point directory. Never recursive: a still-mounted workspace must survive. */
+  /**
+   * Unmounts and removes a mount-point directory (never recursive: a still-mounted workspace must survive), and the
+   * container's egress directory (a socket at most: never a mount).
+   */
   async release(mountKey: string): Promise<void> {
     const mountPoint = path.join(this.options.mountRoot, mountKey);
+    await fs.promises.rm(egressDirOf(mountPoint), { recursive: true, force: true });
     await this.mounts.unmount(mountPoint);
     try {
       await fs.promises.rmdir(mountPoint);

@@ -98,11 +98,15 @@ export class PooledReaper {
     // Compared with file times: wall-clock time.
     const now = this.clock.now().getTime();
     for (const name of await fs.promises.readdir(root).catch(() => [] as string[])) {
-      if (keep.has(name) || this.factory.keys.has(name)) continue;
+      // `<key>.egress` holds a container's egress socket, never a mount: it goes with its key.
+      const egress = /^[0-9a-f]+\.egress$/.test(name);
+      const key = egress ? name.slice(0, -'.egress'.length) : name;
+      if (keep.has(key) || this.factory.keys.has(key)) continue;
       const dir = path.join(root, name);
       const stat = await fs.promises.lstat(dir).catch(() => undefined);
       if (!stat?.isDirectory() || now - stat.mtimeMs < STRAY_DIR_AGE_MS) continue;
-      await fs.promises.rmdir(dir).catch(() => undefined); // never recursive: only empty mount points go
+      if (egress) await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      else await fs.promises.rmdir(dir).catch(() => undefined); // never recursive: only empty mount points go
     }
     for (const c of [...this.orphans]) {
       await this.factory

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
@@ -7,6 +8,7 @@ import type { PendingCleanups } from '../supervision/pending-cleanups';
 import type { HostMounts } from './host-mounts';
 import { PoolExhaustedError } from './pooled.errors';
 import type { ResolvedPooledOptions } from './pooled.options';
+import { egressDirOf } from './container-config';
 import type { PooledContainer, PooledContainerFactory } from './pooled-container';
 import type { PooledReaper } from './pooled-reaper';
 import type { WarmPool } from './warm-pool';
@@ -30,6 +32,8 @@ export interface Lease {
   pins: number;
   idleTimer?: NodeJS.Timeout;
   released: boolean;
+  /** Stops the session's egress proxy answering in this container's directory. */
+  stopEgress?: () => Promise<void>;
 }
 
 /**
@@ -80,7 +84,7 @@ export class SessionLeases {
   }
 
   /** The session's lease, claiming a container for its first action or after its runner died. */
-  async leaseFor(job: Pick<TierJob, 'sessionId' | 'workspaceDir'>): Promise<Lease> {
+  async leaseFor(job: Pick<TierJob, 'sessionId' | 'workspaceDir' | 'egress' | 'image'>): Promise<Lease> {
     const existing = this.sessions.get(job.sessionId);
     if (existing) {
       const lease = await existing;
@@ -98,7 +102,7 @@ export class SessionLeases {
         { maxSessions: this.options.maxSessions },
       );
     }
-    const entry = this.claim(job.sessionId, job.workspaceDir);
+    const entry = this.claim(job);
     this.sessions.set(job.sessionId, entry);
     entry.catch(() => {
       if (this.sessions.get(job.sessionId) === entry) this.sessions.delete(job.sessionId);
@@ -197,7 +201,12 @@ export class SessionLeases {
    * the workspace's device and inode, and the runner refuses to start anything unless /workspace is that directory
    * (`RunnerRuns`), so no code runs in an unverified workspace.
    */
-  private async claim(sessionId: string, workspaceDir: string): Promise<Lease> {
+  private async claim({
+    sessionId,
+    workspaceDir,
+    egress,
+    image,
+  }: Pick<TierJob, 'sessionId' | 'workspaceDir' | 'egress' | 'image'>): Promise<Lease> {
     const t0 = this.clock.monotonic();
     await this.ensureRoot();
     // The host's view of the workspace is resolved while the pool finds a container.
@@ -205,15 +214,18 @@ export class SessionLeases {
     resolving.catch(() => undefined); // observed through `prepare`
     let tBorrowed = t0;
     let tMounted = t0;
-    const container = await this.pool
-      .claim(async (candidate) => {
-        tBorrowed = this.clock.monotonic();
-        await this.mounts.bind((await resolving).path, candidate.mountPoint);
-        tMounted = this.clock.monotonic();
-      })
-      .catch((err: unknown) => {
+    const prepare = async (candidate: PooledContainer): Promise<void> => {
+      tBorrowed = this.clock.monotonic();
+      await this.mounts.bind((await resolving).path, candidate.mountPoint);
+      tMounted = this.clock.monotonic();
+    };
+    // Warm containers are of the default image; a session with its own (a template's) gets one made for it.
+    const own = image !== undefined && image !== this.options.image;
+    const container = await (own ? this.claimNew(image, prepare) : this.pool.claim(prepare)).catch(
+      (err: unknown) => {
         throw claimError(err);
-      });
+      },
+    );
     const workspace = await resolving;
     if (this.closing) {
       await this.factory.destroy(container).catch((e: Error) => this.reaper.orphan(container, e));
@@ -221,6 +233,24 @@ export class SessionLeases {
     }
     container.sessionId = sessionId;
     container.workspace = workspace.path;
+    // The session's way out, when it has one: its proxy answers in the container's own egress directory.
+    let stopEgress: Lease['stopEgress'];
+    if (egress) {
+      try {
+        stopEgress = await egress.listen(path.join(egressDirOf(container.mountPoint), 'proxy.sock'));
+        await container.connection.egress();
+      } catch (err) {
+        await this.factory.destroy(container).catch((e: Error) => this.reaper.orphan(container, e));
+        throw new SandboxInternalError(
+          'EGRESS_SOCKET',
+          `could not give the container its egress: ${(err as Error).message}`,
+          {
+            retriable: true,
+            cause: err,
+          },
+        );
+      }
+    }
     const lease: Lease = {
       sessionId,
       container,
@@ -229,6 +259,7 @@ export class SessionLeases {
       busy: 0,
       pins: 0,
       released: false,
+      ...(stopEgress && { stopEgress }),
     };
     this.leases.set(sessionId, lease);
     void container.connection.closed.then(() => this.onRunnerClosed(lease));
@@ -242,10 +273,30 @@ export class SessionLeases {
     return lease;
   }
 
+  /**
+   * A container of `image` made for the session (same factory, settings and runner checks as a warm one), claimed at
+   * once: what a warm claim saves is this start (create, start, runner greeting and health check).
+   */
+  private async claimNew(
+    image: string,
+    prepare: (container: PooledContainer) => Promise<void>,
+  ): Promise<PooledContainer> {
+    const container = await this.factory.create(image);
+    container.state = 'claimed';
+    try {
+      await prepare(container);
+    } catch (err) {
+      await this.factory.destroy(container).catch((e: Error) => this.reaper.orphan(container, e));
+      throw err;
+    }
+    return container;
+  }
+
   /** Ends the lease and destroys its container. */
   private async retire(lease: Lease, why: string): Promise<void> {
     lease.released = true;
     clearTimeout(lease.idleTimer);
+    await lease.stopEgress?.().catch(() => undefined);
     if (this.leases.get(lease.sessionId) === lease) this.leases.delete(lease.sessionId);
     this.logger.debug(`session ${lease.sessionId}: container ${lease.container.shortId} destroyed (${why})`);
     try {

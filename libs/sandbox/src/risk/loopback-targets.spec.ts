@@ -60,3 +60,12 @@ describe('loopback-only network code', () => {
     expect(policy.assess('python', 'import requests\nrequests.get(url)').level).toBe('medium');
   });
 });
+
+describe('network rule: git remotes', () => {
+  it('scores git clone/fetch/pull/push as network use, and local git as not', () => {
+    const policy = new RiskPolicy();
+    expect(policy.assess('bash', 'git clone https://github.com/x/y').reasons.join()).toContain('network');
+    expect(policy.assess('bash', 'cd repo && git -C . pull').level).toBe('medium');
+    expect(policy.assess('bash', 'git status && git commit -m x').level).toBe('low');
+  });
+});

@@ -78,6 +78,11 @@ export const DEFAULT_RISK_RULES: readonly RiskRule[] = [
           String.raw`${CMD}(?:curl|wget|nc|ncat|netcat|socat|telnet|ssh|scp|sftp|ftp|rsync|nmap|ping)\b`,
           'm',
         ),
+        // git's network subcommands: a clone or fetch reaches a remote like curl does.
+        new RegExp(
+          String.raw`${CMD}git\s+(?:-\S+(?:\s+[^-\s]\S*)?\s+)*(?:clone|fetch|pull|push|ls-remote)\b`,
+          'm',
+        ),
         /\/dev\/(?:tcp|udp)\//,
       ],
     },

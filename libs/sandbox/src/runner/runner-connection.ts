@@ -305,6 +305,15 @@ export class RunnerConnection {
   }
 
   /**
+   * Starts the runner's egress forwarder (127.0.0.1:3128 → the session's proxy socket in /run/switchyard-egress), for
+   * a container claimed by a session with network; the runner keeps it running. Refusal `egress`: no such directory.
+   */
+  async egress(): Promise<{ pid: number }> {
+    const ack = await this.request({ op: 'egress' }).reply;
+    return { pid: ack.pid as number };
+  }
+
+  /**
    * Listens to the runner's unsolicited events (process output and exits, kernel deaths); returns the unsubscribe.
    * A listener that throws does not disturb the connection or the other listeners.
    */

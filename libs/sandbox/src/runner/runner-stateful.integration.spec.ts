@@ -566,7 +566,8 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
 
     await box.connection.procStart({
       proc: 'prc_cat',
-      command: 'cat; echo done >&2; exit 7',
+      // It lives on a moment after its stdin closed, so a write then meets a closed stdin, not a gone process.
+      command: 'cat; echo done >&2; sleep 1; exit 7',
       cwd: '.',
       env,
       workspace: box.workspace,

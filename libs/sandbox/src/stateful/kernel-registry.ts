@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, type Language, NotFoundError, TIERS } from '@switchyard/common';
+import type { SessionEgressAccess } from '../sandbox.types';
 import type { StatefulBox } from './stateful-box.port';
 import type { KernelEndReason, KernelInfo, StatefulTier } from './stateful.types';
 
@@ -15,6 +16,8 @@ export interface Kernel {
   /** What a restart needs to start the same kernel again. */
   readonly workspaceDir: string;
   readonly baseEnv: Record<string, string>;
+  readonly egress?: SessionEgressAccess;
+  readonly image?: string;
   pid?: number;
   executionCount: number;
   busy: boolean;

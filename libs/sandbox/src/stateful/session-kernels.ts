@@ -118,7 +118,7 @@ export class SessionKernels {
     await old.tail; // the cell that was running has answered
     this.forget(old, 'restarted');
     const host = this.hosts.get(old.tier)!;
-    const fresh = await this.create(host, old.sessionId, old.language, old.workspaceDir, old.baseEnv, old.id);
+    const fresh = await this.create(host, old, old.id);
     return this.registry.info(fresh);
   }
 
@@ -140,18 +140,16 @@ export class SessionKernels {
   }
 
   private start(host: StatefulBoxHost, job: CellJob): Promise<Kernel> {
-    return this.create(host, job.sessionId, job.language, job.workspaceDir, job.baseEnv, newKernelId());
+    return this.create(host, job, newKernelId());
   }
 
   private async create(
     host: StatefulBoxHost,
-    sessionId: string,
-    language: Language,
-    workspaceDir: string,
-    baseEnv: Record<string, string>,
+    from: Pick<CellJob, 'sessionId' | 'language' | 'workspaceDir' | 'baseEnv' | 'egress' | 'image'>,
     id: string,
   ): Promise<Kernel> {
-    const box = await host.box(sessionId, workspaceDir);
+    const { sessionId, language, workspaceDir, baseEnv, egress, image } = from;
+    const box = await host.box(sessionId, workspaceDir, egress, image);
     this.watch(box);
     const pid = await this.launch(box, id, language, baseEnv);
     const now = this.clock.now().toISOString();
@@ -163,6 +161,8 @@ export class SessionKernels {
       box,
       workspaceDir,
       baseEnv,
+      ...(egress && { egress }),
+      ...(image !== undefined && { image }),
       pid,
       executionCount: 0,
       busy: false,

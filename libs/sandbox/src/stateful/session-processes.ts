@@ -79,7 +79,7 @@ export class SessionProcesses {
     const host = this.hosts.get(spec.tier);
     if (!host) throw new SandboxUnavailableError(`the ${spec.tier} tier holds no processes in this engine`);
     this.checkStart(spec.sessionId, spec.name);
-    const box = await host.box(spec.sessionId, spec.workspaceDir);
+    const box = await host.box(spec.sessionId, spec.workspaceDir, spec.egress, spec.image);
     this.watch(box);
     const id = newProcessId();
     let pid: number;

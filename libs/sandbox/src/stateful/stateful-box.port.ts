@@ -1,5 +1,6 @@
 import type { Language } from '@switchyard/common';
 import type { RunnerConnection } from '../runner/runner-connection';
+import type { SessionEgressAccess } from '../sandbox.types';
 import type { StatefulTier } from './stateful.types';
 
 /**
@@ -39,9 +40,15 @@ export abstract class StatefulBoxHost {
 
   /**
    * The session's box, opening one (claiming a pooled container, launching a sandbox) when it has none or its last
-   * one is gone. Throws `SandboxError`s like the tier's `run` (capacity, unavailable).
+   * one is gone; `image` is the session's own (a template's) for a container box. Throws `SandboxError`s like the
+   * tier's `run` (capacity, unavailable).
    */
-  abstract box(sessionId: string, workspaceDir: string): Promise<StatefulBox>;
+  abstract box(
+    sessionId: string,
+    workspaceDir: string,
+    egress?: SessionEgressAccess,
+    image?: string,
+  ): Promise<StatefulBox>;
 
   /** Ends the session's box (everything in it dies) because it stopped answering; the next `box` opens a new one. */
   abstract discard(box: StatefulBox, why: string): Promise<void>;

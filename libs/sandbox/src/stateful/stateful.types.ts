@@ -1,5 +1,5 @@
 import type { Language, Tier } from '@switchyard/common';
-import type { OutputLimits, RoutingDecision, TierRunResult } from '../sandbox.types';
+import type { OutputLimits, RoutingDecision, SessionEgressAccess, TierRunResult } from '../sandbox.types';
 
 /** Whether a code action runs in a fresh interpreter (the default) or in the session's kernel for its language. */
 export const CODE_STATES = ['fresh', 'session'] as const;
@@ -61,6 +61,10 @@ export interface CellJob {
   /** The caller asked for this tier explicitly: run there, not in a stronger kernel that already exists. */
   tierExplicit: boolean;
   workspaceDir: string;
+  /** The session's egress (pooled kernels reach it; `baseEnv` names the proxy). */
+  egress?: SessionEgressAccess;
+  /** The session's image (a template's) when its pooled box is created; `baseEnv` holds the template's env. */
+  image?: string;
   output: OutputLimits;
   onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void;
 }
@@ -93,6 +97,9 @@ export interface ProcessStart {
   baseEnv: Record<string, string>;
   tier: StatefulTier;
   workspaceDir: string;
+  egress?: SessionEgressAccess;
+  /** The session's image (a template's) when its pooled box is created. */
+  image?: string;
 }
 
 /** A background process of a session (`process` actions, op `list`). */

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { isRunnable, SandboxManager } from '@switchyard/sandbox';
 import { WorkspaceManager } from '@switchyard/workspace';
+import { SessionNetwork } from '../../egress/session-network';
+import { SessionTemplates } from '../../templates/session-templates';
 import { type ActionContext, ActionHandler, type Outcome, type PreparedAction } from '../action-handler.port';
 import type { CodeActionRequest } from '../action-request';
 import { oneLine } from './summary';
@@ -13,26 +15,44 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
   constructor(
     private readonly sandbox: SandboxManager,
     private readonly workspaces: WorkspaceManager,
+    private readonly network: SessionNetwork,
+    private readonly templates: SessionTemplates,
   ) {
     super();
   }
 
   prepare(request: CodeActionRequest, ctx: ActionContext): PreparedAction {
     const { type: _type, ...spec } = request;
+    const egress = this.network.access(ctx.session);
+    // A session's template: its image in the container tiers, and never the subprocess tier (floor `pooled`).
+    const template = this.templates.routing(ctx.session, ctx.minTier);
     const routed = this.sandbox.prepare(
-      { ...spec, actionId: ctx.actionId, sessionId: ctx.session.id, workspaceDir: ctx.workspaceDir },
-      { minTier: ctx.minTier },
+      {
+        ...spec,
+        actionId: ctx.actionId,
+        sessionId: ctx.session.id,
+        workspaceDir: ctx.workspaceDir,
+        ...(egress && { egress }),
+        ...(template.image && { image: template.image }),
+      },
+      { minTier: template.minTier, floorReason: template.floorReason },
     );
     const tier = routed.tier ?? 'none';
     if (!isRunnable(routed)) return { tier, risk: routed.risk, denial: routed.denial! };
+    if (template.denial) return { tier, risk: routed.risk, denial: template.denial };
     return {
       tier,
       risk: routed.risk,
       run: async (signal): Promise<Outcome> => {
+        // Whether the template's image is built is Docker's to say, when the action's turn comes.
+        const notReady = await this.templates.notReady(template);
+        if (notReady) return { status: 'denied', tier, risk: routed.risk, error: notReady, files: [] };
         // The files a run changed are found by comparing the workspace before and after it.
+        if (egress) await this.network.ready(ctx.session);
         const before = await this.workspaces.snapshot(ctx.session.id);
         const out = await this.sandbox.execute(routed, signal, { onOutput: ctx.onOutput });
         const after = await this.workspaces.snapshot(ctx.session.id);
+        const hints = this.network.hints(ctx.session, out);
         return {
           status: out.status,
           tier: out.tier ?? tier,
@@ -60,11 +80,16 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
           }),
           sandbox:
             out.containerId !== undefined && (out.tier === 'pooled' || out.tier === 'container')
-              ? { tier: out.tier, containerId: out.containerId }
+              ? {
+                  tier: out.tier,
+                  containerId: out.containerId,
+                  ...(out.runtime !== undefined && { runtime: out.runtime }),
+                }
               : undefined,
           files: this.workspaces
             .changedPaths(before, after)
             .map((path) => ({ path, access: 'write' as const })),
+          ...(hints && { hints }),
         };
       },
     };

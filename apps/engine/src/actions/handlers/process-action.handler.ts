@@ -9,6 +9,7 @@ import {
 } from '@switchyard/common';
 import {
   buildChildEnv,
+  egressEnv,
   isStatefulDecision,
   ProcessLimitError,
   type ProcessInfo,
@@ -18,6 +19,8 @@ import {
   validateEnv,
 } from '@switchyard/sandbox';
 import { resolveInside } from '@switchyard/workspace';
+import { SessionNetwork } from '../../egress/session-network';
+import { SessionTemplates, type TemplateRouting } from '../../templates/session-templates';
 import { type ActionContext, ActionHandler, type Outcome, type PreparedAction } from '../action-handler.port';
 import type { ProcessActionRequest } from '../action-request';
 import { oneLine } from './summary';
@@ -62,6 +65,8 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
   constructor(
     private readonly sandbox: SandboxManager,
     private readonly processes: SessionProcesses,
+    private readonly network: SessionNetwork,
+    private readonly templates: SessionTemplates,
   ) {
     super();
   }
@@ -113,6 +118,8 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
     // Lexical checks are 400s, nothing recorded: the directory, the environment, a taken name.
     if (request.cwd !== undefined) resolveInside(ctx.workspaceDir, request.cwd, 'cwd', { allowEmpty: true });
     const env = validateEnv(request.env);
+    // A template session's processes live in its pooled container, of the template's image.
+    const template = this.templates.routing(ctx.session, ctx.minTier);
     const decision = this.sandbox.routeStateful(
       {
         actionId: ctx.actionId,
@@ -122,11 +129,13 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
         code: request.command,
         ...(request.tier !== undefined && { tier: request.tier }),
       },
-      ctx.minTier,
+      template.minTier,
+      template.floorReason,
     );
     const tier: ActionTier = decision.tier ?? 'none';
     const { risk } = decision;
     if (!isStatefulDecision(decision)) return { tier, risk, denial: decision.denial! };
+    if (template.denial) return { tier, risk, denial: template.denial };
     try {
       this.processes.checkStart(ctx.session.id, request.name);
     } catch (err) {
@@ -140,10 +149,11 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
       tier,
       risk,
       run: async (): Promise<Outcome> => {
-        const unavailable = await this.sandbox.unavailable(stateful);
+        const unavailable =
+          (await this.sandbox.unavailable(stateful)) ?? (await this.templates.notReady(template));
         if (unavailable) return { status: 'denied', tier, risk, error: unavailable, files: [] };
         // A cwd that does not exist (only the sandbox can tell) fails like a file op on a missing path.
-        return refusalsFail({ tier, risk }, () => this.start(request, ctx, env, stateful));
+        return refusalsFail({ tier, risk }, () => this.start(request, ctx, env, stateful, template));
       },
     };
   }
@@ -153,7 +163,12 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
     ctx: ActionContext,
     env: Record<string, string>,
     stateful: StatefulTier,
+    template: TemplateRouting,
   ): Promise<Pick<Outcome, 'status' | 'output' | 'startedProcess'>> {
+    // A pooled process of a session with network reaches its egress proxy; the subprocess tier stays offline.
+    const egress = stateful === 'pooled' ? this.network.access(ctx.session) : undefined;
+    const image = stateful === 'pooled' ? template.image : undefined;
+    if (egress) await this.network.ready(ctx.session);
     const info = await this.processes.start({
       actionId: ctx.actionId,
       sessionId: ctx.session.id,
@@ -161,9 +176,11 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
       ...(request.name !== undefined && { name: request.name }),
       ...(request.cwd !== undefined && { cwd: request.cwd }),
       env,
-      baseEnv: buildChildEnv({}, 'bash'),
+      baseEnv: { ...buildChildEnv(image?.env ?? {}, 'bash'), ...(egress && egressEnv()) },
       tier: stateful,
       workspaceDir: ctx.workspaceDir,
+      ...(egress && { egress }),
+      ...(image && { image: image.ref }),
     });
     return {
       status: 'succeeded',

@@ -1,5 +1,32 @@
-import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+
+/** A session's network policy: what its container sandboxes may reach through the engine's egress proxy. */
+export class NetworkPolicyDto {
+  @IsArray()
+  @ArrayMaxSize(64)
+  @IsString({ each: true })
+  @MaxLength(260, { each: true })
+  @JSONSchema({
+    description:
+      'Hosts the session may reach: `pypi.org`, `*.pythonhosted.org` (subdomains), `host:port` (else ports 80 and ' +
+      '443). Must lie within the engine bound SWITCHYARD_EGRESS_ALLOWED (400 names the hosts beyond it). Empty: none.',
+    items: { type: 'string' },
+  })
+  allow!: string[];
+}
 
 export class CreateSessionDto {
   @IsOptional()
@@ -22,4 +49,25 @@ export class CreateSessionDto {
       'Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel.',
   })
   maxConcurrentActions?: number;
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => NetworkPolicyDto)
+  @JSONSchema({
+    description:
+      'Egress for the pooled and one-off tiers, through the engine policy proxy only (the subprocess tier stays ' +
+      'offline). Default SWITCHYARD_EGRESS_DEFAULT (empty: no network).',
+  })
+  network?: NetworkPolicyDto;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  @JSONSchema({
+    description:
+      'A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the ' +
+      'container tiers only (never the subprocess tier), in the template image. Unknown: 400.',
+  })
+  template?: string;
 }

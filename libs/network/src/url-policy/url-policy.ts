@@ -1,6 +1,5 @@
 import { lookup } from 'node:dns/promises';
 import { type Clock, systemClock } from '@switchyard/common';
-import { clip } from '../browser-output';
 import {
   type AddressClass,
   type Cidr,
@@ -368,4 +367,9 @@ export function canonicalHost(raw: string): string | undefined {
   if (hostname.startsWith('[')) hostname = hostname.slice(1, -1);
   if (hostname.endsWith('.')) hostname = hostname.slice(0, -1);
   return hostname.toLowerCase();
+}
+
+/** `s` at most `n` characters long. */
+function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }

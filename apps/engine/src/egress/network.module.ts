@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { SessionEgress } from '@switchyard/network';
+import * as path from 'node:path';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import { SessionsModule } from '../sessions/sessions.module';
+import { SessionNetwork } from './session-network';
+
+/** Sessions' network: their egress proxies (one per session with a policy), owned and closed here. */
+@Module({
+  imports: [SessionsModule],
+  providers: [
+    {
+      provide: SessionEgress,
+      useFactory: (config: EngineConfig) =>
+        new SessionEgress({
+          root: path.join(config.dataDir, 'egress'),
+          resolve: config.network.resolve,
+          settingNames: { bound: 'SWITCHYARD_EGRESS_ALLOWED' },
+        }),
+      inject: [ENGINE_CONFIG],
+    },
+    SessionNetwork,
+  ],
+  exports: [SessionNetwork],
+})
+export class NetworkModule {}

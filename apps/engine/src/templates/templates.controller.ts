@@ -1,0 +1,24 @@
+import { Controller, Get, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { TemplateRegistry, type TemplateView } from './template-registry';
+
+@ApiTags('templates')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@Controller('v1/templates')
+export class TemplatesController {
+  constructor(private readonly registry: TemplateRegistry) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Sandbox templates sessions may pick, with their build state',
+    description:
+      'Each template of SWITCHYARD_TEMPLATES_DIR: packages, env, the image sessions with it run in, and its state ' +
+      '(`ready`, `stale`: the file or base image changed since the last build, `missing`, `invalid`, `unknown`: ' +
+      'Docker did not answer), with `build`, the command that makes it ready.',
+  })
+  async list(): Promise<{ templates: TemplateView[] }> {
+    return { templates: await this.registry.list() };
+  }
+}

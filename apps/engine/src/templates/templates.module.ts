@@ -1,0 +1,16 @@
+import { Global, Module } from '@nestjs/common';
+import { SessionTemplates } from './session-templates';
+import { TemplateRegistry } from './template-registry';
+import { TemplatesController } from './templates.controller';
+
+/**
+ * Sandbox templates (`SWITCHYARD_TEMPLATES_DIR`): their listing and build state, and what a session's template means
+ * for its actions. Global: sessions check the name at creation, the code and process handlers route by it.
+ */
+@Global()
+@Module({
+  controllers: [TemplatesController],
+  providers: [TemplateRegistry, SessionTemplates],
+  exports: [TemplateRegistry, SessionTemplates],
+})
+export class TemplatesModule {}

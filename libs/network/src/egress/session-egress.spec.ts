@@ -1,0 +1,97 @@
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { EgressPolicy } from './egress-policy';
+import { SessionEgress } from './session-egress';
+
+/** A request through a Unix-socket proxy: answers the status line and body. */
+function viaSocket(socketPath: string, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(socketPath, () => s.write(request));
+    let data = '';
+    s.on('data', (c: Buffer) => (data += c.toString()));
+    s.on('end', () => resolve(data));
+    s.on('error', reject);
+  });
+}
+
+describe('SessionEgress (real proxy on a Unix socket)', () => {
+  let root: string;
+  let server: http.Server;
+  let egress: SessionEgress;
+
+  beforeAll(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-egress-'));
+    server = http.createServer((req, res) => res.end(`hi ${req.url}`));
+    await new Promise<void>((resolve) => server.listen(8079, '127.0.0.21', () => resolve()));
+    egress = new SessionEgress({ root, resolve: new Map([['allowed.test', '127.0.0.21']]) });
+  });
+  afterAll(async () => {
+    await egress.closeAll();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('starts no proxy for a session without network', async () => {
+    expect(await egress.open('ses_none', EgressPolicy.none)).toBeUndefined();
+    expect(await egress.attempts('ses_none', 0)).toEqual([]);
+  });
+
+  it('forwards what the policy allows, refuses the rest with the message, and keeps every attempt', async () => {
+    const policy = EgressPolicy.parse(['allowed.test:8079', 'other.test'], 'network.allow');
+    const opened = await egress.open('ses_a', policy);
+    expect(opened?.socketDir).toBe(egress.socketDirOf('ses_a'));
+    const socket = path.join(opened!.socketDir, 'proxy.sock');
+    expect(fs.statSync(socket).mode & 0o777).toBe(0o666);
+    const since = Date.now();
+    const ok = await viaSocket(
+      socket,
+      'GET http://allowed.test:8079/x HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n',
+    );
+    expect(ok).toMatch(/^HTTP\/1.1 200/);
+    expect(ok).toContain('hi /x');
+    const refused = await viaSocket(
+      socket,
+      'CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n\r\n',
+    );
+    expect(refused).toContain(
+      "403 switchyard: egress to blocked.test denied by this session's network policy",
+    );
+    // A name the policy allows but that does not resolve to a public address is refused all the same.
+    const loop = await viaSocket(
+      socket,
+      'GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+    );
+    expect(loop).toMatch(/^HTTP\/1.1 403/);
+    const attempts = await egress.attempts('ses_a', since);
+    expect(attempts.map((a) => [a.host, a.port, a.allowed])).toEqual(
+      expect.arrayContaining([
+        ['allowed.test', 8079, true],
+        ['blocked.test', 443, false],
+        ['localhost', 80, false],
+      ]),
+    );
+    expect(attempts.find((a) => a.allowed)!.bytesIn).toBeGreaterThan(0);
+  });
+
+  it('answers on further sockets of the session (a pooled container’s own directory) until they stop', async () => {
+    const extraDir = fs.mkdtempSync(path.join(root, 'extra-'));
+    const extra = path.join(extraDir, 'proxy.sock');
+    const stop = await egress.listen('ses_a', extra);
+    const ok = await viaSocket(
+      extra,
+      'GET http://allowed.test:8079/y HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n',
+    );
+    expect(ok).toContain('hi /y');
+    await stop();
+    await expect(viaSocket(extra, 'GET / HTTP/1.1\r\n\r\n')).rejects.toThrow();
+  });
+
+  it('closes a session: its sockets go', async () => {
+    const dir = egress.socketDirOf('ses_a');
+    await egress.close('ses_a');
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+});

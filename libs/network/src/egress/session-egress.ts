@@ -1,0 +1,159 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Logger } from '@nestjs/common';
+import { type HostVerdict, parseAllowlist, UrlPolicy, type UrlRefusal } from '../url-policy/url-policy';
+import { type EgressAttempt, EgressProxy } from './egress-proxy';
+import type { EgressPolicy } from './egress-policy';
+
+/** Attempts kept per session for the actions to collect (the oldest go first). */
+const MAX_ATTEMPTS = 1000;
+
+export interface SessionEgressOptions {
+  /** Engine-private directory for the sessions' proxy sockets (a short path: Unix socket paths are limited). */
+  root: string;
+  /**
+   * Test-only resolution (`host → address`), for names that must reach servers on this machine's loopback; their
+   * addresses are trusted as if public. Empty in production: the system resolver, and loopback refused.
+   */
+  resolve?: ReadonlyMap<string, string>;
+  /** How refusals name the settings a caller can act on. */
+  settingNames?: { bound?: string };
+}
+
+interface Entry {
+  policy: EgressPolicy;
+  proxy: EgressProxy;
+  dir: string;
+  attempts: EgressAttempt[];
+}
+
+/**
+ * The engine's egress proxies, one per session whose network policy allows anything. A sandbox has no route out:
+ * its only way is a Unix socket of its session's proxy, made in a directory only that sandbox sees (the runner there
+ * forwards 127.0.0.1:3128 to it, and the tier sets HTTP_PROXY/HTTPS_PROXY). The proxy checks each host (and port)
+ * against the session's policy, resolves it itself, refuses loopback, private, link-local (metadata), CGNAT and the
+ * rest (the browser's address policy), and connects to exactly the address it checked: no DNS rebinding. Every
+ * attempt, allowed or refused, is kept with its bytes, for the action it happened under.
+ */
+export class SessionEgress {
+  private readonly logger = new Logger(SessionEgress.name);
+  private readonly sessions = new Map<string, Promise<Entry>>();
+  private readonly policyOfAddresses: UrlPolicy;
+  private readonly resolve: ReadonlyMap<string, string>;
+  private readonly denialHeader = `x-switchyard-egress-${randomBytes(8).toString('hex')}`;
+  private closed = false;
+
+  constructor(private readonly options: SessionEgressOptions) {
+    this.resolve = options.resolve ?? new Map<string, string>();
+    this.policyOfAddresses = new UrlPolicy({
+      allowlist: parseAllowlist([]),
+      allowlistSetting: 'the address policy (no setting opens private addresses to sandboxes)',
+    });
+  }
+
+  /**
+   * Where a host may be reached: a test-only mapped name to its mapped address (trusted as it is); anything else
+   * resolved by the system and refused unless every address is public (a literal address is judged as it is).
+   */
+  private checkAddress(host: string): Promise<HostVerdict> {
+    const mapped = this.resolve.get(host.toLowerCase().replace(/\.$/, ''));
+    if (mapped) return Promise.resolve({ allowed: true, host, addresses: [mapped] });
+    return this.policyOfAddresses.checkHost(host);
+  }
+
+  /**
+   * The session's proxy, started on first use: `undefined` for a session without network. The primary socket is
+   * `socketDir/proxy.sock`, for one-off containers (which mount that directory).
+   */
+  async open(sessionId: string, policy: EgressPolicy): Promise<{ socketDir: string } | undefined> {
+    if (policy.isEmpty) return undefined;
+    const entry = await this.entry(sessionId, policy);
+    return { socketDir: entry.dir };
+  }
+
+  /**
+   * Another Unix socket of the session's proxy, at `socketPath` (a pooled container's own directory); answers its
+   * stop. The session must have been `open`ed.
+   */
+  async listen(sessionId: string, socketPath: string): Promise<() => Promise<void>> {
+    const entry = await this.sessions.get(sessionId);
+    if (!entry) throw new Error(`session ${sessionId} has no egress proxy`);
+    fs.rmSync(socketPath, { force: true });
+    return entry.proxy.listenOn(socketPath);
+  }
+
+  /** The attempts of the session that began at or after `sinceMs` (wall clock), oldest first. */
+  async attempts(sessionId: string, sinceMs: number): Promise<EgressAttempt[]> {
+    const entry = await this.sessions.get(sessionId)?.catch(() => undefined);
+    return entry ? entry.attempts.filter((a) => a.startedAt >= sinceMs) : [];
+  }
+
+  /** The session ended: its proxy stops, its tunnels are cut, its sockets go. */
+  async close(sessionId: string): Promise<void> {
+    const pending = this.sessions.get(sessionId);
+    this.sessions.delete(sessionId);
+    const entry = await pending?.catch(() => undefined);
+    if (!entry) return;
+    await entry.proxy.close();
+    fs.rmSync(entry.dir, { recursive: true, force: true });
+  }
+
+  async closeAll(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.sessions.keys()].map((id) => this.close(id)));
+  }
+
+  private entry(sessionId: string, policy: EgressPolicy): Promise<Entry> {
+    let pending = this.sessions.get(sessionId);
+    if (!pending) {
+      if (this.closed) return Promise.reject(new Error('the engine is shutting down'));
+      pending = this.start(sessionId, policy);
+      this.sessions.set(sessionId, pending);
+      pending.catch(() => this.sessions.delete(sessionId));
+    }
+    return pending;
+  }
+
+  /** The directory of the session's primary socket (`proxy.sock`): known before the proxy starts. */
+  socketDirOf(sessionId: string): string {
+    // Socket paths are limited to 107 bytes: a short name per session.
+    return path.join(this.options.root, createHash('sha256').update(sessionId).digest('hex').slice(0, 16));
+  }
+
+  private async start(sessionId: string, policy: EgressPolicy): Promise<Entry> {
+    const dir = this.socketDirOf(sessionId);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    fs.chmodSync(dir, 0o755);
+    const socket = path.join(dir, 'proxy.sock');
+    fs.rmSync(socket, { force: true });
+    const attempts: EgressAttempt[] = [];
+    const bound = this.options.settingNames?.bound ?? 'the engine bound';
+    const proxy = await EgressProxy.start({
+      listenPath: socket,
+      denialHeader: this.denialHeader,
+      checkHost: async (host, port) => {
+        if (!policy.allows(host, port)) {
+          const refusal: UrlRefusal = {
+            code: 'ADDRESS_REFUSED',
+            reason: `egress to ${host}:${port} is not in this session's network policy (${policy.allow.join(', ')})`,
+          };
+          return { allowed: false, host, refusal };
+        }
+        return this.checkAddress(host);
+      },
+      refusalText: (refusal, host) =>
+        refusal.code === 'DNS_FAILED'
+          ? `switchyard: could not resolve ${host}`
+          : refusal.reason.startsWith('egress to ')
+            ? `switchyard: egress to ${host} denied by this session's network policy`
+            : `switchyard: egress to ${host} denied: ${refusal.reason}`,
+      onAttempt: (attempt) => {
+        attempts.push(attempt);
+        if (attempts.length > MAX_ATTEMPTS) attempts.splice(0, attempts.length - MAX_ATTEMPTS);
+      },
+    });
+    this.logger.debug(`session ${sessionId}: egress proxy for ${policy.allow.join(', ')} (within ${bound})`);
+    return { policy, proxy, dir, attempts };
+  }
+}

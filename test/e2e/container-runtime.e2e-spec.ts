@@ -1,0 +1,250 @@
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { EngineHarness, LogCapture } from '../support/engine-harness';
+import { docker, inspectContainer } from '../support/host-probes';
+
+/**
+ * The one-off tier's Docker runtime (SWITCHYARD_CONTAINER_RUNTIME; SECURITY.md 26): by default gVisor, so high-risk
+ * code talks to gVisor's kernel and never to the host's; runc on request; an explicit runsc that Docker lacks is a
+ * refusal naming the setting, never a silent runc. `npm test` registers runsc with the dockerd it starts
+ * (scripts/docker-engine.sh); these tests fail, never skip, on an engine without it.
+ */
+jest.setTimeout(60_000);
+
+const HOST_KERNEL = os.release();
+/**
+ * What the code sees of its kernel: its release, its boot command line (gVisor's names its kernel image
+ * `vmlinuz-…-gvisor`) and the kernel log, which Docker's seccomp profile keeps closed in both runtimes (gVisor
+ * applies the profile itself: runsc runs with --oci-seccomp).
+ */
+const KERNEL_PROBE = 'uname -r; cat /proc/cmdline; dmesg 2>&1 | head -n 3';
+
+async function sandboxNode(engine: EngineHarness, sessionId: string, actionId: string): Promise<any> {
+  const graph = (await engine.request('GET', `/v1/sessions/${sessionId}/graph`)).body;
+  const edge = graph.edges.find((e: any) => e.type === 'RAN_IN' && e.from === actionId);
+  return graph.nodes.find((n: any) => n.id === edge?.to);
+}
+
+describe('one-off tier on gVisor (the default: SWITCHYARD_CONTAINER_RUNTIME=auto with runsc registered)', () => {
+  let engine: EngineHarness;
+  const logs = new LogCapture();
+  let sid: string;
+
+  beforeAll(async () => {
+    const runtimes = await docker('info', '--format', '{{json .Runtimes}}');
+    if (!runtimes.includes('"runsc"')) {
+      throw new Error(
+        `the Docker engine has no runsc runtime (${runtimes.trim()}): run bash scripts/docker-engine.sh`,
+      );
+    }
+    engine = await EngineHarness.start({ SWITCHYARD_LOG_LEVEL: 'info', SWITCHYARD_POOL_MIN: '1' }, { logs });
+    sid = await engine.createSession();
+  });
+  afterAll(() => engine?.stop());
+
+  it('says at start-up, in /health and in /health/ready that the one-off tier runs on runsc', async () => {
+    expect(logs.raw.some((l) => /container tier available \(.*runtime runsc: gVisor\)/.test(l))).toBe(true);
+    const health = (await engine.request('GET', '/health')).body;
+    expect(health.tiers.container).toMatchObject({ available: true, details: { runtime: 'runsc' } });
+    // The pooled tier stays on Docker's default runtime: it chooses none.
+    expect(health.tiers.pooled.details?.runtime).toBeUndefined();
+    const ready = await engine.request('GET', '/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.details.container_runtime).toEqual({ status: 'up', runtime: 'runsc' });
+  });
+
+  it("runs the code on gVisor's kernel, not the host's; records runsc on the action and its Sandbox node", async () => {
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'bash',
+      tier: 'container',
+      code: KERNEL_PROBE,
+    });
+    expect(r).toMatchObject({ status: 'succeeded', tier: 'container' });
+    const [release, cmdline, kernelLog] = r.stdout.trim().split('\n');
+    // gVisor reports a Linux version and a boot command line of its own; nothing of the host's kernel shows.
+    expect(release).not.toBe(HOST_KERNEL);
+    expect(release).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(cmdline).toMatch(/vmlinuz-[\d.]+-gvisor/);
+    expect(cmdline).not.toBe(readFileSync('/proc/cmdline', 'utf8').trim());
+    expect(kernelLog).toMatch(/dmesg: .*Operation not permitted/);
+
+    const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
+    expect(view.sandbox).toEqual({
+      tier: 'container',
+      containerId: expect.stringMatching(/^[0-9a-f]{64}$/),
+      runtime: 'runsc',
+    });
+    const node = await sandboxNode(engine, sid, r.id);
+    expect(node).toEqual({
+      id: `sandbox:${view.sandbox.containerId}`,
+      label: 'Sandbox',
+      properties: { tier: 'container', containerId: view.sandbox.containerId, runtime: 'runsc' },
+    });
+    const context = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}/context?before=0`))
+      .body;
+    expect(context.action.sandbox).toMatchObject({ runtime: 'runsc' });
+  });
+
+  it('asks Docker for runsc by name: the container it created says HostConfig.Runtime runsc', async () => {
+    // The one-off container is removed when its action ends: look at it while it runs.
+    const pending = engine.action(sid, {
+      type: 'code',
+      language: 'bash',
+      tier: 'container',
+      code: 'sleep 3; echo done',
+    });
+    let id: string | undefined;
+    for (let i = 0; i < 100 && !id; i++) {
+      const out = await docker(
+        'ps',
+        '-q',
+        '--no-trunc',
+        '--filter',
+        `label=dev.switchyard.session=${sid}`,
+        '--filter',
+        'label=dev.switchyard.tier=container',
+      );
+      id = out.trim().split('\n')[0] || undefined;
+      if (!id) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(id).toBeDefined();
+    expect((await inspectContainer(id!)).HostConfig.Runtime).toBe('runsc');
+    expect(await pending).toMatchObject({ status: 'succeeded', stdout: 'done\n' });
+  });
+
+  it('high-risk code routed by the policy lands there too', async () => {
+    // `sudo` scores as privilege escalation: high risk, the one-off tier.
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'bash',
+      code: `sudo -n true 2>/dev/null; ${KERNEL_PROBE}`,
+    });
+    expect(r).toMatchObject({ status: 'succeeded', tier: 'container', risk: { level: 'high' } });
+    expect(r.stdout).toMatch(/gvisor/);
+    expect(r.stdout).not.toContain(HOST_KERNEL);
+  });
+
+  it('leaves the pooled tier on runc (the host kernel), recording no runtime', async () => {
+    const r = await engine.action(sid, { type: 'code', language: 'bash', tier: 'pooled', code: 'uname -r' });
+    expect(r).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: `${HOST_KERNEL}\n` });
+    const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
+    expect(view.sandbox).toEqual({ tier: 'pooled', containerId: expect.any(String) });
+  });
+});
+
+describe('SWITCHYARD_CONTAINER_RUNTIME=runc', () => {
+  let engine: EngineHarness;
+  afterAll(() => engine?.stop());
+
+  it("runs the one-off tier on runc: the host's kernel, recorded as runc", async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_CONTAINER_RUNTIME: 'runc', SWITCHYARD_POOL_MIN: '0' });
+    const health = (await engine.request('GET', '/health')).body;
+    expect(health.tiers.container).toMatchObject({ available: true, details: { runtime: 'runc' } });
+    expect((await engine.request('GET', '/health/ready')).body.details.container_runtime).toEqual({
+      status: 'up',
+      runtime: 'runc',
+    });
+    const sid = await engine.createSession();
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'bash',
+      tier: 'container',
+      code: KERNEL_PROBE,
+    });
+    expect(r).toMatchObject({ status: 'succeeded', tier: 'container' });
+    const [release, cmdline] = r.stdout.split('\n');
+    expect(release).toBe(HOST_KERNEL);
+    expect(cmdline).toBe(readFileSync('/proc/cmdline', 'utf8').trim());
+    expect(r.stdout).not.toMatch(/gvisor/i);
+    const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
+    expect(view.sandbox).toMatchObject({ tier: 'container', runtime: 'runc' });
+    expect((await sandboxNode(engine, sid, r.id)).properties.runtime).toBe('runc');
+  });
+});
+
+/**
+ * A Docker engine without gVisor: a stand-in daemon on a Unix socket that answers the availability probe like
+ * Docker does (ping, info with runc only, the image exists, no containers) and nothing else, so nothing can run.
+ */
+async function dockerWithoutRunsc(socketPath: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const url = (req.url ?? '').replace(/^\/v[\d.]+/, '');
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (url === '/_ping') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('OK');
+    } else if (url === '/info') {
+      json(200, {
+        Runtimes: { 'io.containerd.runc.v2': { path: 'runc' }, runc: { path: 'runc' } },
+        DefaultRuntime: 'runc',
+      });
+    } else if (/^\/images\/.+\/json/.test(url)) json(200, { Id: 'sha256:0' });
+    else if (url.startsWith('/containers/json')) json(200, []);
+    else json(500, { message: `not expected here: ${req.method} ${url}` });
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  return server;
+}
+
+describe('an explicit runsc on a Docker engine without it', () => {
+  let dir: string;
+  let server: Server;
+  let socket: string;
+  const engines: EngineHarness[] = [];
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-no-runsc-'));
+    socket = path.join(dir, 'docker.sock');
+    server = await dockerWithoutRunsc(socket);
+  });
+  afterAll(async () => {
+    for (const e of engines) await e.stop();
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const start = async (runtime: string): Promise<EngineHarness> => {
+    const e = await EngineHarness.start({
+      DOCKER_HOST: `unix://${socket}`,
+      SWITCHYARD_CONTAINER_RUNTIME: runtime,
+      SWITCHYARD_POOL_MIN: '0',
+    });
+    engines.push(e);
+    return e;
+  };
+
+  it('makes the one-off tier unavailable naming the setting, and its actions denied (TIER_UNAVAILABLE), never runc', async () => {
+    const engine = await start('runsc');
+    const health = (await engine.request('GET', '/health')).body;
+    expect(health.tiers.container).toMatchObject({ available: false, code: 'CONTAINER_RUNTIME_UNAVAILABLE' });
+    expect(health.tiers.container.reason).toMatch(
+      /^SWITCHYARD_CONTAINER_RUNTIME=runsc, but the Docker engine at unix:\/\/.* has no runsc runtime/,
+    );
+    const ready = await engine.request('GET', '/health/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body.details.container_runtime.status).toBe('down');
+    expect(ready.body.details.container_runtime.reason).toContain('SWITCHYARD_CONTAINER_RUNTIME');
+    expect(ready.body.details.docker.status).toBe('up');
+
+    const sid = await engine.createSession();
+    for (const body of [
+      { type: 'code', language: 'bash', tier: 'container', code: 'uname -r' },
+      { type: 'code', language: 'bash', code: 'sudo -n true; uname -r' },
+    ]) {
+      const r = await engine.action(sid, body);
+      expect(r).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'TIER_UNAVAILABLE' } });
+      expect(r.error.message).toContain('SWITCHYARD_CONTAINER_RUNTIME=runsc');
+      expect(r.stdout ?? '').toBe('');
+    }
+  });
+
+  it('auto on that engine takes runc, and says so', async () => {
+    const engine = await start('auto');
+    const health = (await engine.request('GET', '/health')).body;
+    expect(health.tiers.container).toMatchObject({ available: true, details: { runtime: 'runc' } });
+  });
+});
