@@ -57,6 +57,16 @@ class NoopContextGraph extends ContextGraph {
   override async recordActionStarted(): Promise<void> {}
   override async recordActionCompleted(): Promise<void> {}
   override async recordPlan(): Promise<void> {}
+  override async recordCheckpoint(): Promise<void> {}
+  override async recordCheckpointDeleted(): Promise<void> {}
+  override async recordRestore(): Promise<void> {}
+  override async recordFork(): Promise<void> {}
+  override async lastActionSeq(): Promise<number> {
+    return 0;
+  }
+  override async getCheckpoint(): Promise<undefined> {
+    return undefined;
+  }
   override async getAction(): Promise<ActionRecord | undefined> {
     return undefined;
   }

@@ -18,7 +18,11 @@
  * 8. kernels: a warm stateful python cell through the API vs a raw Jupyter kernel, vs a fresh pooled action, and
  *    kernel start vs raw `python3 -c pass` (`bench/kernels.ts`). Targets there.
  *
- * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels).
+ * 9. checkpoints: checkpoint, restore and fork of a 100 MB, 10 000-file workspace vs `cp -a` of it, and the disk an
+ *    unchanged checkpoint takes (`bench/checkpoints.ts`). Targets there.
+ *
+ * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
+ * checkpoints).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -31,6 +35,7 @@ import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
 import { detectSystemLayout } from '../libs/sandbox/src/subprocess/bwrap-command';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchBystander } from './bystander';
+import { benchCheckpoints } from './checkpoints';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
 import { benchKernels } from './kernels';
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
   if (wanted('bystander')) await benchBystander({ runs: RUNS });
   if (wanted('sessions')) await benchSessions();
   if (wanted('kernels')) await benchKernels({ runs: RUNS });
+  if (wanted('checkpoints')) await benchCheckpoints({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -11,6 +11,8 @@ command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/bin/python3 ] || need+=(python3)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
+# Workspace images with checkpoints (snapshots) are btrfs; without it they are ext4 and checkpoints are copies.
+[ -x /usr/sbin/mkfs.btrfs ] || [ -x /sbin/mkfs.btrfs ] || need+=(btrfs-progs)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

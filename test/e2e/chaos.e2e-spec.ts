@@ -9,6 +9,7 @@ import {
   eventually,
   LABELS,
   loopsUnder,
+  mountSourceDevice,
   processesMarked,
   sleep,
 } from '../support/host-probes';
@@ -150,7 +151,7 @@ describe('chaos: SIGKILL under mixed load, then a restart on the same data dir',
       const mounted = new Set(
         readFileSync('/proc/self/mountinfo', 'utf8')
           .split('\n')
-          .map((m) => m.split(' ')[2]),
+          .map((m) => mountSourceDevice(m.split(' '))),
       );
       return loopsUnder(dataDir).filter((l) => !mounted.has(l.device));
     };

@@ -80,5 +80,58 @@ describe('engine on Neo4j', () => {
         ]);
       });
     });
+
+    it('records checkpoints, restores and forks in Neo4j as locally: nodes, edges, lineage across the fork', async () => {
+      const sid = await engine.createSession();
+      await engine.action(sid, { type: 'file', op: 'write', path: 'f.txt', content: 'one' });
+      const manual = await engine.request('POST', `/v1/sessions/${sid}/checkpoints`, { label: 'manual' });
+      expect(manual.status).toBe(201);
+      const failed = await engine.action(sid, {
+        type: 'code',
+        language: 'bash',
+        code: 'echo broken > f.txt; exit 1',
+        checkpoint: 'before',
+      });
+      expect(failed).toMatchObject({ status: 'failed', checkpoint: { id: expect.any(String) } });
+      const retry = await engine.request('POST', `/v1/sessions/${sid}/actions/${failed.id}/retry`, {
+        restore: true,
+        action: { type: 'code', language: 'bash', code: 'cat f.txt' },
+      });
+      expect(retry.body).toMatchObject({ status: 'succeeded', stdout: 'one' });
+      expect(
+        (await engine.request('POST', `/v1/sessions/${sid}/checkpoints/${manual.body.id}/restore`)).status,
+      ).toBe(200);
+      expect(
+        (await engine.request('DELETE', `/v1/sessions/${sid}/checkpoints/${manual.body.id}`)).status,
+      ).toBe(204);
+      const fork = await engine.request('POST', `/v1/sessions/${sid}/fork`, {
+        checkpointId: failed.checkpoint.id,
+      });
+      expect(fork.status).toBe(201);
+      await engine.action(fork.body.id, { type: 'file', op: 'write', path: 'f.txt', content: 'fork' });
+
+      await waitForGraph(engine, (g) => g.backlog === 0);
+      await withEngineStores(engine.dataDir, server, async (local, remote) => {
+        await compareStores(local, remote, [sid, fork.body.id], testNeo4j.admin());
+        const graph = await engine.request('GET', `/v1/sessions/${fork.body.id}/graph`);
+        expect(graph.headers.get('x-graph-store')).toBe('neo4j');
+        expect(graph.body.edges).toContainEqual(
+          expect.objectContaining({ type: 'FORKED_FROM', from: fork.body.id, to: sid }),
+        );
+        const source = (await engine.request('GET', `/v1/sessions/${sid}/graph`)).body;
+        const types = new Set(source.edges.map((e: { type: string }) => e.type));
+        for (const t of ['HAS_CHECKPOINT', 'BEFORE', 'RESTORED', 'FORKED_FROM']) expect(types).toContain(t);
+        const ctx = await engine.request('GET', `/v1/sessions/${sid}/actions/${failed.id}/context`);
+        expect(ctx.body.checkpoint).toMatchObject({ id: failed.checkpoint.id, auto: true });
+        const lineage = await engine.request('GET', `/v1/sessions/${fork.body.id}/files/lineage?path=f.txt`);
+        expect(lineage.body.entries.map((e: { sessionId: string }) => e.sessionId)).toEqual([
+          sid,
+          fork.body.id,
+        ]);
+        expect(lineage.body).toEqual(
+          JSON.parse(JSON.stringify(await remote.fileLineage(fork.body.id, 'f.txt'))),
+        );
+      });
+    });
   });
 });

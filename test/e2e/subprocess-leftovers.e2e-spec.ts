@@ -36,12 +36,19 @@ const allPids = (): number[] =>
     .filter((e) => /^\d+$/.test(e))
     .map(Number);
 
-/** The engine's sandbox launchers: its bubblewrap children. */
-const launchersOf = (enginePid: number): number[] =>
+/** The engine's bubblewrap children: its sandbox launchers and the checkpoint tree tool's jail. */
+const bwrapChildrenOf = (enginePid: number): number[] =>
   allPids().filter((pid) => {
     const s = stat(pid);
     return s?.comm === 'bwrap' && s.fields[1] === String(enginePid) && s.fields[0] !== 'Z';
   });
+
+/** The checkpoint tree tool's jail (libs/workspace, not a sandbox): its Python source is on its command line. */
+const isTreeTool = (pid: number): boolean => cmdline(pid).includes('def op_count(');
+
+/** The engine's sandbox launchers. */
+const launchersOf = (enginePid: number): number[] =>
+  bwrapChildrenOf(enginePid).filter((pid) => !isTreeTool(pid));
 
 /** Running processes carrying the engine mark of `enginePid` (whatever the start ticks). */
 const markedBy = (enginePid: number): number[] =>
@@ -113,6 +120,8 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
     const pending = code(sid, 'bash', 'sleep 30', 40_000).catch(() => undefined);
     expect(await until(() => launchersOf(pid).length >= 4, 5000)).toBe(true);
     const launchers = launchersOf(pid);
+    const treeTool = bwrapChildrenOf(pid).filter(isTreeTool);
+    expect(treeTool).toHaveLength(1);
     const marked = markedBy(pid);
     expect(marked).toEqual(expect.arrayContaining(launchers));
     dead = { pid, ticks: stat(pid)!.fields[19], groupParent: dirOfGroups(launchers[0]) };
@@ -123,6 +132,8 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
     await engine.stop('SIGKILL');
     await pending;
     expect(await until(() => launchers.every((p) => !running(p)), 2000)).toBe(true);
+    // The tree tool's jail is not marked (it is no sandbox), but it dies with its parent all the same.
+    expect(await until(() => treeTool.every((p) => !running(p)), 2000)).toBe(true);
     // Nothing of it runs: not the launchers, not bubblewrap's sandbox processes, not the sleeping code.
     expect(await until(() => markedBy(pid).length === 0, 2000)).toBe(true);
     expect(allPids().filter((p) => running(p) && cmdline(p) === 'sleep 30')).toEqual([]);

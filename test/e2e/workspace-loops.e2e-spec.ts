@@ -4,20 +4,21 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
-import { eventually, loopsUnder } from '../support/host-probes';
+import { eventually, loopsUnder, mountSourceDevice } from '../support/host-probes';
 
-/** `major:minor` → mount points, from a mountinfo. */
+/** Block device `major:minor` (a loop device's for a workspace image, ext4 or btrfs) → mount points, from a mountinfo. */
 function mountsIn(mountinfo: string): Map<string, string[]> {
   const byDevice = new Map<string, string[]>();
   for (const fields of mountinfo.split('\n').map((l) => l.split(' '))) {
     if (fields.length < 10) continue;
-    byDevice.set(fields[2], [...(byDevice.get(fields[2]) ?? []), fields[4]]);
+    const device = mountSourceDevice(fields);
+    byDevice.set(device, [...(byDevice.get(device) ?? []), fields[4]]);
   }
   return byDevice;
 }
 
 /**
- * SECURITY.md item 23 for capped workspaces: each is a loop-mounted ext4 image, and a sandbox's mount namespace
+ * SECURITY.md item 23 for capped workspaces: each is a loop-mounted image (btrfs or ext4), and a sandbox's mount namespace
  * copies the engine's mounts. A real engine process is killed with SIGKILL while its sessions' workspaces are mounted
  * and a namespace copied from the host's (what a sandbox stuck before it pivots holds) outlives it; the successor on
  * the same data dir must leave no loop device attached to an image it does not mount, and the sessions must work.

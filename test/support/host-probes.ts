@@ -169,6 +169,17 @@ export function processesMarked(name: string, prefix: string): string[] {
   });
 }
 
+/**
+ * The block device a mountinfo line's filesystem lives on, as `major:minor`: for a loop-backed mount, the loop
+ * device's (a btrfs mount's third field is an anonymous `0:N`, an ext4 one's the loop device itself); else the third
+ * field. Works for a sandbox's mountinfo too: the source names the same host loop device.
+ */
+export function mountSourceDevice(fields: string[]): string {
+  const dash = fields.indexOf('-', 6);
+  const loop = dash >= 0 ? /^\/dev\/(loop\d+)$/.exec(fields[dash + 2] ?? '')?.[1] : undefined;
+  return (loop && read(`/sys/block/${loop}/dev`)?.trim()) || fields[2];
+}
+
 /** `major:minor` of the filesystem mounted at `hostDir` (a capped workspace is its own loop filesystem), if any. */
 export function mountDevice(hostDir: string): string | undefined {
   return readFileSync('/proc/self/mountinfo', 'utf8')

@@ -79,8 +79,13 @@ export async function compareStores(
       `MATCH (s:Session {id: $sid})
        CALL (s) { MATCH (s)-[r]->() RETURN count(r) AS fromSession }
        CALL (s) { MATCH (a:Action {sessionId: s.id})-[r]->() RETURN count(r) AS fromActions }
+       CALL (s) { MATCH (c:Checkpoint {sessionId: s.id})-[r]->() RETURN count(r) AS fromCheckpoints }
+       CALL (s) { MATCH (:Session)-[r:FORKED_FROM]->(s) RETURN count(r) AS forksIn }
        CALL (s) { MATCH (n) WHERE n.sessionId = s.id RETURN count(n) AS owned }
-       RETURN owned + 1 AS nodes, fromSession + fromActions AS edges`,
+       CALL (s) {
+         MATCH (o:Session) WHERE (s)-[:FORKED_FROM]->(o) OR (o)-[:FORKED_FROM]->(s) RETURN count(o) AS linked
+       }
+       RETURN owned + 1 + linked AS nodes, fromSession + fromActions + fromCheckpoints + forksIn AS edges`,
       { sid },
       { database: 'neo4j' },
     );

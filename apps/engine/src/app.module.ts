@@ -17,6 +17,7 @@ import {
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
 import { ActionsModule } from './actions/actions.module';
+import { CheckpointsModule } from './checkpoints/checkpoints.module';
 import { ConfigModule } from './config/config.module';
 import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
 import { EventsModule } from './events/events.module';
@@ -81,6 +82,8 @@ export class AppModule {
           sandboxGid: DEFAULT_SANDBOX_HOST_ID,
           quota: config.workspace.quota,
           imagePool: config.workspace.imagePool,
+          filesystem: config.workspace.filesystem,
+          checkpoints: config.workspace.checkpoints,
         }),
         SandboxModule.forRoot(
           {
@@ -171,6 +174,7 @@ export class AppModule {
         TemplatesModule,
         SessionsModule,
         EventsModule,
+        CheckpointsModule,
         ActionsModule,
         PlansModule,
         KernelsModule,

@@ -112,6 +112,20 @@ export interface ActionResult {
   egress?: EgressRecord[];
   /** What a caller can do about an outcome the engine recognised (e.g. code that met a session without network). */
   hints?: string[];
+  /** The checkpoint taken just before it ran (`checkpoint: "before"`): what a retry with `restore: true` restores. */
+  checkpoint?: { id: string; createdAt: string };
+  /** The checkpoint it put the workspace back to before it ran (a retry with `restore: true`), and how. */
+  restored?: RestoredCheckpoint;
+}
+
+/** A restore of the workspace to a checkpoint: entries written back, removed and kept as they were. */
+export interface RestoredCheckpoint {
+  checkpointId: string;
+  copied: number;
+  removed: number;
+  kept: number;
+  /** Bytes actually copied: 0 when every file came back as a copy-on-write reflink. */
+  bytesCopied: number;
 }
 
 export const NO_RISK: RiskAssessment = Object.freeze({ score: 0, level: 'low', reasons: [] });

@@ -6,6 +6,7 @@ import {
   SessionNotRecordedError,
 } from './context-graph.errors';
 import { at, completion, edgeSet, listAll, session, start, uid } from './context-graph-records.contract';
+import { describeCheckpointContract } from './context-graph-checkpoints.contract';
 import { describeStatefulContract } from './context-graph-stateful.contract';
 import type { ContextGraph } from './context-graph.port';
 import type {
@@ -671,6 +672,8 @@ export function describeContextGraphContract(
           { path: 'src/app.py', access: ['read'], lastWrittenBy: a2Summary },
         ]);
         expect(ctx?.planStep).toBeNull();
+        expect(ctx?.kernel).toBeNull();
+        expect(ctx?.checkpoint).toBeNull();
         expect(ctx?.retryChain[1]).toStrictEqual({
           ...a2Summary,
           id: h.a4.id,
@@ -744,7 +747,8 @@ export function describeContextGraphContract(
           [h.a4.id, 4, ['read'], 'failed'],
         ]);
         const ctx = await graph.failureContext(h.s.id, h.a4.id, { before: 2 });
-        expect(lineage.entries[1]).toStrictEqual({ ...ctx?.before[0], access: ['write'] });
+        expect(lineage.entries[1]).toStrictEqual({ ...ctx?.before[0], sessionId: h.s.id, access: ['write'] });
+        expect(lineage.entries.every((e) => e.sessionId === h.s.id)).toBe(true);
         expect((await graph.fileLineage(h.s.id, 'out.txt')).entries.map((e) => [e.id, e.access])).toEqual([
           [h.a2.id, ['write']],
           [h.a4.id, ['write']],
@@ -960,14 +964,16 @@ export function describeContextGraphContract(
       });
     });
 
-    describeStatefulContract({
+    const context = {
       graph: () => graph,
       reopen: async () => {
         await graph.close();
         graph = await fixture.reopen();
         return graph;
       },
-    });
+    };
+    describeStatefulContract(context);
+    describeCheckpointContract(context);
 
     describe('recovery and lifecycle', () => {
       it('markRunningInterrupted ends only running actions, and returns how many', async () => {

@@ -35,6 +35,41 @@ export class SessionNotRecordedError extends SwitchyardError {
   }
 }
 
+/**
+ * A checkpoint deletion, restore or fork named a checkpoint never recorded in that session (another session's
+ * checkpoint is not found either: a workspace is only ever restored from its own checkpoints).
+ */
+export class CheckpointNotRecordedError extends SwitchyardError {
+  readonly code = 'CHECKPOINT_NOT_RECORDED';
+  readonly kind = 'not_found' as const;
+
+  constructor(checkpointId: string, sessionId: string) {
+    super(`checkpoint ${checkpointId} was never recorded in session ${sessionId}`, {
+      checkpointId,
+      sessionId,
+    });
+  }
+}
+
+/**
+ * A session's workspace began once: it has one fork origin. Recording another (a different source,
+ * checkpoint, time or seq), or one that would make a session its own ancestor, is refused; the same record
+ * again is a no-op.
+ */
+export class ForkConflictError extends SwitchyardError {
+  readonly code = 'FORK_CONFLICT';
+  readonly kind = 'conflict' as const;
+
+  constructor(sessionId: string, fromSessionId: string, reason: 'already_forked' | 'cycle') {
+    super(
+      reason === 'cycle'
+        ? `session ${sessionId} cannot be forked from ${fromSessionId}: it would be its own ancestor`
+        : `session ${sessionId} was already forked from another origin than ${fromSessionId}`,
+      { sessionId, fromSessionId, reason },
+    );
+  }
+}
+
 /** The graph was used after `close()`, i.e. while the engine shuts down. */
 export class ContextGraphClosedError extends SwitchyardError {
   readonly code = 'CONTEXT_GRAPH_CLOSED';

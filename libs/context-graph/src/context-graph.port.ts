@@ -2,15 +2,19 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  CheckpointRecord,
+  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
+  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
+  RestoreRecord,
   SessionRecord,
 } from './context-graph.types';
 
@@ -37,8 +41,15 @@ import type {
  *   version (id `step:<planId>:<stepId>:<version>`, `HAS_STEP` from the plan), `DEPENDS_ON` to the latest
  *   version of each dependency, `ATTEMPT` to each attempt's action (same session, existing actions only) and
  *   `REPLACES` from a newer version to the one it replaced. Each record replaces the steps' outgoing edges.
- * - Node ids: the session id, the action id, the file id, the sandbox, kernel and process ids, the plan id and
- *   the step id above.
+ * - `recordCheckpoint` adds a `Checkpoint` node (id `checkpoint:<checkpointId>`, properties `id` (the engine's
+ *   id), `sessionId`, `label` when set, `createdAt`, `files`, `directories`, `bytes`, `auto`, `seq`), a
+ *   `HAS_CHECKPOINT` edge from the session and a `BEFORE` edge to `beforeActionId` when set; the action's record
+ *   then carries it as `checkpoint`. `recordCheckpointDeleted` keeps the node and sets `deletedAt` and
+ *   `deleteReason` on it. `recordRestore` adds a `RESTORED` edge `{restoredAt, planId?}` from the restoring action
+ *   (else the session) to the checkpoint. `recordFork` adds a `FORKED_FROM` edge `{forkedAt, seq, checkpointId?}`
+ *   from the new session to its source; the new session's file lineage then begins with the source's.
+ * - Node ids: the session id, the action id, the file id, the sandbox, kernel, process and checkpoint ids, the
+ *   plan id and the step id above.
  * - Every query answers the same on every adapter (same values, same order); on a remote store each query is
  *   one round trip.
  */
@@ -65,7 +76,52 @@ export abstract class ContextGraph {
    */
   abstract recordPlan(plan: PlanGraphRecord): Promise<void>;
 
+  /**
+   * Records a checkpoint of a session's workspace (see above). Idempotent on the id: the first record of an id
+   * is kept, a later one changes nothing. Throws `SessionNotRecordedError` for an unknown session,
+   * `ActionNotRecordedError` when `beforeActionId` is not an action of that session.
+   */
+  abstract recordCheckpoint(checkpoint: CheckpointRecord): Promise<void>;
+
+  /**
+   * Marks a checkpoint deleted (asked for) or pruned (by the engine's limits). Its node stays: the graph is the
+   * audit trail. The first deletion is kept; throws `CheckpointNotRecordedError` when the session has no such
+   * checkpoint.
+   */
+  abstract recordCheckpointDeleted(
+    sessionId: string,
+    checkpointId: string,
+    deletedAt: string,
+    reason: 'deleted' | 'pruned',
+  ): Promise<void>;
+
+  /**
+   * Records a checkpoint restored into its session's workspace. Each restore is its own `RESTORED` edge; one is
+   * known by where it starts, its checkpoint and `restoredAt`, so recording the same restore again is a no-op
+   * (the first `planId` is kept). Throws `SessionNotRecordedError` for an unknown session,
+   * `ActionNotRecordedError` when `actionId` is not an action of that session, `CheckpointNotRecordedError` when
+   * the checkpoint is not one of that session's.
+   */
+  abstract recordRestore(restore: RestoreRecord): Promise<void>;
+
+  /**
+   * Records where a new session's workspace came from. A session has at most one fork origin: the same record
+   * again is a no-op, another one (or one making a session its own ancestor) throws `ForkConflictError`. Throws
+   * `SessionNotRecordedError` when either session is unknown, `CheckpointNotRecordedError` when `checkpointId` is
+   * not a checkpoint of the source session.
+   */
+  abstract recordFork(fork: ForkRecord): Promise<void>;
+
   abstract getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined>;
+
+  /**
+   * The highest action `seq` recorded in the session, 0 for none (or an unknown session): the `seq` a checkpoint
+   * or a fork taken now records.
+   */
+  abstract lastActionSeq(sessionId: string): Promise<number>;
+
+  /** One checkpoint of the session, as recorded and with its deletion; `undefined` when it has none such. */
+  abstract getCheckpoint(sessionId: string, checkpointId: string): Promise<CheckpointState | undefined>;
 
   /**
    * Timeline of a session, oldest first (by `seq`). Empty page for an unknown session. Throws
@@ -74,20 +130,26 @@ export abstract class ContextGraph {
   abstract listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>>;
 
   /**
-   * Session node, then actions by `seq`, files by path, sandboxes by id, kernels by id, processes by id, plans
-   * by `createdAt` then id, steps by plan, step id and version; edges grouped by type (`HAS_ACTION`, `NEXT`,
-   * `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`, `STARTED`, each group by the action's `seq` — `RAN_IN` to sandboxes
-   * and kernels together, by `seq` then target node id; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`,
-   * `REPLACES`, each by plan and step). Empty for an unknown session. `filter` narrows it (see
-   * {@link GraphFilter}); throws `InvalidInputError` (field `since`, `types`, `status` or `limit`) for a filter
-   * that cannot be applied.
+   * Session node, then actions by `seq`, files by path, sandboxes by id, kernels by id, processes by id,
+   * checkpoints by `createdAt` then id, plans by `createdAt` then id, steps by plan, step id and version, and
+   * last the other sessions of `FORKED_FROM` edges (the source, then the sessions forked from this one by
+   * `forkedAt` then id). Edges grouped by type: `HAS_ACTION`, `NEXT`, `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`,
+   * `STARTED`, each group by the action's `seq` — `RAN_IN` to sandboxes and kernels together, by `seq` then
+   * target node id; then `HAS_CHECKPOINT` and `BEFORE`, each by the checkpoint's `createdAt` then id; `RESTORED`
+   * by `restoredAt`, then checkpoint id, then the node it starts at; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`,
+   * `ATTEMPT`, `REPLACES`, each by plan and step; last `FORKED_FROM`, this session's to its source first, then
+   * those of its forks in their node order. Empty for an unknown session. `filter` narrows it (see
+   * {@link GraphFilter}): checkpoints, plans and forks stay, `BEFORE` and an action's `RESTORED` only for
+   * included actions. Throws `InvalidInputError` (field `since`, `types`, `status` or `limit`) for a filter that
+   * cannot be applied.
    */
   abstract sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView>;
 
   /**
    * The failure context of one action (see {@link FailureContext}), including the kernel it ran in (`null`
-   * outside kernels; `started: true` when its state was fresh); `undefined` when the session has no such
-   * action. Throws `InvalidInputError` (field `before`) unless `before` is an integer 0–100.
+   * outside kernels; `started: true` when its state was fresh) and the checkpoint a retry with `restore: true`
+   * would restore (`null` when none); `undefined` when the session has no such action. Throws
+   * `InvalidInputError` (field `before`) unless `before` is an integer 0–100.
    */
   abstract failureContext(
     sessionId: string,
@@ -95,7 +157,11 @@ export abstract class ContextGraph {
     query: FailureContextQuery,
   ): Promise<FailureContext | undefined>;
 
-  /** Which actions of the session read and wrote `path` (a workspace-relative path, as recorded), by `seq`. */
+  /**
+   * Which actions read and wrote `path` (a workspace-relative path, as recorded): for a forked session first
+   * its source's entries with `seq` up to the fork's (recursively, each origin cut at its own fork's `seq`,
+   * oldest origin first), then the session's own; each session's by `seq`, every entry naming its session.
+   */
   abstract fileLineage(sessionId: string, path: string): Promise<FileLineage>;
 
   /** The store's state; cheap enough to call on every read (remote checks are cached briefly). */

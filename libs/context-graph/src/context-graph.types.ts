@@ -121,6 +121,11 @@ export interface ActionRecord {
   kernel?: KernelRunRef;
   /** The background process it started, as recorded on completion. */
   startedProcess?: ProcessGraphRef;
+  /**
+   * The checkpoint taken just before it (a `BEFORE` edge to it); absent when none. Should several name it, the
+   * latest (by `createdAt`, then id) is the one that holds the workspace as the action found it.
+   */
+  checkpoint?: CheckpointRef;
   /** Deduplicated, sorted by path then access. */
   files: FileTouch[];
   /** The envelope as returned to the caller; absent while running or after a crash. */
@@ -133,13 +138,84 @@ export interface Page<T> {
   nextCursor?: string;
 }
 
+/** A checkpoint of a session's workspace, as `recordCheckpoint` takes it. */
+export interface CheckpointRecord {
+  /** The engine's id (`chk_…`), globally unique. */
+  id: string;
+  sessionId: string;
+  label?: string;
+  /** ISO 8601. */
+  createdAt: string;
+  /** Non-directory entries. */
+  files: number;
+  directories: number;
+  /** Bytes of regular files. */
+  bytes: number;
+  /** Taken by the engine (`checkpoint: "before"`, a plan's each-step), not asked for by id. */
+  auto: boolean;
+  /**
+   * The highest action `seq` of the session recorded when it was taken (0 for none): file lineage across a fork
+   * cuts here.
+   */
+  seq: number;
+  /** The action it was taken just before: a `BEFORE` edge to it (same session). */
+  beforeActionId?: string;
+}
+
+/** A checkpoint as `getCheckpoint` hands it back: as recorded, and whether it was deleted since. */
+export interface CheckpointState extends CheckpointRecord {
+  /** When it was deleted or pruned (the first deletion); absent while it can be restored. */
+  deletedAt?: string;
+  deleteReason?: 'deleted' | 'pruned';
+}
+
+/** A checkpoint as records and failure contexts hand it back. */
+export interface CheckpointRef {
+  id: string;
+  /** Absent (not null) when not set. */
+  label?: string;
+  createdAt: string;
+  auto: boolean;
+  /** Set once deleted or pruned: it can no longer be restored. */
+  deletedAt?: string;
+}
+
+/** A checkpoint put back into its session's workspace: a `RESTORED` edge to it. */
+export interface RestoreRecord {
+  sessionId: string;
+  checkpointId: string;
+  restoredAt: string;
+  /**
+   * The action (a retry with `restore: true`) that restored it: the `RESTORED` edge starts there; otherwise at
+   * the session.
+   */
+  actionId?: string;
+  /** The plan whose replan restored it (edge property). */
+  planId?: string;
+}
+
+/** A session whose workspace began as a copy of another's: a `FORKED_FROM` edge to the source session. */
+export interface ForkRecord {
+  /** The new session (recorded already). */
+  sessionId: string;
+  fromSessionId: string;
+  /** The source's checkpoint it was forked at; absent when forked at now. */
+  checkpointId?: string;
+  forkedAt: string;
+  /**
+   * The source's action `seq` the copy reflects (the checkpoint's `seq`, or the source's latest seq when forked
+   * at now).
+   */
+  seq: number;
+}
+
 export interface ListActionsQuery {
   cursor?: string;
   limit: number;
 }
 
 export type GraphNodeLabel =
-  'Session' | 'Action' | 'File' | 'Sandbox' | 'Kernel' | 'Process' | 'Plan' | 'Step';
+  'Session' | 'Action' | 'File' | 'Sandbox' | 'Kernel' | 'Process' | 'Checkpoint' | 'Plan' | 'Step';
 export type GraphEdgeType =
   | 'HAS_ACTION'
   | 'NEXT'
@@ -148,6 +224,10 @@ export type GraphEdgeType =
   | 'RETRY_OF'
   | 'RAN_IN'
   | 'STARTED'
+  | 'HAS_CHECKPOINT'
+  | 'BEFORE'
+  | 'RESTORED'
+  | 'FORKED_FROM'
   | 'HAS_PLAN'
   | 'HAS_STEP'
   | 'DEPENDS_ON'
@@ -193,9 +273,9 @@ export interface GraphNode {
   label: GraphNodeLabel;
   /**
    * Primitive values only, as Neo4j stores them: nested values (session `metadata`) are JSON strings and
-   * unknown fields are absent rather than null. The `id` property of `Kernel` and `Process` nodes is the
-   * engine's id (`krn_…`, `prc_…`, what the kernel and process APIs take); Neo4j keeps it as `kernelId` /
-   * `processId`, its `id` being the node id like every node's.
+   * unknown fields are absent rather than null. The `id` property of `Kernel`, `Process` and `Checkpoint`
+   * nodes is the engine's id (`krn_…`, `prc_…`, `chk_…`, what the engine's APIs take); Neo4j keeps it as
+   * `kernelId` / `processId` / `checkpointId`, its `id` being the node id like every node's.
    */
   properties: Record<string, unknown>;
 }
@@ -214,9 +294,10 @@ export interface GraphView {
 
 /**
  * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included, and so
- * are the session's plans and their steps (the filter narrows actions only); files, sandboxes, kernels and
- * processes are those of the included actions, and an edge is kept only when both its ends are included (so `NEXT` links only
- * consecutive included actions, and `ATTEMPT` only reaches included actions).
+ * are the session's checkpoints, its plans and their steps, and the sessions it was forked from or into (the
+ * filter narrows actions only); files, sandboxes, kernels and processes are those of the included actions, and
+ * an edge is kept only when both its ends are included (so `NEXT` links only consecutive included actions,
+ * `ATTEMPT` only reaches included actions, and `BEFORE` and an action's `RESTORED` only leave included ones).
  */
 export interface GraphFilter {
   /** Only actions started at or after this instant (ISO 8601, compared as an instant). */
@@ -282,6 +363,12 @@ export interface FailureContext {
    * `started: true` the kernel was begun by this very action: whatever state the cell expected is gone.
    */
   kernel: KernelRunRef | null;
+  /**
+   * What a retry with `restore: true` would restore: the checkpoint taken before this action, or, when it has
+   * none, before the nearest ancestor in its retry chain (walking `retryOf` back); `null` when none. A deleted
+   * one keeps its `deletedAt`: it cannot be restored, so the action cannot be undone that way.
+   */
+  checkpoint: CheckpointRef | null;
 }
 
 export interface FailureContextQuery {
@@ -291,11 +378,17 @@ export interface FailureContextQuery {
 
 /** One action that touched a file, with how it did. */
 export interface FileLineageEntry extends ActionSummary {
+  /** The session whose action it was: a forked session's lineage begins with its source's. */
+  sessionId: string;
   /** `read` before `write`. */
   access: FileTouch['access'][];
 }
 
-/** Which actions wrote and read one workspace file, by `seq`. Empty `entries` for a path never touched. */
+/**
+ * Which actions wrote and read one workspace file, by `seq`. A forked session's lineage begins with its
+ * source's entries up to the fork's `seq` (recursively, oldest origin first). Empty `entries` for a path never
+ * touched.
+ */
 export interface FileLineage {
   path: string;
   entries: FileLineageEntry[];

@@ -5,10 +5,17 @@ import {
   type FileTouch,
   InvalidInputError,
 } from '@switchyard/common';
+import {
+  type CheckpointGraphInput,
+  checkpointGraph,
+  NO_CHECKPOINTS,
+  restorableCheckpoint,
+} from './context-graph.checkpoints';
 import { assertLimit } from './context-graph.cursor';
 import type {
   ActionRecord,
   ActionSummary,
+  CheckpointRef,
   FailureContext,
   FailureContextQuery,
   FileContext,
@@ -192,16 +199,21 @@ export function summarize(a: ActionRecord): ActionSummary {
   });
 }
 
+/** A session's checkpoints (with their restores) and fork links, as `sessionGraph` reads them. */
+export type SessionCheckpoints = CheckpointGraphInput<SessionState>;
+
 /**
  * The graph view of a session and the given actions (in `seq` order, already filtered). Files, sandboxes,
  * kernels and processes come from the actions' touches, `sandbox`, `kernel` and `startedProcess`; edges whose
  * far end is not in the view are left out. A kernel or process met twice keeps its first action's values (the
- * stores keep one node per id, written by its first action).
+ * stores keep one node per id, written by its first action). Checkpoints and forks are laid out by
+ * `checkpointGraph`; the sessions at the far end of `FORKED_FROM` edges come last.
  */
 export function buildGraphView(
   session: SessionState,
   actions: ActionRecord[],
   storedPlans: StoredPlan[] = [],
+  checkpoints: SessionCheckpoints = NO_CHECKPOINTS,
 ): GraphView {
   const files = new Map<string, string>();
   const sandboxes = new Map<string, GraphNode>();
@@ -230,6 +242,7 @@ export function buildGraphView(
   }
   const included = new Set(actions.map((a) => a.id));
   const seqOf = new Map(actions.map((a) => [a.id, a.seq]));
+  const saved = checkpointGraph(session.id, included, checkpoints);
   const plans = sortPlans(storedPlans);
   const steps = plans.flatMap((p) => p.steps.map((s) => ({ plan: p, step: s })));
   const edge = (
@@ -247,11 +260,17 @@ export function buildGraphView(
     ...[...sandboxes.values()].sort((a, b) => byString(a.id, b.id)),
     ...[...kernels.values()].sort((a, b) => byString(a.id, b.id)),
     ...[...processes.values()].sort((a, b) => byString(a.id, b.id)),
+    ...saved.nodes,
     ...plans.map((p): GraphNode => ({ id: p.id, label: 'Plan', properties: planNodeProperties(p) })),
     ...steps.map(({ step }): GraphNode => ({
       id: step.id,
       label: 'Step',
       properties: stepNodeProperties(step),
+    })),
+    ...saved.forkSessions.map((s): GraphNode => ({
+      id: s.id,
+      label: 'Session',
+      properties: sessionNodeProperties(s),
     })),
   ];
   const edges: GraphEdge[] = [
@@ -284,6 +303,7 @@ export function buildGraphView(
     ...actions.flatMap((a) =>
       a.startedProcess ? [edge(a.id, processNodeId(a.startedProcess.id), 'STARTED')] : [],
     ),
+    ...saved.edges,
     ...plans.map((p) => edge(session.id, p.id, 'HAS_PLAN')),
     ...steps.map(({ plan, step }) => edge(plan.id, step.id, 'HAS_STEP')),
     ...steps.flatMap(({ step }) =>
@@ -298,6 +318,7 @@ export function buildGraphView(
     ...steps.flatMap(({ step }) =>
       step.replaces === undefined ? [] : [edge(step.id, step.replaces, 'REPLACES')],
     ),
+    ...saved.forkEdges,
   ];
   return { nodes, edges };
 }
@@ -376,7 +397,8 @@ export function assertFailureContextQuery(query: FailureContextQuery): void {
 
 /**
  * Assembles a failure context from the action, its RETRY_OF ancestors and descendants and the actions before
- * it (any order), and the latest earlier writer of each path it touched.
+ * it (any order), the latest earlier writer of each path it touched, and the checkpoints taken before its
+ * ancestors (by action id; the action's own is on its record).
  */
 export function buildFailureContext(
   action: ActionRecord,
@@ -385,6 +407,7 @@ export function buildFailureContext(
   before: ActionSummary[],
   lastWriters: ReadonlyMap<string, ActionSummary>,
   planSteps: PlanStepRef[] = [],
+  ancestorCheckpoints: ReadonlyMap<string, CheckpointRef> = new Map(),
 ): FailureContext {
   const bySeq = (a: ActionSummary, b: ActionSummary): number => a.seq - b.seq;
   const retryChain: RetryChainEntry[] = [
@@ -413,15 +436,24 @@ export function buildFailureContext(
     files: [...files.values()],
     planStep: planStep ?? null,
     kernel: action.kernel ? kernelRunRef(action.kernel) : null,
+    checkpoint: restorableCheckpoint(action, ancestors, ancestorCheckpoints),
   };
 }
 
-/** Assembles a file's lineage from the actions that touched it (any order). */
-export function buildFileLineage(path: string, entries: FileLineageEntry[]): FileLineage {
+/**
+ * Assembles a file's lineage from the actions that touched it (any order): those of the sessions in `sessions`
+ * order (a forked session's origins, oldest first, then the session itself), each session's by `seq`.
+ */
+export function buildFileLineage(
+  path: string,
+  entries: FileLineageEntry[],
+  sessions: readonly string[] = [],
+): FileLineage {
+  const rank = (e: FileLineageEntry): number => sessions.indexOf(e.sessionId);
   return {
     path,
     entries: [...entries]
-      .sort((a, b) => a.seq - b.seq)
+      .sort((a, b) => rank(a) - rank(b) || a.seq - b.seq)
       .map((e) => ({ ...e, access: [...new Set(e.access)].sort() })),
   };
 }

@@ -37,3 +37,18 @@ export {
   type WorkspaceModuleOptions,
   type WorkspaceOptions,
 } from './workspace.options';
+export type {
+  Checkpoint,
+  RestoreStats,
+  TreeDiff,
+  TreeDiffEntry,
+  TreeModifiedEntry,
+} from './checkpoints/checkpoint.types';
+export { isCheckpointId } from './checkpoints/checkpoint-records';
+export {
+  type CheckpointDiff,
+  type CheckpointRequest,
+  type CreatedCheckpoint,
+  WorkspaceCheckpoints,
+} from './checkpoints/workspace-checkpoints.service';
+export { CheckpointError, type CheckpointErrorCode } from './workspace.errors';

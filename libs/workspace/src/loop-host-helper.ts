@@ -1,21 +1,30 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rename, rm, rmdir } from 'node:fs/promises';
+import * as path from 'node:path';
 import { HelperUnavailable, JsonLineHelper } from './json-line-helper';
 import { isMountPoint } from './mount-table';
 import {
+  btrfsMkfsArgs,
   CommandLoopHost,
   debugfsArgs,
   debugfsComplaint,
+  type ImageFs,
+  imageBytes,
   type ImageOwner,
-  MIN_IMAGE_BYTES,
   mkfsArgs,
   type SpareImage,
 } from './loop-host';
 
 /**
  * The helper: loop attach (LOOP_CTL_GET_FREE + LOOP_CONFIGURE, auto-clear), mount(2) and umount2(2) through ctypes,
- * and mkfs.ext4, one JSON request per line on stdin, one reply per line on stdout (matched by id: formats run in
- * threads and answer out of order). `-I -S` keeps the environment and site-packages out.
+ * mkfs, and btrfs subvolumes and snapshots through their ioctls, one JSON request per line on stdin, one reply per
+ * line on stdout (matched by id: formats run in threads and answer out of order). `-I -S` keeps the environment and
+ * site-packages out.
+ *
+ * A btrfs workspace image holds the workspace in the subvolume `ws` (what the workspace directory mounts) and its
+ * checkpoints as read-only snapshots in `checkpoints/`, reached through a second mount of the image's top level that
+ * only the engine sees.
  */
 const HELPER_SOURCE = String.raw`
 import ctypes, errno, fcntl, json, os, struct, subprocess, sys, threading
@@ -25,6 +34,10 @@ libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
 LOOP_SET_FD, LOOP_CLR_FD, LOOP_SET_STATUS64, LOOP_GET_STATUS64 = 0x4C00, 0x4C01, 0x4C04, 0x4C05
 LOOP_CONFIGURE, LOOP_CTL_GET_FREE = 0x4C0A, 0x4C82
 LO_FLAGS_AUTOCLEAR, MS_NOSUID, MS_NODEV, MS_MOVE, MNT_DETACH = 4, 2, 4, 8192, 2
+BTRFS_MAGIC_OFFSET, BTRFS_MAGIC = 0x10040, b'_BHRfS_M'
+BTRFS_IOC_SUBVOL_CREATE, BTRFS_IOC_SNAP_CREATE_V2, BTRFS_IOC_SNAP_DESTROY = 0x5000940e, 0x50009417, 0x5000940f
+BTRFS_SUBVOL_RDONLY = 2
+FIFREEZE, FITHAW = 0xc0045877, 0xc0045878
 
 def check(rc):
     if rc != 0:
@@ -88,12 +101,136 @@ def attached(image):
         os.close(dev)
     return None
 
-def mount_image(r):
-    dev, n = (not r['fresh'] and attached(r['image'])) or attach(r['image'])
+def is_btrfs(image):
+    with open(image, 'rb') as f:
+        f.seek(BTRFS_MAGIC_OFFSET)
+        return f.read(8) == BTRFS_MAGIC
+
+def mount_loop(image, target, fresh, fstype, data):
+    dev, n = (not fresh and attached(image)) or attach(image)
     try:
-        check(libc.mount(b'/dev/loop%d' % n, os.fsencode(r['target']), b'ext4', MS_NOSUID | MS_NODEV, b'discard'))
+        check(libc.mount(b'/dev/loop%d' % n, os.fsencode(target), fstype, MS_NOSUID | MS_NODEV, data))
     finally:
         os.close(dev)  # auto-clear: the device goes with the last unmount, or now if the mount failed
+
+def mount_image(r):
+    if is_btrfs(r['image']):
+        mount_loop(r['image'], r['target'], r['fresh'], b'btrfs', b'subvol=ws,discard')
+    else:
+        mount_loop(r['image'], r['target'], r['fresh'], b'ext4', b'discard')
+
+def mount_root(r):
+    # The image's top level (the workspace subvolume and the checkpoints), through the loop device its workspace
+    # mount holds: two mounts of one btrfs filesystem.
+    mount_loop(r['image'], r['target'], False, b'btrfs', b'subvolid=5,discard')
+
+# The btrfs ioctls take 4 KiB structs: passed as mutable buffers (fcntl copies at most 1 KiB of immutable ones).
+def vol_args(name):
+    # struct btrfs_ioctl_vol_args: fd, name[4088]
+    return bytearray(struct.pack('=q4088s', 0, os.fsencode(name)))
+
+def vol_args_v2(source_fd, flags, name):
+    # struct btrfs_ioctl_vol_args_v2: fd, transid, flags, 4 unused u64, name[4040]
+    return bytearray(struct.pack('=qQQ4Q4040s', source_fd, 0, flags, 0, 0, 0, 0, os.fsencode(name)))
+
+def snapshot(r):
+    # A snapshot of subvolume r['source'] named r['name'] in directory r['parent']; read-only unless asked.
+    src = os.open(r['source'], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    parent = os.open(r['parent'], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        flags = BTRFS_SUBVOL_RDONLY if r.get('readonly', True) else 0
+        fcntl.ioctl(parent, BTRFS_IOC_SNAP_CREATE_V2, vol_args_v2(src, flags, r['name']), True)
+    finally:
+        os.close(src)
+        os.close(parent)
+
+def delete_subvolume(r):
+    parent = os.open(r['parent'], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(parent, BTRFS_IOC_SNAP_DESTROY, vol_args(r['name']), True)
+    finally:
+        os.close(parent)
+
+def copy_sparse(src_path, dst_path):
+    src = os.open(src_path, os.O_RDONLY | os.O_CLOEXEC)
+    dst = os.open(dst_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        size = os.fstat(src).st_size
+        os.ftruncate(dst, size)
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(src, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    break  # only a hole is left
+                raise
+            end = os.lseek(src, start, os.SEEK_HOLE)
+            left, off = end - start, start
+            while left > 0:
+                n = os.copy_file_range(src, dst, left, off, off)
+                if n == 0:
+                    break
+                left -= n
+                off += n
+            pos = end
+        os.fsync(dst)
+    except BaseException:
+        os.close(dst)
+        os.unlink(dst_path)
+        raise
+    finally:
+        os.close(src)
+    os.close(dst)
+
+def copy_image(r):
+    # The filesystem is frozen (writes wait, everything written is in the image) while its image is copied; the
+    # copy then gets a filesystem id of its own (btrfstune -m: a superblock write), so that both mount at once.
+    root = os.open(r['root'], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(root, FIFREEZE, 0)
+        try:
+            copy_sparse(r['image'], r['dest'])
+        finally:
+            fcntl.ioctl(root, FITHAW, 0)
+    finally:
+        os.close(root)
+    p = subprocess.run(['btrfstune', '-m', r['dest']], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        os.unlink(r['dest'])
+        raise OSError(errno.EIO, 'btrfstune: %s' % (p.stderr.decode(errors='replace').strip()[-500:] or p.returncode))
+
+def thaw(r):
+    root = os.open(r['root'], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(root, FITHAW, 0)
+    except OSError as e:
+        if e.errno != errno.EINVAL:  # not frozen
+            raise
+    finally:
+        os.close(root)
+
+def init_btrfs(image, scratch, owner):
+    # The workspace subvolume (owned by the sandbox uid) and the checkpoints directory (the engine's) at the top.
+    os.mkdir(scratch, 0o700)
+    try:
+        mount_loop(image, scratch, True, b'btrfs', b'')
+        try:
+            top = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                fcntl.ioctl(top, BTRFS_IOC_SUBVOL_CREATE, vol_args('ws'), True)
+            finally:
+                os.close(top)
+            ws = os.path.join(scratch, 'ws')
+            if owner:
+                os.chown(ws, owner[0], owner[1])
+            os.chmod(ws, 0o755)
+            os.mkdir(os.path.join(scratch, 'checkpoints'), 0o700)
+        finally:
+            check(libc.umount2(os.fsencode(scratch), 0))
+    finally:
+        os.rmdir(scratch)
 
 def take_spare(r):
     os.rename(r['spare_image'], r['image'])
@@ -152,6 +289,12 @@ def format_image(r):
         if p.returncode != 0:
             os.unlink(r['image'])
             raise OSError(errno.EIO, '%s: %s' % (argv[0], stderr[-1].strip() or 'exit %d' % p.returncode))
+    if r.get('btrfs'):
+        try:
+            init_btrfs(r['image'], r['btrfs']['scratch'], r['btrfs'].get('owner'))
+        except BaseException:
+            os.unlink(r['image'])
+            raise
     return {'stderr': stderr}
 
 OPS = {
@@ -161,6 +304,11 @@ OPS = {
     'umount': umount,
     'detach': detach,
     'format': format_image,
+    'mount_root': mount_root,
+    'snapshot': snapshot,
+    'delete_subvolume': delete_subvolume,
+    'copy_image': copy_image,
+    'thaw': thaw,
 }
 out = sys.stdout
 lock = threading.Lock()
@@ -192,7 +340,7 @@ out.write('{"ready":true}\n')
 out.flush()
 for line in sys.stdin.buffer:
     r = json.loads(line)
-    if r.get('op') == 'format':
+    if r.get('op') in ('format', 'copy_image', 'snapshot', 'delete_subvolume'):
         threading.Thread(target=serve, args=(r,), daemon=True).start()
     else:
         serve(r)
@@ -206,7 +354,18 @@ type Request =
   | { op: 'remove_workspace'; image: string; trashed: string; target: string }
   | { op: 'umount'; target: string }
   | { op: 'detach'; device: string }
-  | { op: 'format'; image: string; bytes: number; commands: string[][] };
+  | {
+      op: 'format';
+      image: string;
+      bytes: number;
+      commands: string[][];
+      btrfs?: { scratch: string; owner: [number, number] | null };
+    }
+  | { op: 'mount_root'; image: string; target: string }
+  | { op: 'snapshot'; source: string; parent: string; name: string; readonly: boolean }
+  | { op: 'delete_subvolume'; parent: string; name: string }
+  | { op: 'copy_image'; image: string; root: string; dest: string }
+  | { op: 'thaw'; root: string };
 
 interface Reply {
   ok: boolean;
@@ -243,16 +402,21 @@ export class HelperLoopHost extends CommandLoopHost {
     await this.helper.start();
   }
 
-  override async format(image: string, bytes: number, owner: ImageOwner): Promise<void> {
+  override async format(image: string, bytes: number, owner: ImageOwner, fs: ImageFs): Promise<void> {
+    const fallback = async () => void (await super.format(image, bytes, owner, fs));
+    const size = imageBytes(bytes, fs);
+    if (fs === 'btrfs') {
+      const scratch = path.join(path.dirname(image), `.init-${randomBytes(6).toString('hex')}`);
+      const btrfs = { scratch, owner: owner ? ([owner.uid, owner.gid] as [number, number]) : null };
+      const commands = [['mkfs.btrfs', ...btrfsMkfsArgs(image, bytes)]];
+      await this.viaHelper({ op: 'format', image, bytes: size, commands, btrfs }, fallback);
+      return;
+    }
     const commands = [
       ['mkfs.ext4', ...mkfsArgs(image, owner)],
       ['debugfs', ...debugfsArgs(image)],
     ];
-    const size = Math.max(bytes, MIN_IMAGE_BYTES);
-    const reply = await this.viaHelper({ op: 'format', image, bytes: size, commands }, async () => {
-      await super.format(image, bytes, owner);
-      return undefined;
-    });
+    const reply = await this.viaHelper({ op: 'format', image, bytes: size, commands }, fallback);
     const complaint = debugfsComplaint(reply?.stderr?.[1] ?? '');
     if (complaint) {
       await rm(image, { force: true });
@@ -267,6 +431,37 @@ export class HelperLoopHost extends CommandLoopHost {
       if (!isMountPoint(target)) await super.mountImage(image, target);
       return undefined;
     });
+  }
+
+  override async mountRoot(image: string, target: string): Promise<void> {
+    await this.viaHelper({ op: 'mount_root', image, target }, async () => {
+      if (!isMountPoint(target)) await super.mountRoot(image, target);
+      return undefined;
+    });
+  }
+
+  override async snapshot(
+    source: string,
+    parent: string,
+    name: string,
+    opts: { writable?: boolean } = {},
+  ): Promise<void> {
+    const request = { op: 'snapshot' as const, source, parent, name, readonly: opts.writable !== true };
+    await this.viaHelper(request, async () => void (await super.snapshot(source, parent, name, opts)));
+  }
+
+  override async deleteSubvolume(parent: string, name: string): Promise<void> {
+    const fallback = async () => void (await super.deleteSubvolume(parent, name));
+    await this.viaHelper({ op: 'delete_subvolume', parent, name }, fallback);
+  }
+
+  override async copyImage(image: string, root: string, dest: string): Promise<void> {
+    const fallback = async () => void (await super.copyImage(image, root, dest));
+    await this.viaHelper({ op: 'copy_image', image, root, dest }, fallback);
+  }
+
+  override async thaw(root: string): Promise<void> {
+    await this.viaHelper({ op: 'thaw', root }, async () => void (await super.thaw(root)), ['ENOENT']);
   }
 
   override async takeSpare(spare: SpareImage, image: string, target: string): Promise<void> {
@@ -330,7 +525,17 @@ export class HelperLoopHost extends CommandLoopHost {
     }
     if (reply.ok || (reply.errno !== undefined && fine.includes(reply.errno))) return reply;
     const subject =
-      'target' in request ? request.target : 'image' in request ? request.image : request.device;
+      request.op === 'snapshot'
+        ? `${request.source} as ${path.join(request.parent, request.name)}`
+        : 'target' in request
+          ? request.target
+          : 'image' in request
+            ? request.image
+            : 'root' in request
+              ? request.root
+              : 'parent' in request
+                ? path.join(request.parent, request.name)
+                : request.device;
     throw new Error(`${request.op} ${subject} failed: ${reply.errno ?? ''} ${reply.message ?? ''}`.trim());
   }
 }

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { open, rename, rm, rmdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, open, rename, rm, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
@@ -9,8 +9,23 @@ import { errno } from './path-guard';
 
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 30_000;
-/** ext4 needs a few MiB of its own; tinier caps (tests) get this floor, and the file API holds them to the cap. */
-export const MIN_IMAGE_BYTES = 8 * 2 ** 20;
+/**
+ * ext4 needs a few MiB of its own, btrfs (mixed block groups) 16; tinier caps (tests) get this floor, and the file
+ * API holds them to the cap.
+ */
+export const MIN_IMAGE_BYTES = { ext4: 8 * 2 ** 20, btrfs: 16 * 2 ** 20 } as const;
+/** Below this a btrfs image mixes data and metadata in one pool (what btrfs advises for small filesystems). */
+const BTRFS_MIXED_BELOW = 4 * 2 ** 30;
+/** Where a btrfs image's superblock says what it is. */
+const BTRFS_MAGIC_OFFSET = 0x10040;
+const BTRFS_MAGIC = Buffer.from('_BHRfS_M');
+
+/**
+ * The filesystem of a workspace image. `btrfs`: the workspace is the subvolume `ws` and checkpoints are read-only
+ * snapshots beside it (`checkpoints/<id>`), at the image's top level, which only the engine mounts. `ext4`: the
+ * image's root is the workspace.
+ */
+export type ImageFs = 'btrfs' | 'ext4';
 
 /** Owner of a fresh workspace's root directory (the sandbox uid), or null to keep root's. */
 export type ImageOwner = { uid: number; gid: number } | null;
@@ -28,17 +43,40 @@ export interface SpareImage {
  */
 export abstract class LoopHost {
   /**
-   * Creates `image` (must not exist) as a sparse ext4 filesystem of `bytes` whose root belongs to `owner` and is
-   * empty (mkfs's lost+found removed, so that mounting it needs no write).
+   * Creates `image` (must not exist) as a sparse filesystem of `bytes` whose workspace belongs to `owner` and is
+   * empty. ext4: mkfs's lost+found removed, so that mounting it needs no write. btrfs: the subvolume `ws` and the
+   * directory `checkpoints` (root's, 0700) at the top level.
    */
-  abstract format(image: string, bytes: number, owner: ImageOwner): Promise<void>;
+  abstract format(image: string, bytes: number, owner: ImageOwner, fs: ImageFs): Promise<void>;
   /**
-   * Mounts the ext4 filesystem of `image` on `target` (nosuid, nodev, discard) through a loop device: the one the
-   * image is still attached to, if any (mounting it through a second device would corrupt it), else a free one.
-   * `fresh`: the image was never attached, so no such device is looked for. The device is detached by the kernel
-   * once the filesystem is unmounted everywhere.
+   * Mounts the workspace of `image` on `target` (nosuid, nodev, discard) through a loop device: the one the image is
+   * still attached to, if any (mounting it through a second device would corrupt it), else a free one. `fresh`: the
+   * image was never attached, so no such device is looked for. The device is detached by the kernel once the
+   * filesystem is unmounted everywhere. The workspace is the image's root (ext4) or its subvolume `ws` (btrfs).
    */
   abstract mountImage(image: string, target: string, opts?: { fresh?: boolean }): Promise<void>;
+  /**
+   * Mounts the top level of the btrfs `image` (its workspace subvolume and its checkpoints) on `target`, through
+   * the loop device its workspace mount holds: one filesystem, two mounts.
+   */
+  abstract mountRoot(image: string, target: string): Promise<void>;
+  /** Snapshots the btrfs subvolume `source` as `<parent>/<name>`: read-only unless `writable`. */
+  abstract snapshot(
+    source: string,
+    parent: string,
+    name: string,
+    opts?: { writable?: boolean },
+  ): Promise<void>;
+  /** Deletes the btrfs subvolume `<parent>/<name>` and everything in it. */
+  abstract deleteSubvolume(parent: string, name: string): Promise<void>;
+  /**
+   * Copies the btrfs `image` to `dest` (must not exist; sparse) while the filesystem mounted at `root` is frozen
+   * (writers wait; everything written is in the image), then gives the copy a filesystem id of its own so that
+   * both can be mounted at once.
+   */
+  abstract copyImage(image: string, root: string, dest: string): Promise<void>;
+  /** Thaws the filesystem mounted at `root` should a copy have left it frozen (a crash); fine when it is not. */
+  abstract thaw(root: string): Promise<void>;
   /**
    * Makes a spare a workspace: renames its image to `image`, moves its mount onto `target` and removes the
    * directory it was mounted on (which also detaches copies of it that other mount namespaces made).
@@ -77,15 +115,20 @@ export abstract class LoopHost {
 export class CommandLoopHost extends LoopHost {
   protected readonly logger = new Logger('LoopHost');
 
-  async format(image: string, bytes: number, owner: ImageOwner): Promise<void> {
+  async format(image: string, bytes: number, owner: ImageOwner, fs: ImageFs): Promise<void> {
     const h = await open(image, 'wx', 0o600);
     try {
       // Sparse: costs nothing until written.
-      await h.truncate(Math.max(bytes, MIN_IMAGE_BYTES));
+      await h.truncate(imageBytes(bytes, fs));
     } finally {
       await h.close();
     }
     try {
+      if (fs === 'btrfs') {
+        await this.exec('mkfs.btrfs', btrfsMkfsArgs(image, bytes));
+        await this.initBtrfs(image, owner);
+        return;
+      }
       await this.exec('mkfs.ext4', mkfsArgs(image, owner));
       // debugfs reports a failed request on stderr and exits 0.
       const complaint = debugfsComplaint(await this.exec('debugfs', debugfsArgs(image)));
@@ -98,7 +141,51 @@ export class CommandLoopHost extends LoopHost {
 
   async mountImage(image: string, target: string): Promise<void> {
     // util-linux reuses the loop device the image is attached to, if any.
-    await this.exec('mount', ['-o', 'loop,nosuid,nodev,discard', '--', image, target]);
+    const options = (await isBtrfsImage(image)) ? BTRFS_WORKSPACE_OPTIONS : 'discard';
+    await this.exec('mount', ['-o', `loop,nosuid,nodev,${options}`, '--', image, target]);
+  }
+
+  async mountRoot(image: string, target: string): Promise<void> {
+    await this.exec('mount', ['-o', `loop,nosuid,nodev,${BTRFS_ROOT_OPTIONS}`, '--', image, target]);
+  }
+
+  async snapshot(
+    source: string,
+    parent: string,
+    name: string,
+    opts: { writable?: boolean } = {},
+  ): Promise<void> {
+    const readonly = opts.writable ? [] : ['-r'];
+    await this.exec('btrfs', [
+      '-q',
+      'subvolume',
+      'snapshot',
+      ...readonly,
+      '--',
+      source,
+      path.join(parent, name),
+    ]);
+  }
+
+  async deleteSubvolume(parent: string, name: string): Promise<void> {
+    await this.exec('btrfs', ['-q', 'subvolume', 'delete', '--', path.join(parent, name)]);
+  }
+
+  async copyImage(image: string, root: string, dest: string): Promise<void> {
+    await this.exec('fsfreeze', ['--freeze', root]);
+    try {
+      await this.exec('cp', ['--sparse=always', '--no-preserve=all', '--', image, dest]);
+    } finally {
+      await this.exec('fsfreeze', ['--unfreeze', root]);
+    }
+    await this.exec('btrfstune', ['-m', dest]).catch(async (err: unknown) => {
+      await rm(dest, { force: true });
+      throw err;
+    });
+  }
+
+  async thaw(root: string): Promise<void> {
+    await this.exec('fsfreeze', ['--unfreeze', root]).catch(() => undefined); // not frozen: EINVAL
   }
 
   async takeSpare(spare: SpareImage, image: string, target: string): Promise<void> {
@@ -142,6 +229,24 @@ export class CommandLoopHost extends LoopHost {
     return bind;
   }
 
+  /** The workspace subvolume (owned by `owner`) and the engine's checkpoints directory, through a scratch mount. */
+  private async initBtrfs(image: string, owner: ImageOwner): Promise<void> {
+    const scratch = await mkdtemp(path.join(path.dirname(image), '.init-'));
+    try {
+      await this.exec('mount', ['-o', 'loop', '--', image, scratch]);
+      try {
+        await this.exec('btrfs', ['-q', 'subvolume', 'create', '--', path.join(scratch, 'ws')]);
+        if (owner) await chown(path.join(scratch, 'ws'), owner.uid, owner.gid);
+        await chmod(path.join(scratch, 'ws'), 0o755);
+        await mkdir(path.join(scratch, 'checkpoints'), 0o700);
+      } finally {
+        await this.exec('umount', ['--', scratch]);
+      }
+    } finally {
+      await rmdir(scratch);
+    }
+  }
+
   /** Runs `command`; resolves with its stderr, rejects naming the command when it fails. */
   protected async exec(command: string, args: string[]): Promise<string> {
     try {
@@ -153,6 +258,41 @@ export class CommandLoopHost extends LoopHost {
         cause: err,
       });
     }
+  }
+}
+
+/**
+ * mount(8) options of a btrfs image's workspace, and of its top level. `discard` is synchronous (at each commit), as
+ * for ext4 images: what a sandbox deletes goes back to the host's disk at once. With `discard=async` btrfs kept
+ * freed extents for minutes or for good (tried: a deleted 50 MB file still held its blocks in the image after
+ * 3 minutes, until an fstrim).
+ */
+export const BTRFS_WORKSPACE_OPTIONS = 'subvol=ws,discard';
+export const BTRFS_ROOT_OPTIONS = 'subvolid=5,discard';
+
+/** What the image file is truncated to: the cap, or the filesystem's floor. */
+export function imageBytes(bytes: number, fs: ImageFs): number {
+  return Math.max(bytes, MIN_IMAGE_BYTES[fs]);
+}
+
+/**
+ * mkfs.btrfs arguments. Single copies of data and metadata (a duplicate on the same loop file protects nothing and
+ * would take its share of the cap); small images mix data and metadata so that neither runs out before the cap.
+ */
+export function btrfsMkfsArgs(image: string, bytes: number): string[] {
+  const mixed = bytes < BTRFS_MIXED_BELOW ? ['--mixed'] : ['-m', 'single'];
+  return ['-q', '-f', ...mixed, '-d', 'single', path.resolve(image)];
+}
+
+/** Whether `image` holds a btrfs filesystem (its superblock's magic). */
+export async function isBtrfsImage(image: string): Promise<boolean> {
+  const h = await open(image, 'r');
+  try {
+    const magic = Buffer.alloc(BTRFS_MAGIC.length);
+    const { bytesRead } = await h.read(magic, 0, magic.length, BTRFS_MAGIC_OFFSET);
+    return bytesRead === magic.length && magic.equals(BTRFS_MAGIC);
+  } finally {
+    await h.close();
   }
 }
 

@@ -20,10 +20,30 @@ describe('mount table', () => {
       '',
     ].join('\n');
     expect(parseMountInfo(text)).toEqual([
-      { id: 27, device: '254:0', target: '/', shared: false },
-      { id: 44, device: '254:0', target: '/tmp/ws', shared: true },
-      { id: 51, device: '7:3', target: '/tmp/ws/with space', shared: true },
+      { id: 27, device: '254:0', fsType: 'ext4', target: '/', shared: false },
+      { id: 44, device: '254:0', fsType: 'ext4', target: '/tmp/ws', shared: true },
+      { id: 51, device: '7:3', fsType: 'ext4', target: '/tmp/ws/with space', shared: true },
     ]);
+  });
+
+  it("gives btrfs mounts of a loop device the loop device's number, not btrfs's anonymous one", () => {
+    const sys = mkdtempSync(path.join(tmpdir(), 'sys-block-'));
+    try {
+      mkdirSync(path.join(sys, 'loop12'));
+      writeFileSync(path.join(sys, 'loop12', 'dev'), '7:12\n');
+      const text = [
+        '45 27 0:39 /ws /w rw,relatime - btrfs /dev/loop12 rw,subvol=/ws',
+        '46 27 0:39 / /r rw,relatime - btrfs /dev/loop12 rw,subvolid=5',
+        '47 27 0:40 / /v rw - btrfs /dev/vdb rw',
+      ].join('\n');
+      expect(parseMountInfo(text, sys).map((m) => [m.device, m.fsType])).toEqual([
+        ['7:12', 'btrfs'],
+        ['7:12', 'btrfs'],
+        ['0:40', 'btrfs'],
+      ]);
+    } finally {
+      rmSync(sys, { recursive: true, force: true });
+    }
   });
 
   it('lists mounts strictly below a directory, deepest first', () => {

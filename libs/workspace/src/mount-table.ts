@@ -5,8 +5,13 @@ import * as path from 'node:path';
 export interface MountEntry {
   /** Mount ID: unique among the mounts that exist at once. */
   id: number;
-  /** `major:minor` of the mounted device (`7:3` for /dev/loop3). */
+  /**
+   * `major:minor` of the mounted device (`7:3` for /dev/loop3). btrfs shows an anonymous device (`0:N`) instead: for
+   * a loop device source, its own number is given, so that loop devices compare the same whatever the filesystem.
+   */
   device: string;
+  /** `ext4`, `btrfs`, … */
+  fsType: string;
   /** Mount point, octal escapes decoded. */
   target: string;
   /** `shared:N` present: mounts made below it propagate to its peers and slaves. */
@@ -24,16 +29,21 @@ export interface AttachedLoop {
   deleted: boolean;
 }
 
-/** Mount points of `/proc/<pid>/mountinfo` text (octal escapes in paths decoded). */
-export function parseMountInfo(text: string): MountEntry[] {
+/**
+ * Mount points of `/proc/<pid>/mountinfo` text (octal escapes in paths decoded). Loop device numbers of btrfs
+ * mounts come from `sysBlock`.
+ */
+export function parseMountInfo(text: string, sysBlock = '/sys/block'): MountEntry[] {
   const entries: MountEntry[] = [];
   for (const line of text.split('\n')) {
     const fields = line.split(' ');
     const separator = fields.indexOf('-', 6);
     if (separator === -1) continue;
+    const source = fields[separator + 2] ?? '';
     entries.push({
       id: Number(fields[0]),
-      device: fields[2],
+      device: fields[2].startsWith('0:') ? (loopDevice(source, sysBlock) ?? fields[2]) : fields[2],
+      fsType: fields[separator + 1] ?? '',
       target: unescapeMount(fields[4]),
       shared: fields.slice(6, separator).some((f) => f.startsWith('shared:')),
     });
@@ -134,6 +144,17 @@ export function mountNamespacesHolding(device: string, proc = '/proc'): { pid: n
 function namespaceOf(procDir: string): string | undefined {
   try {
     return readlinkSync(path.join(procDir, 'ns', 'mnt'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `major:minor` of `/dev/loopN` (sysfs), or undefined for any other source. */
+function loopDevice(source: string, sysBlock: string): string | undefined {
+  const name = /^\/dev\/(loop\d+)$/.exec(source)?.[1];
+  if (!name) return undefined;
+  try {
+    return readFileSync(path.join(sysBlock, name, 'dev'), 'utf8').trim();
   } catch {
     return undefined;
   }

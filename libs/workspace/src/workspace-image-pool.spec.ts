@@ -46,6 +46,11 @@ class FakeHost extends LoopHost {
   async ownMount(): Promise<boolean> {
     return false;
   }
+  async mountRoot(): Promise<void> {}
+  async snapshot(): Promise<void> {}
+  async deleteSubvolume(): Promise<void> {}
+  async copyImage(): Promise<void> {}
+  async thaw(): Promise<void> {}
 }
 
 const until = async (check: () => boolean): Promise<void> => {
@@ -59,7 +64,7 @@ describe('WorkspaceImagePool', () => {
   let host: FakeHost;
   const owner = { uid: 65534, gid: 65534 };
   const make = (size = 2, bytes = 1024, refillDelayMs = 0) =>
-    new WorkspaceImagePool(host, { dir, mounts, size, bytes, owner, refillDelayMs });
+    new WorkspaceImagePool(host, { dir, mounts, size, bytes, owner, fs: 'ext4', refillDelayMs });
 
   beforeEach(() => {
     dir = path.join(mkdtempSync(path.join(tmpdir(), 'ws-pool-')), '.pool');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
-import type { ImageOwner, LoopHost, SpareImage } from './loop-host';
+import type { ImageFs, ImageOwner, LoopHost, SpareImage } from './loop-host';
 
 export interface WorkspaceImagePoolOptions {
   /** Directory of the pool's images (`<imageDir>/.pool`): same filesystem as the workspaces' images. */
@@ -13,8 +13,10 @@ export interface WorkspaceImagePoolOptions {
   size: number;
   /** Size of each image: the workspace cap. */
   bytes: number;
-  /** Owner of each image's root directory. */
+  /** Owner of each image's workspace directory. */
   owner: ImageOwner;
+  /** Filesystem of the images. */
+  fs: ImageFs;
   /**
    * How long after a spare is taken its replacement starts: long enough for the request that took it to finish
    * first, rather than share the CPU with a format. Default 20 ms.
@@ -24,7 +26,7 @@ export interface WorkspaceImagePoolOptions {
 
 /**
  * Workspace images formatted and mounted ahead of time, so that creating a capped workspace is a rename and a mount
- * move (a fraction of a millisecond in the kernel) rather than mkfs.ext4, a loop device and a mount (most of a
+ * move (a fraction of a millisecond in the kernel) rather than mkfs, a loop device and a mount (most of a
  * session's cold start). A few spares (`size`) are kept ready; each one taken is replaced in the background, one at
  * a time (through the `LoopHost`, whose helper process runs mkfs: the engine's large process never forks for it).
  * Images are sparse (a few MiB of metadata on disk each) and survive restarts when the cap and owner are unchanged,
@@ -76,7 +78,7 @@ export class WorkspaceImagePool {
 
   /** Formats an image at `image` now, for a workspace that found the pool empty. */
   format(image: string, bytes: number): Promise<void> {
-    return this.host.format(image, bytes, this.options.owner);
+    return this.host.format(image, bytes, this.options.owner, this.options.fs);
   }
 
   /** Prepares spares in the background, one at a time, until `size` are ready; starts a little later. */
@@ -133,15 +135,16 @@ export class WorkspaceImagePool {
     const suffix = randomBytes(6).toString('hex');
     // Renamed only once formatted: a crash mid-format leaves a `tmp~` file, deleted at the next open.
     const partial = path.join(this.options.dir, `tmp~${suffix}.img`);
-    await this.host.format(partial, this.options.bytes, this.options.owner);
+    await this.host.format(partial, this.options.bytes, this.options.owner, this.options.fs);
     const image = path.join(this.options.dir, `${this.spec()}~${suffix}.img`);
     await rename(partial, image);
     return image;
   }
 
-  /** What an image was made for, in its name: images of another cap or owner are not handed out. */
+  /** What an image was made for, in its name: images of another filesystem, cap or owner are not handed out. */
   private spec(): string {
-    const { bytes, owner } = this.options;
-    return `${bytes}-${owner ? `${owner.uid}.${owner.gid}` : 'root'}`;
+    const { bytes, owner, fs } = this.options;
+    // ext4 images kept their name from before btrfs came: they stay usable across the upgrade.
+    return `${fs === 'ext4' ? '' : `${fs}-`}${bytes}-${owner ? `${owner.uid}.${owner.gid}` : 'root'}`;
   }
 }

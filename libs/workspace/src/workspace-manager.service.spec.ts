@@ -201,6 +201,7 @@ describe('WorkspaceManager', () => {
         bytes: options.limits.maxWorkspaceBytes,
         owner: null,
         poolSize: 1,
+        fs: 'btrfs',
       });
       const wm = new WorkspaceManager(options, new WorkspaceUsage(), quota);
       await wm.onModuleInit();

@@ -1,5 +1,5 @@
 import { constants as C } from 'node:fs';
-import { chmod, lstat, mkdir, open, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import {
   Inject,
@@ -128,6 +128,21 @@ export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
     this.usage.markStale(dir);
     if (!(await this.quota.release(sessionId, dir))) await this.removeDir(sessionId, dir);
     this.logger.debug(`workspace removed for session ${sessionId}`);
+  }
+
+  /**
+   * Removes the workspaces of sessions not in `known`: what a crash between making a workspace and recording its
+   * session leaves (a create, a fork). Answers the ids removed.
+   */
+  async removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    await this.quota.recover();
+    const dirs = (await readdir(this.options.root).catch(() => [] as string[])).filter((n) =>
+      SESSION_ID.test(n),
+    );
+    const ids = new Set([...dirs, ...(await this.quota.sessionIds())]);
+    const orphans = [...ids].filter((id) => !known.has(id) && SESSION_ID.test(id)).sort();
+    for (const id of orphans) await this.remove(id);
+    return orphans;
   }
 
   /** Bytes held by the session's regular files (a lower bound past `maxScanEntries`). */

@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CommandLoopHost, type LoopHost } from './loop-host';
+import { CommandLoopHost, type ImageFs, type LoopHost } from './loop-host';
 import { HelperLoopHost } from './loop-host-helper';
 import { loopsBackedBy, mountsBelow, ownMounts, parseMountInfo } from './mount-table';
 import { isMountPoint, LoopImageQuota, type LoopImageQuotaOptions } from './workspace-quota';
@@ -37,17 +37,19 @@ function removeAll(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-describe.each<[string, () => LoopHost]>([
-  ['helper process', () => new HelperLoopHost()],
-  ['util-linux commands', () => new CommandLoopHost()],
-])('LoopImageQuota through %s (real loop mounts)', (_name, makeHost) => {
+describe.each<[string, ImageFs, () => LoopHost]>([
+  ['helper process', 'btrfs', () => new HelperLoopHost()],
+  ['helper process', 'ext4', () => new HelperLoopHost()],
+  ['util-linux commands', 'btrfs', () => new CommandLoopHost()],
+  ['util-linux commands', 'ext4', () => new CommandLoopHost()],
+])('LoopImageQuota through %s, %s images (real loop mounts)', (_name, fs, makeHost) => {
   let base: string;
   let root: string;
   let imageDir: string;
   const quotas: LoopImageQuota[] = [];
   const make = (o: Partial<LoopImageQuotaOptions> = {}) => {
     const q = new LoopImageQuota(
-      { root, imageDir, bytes: 16 * MiB, owner: { uid: 10001, gid: 10001 }, poolSize: 0, ...o },
+      { root, imageDir, bytes: 16 * MiB, owner: { uid: 10001, gid: 10001 }, poolSize: 0, fs, ...o },
       makeHost(),
     );
     quotas.push(q);
@@ -131,7 +133,8 @@ describe.each<[string, () => LoopHost]>([
     await quota.recover();
     await until(() => quota.spareImages === 2);
     const images = readdirSync(poolDir).sort();
-    expect(images).toEqual([expect.stringMatching(/^16777216-10001\.10001~/), expect.any(String)]);
+    const spec = `${fs === 'btrfs' ? 'btrfs-' : ''}16777216-10001\\.10001~`;
+    expect(images).toEqual([expect.stringMatching(new RegExp(`^${spec}`)), expect.any(String)]);
     const spareDirs = readdirSync(spareMounts).sort();
     expect(spareDirs).toEqual(images.map((f) => path.basename(f, '.img')));
     for (const d of spareDirs) expect(isMountPoint(path.join(spareMounts, d))).toBe(true);
@@ -143,7 +146,8 @@ describe.each<[string, () => LoopHost]>([
     expect(readdirSync(dir)).toEqual([]);
     expect(readdirSync(poolDir).filter((f) => images.includes(f))).toHaveLength(1); // one was taken…
     expect(existsSync(path.join(imageDir, 'ses_p.img'))).toBe(true);
-    expect(readdirSync(spareMounts).filter((d) => spareDirs.includes(d))).toHaveLength(1); // …moved, not copied
+    // …moved, not copied (its directory goes right after).
+    await until(() => readdirSync(spareMounts).filter((d) => spareDirs.includes(d)).length === 1);
     expect(ownMounts().findLast((m) => m.target === dir)?.shared).toBe(true); // in the root's propagation
     await until(() => quota.spareImages === 2);
     await quota.close();
@@ -194,6 +198,81 @@ describe.each<[string, () => LoopHost]>([
     await make().recover();
     expect(loopsBackedBy(imageDir)).toEqual([]);
   });
+
+  if (fs === 'btrfs') {
+    // The top level of a btrfs image (checkpoints live there) and forks' image copies.
+    it('mounts the top level for the engine alone, once, in a peer group of its own; release unmounts it', async () => {
+      const quota = make();
+      const dir = workspace('ses_r');
+      await quota.provision('ses_r', dir, 16 * MiB);
+      const [a, b] = await Promise.all([quota.rootOf('ses_r'), quota.rootOf('ses_r')]);
+      expect(a).toBe(path.join(imageDir, '.roots', 'ses_r'));
+      expect(b).toBe(a);
+      expect(mountsBelow(quota.rootsDir)).toEqual([a]); // mounted once
+      expect(readdirSync(a!).sort()).toEqual(['checkpoints', 'ws']);
+      writeFileSync(path.join(dir, 'f.txt'), 'x');
+      expect(readFileSync(path.join(a!, 'ws', 'f.txt'), 'utf8')).toBe('x'); // the same filesystem
+      expect(ownMounts().findLast((m) => m.target === quota.rootsDir)?.shared).toBe(true);
+      expect(await quota.rootOf('ses_none')).toBeNull(); // no image
+      await quota.release('ses_r', dir);
+      expect(isMountPoint(a!)).toBe(false);
+      expect(existsSync(a!)).toBe(false);
+      await until(() => loopsBackedBy(imageDir).length === 0);
+    });
+
+    it("copies a workspace's image into a new session's, which mounts beside it and is isolated both ways", async () => {
+      const quota = make();
+      const src = workspace('ses_s');
+      await quota.provision('ses_s', src, 16 * MiB);
+      writeFileSync(path.join(src, 'shared.txt'), 'at fork');
+      let fixedUp: string[] = [];
+      await quota.copyImage('ses_s', 'ses_f', async (copyRoot) => {
+        fixedUp = readdirSync(copyRoot).sort();
+      });
+      expect(fixedUp).toEqual(['checkpoints', 'ws']);
+      const dst = workspace('ses_f');
+      await quota.provision('ses_f', dst, 16 * MiB);
+      expect(readFileSync(path.join(dst, 'shared.txt'), 'utf8')).toBe('at fork');
+      writeFileSync(path.join(dst, 'shared.txt'), 'fork');
+      writeFileSync(path.join(src, 'shared.txt'), 'source');
+      expect(readFileSync(path.join(dst, 'shared.txt'), 'utf8')).toBe('fork');
+      expect(readFileSync(path.join(src, 'shared.txt'), 'utf8')).toBe('source');
+      const leftovers = () => [
+        ...readdirSync(path.join(imageDir, '.forks')),
+        ...readdirSync(imageDir).filter((f) => f.startsWith('.fork~')),
+      ];
+      expect(leftovers()).toEqual([]);
+      await expect(quota.copyImage('ses_s', 'ses_f', async () => undefined)).rejects.toThrow(/has an image/);
+      // A fixup that fails leaves nothing behind.
+      await expect(
+        quota.copyImage('ses_s', 'ses_g', async () => {
+          throw new Error('no');
+        }),
+      ).rejects.toThrow('no');
+      expect(existsSync(path.join(imageDir, 'ses_g.img'))).toBe(false);
+      expect(leftovers()).toEqual([]);
+    });
+
+    it('thaws and unmounts what a crashed engine left under .roots, and deletes half-made fork copies', async () => {
+      const dir = workspace('ses_c');
+      const crashed = make();
+      await crashed.provision('ses_c', dir, 16 * MiB);
+      const top = (await crashed.rootOf('ses_c'))!;
+      writeFileSync(path.join(imageDir, '.fork~ses_x~dead.img'), 'partial');
+      mkdirSync(path.join(imageDir, '.forks', 'ses_x~dead'));
+      execFileSync('fsfreeze', ['--freeze', top]); // a fork cut short by the crash
+      quotas.splice(0); // a crashed engine closes nothing
+
+      const next = make();
+      await next.recover();
+      expect(mountsBelow(path.join(imageDir, '.roots'))).toEqual([]);
+      expect(readdirSync(path.join(imageDir, '.forks'))).toEqual([]);
+      expect(existsSync(path.join(imageDir, '.fork~ses_x~dead.img'))).toBe(false);
+      await next.provision('ses_c', workspace('ses_c'), 16 * MiB);
+      writeFileSync(path.join(dir, 'after.txt'), 'writable again'); // not frozen
+      expect(await next.rootOf('ses_c')).toBe(top);
+    });
+  }
 
   describe('with a mount namespace that outlives its engine (a sandbox stuck before it left the host tree)', () => {
     let stuck: ChildProcess | undefined;

@@ -1,13 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { type ImageOwner, type LoopHost, type SpareImage } from './loop-host';
+import { type ImageFs, type ImageOwner, isBtrfsImage, type LoopHost, type SpareImage } from './loop-host';
 import { HelperLoopHost } from './loop-host-helper';
 import {
   loopsBackedBy,
   mountNamespacesHolding,
+  isMountPoint,
   mountsBelow,
   onOwnFilesystem,
   ownMounts,
@@ -40,6 +41,10 @@ export abstract class WorkspaceQuota {
   abstract release(sessionId: string, dir: string): Promise<boolean>;
   /** Shutdown: unmounts every workspace, keeping their data for the next `provision`, and stops background work. */
   abstract close(): Promise<void>;
+  /** Sessions that have storage of their own (an image), whether or not their workspace is mounted. */
+  async sessionIds(): Promise<string[]> {
+    return [];
+  }
 }
 
 /** No cap beyond the file API's own accounting (not root, or no loop devices). */
@@ -64,6 +69,8 @@ export interface LoopImageQuotaOptions {
   owner: ImageOwner;
   /** Formatted images kept ready (`WorkspaceImagePool`); 0 formats each one when its workspace is created. */
   poolSize: number;
+  /** Filesystem of new images (existing ones keep theirs). */
+  fs: ImageFs;
 }
 
 /**
@@ -96,6 +103,17 @@ export class LoopImageQuota extends WorkspaceQuota {
   private readonly spareMounts: string;
   /** Names the root mount this engine made (boot and mount id), so that a successor knows it after a crash. */
   private readonly rootMark: string;
+  /**
+   * Where the top levels of btrfs images are mounted for the engine (`<imageDir>/.roots/<sessionId>`): a mount in a
+   * peer group of its own, so that the checkpoint tree tool's jail (a slave copy) sees each as it comes and goes.
+   */
+  private readonly roots: string;
+  /** A private mount where fork copies are mounted to be fixed up before they become workspaces. */
+  private readonly forks: string;
+  /** Mounts this engine made at `roots` and `forks`, unmounted at `close`. */
+  private readonly boundDirs: string[] = [];
+  /** Each session's top-level mount, made once (concurrent callers share it). */
+  private readonly rootMounts = new Map<string, Promise<string | null>>();
 
   /**
    * `spareHost` prepares the pool's spares: `WorkspaceModule` gives it a helper process of its own, so that a
@@ -110,12 +128,15 @@ export class LoopImageQuota extends WorkspaceQuota {
     this.trash = path.join(options.imageDir, '.trash');
     this.rootMark = path.join(options.imageDir, '.root-mount');
     this.spareMounts = path.join(options.root, '.spares');
+    this.roots = path.join(options.imageDir, '.roots');
+    this.forks = path.join(options.imageDir, '.forks');
     this.pool = new WorkspaceImagePool(spareHost, {
       dir: path.join(options.imageDir, '.pool'),
       mounts: this.spareMounts,
       size: options.poolSize,
       bytes: options.bytes,
       owner: options.owner,
+      fs: options.fs,
     });
   }
 
@@ -126,6 +147,35 @@ export class LoopImageQuota extends WorkspaceQuota {
       return { ok: false, reason: 'mkfs.ext4 is not installed (e2fsprogs)' };
     if (!existsSync('/dev/loop-control')) return { ok: false, reason: 'no loop devices (/dev/loop-control)' };
     return { ok: true };
+  }
+
+  /** Whether images can be btrfs here: btrfs-progs installed and btrfs in the kernel. */
+  static btrfsUsable(): { ok: boolean; reason?: string } {
+    const tools = ['mkfs.btrfs', 'btrfstune'];
+    for (const tool of tools) {
+      if (!['/usr/sbin', '/sbin', '/usr/bin', '/bin'].some((d) => existsSync(path.join(d, tool))))
+        return { ok: false, reason: `${tool} is not installed (btrfs-progs)` };
+    }
+    const filesystems = (() => {
+      try {
+        return readFileSync('/proc/filesystems', 'utf8');
+      } catch {
+        return '';
+      }
+    })();
+    if (!/\bbtrfs\b/.test(filesystems))
+      return { ok: false, reason: 'the kernel has no btrfs (/proc/filesystems)' };
+    return { ok: true };
+  }
+
+  /** The filesystem new images get. */
+  get fs(): ImageFs {
+    return this.options.fs;
+  }
+
+  /** Where the top levels of btrfs images are mounted (`rootOf`). */
+  get rootsDir(): string {
+    return this.roots;
   }
 
   /** Formatted images ready in the pool. */
@@ -183,6 +233,7 @@ export class LoopImageQuota extends WorkspaceQuota {
    */
   async release(sessionId: string, dir: string): Promise<boolean> {
     await this.recover();
+    await this.unmountRoot(sessionId);
     const trashed = path.join(this.trash, `${sessionId}~${randomBytes(6).toString('hex')}.img`);
     return this.host.removeWorkspace(this.imageOf(sessionId), trashed, dir);
   }
@@ -194,6 +245,11 @@ export class LoopImageQuota extends WorkspaceQuota {
     await this.pool.close();
     const root = await realpath(this.options.root).catch(() => this.options.root);
     for (const target of mountsBelow(root)) await this.host.unmount(target);
+    this.rootMounts.clear();
+    for (const dir of this.boundDirs.splice(0)) {
+      for (const target of mountsBelow(dir)) await this.host.unmount(target);
+      await this.host.unmount(dir);
+    }
     if (this.boundRoot) {
       await this.host.unmount(this.boundRoot);
       await rm(this.rootMark, { force: true });
@@ -227,10 +283,109 @@ export class LoopImageQuota extends WorkspaceQuota {
     await rm(this.spareMounts, { recursive: true, force: true });
     await mkdir(this.spareMounts, { mode: 0o700 });
     await this.host.ownMount(this.spareMounts, 'private');
+    await this.prepareRoots();
     for (const name of await readdir(this.trash)) await this.finishRemoval(root, name);
     // Before the pool mounts anything: every loop device of these images is a leftover now.
     await this.detachStrayLoops(await realpath(this.options.imageDir));
     await this.pool.open();
+  }
+
+  /**
+   * The top-level mounts and fork copies a previous engine left: thawed first (a crash in the middle of a fork
+   * leaves its source frozen, and a frozen filesystem stays frozen when mounted again), unmounted, the copies
+   * deleted; then `.roots` becomes a mount in a peer group of its own and `.forks` a private one.
+   */
+  private async prepareRoots(): Promise<void> {
+    for (const dir of [this.roots, this.forks]) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const real = await realpath(dir);
+      const left = mountsBelow(real);
+      for (const target of left) await this.host.thaw(target).catch(() => undefined);
+      for (const target of left) await this.host.unmount(target);
+      if (isMountPoint(real)) await this.host.unmount(real);
+      // Never rm -r here: a mount that survived would take its workspace's files with it.
+      for (const name of await readdir(real)) await removeEmptyDir(path.join(real, name));
+    }
+    for (const name of await readdir(this.options.imageDir)) {
+      if (name.startsWith('.fork~')) await rm(path.join(this.options.imageDir, name), { force: true });
+    }
+    for (const [dir, propagation] of [
+      [this.roots, 'shared'],
+      [this.forks, 'private'],
+    ] as const) {
+      if (await this.host.ownMount(dir, propagation)) this.boundDirs.push(dir);
+    }
+  }
+
+  /**
+   * The top level of the session's btrfs image (its workspace `ws` and its `checkpoints`), mounted for the engine
+   * alone at `<imageDir>/.roots/<sessionId>` on first use and until the workspace is released or the engine stops;
+   * null when the workspace is not a btrfs image (ext4, or never capped).
+   */
+  rootOf(sessionId: string): Promise<string | null> {
+    let mounted = this.rootMounts.get(sessionId);
+    if (!mounted) {
+      mounted = this.mountRootOf(sessionId);
+      this.rootMounts.set(sessionId, mounted);
+      mounted.catch(() => this.rootMounts.delete(sessionId)); // the next call tries again
+    }
+    return mounted;
+  }
+
+  private async mountRootOf(sessionId: string): Promise<string | null> {
+    await this.recover();
+    const image = this.imageOf(sessionId);
+    if (!existsSync(image) || !(await isBtrfsImage(image))) return null;
+    const target = path.join(this.roots, sessionId);
+    await mkdir(target, { mode: 0o700 }).catch((err: unknown) => {
+      if (errno(err) !== 'EEXIST') throw err;
+    });
+    if (!isMountPoint(target)) await this.host.mountRoot(image, target);
+    return target;
+  }
+
+  private async unmountRoot(sessionId: string): Promise<void> {
+    const mounted = this.rootMounts.get(sessionId);
+    this.rootMounts.delete(sessionId);
+    await mounted?.catch(() => undefined);
+    const target = path.join(this.roots, sessionId);
+    if (isMountPoint(target)) await this.host.unmount(target);
+    await removeEmptyDir(target);
+  }
+
+  /**
+   * Makes the image of `newSessionId` (which must have none) a copy of `sessionId`'s btrfs image, taken while its
+   * filesystem is frozen; `fixup` gets the copy's top level mounted (to put the workspace back to a checkpoint and
+   * drop the checkpoints) before it becomes the new session's image. The new workspace is mounted by `provision`.
+   */
+  async copyImage(
+    sessionId: string,
+    newSessionId: string,
+    fixup: (root: string) => Promise<void>,
+  ): Promise<void> {
+    const root = await this.rootOf(sessionId);
+    if (!root) throw new Error(`workspace ${sessionId} is not a btrfs image`);
+    const image = this.imageOf(newSessionId);
+    if (existsSync(image)) throw new Error(`workspace ${newSessionId} has an image already`);
+    const suffix = randomBytes(6).toString('hex');
+    // Beside the images (the same filesystem, for the rename), named so that a crash leaves nothing `prepare` keeps.
+    const copy = path.join(this.options.imageDir, `.fork~${newSessionId}~${suffix}.img`);
+    const scratch = path.join(this.forks, `${newSessionId}~${suffix}`);
+    try {
+      await this.host.copyImage(this.imageOf(sessionId), root, copy);
+      await mkdir(scratch, { mode: 0o700 });
+      await this.host.mountRoot(copy, scratch);
+      try {
+        await fixup(scratch);
+      } finally {
+        await this.host.unmount(scratch);
+        await removeEmptyDir(scratch);
+      }
+      await rename(copy, image);
+    } catch (err) {
+      await rm(copy, { force: true });
+      throw err;
+    }
   }
 
   /**
@@ -271,6 +426,14 @@ export class LoopImageQuota extends WorkspaceQuota {
         `${loop.path} (${loop.backingFile}) stays attached until its other mount namespaces end: ${holders || 'none found'}`,
       );
     }
+  }
+
+  override async sessionIds(): Promise<string[]> {
+    await this.recover();
+    const names = await readdir(this.options.imageDir).catch(() => [] as string[]);
+    return names
+      .filter((n) => n.endsWith('.img') && !n.startsWith('.'))
+      .map((n) => n.slice(0, -'.img'.length));
   }
 
   private imageOf(sessionId: string): string {

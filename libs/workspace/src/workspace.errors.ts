@@ -87,3 +87,32 @@ export function formatBytes(n: number): string {
   }
   return `${i === 0 ? n : Number(n.toFixed(1))} ${units[i]}`;
 }
+
+export type CheckpointErrorCode =
+  'CHECKPOINT_NOT_FOUND' | 'CHECKPOINT_LIMIT' | 'CHECKPOINT_SPACE' | 'CHECKPOINT_FAILED';
+
+const CHECKPOINT_KIND: Record<CheckpointErrorCode, ErrorKind> = {
+  CHECKPOINT_NOT_FOUND: 'not_found',
+  CHECKPOINT_LIMIT: 'conflict',
+  CHECKPOINT_SPACE: 'payload_too_large',
+  // The filesystem refused (a link swapped in by running code mid-restore, say): worth another try, not a 500.
+  CHECKPOINT_FAILED: 'conflict',
+};
+
+/**
+ * A checkpoint operation refused or failed: no such checkpoint (404), too many for the session (409, naming the
+ * setting), no room left in the workspace's quota for it (413), or the filesystem failed it (409 `CHECKPOINT_FAILED`).
+ */
+export class CheckpointError extends SwitchyardError {
+  readonly kind: ErrorKind;
+
+  constructor(
+    readonly code: CheckpointErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, details, options);
+    this.kind = CHECKPOINT_KIND[code];
+  }
+}

@@ -76,6 +76,14 @@ describe('WorkspaceModule', () => {
     for (const imagePool of [-1, 1.5, 17]) {
       expect(field(() => resolveWorkspaceOptions({ root: tmp, imagePool }))).toBe('workspace.imagePool');
     }
+    const filesystem = 'xfs' as 'ext4';
+    expect(field(() => resolveWorkspaceOptions({ root: tmp, filesystem }))).toBe('workspace.filesystem');
+    expect(field(() => resolveWorkspaceOptions({ root: tmp, checkpoints: { max: 0 } }))).toBe(
+      'workspace.checkpoints.max',
+    );
+    expect(field(() => resolveWorkspaceOptions({ root: tmp, checkpoints: { max: 2, keepAuto: 3 } }))).toBe(
+      'workspace.checkpoints.keepAuto',
+    );
   });
 
   it('fills documented defaults', () => {
@@ -92,6 +100,12 @@ describe('WorkspaceModule', () => {
       quota: 'auto',
       imageDir: `${tmp}.images`,
       imagePool: 2,
+      filesystem: 'auto',
+      checkpoints: {
+        max: 32,
+        keepAuto: 10,
+        diff: { maxEntries: 10_000, maxTextBytes: 64 * 1024, maxDiffBytes: 1024 * 1024 },
+      },
     });
   });
 });

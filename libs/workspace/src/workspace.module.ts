@@ -1,6 +1,8 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
+import { WorkspaceCheckpoints } from './checkpoints/workspace-checkpoints.service';
 import { FileOperations } from './file-operations.service';
+import type { ImageFs } from './loop-host';
 import { WorkspaceManager } from './workspace-manager.service';
 import { HelperLoopHost } from './loop-host-helper';
 import { LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
@@ -27,10 +29,29 @@ export class WorkspaceModule {
         { provide: WorkspaceQuota, inject: [WORKSPACE_OPTIONS], useFactory: createWorkspaceQuota },
         WorkspaceManager,
         FileOperations,
+        WorkspaceCheckpoints,
       ],
-      exports: [WORKSPACE_OPTIONS, WorkspaceUsage, WorkspaceQuota, WorkspaceManager, FileOperations],
+      exports: [
+        WORKSPACE_OPTIONS,
+        WorkspaceUsage,
+        WorkspaceQuota,
+        WorkspaceManager,
+        FileOperations,
+        WorkspaceCheckpoints,
+      ],
     };
   }
+}
+
+/** The filesystem of new images: btrfs unless asked for ext4 or unusable (`btrfs` where it is unusable fails the boot). */
+function imageFs(options: WorkspaceOptions): ImageFs {
+  if (options.filesystem === 'ext4') return 'ext4';
+  const usable = LoopImageQuota.btrfsUsable();
+  if (usable.ok) return 'btrfs';
+  const message = `workspace images cannot be btrfs: ${usable.reason}`;
+  if (options.filesystem === 'btrfs') throw new InvalidInputError('workspace.filesystem', message);
+  new Logger('WorkspaceQuota').warn(`${message}; they are ext4, and checkpoints are full copies`);
+  return 'ext4';
 }
 
 /** The quota adapter for `options.quota`; `loop` where it cannot work fails the boot, `auto` falls back loudly. */
@@ -55,6 +76,7 @@ export function createWorkspaceQuota(options: WorkspaceOptions): WorkspaceQuota 
     bytes: options.limits.maxWorkspaceBytes,
     owner,
     poolSize: options.imagePool,
+    fs: imageFs(options),
   };
   // Two helper processes: workspaces are made and removed through one, spares prepared through the other.
   return new LoopImageQuota(quotaOptions, new HelperLoopHost(), new HelperLoopHost());

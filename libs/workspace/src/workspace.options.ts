@@ -53,9 +53,41 @@ export interface WorkspaceModuleOptions {
    * mount instead of mkfs (refilled in the background, one at a time). 0 formats each image on demand. Default 2.
    */
   imagePool?: number;
+  /**
+   * With `loop`: the filesystem of new images. `btrfs` makes checkpoints snapshots (copy-on-write: an unchanged
+   * checkpoint costs a few KiB) and needs btrfs-progs and btrfs in the kernel; `ext4` makes them copies; `auto`
+   * (default) picks btrfs when it can.
+   */
+  filesystem?: 'auto' | 'btrfs' | 'ext4';
+  checkpoints?: Partial<CheckpointLimits>;
 }
 
-export type WorkspaceOptions = Required<Omit<WorkspaceModuleOptions, 'limits'>> & { limits: WorkspaceLimits };
+/** How many checkpoints a session keeps, and how much a diff shows. */
+export interface CheckpointLimits {
+  /** Checkpoints per session. Default 32. */
+  max: number;
+  /** Automatic checkpoints (before actions, plan steps) kept per session; older ones are pruned. Default 10. */
+  keepAuto: number;
+  diff: {
+    /** Changed paths listed in one diff. Default 10 000. */
+    maxEntries: number;
+    /** Text files up to this size get a unified diff. Default 64 KiB. */
+    maxTextBytes: number;
+    /** Unified diff text in one answer. Default 1 MiB. */
+    maxDiffBytes: number;
+  };
+}
+
+export const DEFAULT_CHECKPOINT_LIMITS: Readonly<CheckpointLimits> = Object.freeze({
+  max: 32,
+  keepAuto: 10,
+  diff: Object.freeze({ maxEntries: 10_000, maxTextBytes: 64 * 1024, maxDiffBytes: 1024 * 1024 }),
+});
+
+export type WorkspaceOptions = Required<Omit<WorkspaceModuleOptions, 'limits' | 'checkpoints'>> & {
+  limits: WorkspaceLimits;
+  checkpoints: CheckpointLimits;
+};
 
 /** Fills defaults and fails loudly, naming the setting at fault; called once at boot. */
 export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): WorkspaceOptions {
@@ -75,6 +107,12 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     quota: input.quota ?? 'auto',
     imageDir: path.resolve(input.imageDir ?? `${path.resolve(input.root)}.images`),
     imagePool: input.imagePool ?? 2,
+    filesystem: input.filesystem ?? 'auto',
+    checkpoints: {
+      ...DEFAULT_CHECKPOINT_LIMITS,
+      ...input.checkpoints,
+      diff: { ...DEFAULT_CHECKPOINT_LIMITS.diff, ...input.checkpoints?.diff },
+    },
   };
   const positive: [string, number][] = [
     ['limits.maxFileBytes', opts.limits.maxFileBytes],
@@ -84,6 +122,11 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     ['snapshotMaxEntries', opts.snapshotMaxEntries],
     ['maxRegexLength', opts.maxRegexLength],
     ['grepFileTimeoutMs', opts.grepFileTimeoutMs],
+    ['checkpoints.max', opts.checkpoints.max],
+    ['checkpoints.keepAuto', opts.checkpoints.keepAuto],
+    ['checkpoints.diff.maxEntries', opts.checkpoints.diff.maxEntries],
+    ['checkpoints.diff.maxTextBytes', opts.checkpoints.diff.maxTextBytes],
+    ['checkpoints.diff.maxDiffBytes', opts.checkpoints.diff.maxDiffBytes],
   ];
   for (const [name, value] of positive) {
     if (!Number.isSafeInteger(value) || value <= 0) {
@@ -100,6 +143,15 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
     throw new InvalidInputError(
       'workspace.imagePool',
       `imagePool must be an integer from 0 to ${MAX_IMAGE_POOL}, got ${opts.imagePool}`,
+    );
+  }
+  if (!['auto', 'btrfs', 'ext4'].includes(opts.filesystem)) {
+    throw new InvalidInputError('workspace.filesystem', 'filesystem must be auto, btrfs or ext4');
+  }
+  if (opts.checkpoints.keepAuto > opts.checkpoints.max) {
+    throw new InvalidInputError(
+      'workspace.checkpoints.keepAuto',
+      `keepAuto (${opts.checkpoints.keepAuto}) must be at most max (${opts.checkpoints.max})`,
     );
   }
   if (!Number.isInteger(opts.dirMode) || opts.dirMode < 0 || opts.dirMode > 0o777) {

@@ -15,6 +15,9 @@ export interface EnvelopeFields {
   requestId?: string;
   /** Connections the session's sandboxes asked the egress proxy for while the action ran. */
   egress?: EgressRecord[];
+  /** The checkpoint taken before it ran, and the one it restored first. */
+  checkpoint?: ActionResult['checkpoint'];
+  restored?: ActionResult['restored'];
 }
 
 /**
@@ -55,6 +58,8 @@ export class ActionEnvelopes {
       ...(at.requestId !== undefined && { requestId: at.requestId }),
       ...(at.egress !== undefined && { egress: at.egress }),
       ...(o.hints !== undefined && o.hints.length > 0 && { hints: o.hints }),
+      ...(at.checkpoint !== undefined && { checkpoint: at.checkpoint }),
+      ...(at.restored !== undefined && { restored: at.restored }),
     };
   }
 

@@ -33,16 +33,25 @@ const accepted = (id: string, sessionId: string, type: ActionType): AcceptedActi
   status: 'running',
 });
 
-/** `wait` steers the request, not the action: taken out before the action body is validated. */
-function takeWait(body: unknown): { wait: boolean; rest: unknown } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('wait' in body)) {
-    return { wait: true, rest: body };
-  }
-  const { wait, ...rest } = body as Record<string, unknown>;
+/**
+ * `wait` and `checkpoint` steer the request, not the action: taken out before the action body is validated (and not
+ * part of the input the graph keeps and a retry reruns).
+ */
+function takeSteering(body: unknown): { wait: boolean; checkpoint?: 'before'; rest: unknown } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { wait: true, rest: body };
+  const { wait, checkpoint, ...rest } = body as Record<string, unknown>;
   // `null` means absent, as for every other field.
-  if (wait === null) return { wait: true, rest };
-  if (typeof wait !== 'boolean') throw new InvalidInputError('wait', 'wait must be a boolean');
-  return { wait, rest };
+  if (wait !== undefined && wait !== null && typeof wait !== 'boolean') {
+    throw new InvalidInputError('wait', 'wait must be a boolean');
+  }
+  if (checkpoint !== undefined && checkpoint !== null && checkpoint !== 'before') {
+    throw new InvalidInputError('checkpoint', 'checkpoint must be "before" (checkpoint the workspace first)');
+  }
+  return {
+    wait: typeof wait === 'boolean' ? wait : true,
+    ...(checkpoint === 'before' && { checkpoint }),
+    rest: 'wait' in body || 'checkpoint' in body ? rest : body,
+  };
 }
 
 @ApiTags('actions')
@@ -65,7 +74,9 @@ export class ActionsController {
       'HTTP 200 whatever the outcome: `status` tells how the action ended. With `"wait": false` in the body the ' +
       'answer is 202 with the action id as soon as it is recorded; poll `GET …/actions/:id` or follow ' +
       '`GET …/events`. An `Idempotency-Key` header makes a repeated request return the first answer instead of ' +
-      'running again (422 when the key comes back with another body). 429 with `Retry-After` when the queue is full.',
+      'running again (422 when the key comes back with another body). 429 with `Retry-After` when the queue is full. ' +
+      'With `"checkpoint": "before"` the workspace is checkpointed just before the action runs (`checkpoint` in the ' +
+      'result): a retry with `restore: true` goes back to it.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
@@ -79,13 +90,14 @@ export class ActionsController {
   ): Promise<ActionResult | AcceptedAction> {
     // Session first: an unknown session is a 404 even when the body is also wrong.
     const session = this.sessions.get(tenant, sessionId);
-    const { wait, rest } = takeWait(body);
+    const { wait, checkpoint, rest } = takeSteering(body);
     const request = parseActionRequest(rest);
     return this.answer(
       res,
       { tenant, sessionId, key: idempotencyKey, path: `/v1/sessions/${sessionId}/actions`, body },
       wait,
-      () => this.engine.submit(session, request, { requestId }),
+      () =>
+        this.engine.submit(session, request, { requestId, ...(checkpoint && { workspace: { checkpoint } }) }),
     );
   }
 
@@ -94,7 +106,9 @@ export class ActionsController {
     summary: 'Run an action again, revised or not, linked to it by RETRY_OF',
     description:
       'A code retry never runs in a weaker tier than the original; `escalate` moves one tier up after a timeout or ' +
-      'limit failure. 409 past SWITCHYARD_MAX_RETRY_DEPTH or while the original still runs.',
+      'limit failure. `restore: true` first puts the workspace back to the checkpoint taken before the original ' +
+      '(the undo of a reflection loop; 409 NO_CHECKPOINT when it had none, ACTIONS_RUNNING while other actions ' +
+      'run). 409 past SWITCHYARD_MAX_RETRY_DEPTH or while the original still runs.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(RetryActionDto) })
@@ -108,7 +122,7 @@ export class ActionsController {
     @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
     const session = this.sessions.get(tenant, sessionId);
-    const { action, reason, escalate, wait } = validateDto(RetryActionDto, body ?? {});
+    const { action, reason, escalate, wait, restore, checkpoint } = validateDto(RetryActionDto, body ?? {});
     const revised = action === undefined ? undefined : parseActionRequest(action);
     return this.answer(
       res,
@@ -120,7 +134,8 @@ export class ActionsController {
         body,
       },
       wait !== false,
-      () => this.engine.retry(session, actionId, { revised, reason, escalate, requestId }),
+      () =>
+        this.engine.retry(session, actionId, { revised, reason, escalate, requestId, restore, checkpoint }),
     );
   }
 

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { CheckpointsModule } from '../checkpoints/checkpoints.module';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
 import { NetworkModule } from '../egress/network.module';
@@ -7,6 +8,7 @@ import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { SessionsModule } from '../sessions/sessions.module';
+import { ActionCheckpoints } from './action-checkpoints';
 import { ActionEnvelopes } from './action-envelope';
 import { ACTION_HANDLERS, type ActionHandler } from './action-handler.port';
 import { ActionScheduler } from './action-scheduler';
@@ -31,7 +33,7 @@ const HANDLERS = [
 
 /** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
 @Module({
-  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule, NetworkModule],
+  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule, NetworkModule, CheckpointsModule],
   controllers: [ActionsController],
   providers: [
     ...HANDLERS,
@@ -47,6 +49,7 @@ const HANDLERS = [
     },
     InFlightActions,
     RetryPolicy,
+    ActionCheckpoints,
     ActionEnvelopes,
     ExecutionEngine,
   ],

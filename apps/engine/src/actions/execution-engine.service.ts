@@ -16,6 +16,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
+import { ActionCheckpoints, type WorkspacePrepared, type WorkspaceSteps } from './action-checkpoints';
 import { ActionEnvelopes } from './action-envelope';
 import {
   ACTION_HANDLERS,
@@ -40,6 +41,8 @@ export interface SubmitOptions {
   minTier?: Tier;
   /** The HTTP request that submitted it, echoed in the result and the log line. */
   requestId?: string;
+  /** Workspace steps at its turn, before it runs: a restore (a retry with `restore: true`), then a checkpoint. */
+  workspace?: WorkspaceSteps;
 }
 
 /** How an action ended: its envelope, and the input refusal behind a `denied` found only while running. */
@@ -102,6 +105,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly redactor: SecretRedactor,
     private readonly metrics: MetricsService,
     private readonly network: SessionNetwork,
+    private readonly actionCheckpoints: ActionCheckpoints,
   ) {
     for (const h of handlers) this.handlers.set(h.type, h);
   }
@@ -158,19 +162,33 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
   /**
    * Runs `revised` (or the original input) as a new action linked to `actionId` by `RETRY_OF`. A code retry never
    * runs in a weaker tier than the original; with `escalate`, one that failed on its tier's limits (timeout, out of
-   * memory, output cap) runs one tier up. Chains longer than SWITCHYARD_MAX_RETRY_DEPTH are refused (409).
+   * memory, output cap) runs one tier up. Chains longer than SWITCHYARD_MAX_RETRY_DEPTH are refused (409). With
+   * `restore`, the workspace is first put back to the checkpoint taken before the original (or the nearest action
+   * of its retry chain that has one): the reflection loop's undo.
    */
   async retry(
     session: Session,
     actionId: string,
-    retry: { revised?: ActionRequest; reason?: string; escalate?: boolean; requestId?: string },
+    retry: {
+      revised?: ActionRequest;
+      reason?: string;
+      escalate?: boolean;
+      requestId?: string;
+      restore?: boolean;
+      checkpoint?: 'before';
+    },
   ): Promise<SubmittedAction> {
-    const plan = await this.retries.plan(session.id, actionId, retry);
+    const plan = await this.retries.plan(session, actionId, retry);
+    const workspace: WorkspaceSteps = {
+      ...(plan.restore !== undefined && { restore: plan.restore }),
+      ...(retry.checkpoint !== undefined && { checkpoint: retry.checkpoint }),
+    };
     return this.submit(session, plan.request, {
       retryOf: plan.retryOf,
       ...(plan.minTier !== undefined && { minTier: plan.minTier }),
       ...(retry.requestId !== undefined && { requestId: retry.requestId }),
       ...(retry.reason !== undefined && { retryReason: retry.reason }),
+      ...(Object.keys(workspace).length > 0 && { workspace }),
     });
   }
 
@@ -247,8 +265,16 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
 
     const completion = (async (): Promise<ActionCompletion> => {
       try {
+        let workspace: WorkspacePrepared = {};
         const outcome = await ticket.turn(abort.signal).then(
-          () => this.execute(prepared, abort.signal),
+          async (): Promise<Outcome> => {
+            if (options.workspace) {
+              workspace = await this.actionCheckpoints.beforeRun(session, id, options.workspace);
+              const { refusal } = workspace;
+              if (refusal) return { ...refusal, tier: prepared.tier, risk: prepared.risk, files: [] };
+            }
+            return this.execute(prepared, abort.signal);
+          },
           (): Outcome => ({ status: 'error', tier: prepared.tier, risk: prepared.risk, files: [] }),
         );
         const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
@@ -264,6 +290,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
             durationMs,
             requestId: options.requestId,
             ...(egress && { egress }),
+            ...(workspace.checkpoint && { checkpoint: workspace.checkpoint }),
+            ...(workspace.restored && { restored: workspace.restored }),
           },
           final,
         );

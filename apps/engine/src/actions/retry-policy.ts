@@ -3,6 +3,9 @@ import { InvalidInputError, NotFoundError, type Tier, TIERS } from '@switchyard/
 import { type ActionRecord, ContextGraph } from '@switchyard/context-graph';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { ActionsRunningError, NoCheckpointError } from '../checkpoints/checkpoint.errors';
+import type { Session } from '../sessions/session.model';
+import { SessionsService } from '../sessions/sessions.service';
 import type { ActionRequest } from './action-request';
 import { RetryRefusedError } from './engine.errors';
 
@@ -12,6 +15,8 @@ export interface RetryPlan {
   retryOf: string;
   /** A code retry never runs in a weaker tier than its original; one above it when escalating. */
   minTier?: Tier;
+  /** The checkpoint to put the workspace back to first (`restore: true`). */
+  restore?: string;
 }
 
 /**
@@ -23,13 +28,15 @@ export class RetryPolicy {
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     private readonly graph: ContextGraph,
+    private readonly sessions: SessionsService,
   ) {}
 
   async plan(
-    sessionId: string,
+    session: Session,
     actionId: string,
-    retry: { revised?: ActionRequest; escalate?: boolean },
+    retry: { revised?: ActionRequest; escalate?: boolean; restore?: boolean },
   ): Promise<RetryPlan> {
+    const sessionId = session.id;
     const original = await this.graph.getAction(sessionId, actionId);
     if (!original)
       throw new NotFoundError(`action ${actionId} not found in session ${sessionId}`, { actionId });
@@ -39,16 +46,55 @@ export class RetryPolicy {
       });
     }
     await this.checkDepth(sessionId, original);
+    const restore = retry.restore ? await this.undoPoint(session, original) : undefined;
+    const undo = restore !== undefined ? { restore } : {};
     // The graph keeps the input as it was validated and run: the same request type the edge builds.
     const request = retry.revised ?? (original.input as unknown as ActionRequest);
     if (request.type !== 'code') {
       if (retry.escalate) {
         throw new InvalidInputError('escalate', 'only code actions run in tiers that can be escalated');
       }
-      return { request, retryOf: actionId };
+      return { request, retryOf: actionId, ...undo };
     }
     const minTier = this.floor(original, retry.escalate ?? false);
-    return { request, retryOf: actionId, ...(minTier && { minTier }) };
+    return { request, retryOf: actionId, ...(minTier && { minTier }), ...undo };
+  }
+
+  /**
+   * The checkpoint a retry with `restore: true` goes back to: the one taken before the original, or before the
+   * nearest action of its retry chain that has one (a retry of a retry undoes back to the first checkpointed try).
+   * 409 when there is none, when it was deleted, or while another action of the session runs.
+   */
+  private async undoPoint(session: Session, original: ActionRecord): Promise<string> {
+    let found: ActionRecord['checkpoint'];
+    let hops = 0;
+    for (let a: ActionRecord | undefined = original; a && !found; hops++) {
+      found = a.checkpoint;
+      if (a.retryOf === undefined || hops > this.config.actions.maxRetryDepth) break;
+      a = await this.graph.getAction(session.id, a.retryOf);
+    }
+    if (!found) {
+      throw new NoCheckpointError(
+        `action ${original.id} has no checkpoint to restore: neither it nor the actions it retries ran with ` +
+          `"checkpoint": "before"`,
+        { actionId: original.id, field: 'restore' },
+      );
+    }
+    if (found.deletedAt !== undefined) {
+      throw new NoCheckpointError(
+        `the checkpoint taken before action ${original.id} (${found.id}) was deleted at ${found.deletedAt}`,
+        { actionId: original.id, checkpointId: found.id, field: 'restore' },
+      );
+    }
+    const running = this.sessions.activeActions(session.id);
+    if (running > 0) {
+      throw new ActionsRunningError(
+        `${running} action(s) of session ${session.id} are running; a retry with restore: true waits for none ` +
+          `(cancel them or wait for them)`,
+        { sessionId: session.id, running },
+      );
+    }
+    return found.id;
   }
 
   /** Chains longer than SWITCHYARD_MAX_RETRY_DEPTH are refused (409). */

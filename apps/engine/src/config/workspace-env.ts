@@ -17,6 +17,19 @@ export class WorkspaceEnv {
   /** With the loop quota: workspace images formatted ahead and kept ready (0: format each one on demand). */
   @IntVar(0, 16)
   SWITCHYARD_WORKSPACE_POOL = 2;
+
+  /** With the loop quota: the filesystem of new workspace images; btrfs makes checkpoints copy-on-write snapshots. */
+  @IsOptional()
+  @IsIn(['auto', 'btrfs', 'ext4'])
+  SWITCHYARD_WORKSPACE_FS: 'auto' | 'btrfs' | 'ext4' = 'auto';
+
+  /** Checkpoints a session may hold. */
+  @IntVar(1, 1000)
+  SWITCHYARD_MAX_CHECKPOINTS = 32;
+
+  /** Automatic checkpoints (`checkpoint: "before"`, plans' `each-step`) a session keeps; older ones are pruned. */
+  @IntVar(1, 1000)
+  SWITCHYARD_CHECKPOINT_KEEP_AUTO = 10;
 }
 
 export interface WorkspaceConfig {
@@ -24,6 +37,8 @@ export interface WorkspaceConfig {
   maxWorkspaceBytes: number;
   quota: 'auto' | 'loop' | 'off';
   imagePool: number;
+  filesystem: 'auto' | 'btrfs' | 'ext4';
+  checkpoints: { max: number; keepAuto: number };
 }
 
 export function workspaceConfig(env: WorkspaceEnv): WorkspaceConfig {
@@ -32,5 +47,7 @@ export function workspaceConfig(env: WorkspaceEnv): WorkspaceConfig {
     maxWorkspaceBytes: env.SWITCHYARD_MAX_WORKSPACE_BYTES,
     quota: env.SWITCHYARD_WORKSPACE_QUOTA,
     imagePool: env.SWITCHYARD_WORKSPACE_POOL,
+    filesystem: env.SWITCHYARD_WORKSPACE_FS,
+    checkpoints: { max: env.SWITCHYARD_MAX_CHECKPOINTS, keepAuto: env.SWITCHYARD_CHECKPOINT_KEEP_AUTO },
   };
 }

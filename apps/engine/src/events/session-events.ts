@@ -11,7 +11,10 @@ export type SessionEventType =
   | 'kernel.started'
   | 'kernel.ended'
   | 'process.output'
-  | 'process.exited';
+  | 'process.exited'
+  | 'checkpoint.created'
+  | 'checkpoint.restored'
+  | 'checkpoint.deleted';
 
 export interface SessionEvent {
   /** Increases by one per event of the session; what `Last-Event-ID` refers to. */

@@ -63,7 +63,8 @@ export class GraphController {
     summary: 'Failure context of an action, for reflection',
     description:
       'The action (input, output excerpt, error), its retry chain (every RETRY_OF ancestor and descendant), ' +
-      'the actions before it, the files it touched with their last earlier writer, and its plan step.',
+      'the actions before it, the files it touched with their last earlier writer, its plan step, its kernel, and ' +
+      'the checkpoint taken before it (what a retry with restore: true goes back to).',
   })
   @ApiQuery({
     name: 'before',
@@ -91,7 +92,11 @@ export class GraphController {
   }
 
   @Get('files/lineage')
-  @ApiOperation({ summary: 'Which actions wrote and read a workspace file, in order' })
+  @ApiOperation({
+    summary: 'Which actions wrote and read a workspace file, in order',
+    description:
+      "In a fork, the source session's actions up to the fork point come first (each entry names its session).",
+  })
   @ApiQuery({ name: 'path', required: true, description: 'Workspace-relative path, e.g. src/app.py' })
   async lineage(
     @Tenant() tenant: string,

@@ -9,7 +9,11 @@ import { type ActionResult, CLOCK, type Clock, NotFoundError, SwitchyardError } 
 import { ContextGraph } from '@switchyard/context-graph';
 import { randomBytes } from 'node:crypto';
 import { ActionQueueFullError } from '../actions/action-scheduler';
+import type { WorkspaceSteps } from '../actions/action-checkpoints';
 import { ExecutionEngine, type SubmittedAction } from '../actions/execution-engine.service';
+import { NoCheckpointError } from '../checkpoints/checkpoint.errors';
+import { SessionCheckpoints } from '../checkpoints/session-checkpoints';
+import { RequestValidationError } from '../http/request-validation.error';
 import { SessionEvents } from '../events/session-events';
 import { SecretRedactor } from '../redaction/secret-redactor';
 import type { Session } from '../sessions/session.model';
@@ -59,6 +63,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     private readonly store: PlanStore,
     private readonly recorder: PlanRecorder,
     private readonly redactor: SecretRedactor,
+    private readonly checkpoints: SessionCheckpoints,
   ) {}
 
   onModuleInit(): void {
@@ -96,9 +101,10 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       ...(spec.goal !== undefined && { goal: spec.goal }),
       status: 'running',
       maxParallel: spec.maxParallel ?? 1,
+      checkpoints: spec.checkpoints ?? 'none',
       createdAt: now,
       updatedAt: now,
-      steps: spec.steps.map((s) => this.toStep(s, 1)),
+      steps: spec.steps.map((s) => this.toStep(s, 1, spec.checkpoints)),
     };
     this.recorder.save(plan);
     const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
@@ -124,7 +130,12 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
    * Adds steps, or replaces steps that have not succeeded (same id; the new version starts afresh), then resumes.
    * Allowed while the plan runs or needs a replan.
    */
-  replan(session: Session, planId: string, steps: PlanStepSpec[]): Plan {
+  async replan(
+    session: Session,
+    planId: string,
+    steps: PlanStepSpec[],
+    options: { restoreTo?: string } = {},
+  ): Promise<Plan> {
     const plan = this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || (plan.status !== 'running' && plan.status !== 'needs_replan')) {
@@ -134,14 +145,21 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       );
     }
     validateReplan(this.engine, session, plan, steps);
+    // Before anything changes: a restore that cannot be made leaves the plan as it was.
+    if (options.restoreTo !== undefined) {
+      const checkpointId = checkpointBefore(plan, options.restoreTo);
+      await this.checkpoints.restore(session, checkpointId, { planId });
+    }
     const byId = new Map(plan.steps.map((s) => [s.id, s]));
     for (const s of steps) {
       const old = byId.get(s.id);
       if (old) {
         const { replaced, ...previous } = old;
-        Object.assign(old, this.toStep(s, old.version + 1), { replaced: [previous, ...(replaced ?? [])] });
+        Object.assign(old, this.toStep(s, old.version + 1, plan.checkpoints), {
+          replaced: [previous, ...(replaced ?? [])],
+        });
       } else {
-        plan.steps.push(this.toStep(s, 1));
+        plan.steps.push(this.toStep(s, 1, plan.checkpoints));
       }
     }
     // Steps skipped because of a step that has just been replaced get another chance.
@@ -209,7 +227,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     this.wake(run);
   }
 
-  private toStep(s: PlanStepSpec, version: number): PlanStep {
+  private toStep(s: PlanStepSpec, version: number, checkpoints: PlanSpec['checkpoints']): PlanStep {
+    const checkpoint = s.checkpoint ?? (checkpoints === 'each-step' ? 'before' : undefined);
     return {
       id: s.id,
       version,
@@ -217,9 +236,22 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       dependsOn: s.dependsOn ?? [],
       allowFailure: s.allowFailure ?? false,
       retry: { attempts: s.retry?.attempts ?? 0, backoffMs: s.retry?.backoffMs ?? 0 },
+      ...(checkpoint && { checkpoint }),
       status: 'pending',
       attempts: [],
     };
+  }
+
+  /**
+   * What a step attempt does to the workspace first: a checkpointed step checkpoints before its first attempt; a
+   * retry attempt goes back to that checkpoint when it is the only step running (a restore would pull the files
+   * from under the others), else checkpoints again.
+   */
+  private workspaceSteps(run: PlanRun, step: PlanStep, attempt: number): WorkspaceSteps | undefined {
+    if (step.checkpoint !== 'before') return undefined;
+    const first = step.attempts.find((a) => a.checkpointId !== undefined)?.checkpointId;
+    if (attempt > 0 && first !== undefined && run.running.size === 1) return { restore: first };
+    return { checkpoint: 'before' };
   }
 
   /** Moves the plan forward: skips what can never run, starts what is ready, settles when nothing can move. */
@@ -350,7 +382,11 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     for (;;) {
       try {
         session = this.sessions.get(plan.tenant, plan.sessionId);
-        submitted = await this.engine.submit(session, step.action, retryOf ? { retryOf } : {});
+        const workspace = this.workspaceSteps(run, step, attempt);
+        submitted = await this.engine.submit(session, step.action, {
+          ...(retryOf && { retryOf }),
+          ...(workspace && { workspace }),
+        });
         break;
       } catch (err) {
         if (err instanceof ActionQueueFullError && !run.abort.signal.aborted) {
@@ -383,6 +419,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
         status: result.status,
         endedAt: this.now(),
         ...(result.error && { error: result.error }),
+        ...(result.checkpoint && { checkpointId: result.checkpoint.id }),
+        ...(result.restored && { restoredCheckpointId: result.restored.checkpointId }),
       });
       return result;
     } catch (err) {
@@ -446,4 +484,26 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       signal.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/**
+ * The checkpoint taken before `stepId` first ran: its latest version that ran with one. 400 for a step the plan does
+ * not have, 409 when no version of it was checkpointed.
+ */
+function checkpointBefore(plan: Plan, stepId: string): string {
+  const step = plan.steps.find((s) => s.id === stepId);
+  if (!step) {
+    throw new RequestValidationError([
+      { field: 'restoreTo', message: `plan ${plan.id} has no step "${stepId}"` },
+    ]);
+  }
+  for (const version of [step, ...(step.replaced ?? [])]) {
+    const first = version.attempts.find((a) => a.checkpointId !== undefined)?.checkpointId;
+    if (first !== undefined) return first;
+  }
+  throw new NoCheckpointError(
+    `step "${stepId}" of plan ${plan.id} never ran with a checkpoint; give it "checkpoint": "before" ` +
+      `(or the plan "checkpoints": "each-step")`,
+    { planId: plan.id, stepId, field: 'restoreTo' },
+  );
 }

@@ -12,9 +12,14 @@ export async function stepFailureContext(
   const last = [...step.attempts].reverse().find((a) => a.actionId);
   const action = last?.actionId ? await graph.getAction(plan.sessionId, last.actionId) : undefined;
   const lastError = step.attempts.at(-1)?.error;
+  // What a replan's `restoreTo` of this step would put the workspace back to.
+  const checkpointId = [step, ...(step.replaced ?? [])]
+    .flatMap((v) => v.attempts)
+    .find((a) => a.checkpointId !== undefined)?.checkpointId;
   return {
     stepId: step.id,
     attempts: step.attempts,
+    ...(checkpointId !== undefined && { checkpointId }),
     ...(action && {
       action: {
         id: action.id,

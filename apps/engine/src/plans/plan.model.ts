@@ -17,6 +17,10 @@ export interface StepAttempt {
   startedAt: string;
   endedAt?: string;
   error?: ActionError;
+  /** The checkpoint taken just before it ran. */
+  checkpointId?: string;
+  /** The checkpoint it put the workspace back to first (a retry attempt of a checkpointed step). */
+  restoredCheckpointId?: string;
 }
 
 /** A step as submitted, its action already validated into the engine's request type. */
@@ -26,6 +30,7 @@ export interface PlanStepSpec {
   dependsOn?: string[];
   allowFailure?: boolean;
   retry?: { attempts: number; backoffMs?: number };
+  checkpoint?: 'before';
 }
 
 /** A plan as submitted. */
@@ -33,6 +38,7 @@ export interface PlanSpec {
   goal?: string;
   steps: PlanStepSpec[];
   maxParallel?: number;
+  checkpoints?: 'each-step' | 'none';
 }
 
 export interface PlanStep {
@@ -43,6 +49,8 @@ export interface PlanStep {
   dependsOn: string[];
   allowFailure: boolean;
   retry: { attempts: number; backoffMs: number };
+  /** Checkpoint the workspace before it runs (its own setting, or the plan's `each-step`). */
+  checkpoint?: 'before';
   status: StepStatus;
   attempts: StepAttempt[];
   startedAt?: string;
@@ -60,6 +68,8 @@ export interface Plan {
   goal?: string;
   status: PlanStatus;
   maxParallel: number;
+  /** `each-step`: every step checkpoints the workspace before it runs. */
+  checkpoints: 'each-step' | 'none';
   createdAt: string;
   updatedAt: string;
   endedAt?: string;

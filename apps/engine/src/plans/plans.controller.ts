@@ -43,7 +43,12 @@ export class PlansController {
   ): Promise<Plan> {
     const session = this.sessions.get(tenant, sessionId);
     const dto = validateDto(CreatePlanDto, body);
-    const spec = { goal: dto.goal, maxParallel: dto.maxParallel, steps: parsePlanSteps(dto.steps) };
+    const spec = {
+      goal: dto.goal,
+      maxParallel: dto.maxParallel,
+      steps: parsePlanSteps(dto.steps),
+      ...(dto.checkpoints !== undefined && { checkpoints: dto.checkpoints }),
+    };
     const answer = await this.idempotency.run<Plan>(
       tenant,
       idempotencyKey,
@@ -79,7 +84,9 @@ export class PlansController {
   @Post(':planId/replan')
   @ApiOperation({
     summary: 'Add steps or replace steps that have not succeeded, then resume',
-    description: '409 once the plan has ended. With `"wait": true`, answers when the plan next settles.',
+    description:
+      '409 once the plan has ended. With `"wait": true`, answers when the plan next settles. `restoreTo` puts the ' +
+      'workspace back to the checkpoint taken before that step first ran, before anything resumes.',
   })
   @ApiBody({ schema: schemaRef(ReplanDto) })
   async replan(
@@ -91,7 +98,9 @@ export class PlansController {
   ): Promise<Plan> {
     const session = this.sessions.get(tenant, sessionId);
     const dto = validateDto(ReplanDto, body);
-    const plan = this.plans.replan(session, planId, parsePlanSteps(dto.steps));
+    const plan = await this.plans.replan(session, planId, parsePlanSteps(dto.steps), {
+      ...(dto.restoreTo !== undefined && { restoreTo: dto.restoreTo }),
+    });
     if (dto.wait) await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
     res.status(plan.status === 'running' ? 202 : 200);
     return plan;

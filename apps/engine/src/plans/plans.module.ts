@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ActionsModule } from '../actions/actions.module';
+import { CheckpointsModule } from '../checkpoints/checkpoints.module';
 import { EventsModule } from '../events/events.module';
 import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { SessionsModule } from '../sessions/sessions.module';
@@ -10,7 +11,7 @@ import { PlansController } from './plans.controller';
 
 /** Plans: DAGs of actions run through the execution engine, persisted and recorded in the graph. */
 @Module({
-  imports: [ActionsModule, SessionsModule, EventsModule, IdempotencyModule],
+  imports: [ActionsModule, SessionsModule, EventsModule, IdempotencyModule, CheckpointsModule],
   controllers: [PlansController],
   providers: [PlanStore, PlanRecorder, PlanExecutor],
 })

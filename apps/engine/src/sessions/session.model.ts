@@ -12,6 +12,8 @@ export interface Session {
   network: { allow: string[] };
   /** The sandbox template its code runs with (its image, in the container tiers only); none: the default image. */
   template?: string;
+  /** The session it was forked from, and the checkpoint its workspace was copied at (none: as it was then). */
+  forkedFrom?: { sessionId: string; checkpointId?: string };
 }
 
 export const expiresAt = (s: Session): Date => new Date(s.lastActiveAt.getTime() + s.ttlSeconds * 1000);

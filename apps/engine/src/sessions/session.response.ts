@@ -10,6 +10,7 @@ export interface SessionResponse {
   maxConcurrentActions: number;
   network: { allow: string[] };
   template?: string;
+  forkedFrom?: { sessionId: string; checkpointId?: string };
 }
 
 export const toSessionResponse = (s: Session): SessionResponse => ({
@@ -22,4 +23,5 @@ export const toSessionResponse = (s: Session): SessionResponse => ({
   maxConcurrentActions: s.maxConcurrentActions,
   network: { allow: [...s.network.allow] },
   ...(s.template !== undefined && { template: s.template }),
+  ...(s.forkedFrom !== undefined && { forkedFrom: { ...s.forkedFrom } }),
 });

@@ -51,6 +51,11 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     for (const s of this.store.loadAll()) this.sessions.set(s.id, s);
+    // A crash between making a session's workspace and recording the session leaves a workspace nobody owns.
+    const orphans = await this.workspaces.removeOrphans(new Set(this.sessions.keys()));
+    if (orphans.length > 0) {
+      this.logger.warn({ msg: `removed ${orphans.length} workspace(s) of sessions never recorded`, orphans });
+    }
     // Capped workspaces are unmounted at shutdown (or by a reboot): mount them again before any action runs.
     for (const s of this.sessions.values()) await this.workspaces.create(s.id);
     this.sweepTimer = setInterval(() => void this.sweep(), this.config.sessions.sweepIntervalMs);
@@ -67,6 +72,10 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     this.endHooks.push(hook);
   }
 
+  /**
+   * Opens a session. `origin`: a fork's — the session it comes from, and what makes its workspace (a copy) instead
+   * of an empty one; the copy is removed again should the session not be recorded.
+   */
   async create(
     tenant: string,
     input: {
@@ -76,6 +85,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       network?: { allow: string[] };
       template?: string;
     },
+    origin?: { forkedFrom: NonNullable<Session['forkedFrom']>; workspace: (id: string) => Promise<void> },
   ): Promise<Session> {
     const ttlSeconds = input.ttlSeconds ?? this.config.sessions.defaultTtlSeconds;
     if (ttlSeconds > this.config.sessions.maxTtlSeconds) {
@@ -106,8 +116,10 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       maxConcurrentActions: input.maxConcurrentActions ?? this.config.actions.sessionConcurrency,
       network: { allow: network.allow },
       ...(input.template !== undefined && { template: input.template }),
+      ...(origin && { forkedFrom: origin.forkedFrom }),
     };
-    await this.workspaces.create(session.id);
+    if (origin) await origin.workspace(session.id);
+    else await this.workspaces.create(session.id);
     try {
       await this.graph.recordSession({
         id: session.id,
@@ -169,6 +181,16 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
   touch(session: Session): void {
     session.lastActiveAt = this.clock.now();
     this.dirtyActivity.add(session.id);
+  }
+
+  /** Every session the engine holds, whatever its tenant (for start-up sweeps). */
+  knownIds(): ReadonlySet<string> {
+    return new Set(this.sessions.keys());
+  }
+
+  /** Actions of the session admitted and not yet ended (`enter` … `leave`). */
+  activeActions(id: string): number {
+    return this.busy.get(id) ?? 0;
   }
 
   /** Brackets work that must not race with expiry. */

@@ -12,7 +12,7 @@ interface SessionRow {
   ttl_seconds: number;
   metadata: string;
   max_concurrent_actions: number;
-  /** JSON: the session's options (`{"network":{"allow":[…]},"template":"…"}`). */
+  /** JSON: the session's options (`{"network":{"allow":[…]},"template":"…","forkedFrom":{…}}`). */
   options: string;
 }
 
@@ -52,6 +52,7 @@ export class SqliteSessionStore extends SessionStore {
       .all() as unknown as SessionRow[];
     return rows.map((r) => ({
       ...template(r.options),
+      ...forkedFrom(r.options),
       id: r.id,
       tenant: r.tenant,
       createdAt: new Date(r.created_at),
@@ -77,7 +78,11 @@ export class SqliteSessionStore extends SessionStore {
         s.ttlSeconds,
         JSON.stringify(s.metadata),
         s.maxConcurrentActions,
-        JSON.stringify({ network: s.network, ...(s.template !== undefined && { template: s.template }) }),
+        JSON.stringify({
+          network: s.network,
+          ...(s.template !== undefined && { template: s.template }),
+          ...(s.forkedFrom !== undefined && { forkedFrom: s.forkedFrom }),
+        }),
       );
   }
 
@@ -103,4 +108,17 @@ export class SqliteSessionStore extends SessionStore {
 function template(options: string): { template?: string } {
   const name = (JSON.parse(options) as { template?: unknown }).template;
   return typeof name === 'string' ? { template: name } : {};
+}
+
+/** Where the session was forked from, when it was. */
+function forkedFrom(options: string): { forkedFrom?: Session['forkedFrom'] } {
+  const from = (JSON.parse(options) as { forkedFrom?: { sessionId?: unknown; checkpointId?: unknown } })
+    .forkedFrom;
+  if (typeof from?.sessionId !== 'string') return {};
+  return {
+    forkedFrom: {
+      sessionId: from.sessionId,
+      ...(typeof from.checkpointId === 'string' && { checkpointId: from.checkpointId }),
+    },
+  };
 }

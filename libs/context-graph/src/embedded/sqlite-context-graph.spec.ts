@@ -8,6 +8,13 @@ import type { ActionCompletion, ActionStart } from '../context-graph.types';
 import { SessionNotRecordedError } from '../context-graph.errors';
 import { SqliteContextGraph } from './sqlite-context-graph';
 
+/** Undoes version 7 on a current file: no checkpoint tables, and an outbox whose CHECK refuses their entries. */
+const BACK_TO_V6 = `DROP TABLE restores; DROP TABLE checkpoints; DROP TABLE forks;
+  CREATE TABLE old_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan')), key TEXT NOT NULL, session_id TEXT NOT NULL) STRICT;
+  INSERT INTO old_outbox SELECT * FROM outbox; DROP TABLE outbox; ALTER TABLE old_outbox RENAME TO outbox;
+  CREATE INDEX outbox_by_session ON outbox(session_id);`;
+
 async function sqliteFixture(): Promise<ContextGraphFixture & { graph: SqliteContextGraph; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'context-graph-'));
   const sqlitePath = join(dir, 'nested', 'graph.sqlite'); // parent dir does not exist yet
@@ -195,7 +202,8 @@ describe('SqliteContextGraph', () => {
       await g.close();
       // Back to the version-3 shape: no plan tables, an outbox that refuses `plan` entries.
       const v3 = new DatabaseSync(join(fixture.dir, 'v3.sqlite'));
-      v3.exec(`DROP TABLE step_attempts; DROP TABLE plan_steps; DROP TABLE plans;
+      v3.exec(`DROP TABLE restores; DROP TABLE checkpoints; DROP TABLE forks;
+        DROP TABLE step_attempts; DROP TABLE plan_steps; DROP TABLE plans;
         CREATE TABLE old_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,
           kind TEXT NOT NULL CHECK (kind IN ('session', 'action')), key TEXT NOT NULL, session_id TEXT NOT NULL) STRICT;
         INSERT INTO old_outbox SELECT * FROM outbox; DROP TABLE outbox; ALTER TABLE old_outbox RENAME TO outbox;
@@ -239,7 +247,8 @@ describe('SqliteContextGraph', () => {
       await g.close();
       // Back to the version-4 shape: version 5 only added these four tables (and version 6 the sandbox runtime).
       const v4 = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
-      v4.exec(`DROP TABLE kernel_runs; DROP TABLE kernels; DROP TABLE process_starts; DROP TABLE processes;
+      v4.exec(`${BACK_TO_V6}
+        DROP TABLE kernel_runs; DROP TABLE kernels; DROP TABLE process_starts; DROP TABLE processes;
         ALTER TABLE sandboxes DROP COLUMN runtime;
         PRAGMA user_version = 4;`);
       v4.close();
@@ -269,7 +278,7 @@ describe('SqliteContextGraph', () => {
       ]);
       await migrated.close();
       const check = new DatabaseSync(join(fixture.dir, 'v4.sqlite'));
-      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 6 });
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 7 });
       check.close();
     });
 
@@ -282,7 +291,7 @@ describe('SqliteContextGraph', () => {
       const before = await g.getAction('s', 'a1');
       await g.close();
       const v5 = new DatabaseSync(join(fixture.dir, 'v5.sqlite'));
-      v5.exec('ALTER TABLE sandboxes DROP COLUMN runtime; PRAGMA user_version = 5;');
+      v5.exec(`${BACK_TO_V6} ALTER TABLE sandboxes DROP COLUMN runtime; PRAGMA user_version = 5;`);
       v5.close();
 
       const migrated = await open(true, 'v5.sqlite');
@@ -295,8 +304,129 @@ describe('SqliteContextGraph', () => {
       expect(migrated.outboxBatch(100).actions.find((a) => a.id === 'a2')?.sandbox).toStrictEqual(gvisor);
       await migrated.close();
       const check = new DatabaseSync(join(fixture.dir, 'v5.sqlite'));
-      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 6 });
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 7 });
       check.close();
+    });
+
+    it('migrates a version-6 file (no checkpoints; an outbox refusing their entries): keeps its data and outbox, then takes checkpoints, restores and forks', async () => {
+      const g = await open(true, 'v6.sqlite');
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      await g.recordActionCompleted('a1', completion('a1', { files: [{ path: 'f', access: 'write' }] }));
+      await g.recordPlan({
+        id: 'p',
+        sessionId: 's',
+        status: 'running',
+        maxParallel: 1,
+        createdAt: at,
+        steps: [],
+      });
+      const before = await g.getAction('s', 'a1');
+      const view = await g.sessionGraph('s');
+      await g.close();
+      const v6 = new DatabaseSync(join(fixture.dir, 'v6.sqlite'));
+      v6.exec(`${BACK_TO_V6} PRAGMA user_version = 6;`);
+      expect(() => v6.exec(`INSERT INTO outbox (kind, key, session_id) VALUES ('fork', 'x', 'x')`)).toThrow(
+        /CHECK/,
+      );
+      v6.close();
+
+      const migrated = await open(true, 'v6.sqlite');
+      expect(await migrated.getAction('s', 'a1')).toEqual(before);
+      expect(await migrated.sessionGraph('s')).toEqual(view);
+      expect(migrated.outboxSize()).toBe(4);
+      await migrated.recordSession({ ...session, id: 'f' });
+      await migrated.recordCheckpoint({
+        id: 'chk_1',
+        sessionId: 's',
+        createdAt: at,
+        files: 1,
+        directories: 0,
+        bytes: 2,
+        auto: true,
+        seq: 1,
+        beforeActionId: 'a1',
+      });
+      await migrated.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at });
+      await migrated.recordFork({
+        sessionId: 'f',
+        fromSessionId: 's',
+        checkpointId: 'chk_1',
+        forkedAt: at,
+        seq: 1,
+      });
+      expect((await migrated.getAction('s', 'a1'))?.checkpoint).toStrictEqual({
+        id: 'chk_1',
+        createdAt: at,
+        auto: true,
+      });
+      expect((await migrated.fileLineage('f', 'f')).entries.map((e) => [e.sessionId, e.id])).toEqual([
+        ['s', 'a1'],
+      ]);
+      const batch = migrated.outboxBatch(100);
+      expect(batch.entries).toBe(4 + 4);
+      expect(batch.checkpoints?.map((c) => [c.id, c.beforeActionId, c.restores.length])).toEqual([
+        ['chk_1', 'a1', 1],
+      ]);
+      expect(batch.forks).toEqual([
+        { sessionId: 'f', fromSessionId: 's', checkpointId: 'chk_1', forkedAt: at, seq: 1 },
+      ]);
+      await migrated.close();
+      const check = new DatabaseSync(join(fixture.dir, 'v6.sqlite'));
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: 7 });
+      check.close();
+    });
+
+    it('queues a checkpoint once per change, carrying its deletion and every restore; a fork once', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      await g.recordSession({ ...session, id: 'f' });
+      await g.outboxAck(g.outboxBatch(10).lastId);
+      const chk = {
+        id: 'chk_1',
+        sessionId: 's',
+        createdAt: at,
+        files: 1,
+        directories: 0,
+        bytes: 2,
+        auto: false,
+        seq: 0,
+      };
+      await g.recordCheckpoint(chk);
+      await g.recordCheckpoint(chk); // already recorded: nothing to copy
+      await g.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at, planId: 'p' });
+      await g.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at, planId: 'p' });
+      await g.recordCheckpointDeleted('s', 'chk_1', at, 'pruned');
+      await g.recordFork({ sessionId: 'f', fromSessionId: 's', forkedAt: at, seq: 0 });
+      await g.recordFork({ sessionId: 'f', fromSessionId: 's', forkedAt: at, seq: 0 });
+      expect(g.outboxSize()).toBe(4);
+      const batch = g.outboxBatch(10);
+      expect(batch).toMatchObject({ entries: 4, sessions: [], actions: [] });
+      expect(batch.checkpoints).toEqual([
+        {
+          ...chk,
+          deletedAt: at,
+          deleteReason: 'pruned',
+          restores: [{ sessionId: 's', checkpointId: 'chk_1', restoredAt: at, planId: 'p' }],
+        },
+      ]);
+      expect(batch.forks).toEqual([{ sessionId: 'f', fromSessionId: 's', forkedAt: at, seq: 0 }]);
+      await g.close();
+    });
+
+    it('holds a session while an entry waits that its answers draw on: its fork origins’ and its forks’', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      await g.recordSession({ ...session, id: 'f' });
+      await g.recordSession({ ...session, id: 'other' });
+      await g.outboxAck(g.outboxBatch(10).lastId);
+      await g.recordFork({ sessionId: 'f', fromSessionId: 's', forkedAt: at, seq: 0 });
+      expect(['s', 'f', 'other'].map((id) => g.outboxHolds(id))).toEqual([true, true, false]);
+      await g.outboxAck(g.outboxBatch(10).lastId);
+      expect(['s', 'f'].map((id) => g.outboxHolds(id))).toEqual([false, false]);
+      await g.recordActionStarted(start('a1', 's')); // in f's lineage
+      expect(['s', 'f', 'other'].map((id) => g.outboxHolds(id))).toEqual([true, true, false]);
+      await g.close();
     });
 
     it('queues exactly the actions markRunningInterrupted ends', async () => {

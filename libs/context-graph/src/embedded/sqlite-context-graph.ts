@@ -9,6 +9,7 @@ import type {
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { checkpointNodeId, checkpointState, type StoredCheckpoint } from '../context-graph.checkpoints';
 import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
   ActionAlreadyCompletedError,
@@ -22,15 +23,20 @@ import type {
   ActionRecord,
   ActionStart,
   ActionSummary,
+  CheckpointRecord,
+  CheckpointRef,
+  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
+  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
+  RestoreRecord,
   SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
@@ -51,6 +57,19 @@ import {
 } from '../context-graph.views';
 import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
+import {
+  CHECKPOINT_SCHEMA,
+  FORK_RELATED_SESSIONS,
+  insertCheckpoint,
+  insertFork,
+  insertRestore,
+  markCheckpointDeleted,
+  readCheckpointRefs,
+  readCheckpoints,
+  readFork,
+  readForkOrigins,
+  readSessionCheckpoints,
+} from './sqlite-checkpoints';
 import { readStatefulRefs, STATEFUL_SCHEMA, type StatefulRefs, writeStatefulRefs } from './sqlite-stateful';
 import { WalSync } from './wal-sync';
 
@@ -77,6 +96,14 @@ export interface SqlitePragmas {
   foreignKeys: boolean;
   busyTimeoutMs: number;
 }
+
+/** The outbox as of this version: its CHECK names every kind of entry (SCHEMA runs at every open). */
+const outboxTable = (name: string): string => `CREATE TABLE IF NOT EXISTS ${name} (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan', 'checkpoint', 'fork')),
+  key TEXT NOT NULL,
+  session_id TEXT NOT NULL
+) STRICT;`;
 
 // NEXT edges are not stored: seqs are gapless per session, so NEXT is seq n → n+1.
 // STRICT tables reject values of the wrong type instead of silently storing them.
@@ -164,23 +191,21 @@ CREATE TABLE IF NOT EXISTS step_attempts (
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS step_attempts_by_action ON step_attempts(action_id);
 ${STATEFUL_SCHEMA}
-CREATE TABLE IF NOT EXISTS outbox (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  kind TEXT NOT NULL CHECK (kind IN ('session', 'action', 'plan')),
-  key TEXT NOT NULL,
-  session_id TEXT NOT NULL
-) STRICT;
+${CHECKPOINT_SCHEMA}
+${outboxTable('outbox')}
 CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 `;
-const SCHEMA_VERSION = 6;
+const SCHEMA_VERSION = 7;
 /**
  * Steps from each older `user_version` to the next (new tables and indexes come from SCHEMA's IF NOT EXISTS).
  * Version 1 had no sandboxes; version 2 had no retry reasons, outbox, or indexes for retry chains and lineage;
  * version 3 had no plans, and its outbox took no `plan` entries (a CHECK, so the table is rebuilt, keeping its
  * entries; SCHEMA then recreates its index); version 4 had no kernels or processes (new tables only: the
  * actions it holds have neither, and kernels and processes travel in their action's outbox entry); version 5 kept
- * no container runtime on sandboxes (its sandboxes keep none: runc was the only one then).
+ * no container runtime on sandboxes (its sandboxes keep none: runc was the only one then); version 6 had no
+ * checkpoints, restores or forks (new tables), and its outbox took no `checkpoint` or `fork` entries (rebuilt as
+ * for version 3, keeping its entries).
  */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',
@@ -201,6 +226,10 @@ const MIGRATIONS: Record<number, string> = {
   5: `CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id),
       tier TEXT NOT NULL, container_id TEXT NOT NULL) STRICT;
     ALTER TABLE sandboxes ADD COLUMN runtime TEXT;`,
+  6: `${outboxTable('outbox_v7')}
+    INSERT INTO outbox_v7 (id, kind, key, session_id) SELECT id, kind, key, session_id FROM outbox ORDER BY id;
+    DROP TABLE outbox;
+    ALTER TABLE outbox_v7 RENAME TO outbox;`,
 };
 
 const ACTION_COLUMNS = `id, session_id, seq, type, operation, status, input, input_summary, input_hash,
@@ -244,7 +273,7 @@ type ActionRow = {
 
 type TouchRow = { action_id: string; path: string; access: FileTouch['access'] };
 type SandboxRow = { id: string; tier: SandboxRef['tier']; container_id: string; runtime: string | null };
-type OutboxRow = { id: number; kind: 'session' | 'action' | 'plan'; key: string };
+type OutboxRow = { id: number; kind: 'session' | 'action' | 'plan' | 'checkpoint' | 'fork'; key: string };
 type PlanRow = {
   id: string;
   session_id: string;
@@ -286,6 +315,8 @@ export class SqliteContextGraph extends ContextGraph {
   private wal: WalSync | undefined;
   private queue: GroupCommitQueue | undefined;
   private readonly statements = new Map<string, StatementSync>();
+  /** `sql` as a function, for the readers and writers kept in other files (sqlite-stateful, sqlite-checkpoints). */
+  private readonly prepared = (sql: string): StatementSync => this.sql(sql);
   private closed = false;
 
   constructor(private readonly options: SqliteContextGraphOptions) {
@@ -399,7 +430,7 @@ export class SqliteContextGraph extends ContextGraph {
         sandboxId ?? null,
         actionId,
       );
-      writeStatefulRefs((sql) => this.sql(sql), actionId, row.session_id, c);
+      writeStatefulRefs(this.prepared, actionId, row.session_id, c);
       for (const file of c.files) {
         const id = fileNodeId(row.session_id, file.path);
         this.sql('INSERT INTO files (id, session_id, path) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(
@@ -463,8 +494,58 @@ export class SqliteContextGraph extends ContextGraph {
     });
   }
 
+  override recordCheckpoint(c: CheckpointRecord): Promise<void> {
+    return this.write(() => {
+      if (insertCheckpoint(this.prepared, c)) {
+        this.queueForReplica('checkpoint', checkpointNodeId(c.id), c.sessionId);
+      }
+    });
+  }
+
+  override recordCheckpointDeleted(
+    sessionId: string,
+    checkpointId: string,
+    deletedAt: string,
+    reason: 'deleted' | 'pruned',
+  ): Promise<void> {
+    return this.write(() => {
+      markCheckpointDeleted(this.prepared, sessionId, checkpointId, deletedAt, reason);
+      this.queueForReplica('checkpoint', checkpointNodeId(checkpointId), sessionId);
+    });
+  }
+
+  /** Restores travel with their checkpoint: its outbox entry carries every restore of it. */
+  override recordRestore(r: RestoreRecord): Promise<void> {
+    return this.write(() => {
+      if (insertRestore(this.prepared, r)) {
+        this.queueForReplica('checkpoint', checkpointNodeId(r.checkpointId), r.sessionId);
+      }
+    });
+  }
+
+  override recordFork(f: ForkRecord): Promise<void> {
+    return this.write(() => {
+      if (insertFork(this.prepared, f)) this.queueForReplica('fork', f.sessionId, f.sessionId);
+    });
+  }
+
   override async getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
     return this.action(sessionId, actionId);
+  }
+
+  override async lastActionSeq(sessionId: string): Promise<number> {
+    const row = this.sql('SELECT MAX(seq) AS seq FROM actions WHERE session_id = ?').get(sessionId) as {
+      seq: number | null;
+    };
+    return row.seq ?? 0;
+  }
+
+  override async getCheckpoint(
+    sessionId: string,
+    checkpointId: string,
+  ): Promise<CheckpointState | undefined> {
+    const [stored] = readCheckpoints(this.prepared, 'id', checkpointNodeId(checkpointId));
+    return stored && stored.sessionId === sessionId ? checkpointState(stored) : undefined;
   }
 
   override async listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {
@@ -498,7 +579,12 @@ export class SqliteContextGraph extends ContextGraph {
       f?.status ? list(f.status) : null,
       f?.limit ?? -1,
     ) as ActionRow[];
-    return buildGraphView(session, this.hydrate(rows.reverse()), this.plansOf(sessionId));
+    return buildGraphView(
+      session,
+      this.hydrate(rows.reverse()),
+      this.plansOf(sessionId),
+      readSessionCheckpoints(this.prepared, sessionId, (id) => this.session(id)),
+    );
   }
 
   override async failureContext(
@@ -534,31 +620,47 @@ export class SqliteContextGraph extends ContextGraph {
     }
     const summaries = (rows: ActionRow[]): ActionSummary[] => this.hydrate(rows).map(summarize);
     const writers = summaries([...writerRows.values()]);
+    const ancestorRecords = this.hydrate(ancestors);
     const planSteps = this.sql(
       `SELECT s.plan_id AS planId, s.step_id AS stepId, s.version AS version
        FROM step_attempts t JOIN plan_steps s ON s.id = t.step_id WHERE t.action_id = ?`,
     ).all(actionId) as { planId: string; stepId: string; version: number }[];
     return buildFailureContext(
       action,
-      summaries(ancestors),
+      ancestorRecords.map(summarize),
       summaries(descendants),
       summaries(before),
       new Map([...writerRows.keys()].map((path, i) => [path, writers[i]])),
       planSteps,
+      new Map(
+        ancestorRecords.flatMap((a): [string, CheckpointRef][] =>
+          a.checkpoint ? [[a.id, a.checkpoint]] : [],
+        ),
+      ),
     );
   }
 
   override async fileLineage(sessionId: string, path: string): Promise<FileLineage> {
-    const rows = this.sql(
-      `SELECT ${ACTION_COLUMNS_OF_A} FROM actions a
-       WHERE a.id IN (SELECT action_id FROM action_files WHERE file_id = ?) ORDER BY a.seq`,
-    ).all(fileNodeId(sessionId, path)) as ActionRow[];
+    // Each fork origin's actions up to the seq its fork was cut at, then the session's own.
+    const sources = [
+      ...readForkOrigins(this.prepared, sessionId),
+      { sessionId, seq: Number.MAX_SAFE_INTEGER },
+    ];
+    const rows = sources.flatMap(
+      (source) =>
+        this.sql(
+          `SELECT ${ACTION_COLUMNS_OF_A} FROM actions a
+           WHERE a.id IN (SELECT action_id FROM action_files WHERE file_id = ?) AND a.seq <= ? ORDER BY a.seq`,
+        ).all(fileNodeId(source.sessionId, path), source.seq) as ActionRow[],
+    );
     return buildFileLineage(
       path,
       this.hydrate(rows).map((a) => ({
         ...summarize(a),
+        sessionId: a.sessionId,
         access: a.files.filter((f) => f.path === path).map((f) => f.access),
       })),
+      sources.map((s) => s.sessionId),
     );
   }
 
@@ -634,11 +736,16 @@ export class SqliteContextGraph extends ContextGraph {
     return Number(Object.values(this.sql('SELECT count(*) FROM outbox').get() ?? {})[0]);
   }
 
-  /** Whether any outbox entry of this session is waiting. */
+  /**
+   * Whether any outbox entry is waiting that an answer about this session draws on: the session's own, or those
+   * of its fork origins (its lineage) and of the sessions forked from it (its graph).
+   */
   outboxHolds(sessionId: string): boolean {
     return (
       this.options.outbox === true &&
-      this.sql('SELECT 1 FROM outbox WHERE session_id = ? LIMIT 1').get(sessionId) !== undefined
+      this.sql(`SELECT 1 FROM outbox WHERE session_id IN (${FORK_RELATED_SESSIONS}) LIMIT 1`).get(
+        sessionId,
+      ) !== undefined
     );
   }
 
@@ -654,6 +761,8 @@ export class SqliteContextGraph extends ContextGraph {
     const sessions = new Map<string, SessionState>();
     const actions = new Map<string, ReplicaAction>();
     const plans = new Map<string, StoredPlan>();
+    const checkpoints = new Map<string, StoredCheckpoint>();
+    const forks = new Map<string, ForkRecord>();
     let lastId = 0;
     let bytes = 0;
     for (const row of rows) {
@@ -668,6 +777,18 @@ export class SqliteContextGraph extends ContextGraph {
         if (plans.has(row.key)) continue;
         const plan = this.plans('SELECT * FROM plans WHERE id = ?', row.key)[0];
         if (plan) plans.set(row.key, plan);
+        continue;
+      }
+      if (row.kind === 'checkpoint') {
+        const checkpoint = checkpoints.has(row.key)
+          ? undefined
+          : readCheckpoints(this.prepared, 'id', row.key)[0];
+        if (checkpoint) checkpoints.set(row.key, checkpoint);
+        continue;
+      }
+      if (row.kind === 'fork') {
+        const fork = forks.has(row.key) ? undefined : readFork(this.prepared, row.key);
+        if (fork) forks.set(row.key, fork);
         continue;
       }
       if (actions.has(row.key)) continue;
@@ -692,6 +813,8 @@ export class SqliteContextGraph extends ContextGraph {
       sessions: [...sessions.values()],
       actions: [...actions.values()],
       ...(plans.size > 0 && { plans: [...plans.values()] }),
+      ...(checkpoints.size > 0 && { checkpoints: [...checkpoints.values()] }),
+      ...(forks.size > 0 && { forks: [...forks.values()] }),
     };
   }
 
@@ -748,7 +871,11 @@ export class SqliteContextGraph extends ContextGraph {
       db.exec(`INSERT INTO outbox (kind, key, session_id) SELECT 'session', id, id FROM sessions ORDER BY rowid;
         INSERT INTO outbox (kind, key, session_id)
           SELECT 'action', id, session_id FROM actions ORDER BY session_id, seq;
-        INSERT INTO outbox (kind, key, session_id) SELECT 'plan', id, session_id FROM plans ORDER BY rowid;`);
+        INSERT INTO outbox (kind, key, session_id) SELECT 'plan', id, session_id FROM plans ORDER BY rowid;
+        INSERT INTO outbox (kind, key, session_id)
+          SELECT 'checkpoint', id, session_id FROM checkpoints ORDER BY rowid;
+        INSERT INTO outbox (kind, key, session_id)
+          SELECT 'fork', session_id, session_id FROM forks ORDER BY rowid;`);
     }
     db.prepare(
       `INSERT INTO meta (key, value) VALUES ('outbox', ?) ON CONFLICT (key) DO UPDATE SET value = ?`,
@@ -819,7 +946,10 @@ export class SqliteContextGraph extends ContextGraph {
     }));
   }
 
-  /** Rows to records, with files, sandboxes, kernels and processes fetched in one query each for all of them. */
+  /**
+   * Rows to records, with files, sandboxes, kernels, processes and checkpoints fetched in one query each for all
+   * of them.
+   */
   private hydrate(rows: ActionRow[]): ActionRecord[] {
     if (rows.length === 0) return [];
     const ids = list(rows.map((r) => r.id));
@@ -852,13 +982,15 @@ export class SqliteContextGraph extends ContextGraph {
               ] as const,
           ),
     );
-    const stateful = readStatefulRefs((sql) => this.sql(sql), ids);
+    const stateful = readStatefulRefs(this.prepared, ids);
+    const checkpoints = readCheckpointRefs(this.prepared, ids);
     return rows.map((row) =>
       toRecord(
         row,
         touches.get(row.id) ?? [],
         row.sandbox_id === null ? undefined : sandboxes.get(row.sandbox_id),
         stateful.get(row.id) ?? {},
+        checkpoints.get(row.id),
       ),
     );
   }
@@ -869,6 +1001,7 @@ function toRecord(
   files: FileTouch[],
   sandbox: SandboxRef | undefined,
   { kernel, startedProcess }: StatefulRefs,
+  checkpoint: CheckpointRef | undefined,
 ): ActionRecord {
   return {
     id: row.id,
@@ -893,6 +1026,7 @@ function toRecord(
     sandbox,
     kernel,
     startedProcess,
+    checkpoint,
     files: sortTouches(files),
     result: parseOpt(row.result),
   };

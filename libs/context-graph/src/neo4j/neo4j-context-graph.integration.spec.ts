@@ -130,11 +130,9 @@ describe('Neo4jContextGraph', () => {
       constraints.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('type')]),
     ).toEqual(
       expect.arrayContaining(
-        ['Session', 'Action', 'File', 'Sandbox', 'Kernel', 'Process', 'Plan', 'Step'].map((label) => [
-          [label],
-          ['id'],
-          'UNIQUENESS',
-        ]),
+        ['Session', 'Action', 'File', 'Sandbox', 'Kernel', 'Process', 'Checkpoint', 'Plan', 'Step'].map(
+          (label) => [[label], ['id'], 'UNIQUENESS'],
+        ),
       ),
     );
     const indexes = await testNeo4j
@@ -235,6 +233,85 @@ describe('Neo4jContextGraph', () => {
     ]);
   });
 
+  it('keeps checkpoints with the engine id as checkpointId and counts as Cypher integers; one statement per write', async () => {
+    await seed();
+    await graph.recordSession({ id: 'f', tenant: 't', createdAt: at(5), metadata: {} });
+    const statements = async (write: () => Promise<unknown>): Promise<number> => {
+      const before = graph.statementCount();
+      await write();
+      return graph.statementCount() - before;
+    };
+    const checkpoint = {
+      id: 'chk_1',
+      sessionId: 's',
+      createdAt: at(3),
+      files: 2,
+      directories: 1,
+      bytes: 5_000_000_000,
+      auto: true,
+      seq: 1,
+      beforeActionId: 'a2',
+    };
+    expect(await statements(() => graph.recordCheckpoint(checkpoint))).toBe(1);
+    expect(
+      await statements(() =>
+        graph.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at(4) }),
+      ),
+    ).toBe(1);
+    expect(
+      await statements(() =>
+        graph.recordFork({
+          sessionId: 'f',
+          fromSessionId: 's',
+          checkpointId: 'chk_1',
+          forkedAt: at(5),
+          seq: 1,
+        }),
+      ),
+    ).toBe(1);
+    expect(await statements(() => graph.recordCheckpointDeleted('s', 'chk_1', at(6), 'pruned'))).toBe(1);
+
+    const { records } = await testNeo4j.admin().executeQuery(
+      `MATCH (s:Session)-[:HAS_CHECKPOINT]->(c:Checkpoint)-[:BEFORE]->(a:Action)
+       RETURN s.id AS session, a.id AS action, c {.*} AS c, valueType(c.bytes) AS bytesType, valueType(c.seq) AS seqType`,
+    );
+    expect(records.map((r) => r.toObject())).toEqual([
+      {
+        session: 's',
+        action: 'a2',
+        c: {
+          id: 'checkpoint:chk_1',
+          checkpointId: 'chk_1',
+          sessionId: 's',
+          createdAt: at(3),
+          files: 2,
+          directories: 1,
+          bytes: 5_000_000_000,
+          auto: true,
+          seq: 1,
+          deletedAt: at(6),
+          deleteReason: 'pruned',
+        },
+        bytesType: 'INTEGER NOT NULL',
+        seqType: 'INTEGER NOT NULL',
+      },
+    ]);
+    const edges = await testNeo4j.admin().executeQuery(
+      `MATCH (x)-[r:RESTORED|FORKED_FROM]->(y) RETURN type(r) AS type, x.id AS from, y.id AS to, r {.*} AS r,
+         valueType(r.seq) AS seqType ORDER BY type`,
+    );
+    expect(edges.records.map((r) => r.toObject())).toEqual([
+      {
+        type: 'FORKED_FROM',
+        from: 'f',
+        to: 's',
+        r: { forkedAt: at(5), seq: 1, checkpointId: 'chk_1' },
+        seqType: 'INTEGER NOT NULL',
+      },
+      { type: 'RESTORED', from: 's', to: 'checkpoint:chk_1', r: { restoredAt: at(4) }, seqType: 'NULL' },
+    ]);
+  });
+
   it('answers every query with one statement (no N+1)', async () => {
     await seed();
     const statements = async (query: () => Promise<unknown>): Promise<number> => {
@@ -248,6 +325,10 @@ describe('Neo4jContextGraph', () => {
     expect(await statements(() => graph.sessionGraph('s', { types: ['code'], limit: 1 }))).toBe(1);
     expect(await statements(() => graph.failureContext('s', 'a2', { before: 10 }))).toBe(1);
     expect(await statements(() => graph.fileLineage('s', 'a.txt'))).toBe(1);
+    await graph.recordSession({ id: 'f', tenant: 't', createdAt: at(5), metadata: {} });
+    await graph.recordFork({ sessionId: 'f', fromSessionId: 's', forkedAt: at(5), seq: 2 });
+    expect(await statements(() => graph.fileLineage('f', 'a.txt'))).toBe(1);
+    expect(await statements(() => graph.sessionGraph('f'))).toBe(1);
   });
 
   it('names the bad setting when it cannot be used: credentials, database, address', async () => {

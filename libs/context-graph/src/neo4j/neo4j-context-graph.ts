@@ -14,6 +14,7 @@ import neo4j, {
   type QueryResult,
   type RecordShape,
 } from 'neo4j-driver';
+import { checkpointNodeId, checkpointState } from '../context-graph.checkpoints';
 import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
   ActionAlreadyCompletedError,
@@ -29,15 +30,19 @@ import type {
   ActionRecord,
   ActionStart,
   ActionSummary,
+  CheckpointRecord,
+  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
   GraphFilter,
   GraphHealth,
+  ForkRecord,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
+  RestoreRecord,
   SandboxRef,
   SessionRecord,
 } from '../context-graph.types';
@@ -47,7 +52,6 @@ import {
   buildFileLineage,
   buildGraphView,
   checkGraphFilter,
-  fileNodeId,
   INTERRUPTED_ERROR,
   resolvePlan,
   sandboxNodeId,
@@ -58,6 +62,19 @@ import {
   summarize,
 } from '../context-graph.views';
 import type { ReplicaAction, ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
+import {
+  checkpointRefOf,
+  checkpointReplicaParam,
+  forkReplicaParam,
+  toAncestorCheckpoints,
+  toCheckpointGraphInput,
+  toStoredCheckpoint,
+  type WriteStatement,
+  writeCheckpoint,
+  writeCheckpointDeleted,
+  writeFork,
+  writeRestore,
+} from './neo4j-checkpoints';
 import * as Q from './neo4j-cypher';
 import { statefulParams, statefulRefs } from './neo4j-stateful';
 
@@ -105,6 +122,9 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
   private readonly inFlight = new Set<Promise<unknown>>();
   private queries = 0;
   private probe: { at: number; health: Promise<GraphHealth> } | undefined;
+  /** One statement in its own write transaction, rows as plain objects: for writers kept in other files. */
+  private readonly writeStatement: WriteStatement = async (query, params) =>
+    (await this.write((tx) => this.run(tx, query, params))).records.map((r) => r.toObject());
 
   constructor(private readonly options: Neo4jContextGraphOptions) {
     super();
@@ -194,11 +214,51 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     });
   }
 
+  override recordCheckpoint(c: CheckpointRecord): Promise<void> {
+    return this.track(() => writeCheckpoint(this.writeStatement, c));
+  }
+
+  override recordCheckpointDeleted(
+    sessionId: string,
+    checkpointId: string,
+    deletedAt: string,
+    reason: 'deleted' | 'pruned',
+  ): Promise<void> {
+    return this.track(() =>
+      writeCheckpointDeleted(this.writeStatement, sessionId, checkpointId, deletedAt, reason),
+    );
+  }
+
+  override recordRestore(r: RestoreRecord): Promise<void> {
+    return this.track(() => writeRestore(this.writeStatement, r));
+  }
+
+  override recordFork(f: ForkRecord): Promise<void> {
+    return this.track(() => writeFork(this.writeStatement, f));
+  }
+
   override getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
     return this.track(async () => {
       const result = await this.read((tx) => this.run(tx, Q.GET_ACTION, { sessionId, actionId }));
       const props = result.records[0]?.get('action') as Props | undefined;
       return props && toRecord(props);
+    });
+  }
+
+  override lastActionSeq(sessionId: string): Promise<number> {
+    return this.track(async () => {
+      const result = await this.read((tx) => this.run(tx, Q.LAST_ACTION_SEQ, { sessionId }));
+      return result.records[0].get('seq') as number;
+    });
+  }
+
+  override getCheckpoint(sessionId: string, checkpointId: string): Promise<CheckpointState | undefined> {
+    return this.track(async () => {
+      const result = await this.read((tx) =>
+        this.run(tx, Q.GET_CHECKPOINT, { sessionId, id: checkpointNodeId(checkpointId) }),
+      );
+      const props = result.records[0]?.get('checkpoint') as Props | undefined;
+      return props && checkpointState(toStoredCheckpoint(props));
     });
   }
 
@@ -239,7 +299,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
       const actions = (row.get('actions') as Props[]).map(toRecord).reverse();
       const session = toSession(row.get('session') as Props);
       const plans = (row.get('plans') as Props[]).map((p) => toPlan(p, session.id));
-      return buildGraphView(session, actions, plans);
+      return buildGraphView(session, actions, plans, toCheckpointGraphInput(row.toObject(), toSession));
     });
   }
 
@@ -264,21 +324,31 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         summaries('before'),
         new Map(writers.map((w) => [w.path, toSummary(w.writer)])),
         row.get('planSteps') as { planId: string; stepId: string; version: number }[],
+        toAncestorCheckpoints(row.get('ancestorCheckpoints') as Props[]),
       );
     });
   }
 
   override fileLineage(sessionId: string, path: string): Promise<FileLineage> {
     return this.track(async () => {
-      const result = await this.read((tx) =>
-        this.run(tx, Q.FILE_LINEAGE, { fileId: fileNodeId(sessionId, path) }),
-      );
+      const result = await this.read((tx) => this.run(tx, Q.FILE_LINEAGE, { sessionId, path }));
+      const rows = result.records.map((r) => ({
+        action: r.get('action') as Props,
+        access: r.get('access') as ('read' | 'write')[],
+        depth: r.get('depth') as number,
+      }));
+      // Oldest origin (deepest fork) first, the session itself (depth 0) last.
+      const sessions = [...new Map(rows.map((r) => [r.action.sessionId as string, r.depth]))]
+        .sort(([, a], [, b]) => b - a)
+        .map(([id]) => id);
       return buildFileLineage(
         path,
-        result.records.map((r) => ({
-          ...toSummary(r.get('action') as Props),
-          access: r.get('access') as ('read' | 'write')[],
+        rows.map((r) => ({
+          ...toSummary(r.action),
+          sessionId: r.action.sessionId as string,
+          access: r.access,
         })),
+        sessions,
       );
     });
   }
@@ -315,7 +385,10 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     });
   }
 
-  /** Copies records in one transaction: sessions first, then actions in the given order. Idempotent. */
+  /**
+   * Copies records in one transaction: sessions first, then actions in the given order, plans, checkpoints
+   * and forks. Idempotent.
+   */
   async applyReplica(changes: ReplicaChanges): Promise<void> {
     return this.track(async () => {
       await this.write(async (tx) => {
@@ -336,6 +409,14 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         }
         if (changes.plans && changes.plans.length > 0) {
           await this.run(tx, Q.RECORD_PLANS, { plans: changes.plans.map(planParam) });
+        }
+        if (changes.checkpoints && changes.checkpoints.length > 0) {
+          await this.run(tx, Q.REPLICATE_CHECKPOINTS, {
+            checkpoints: changes.checkpoints.map(checkpointReplicaParam),
+          });
+        }
+        if (changes.forks && changes.forks.length > 0) {
+          await this.run(tx, Q.REPLICATE_FORKS, { forks: changes.forks.map(forkReplicaParam) });
         }
       });
     });
@@ -625,6 +706,7 @@ function toRecord(p: Props): ActionRecord {
       ...(sandbox.runtime !== null && sandbox.runtime !== undefined && { runtime: sandbox.runtime }),
     },
     ...statefulRefs(p),
+    checkpoint: checkpointRefOf(p),
     files: sortTouches((p.files as ActionRecord['files'] | undefined) ?? []),
     result:
       p.result === null || p.result === undefined

@@ -3,8 +3,10 @@
 //
 // Model: (:Session)-[:HAS_ACTION]->(:Action), (:Action)-[:NEXT]->(:Action) by seq, (:Action)-[:READ|WROTE]->
 // (:File), (:Action)-[:RETRY_OF]->(:Action), (:Action)-[:RAN_IN]->(:Sandbox), (:Action)-[:RAN_IN {executionCount,
-// started}]->(:Kernel), (:Action)-[:STARTED]->(:Process), (:Session)-[:HAS_PLAN]->(:Plan)
-// -[:HAS_STEP]->(:Step), (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action). Actions carry `sessionId` so one
+// started}]->(:Kernel), (:Action)-[:STARTED]->(:Process), (:Session)-[:HAS_CHECKPOINT]->(:Checkpoint)
+// -[:BEFORE]->(:Action), (:Session|Action)-[:RESTORED {restoredAt, planId}]->(:Checkpoint), (:Session)
+// -[:FORKED_FROM {forkedAt, seq, checkpointId}]->(:Session), (:Session)-[:HAS_PLAN]->(:Plan)-[:HAS_STEP]->(:Step),
+// (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action). Actions carry `sessionId` so one
 // composite index answers every per-session lookup; the session's `lastSeq` hands out gapless seqs; WROTE edges
 // carry the file's id and the writer's seq, indexed, for last-writer lookups.
 
@@ -16,6 +18,7 @@ export const SCHEMA: readonly string[] = [
   'CREATE CONSTRAINT sandbox_id IF NOT EXISTS FOR (b:Sandbox) REQUIRE b.id IS UNIQUE',
   'CREATE CONSTRAINT kernel_id IF NOT EXISTS FOR (k:Kernel) REQUIRE k.id IS UNIQUE',
   'CREATE CONSTRAINT process_id IF NOT EXISTS FOR (pr:Process) REQUIRE pr.id IS UNIQUE',
+  'CREATE CONSTRAINT checkpoint_id IF NOT EXISTS FOR (c:Checkpoint) REQUIRE c.id IS UNIQUE',
   'CREATE CONSTRAINT plan_id IF NOT EXISTS FOR (p:Plan) REQUIRE p.id IS UNIQUE',
   'CREATE CONSTRAINT step_id IF NOT EXISTS FOR (st:Step) REQUIRE st.id IS UNIQUE',
   'CREATE INDEX action_session_seq IF NOT EXISTS FOR (a:Action) ON (a.sessionId, a.seq)',
@@ -28,8 +31,12 @@ export const SCHEMA: readonly string[] = [
 
 export const AWAIT_INDEXES = 'CALL db.awaitIndexes(60)';
 
+/** The refs of the checkpoints taken before action `v` (the store keeps the latest). */
+const checkpointRefs = (v: string): string =>
+  `[(${v})<-[:BEFORE]-(c:Checkpoint) | c {id: c.checkpointId, .label, .createdAt, .auto, .deletedAt}]`;
+
 /**
- * An action as a map with its files, original, sandbox, kernel and started process: everything an
+ * An action as a map with its files, original, sandbox, kernel, started process and checkpoints: everything an
  * `ActionRecord` holds.
  */
 const actionMap = (v: string): string => `${v} {.*,
@@ -40,7 +47,14 @@ const actionMap = (v: string): string => `${v} {.*,
   kernel: [(${v})-[r:RAN_IN]->(k:Kernel) | {id: k.kernelId, language: k.language, tier: k.tier,
     executionCount: r.executionCount, started: r.started}][0],
   startedProcess: [(${v})-[:STARTED]->(pr:Process) | {id: pr.processId, name: pr.name, command: pr.command,
-    tier: pr.tier, startedAt: pr.startedAt}][0]}`;
+    tier: pr.tier, startedAt: pr.startedAt}][0],
+  checkpoints: ${checkpointRefs(v)}}`;
+
+/** A checkpoint with its `BEFORE` action and every restore of it: everything a `StoredCheckpoint` holds. */
+const checkpointMap = (v: string): string => `${v} {.*,
+  beforeActionId: [(${v})-[:BEFORE]->(x:Action) | x.id][0],
+  restores: [(f)-[r:RESTORED]->(${v}) | {actionId: CASE WHEN f:Action THEN f.id END, restoredAt: r.restoredAt,
+    planId: r.planId}]}`;
 
 /**
  * The `Kernel`/`Process` nodes (one per id: MERGE, properties set on creation) and the action's `RAN_IN`
@@ -157,7 +171,15 @@ CALL (s) {
   OPTIONAL MATCH (s)-[:HAS_PLAN]->(p:Plan)
   RETURN collect(${planMap('p')}) AS plans
 }
-RETURN s {.*} AS session, actions, plans`;
+CALL (s) {
+  OPTIONAL MATCH (s)-[:HAS_CHECKPOINT]->(c:Checkpoint)
+  RETURN collect(${checkpointMap('c')}) AS checkpoints
+}
+RETURN s {.*} AS session, actions, plans, checkpoints,
+  [(s)-[e:FORKED_FROM]->(o:Session) |
+    {fork: e {.*, sessionId: s.id, fromSessionId: o.id}, session: o {.*}}] AS origin,
+  [(o:Session)-[e:FORKED_FROM]->(s) |
+    {fork: e {.*, sessionId: o.id, fromSessionId: s.id}, session: o {.*}}] AS forks`;
 
 // Seqs are gapless, so "the N before" is a range on the (sessionId, seq) index; a file's last earlier writer is
 // the first entry of the WROTE (fileId, seq) index read backwards from the action's seq.
@@ -165,7 +187,10 @@ export const FAILURE_CONTEXT = `
 MATCH (a:Action {id: $actionId}) WHERE a.sessionId = $sessionId
 CALL (a) {
   OPTIONAL MATCH (a)-[:RETRY_OF*1..]->(x:Action)
-  RETURN collect(DISTINCT ${summaryMap('x')}) AS ancestors
+  WITH DISTINCT x
+  RETURN collect(${summaryMap('x')}) AS ancestors,
+    collect(CASE WHEN x IS NOT NULL THEN {actionId: x.id, checkpoints: ${checkpointRefs('x')}} END)
+      AS ancestorCheckpoints
 }
 CALL (a) {
   OPTIONAL MATCH (x:Action)-[:RETRY_OF*1..]->(a)
@@ -185,13 +210,22 @@ CALL (a) {
   }
   RETURN collect({path: f.path, writer: ${summaryMap('x')}}) AS writers
 }
-RETURN ${actionMap('a')} AS action, ancestors, descendants, before, writers,
+RETURN ${actionMap('a')} AS action, ancestors, ancestorCheckpoints, descendants, before, writers,
   [(a)<-[:ATTEMPT]-(st:Step) | st {.planId, .stepId, .version}] AS planSteps`;
 
+// The session's own touches of the file, and each fork origin's (`depth` forks up) up to the seq of the fork
+// whose source it is: the last edge of the path that reaches it.
 export const FILE_LINEAGE = `
-MATCH (f:File {id: $fileId})<-[r:READ|WROTE]-(x:Action)
-WITH x, collect(CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END) AS access
-RETURN ${summaryMap('x')} AS action, access`;
+MATCH (s:Session {id: $sessionId})
+CALL (s) {
+  MATCH p = (s)-[:FORKED_FROM*1..]->(o:Session)
+  RETURN collect({sessionId: o.id, cut: last(relationships(p)).seq, depth: length(p)}) AS origins
+}
+UNWIND [{sessionId: s.id, cut: null, depth: 0}] + origins AS source
+MATCH (f:File {id: 'file:' + source.sessionId + ':' + $path})<-[r:READ|WROTE]-(x:Action)
+WHERE source.cut IS NULL OR x.seq <= source.cut
+WITH source, x, collect(CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END) AS access
+RETURN ${summaryMap('x')} AS action, access, source.depth AS depth`;
 
 // Replication: idempotent upserts of the current state of records (MERGE on ids). A stale copy never undoes
 // a newer one: an action that has ended is not made `running` again, and a session keeps its first end.
@@ -254,3 +288,100 @@ CALL (s, x) {
   MERGE (st)-[:ATTEMPT]->(a)
 }
 RETURN p.id AS id`;
+
+// Checkpoints. The node is created once (MERGE on its id: a second record of an id changes nothing, nor adds
+// edges); the row says what was missing, so the adapter can name it.
+export const RECORD_CHECKPOINT = `
+OPTIONAL MATCH (s:Session {id: $sessionId})
+OPTIONAL MATCH (a:Action {id: $beforeActionId}) WHERE a.sessionId = $sessionId
+WITH s, a, ($beforeActionId IS NULL OR a IS NOT NULL) AS hasAction
+CALL (s, a, hasAction) {
+  WITH s, a WHERE s IS NOT NULL AND hasAction
+  MERGE (c:Checkpoint {id: $id})
+    ON CREATE SET c += $props, c._created = true
+  WITH s, a, c, c._created IS NOT NULL AS created
+  REMOVE c._created
+  WITH s, a, c WHERE created
+  CREATE (s)-[:HAS_CHECKPOINT]->(c)
+  FOREACH (x IN CASE WHEN a IS NULL THEN [] ELSE [a] END | CREATE (c)-[:BEFORE]->(x))
+}
+RETURN s IS NOT NULL AS hasSession, hasAction`;
+
+export const LAST_ACTION_SEQ = `
+MATCH (a:Action) WHERE a.sessionId = $sessionId
+RETURN coalesce(max(a.seq), 0) AS seq`;
+
+export const GET_CHECKPOINT = `
+MATCH (c:Checkpoint {id: $id}) WHERE c.sessionId = $sessionId
+RETURN ${checkpointMap('c')} AS checkpoint`;
+
+export const RECORD_CHECKPOINT_DELETED = `
+MATCH (c:Checkpoint {id: $id}) WHERE c.sessionId = $sessionId
+SET c.deletedAt = coalesce(c.deletedAt, $deletedAt), c.deleteReason = coalesce(c.deleteReason, $reason)
+RETURN count(c) AS n`;
+
+// A restore is known by where it starts, its checkpoint and its time: MERGE on those, the first planId kept.
+export const RECORD_RESTORE = `
+OPTIONAL MATCH (s:Session {id: $sessionId})
+OPTIONAL MATCH (a:Action {id: $actionId}) WHERE a.sessionId = $sessionId
+OPTIONAL MATCH (c:Checkpoint {id: $checkpointId}) WHERE c.sessionId = $sessionId
+WITH s, a, c, ($actionId IS NULL OR a IS NOT NULL) AS hasAction
+CALL (s, a, c, hasAction) {
+  WITH s, a, c WHERE s IS NOT NULL AND hasAction AND c IS NOT NULL
+  WITH c, coalesce(a, s) AS f
+  MERGE (f)-[r:RESTORED {restoredAt: $restoredAt}]->(c)
+    ON CREATE SET r.planId = $planId
+}
+RETURN s IS NOT NULL AS hasSession, hasAction, c IS NOT NULL AS hasCheckpoint`;
+
+// The new session's write lock first (as for starts), so two forks of one session cannot both find it without
+// an origin. `existing` is its origin already recorded; `cycle` says the source descends from it (or is it).
+export const RECORD_FORK = `
+OPTIONAL MATCH (s:Session {id: $sessionId})
+SET s._lock = true
+REMOVE s._lock
+WITH s
+OPTIONAL MATCH (o:Session {id: $fromSessionId})
+WITH s, o,
+  ($checkpointId IS NULL OR
+    EXISTS { MATCH (c:Checkpoint {id: $checkpointId}) WHERE c.sessionId = $fromSessionId }) AS hasCheckpoint,
+  [(s)-[e:FORKED_FROM]->(x:Session) | e {.*, sessionId: s.id, fromSessionId: x.id}][0] AS existing
+WITH s, o, hasCheckpoint, existing,
+  CASE WHEN s IS NULL OR o IS NULL THEN false ELSE EXISTS { (o)-[:FORKED_FROM*0..]->(s) } END AS cycle
+CALL (s, o, hasCheckpoint, existing, cycle) {
+  WITH s, o WHERE s IS NOT NULL AND o IS NOT NULL AND hasCheckpoint AND existing IS NULL AND NOT cycle
+  CREATE (s)-[e:FORKED_FROM]->(o)
+  SET e = $props
+}
+RETURN s IS NOT NULL AS hasSession, o IS NOT NULL AS hasSource, hasCheckpoint, existing, cycle`;
+
+// Replication of checkpoints: the node converges on the local one (its deletion kept once set), with its
+// HAS_CHECKPOINT, BEFORE and every RESTORED edge MERGEd on what identifies it. An action not copied yet is
+// skipped: its outbox entry comes before the one that named it, and a later entry of the checkpoint copies
+// the edge again.
+export const REPLICATE_CHECKPOINTS = `
+UNWIND $checkpoints AS x
+MATCH (s:Session {id: x.sessionId})
+MERGE (c:Checkpoint {id: x.id})
+SET c += x.props,
+    c.deletedAt = coalesce(c.deletedAt, x.deletedAt), c.deleteReason = coalesce(c.deleteReason, x.deleteReason)
+MERGE (s)-[:HAS_CHECKPOINT]->(c)
+FOREACH (r IN x.sessionRestores |
+  MERGE (s)-[e:RESTORED {restoredAt: r.restoredAt}]->(c) ON CREATE SET e.planId = r.planId)
+WITH c, x
+CALL (c, x) {
+  UNWIND x.before AS actionId
+  MATCH (a:Action {id: actionId}) WHERE a.sessionId = x.sessionId
+  MERGE (c)-[:BEFORE]->(a)
+}
+CALL (c, x) {
+  UNWIND x.actionRestores AS r
+  MATCH (a:Action {id: r.actionId}) WHERE a.sessionId = x.sessionId
+  MERGE (a)-[e:RESTORED {restoredAt: r.restoredAt}]->(c) ON CREATE SET e.planId = r.planId
+}`;
+
+export const REPLICATE_FORKS = `
+UNWIND $forks AS x
+MATCH (s:Session {id: x.sessionId}), (o:Session {id: x.fromSessionId})
+MERGE (s)-[e:FORKED_FROM]->(o)
+SET e = x.props`;

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ActionCompletion, ActionStart } from '../context-graph.types';
+import type { ActionCompletion, ActionStart, GraphView } from '../context-graph.types';
 import { SqliteContextGraph } from '../embedded/sqlite-context-graph';
 import { Neo4jContextGraph, type Neo4jContextGraphOptions } from '../neo4j/neo4j-context-graph';
 import {
@@ -126,7 +126,8 @@ describe('ReplicatedContextGraph on Neo4j', () => {
 
   /**
    * Two sessions with every kind of node and edge: files, retries, sandboxes, kernels (two cells of one),
-   * processes, plans, an ended session.
+   * processes, checkpoints (one taken before a1 and restored by its retry a2, a deleted one restored by a plan),
+   * plans, an ended session; and a third session forked from s1 at a checkpoint.
    */
   async function history(graph: ContextGraph): Promise<string[]> {
     const sessions = ['s1', 's2'];
@@ -138,6 +139,17 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       const kernel = { id: `krn_${sid}`, language: 'python' as const, tier: 'pooled' as const };
       const a1 = start(`${sid}-a1`, sid);
       await graph.recordActionStarted(a1);
+      await graph.recordCheckpoint({
+        id: `chk_${sid}`,
+        sessionId: sid,
+        createdAt: at(1),
+        files: 4,
+        directories: 2,
+        bytes: 3 * 2 ** 32,
+        auto: true,
+        seq: 0,
+        beforeActionId: a1.id,
+      });
       await graph.recordActionCompleted(
         a1.id,
         completion(a1, {
@@ -154,6 +166,12 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       );
       const a2 = start(`${sid}-a2`, sid, { retryOf: a1.id, startedAt: at(3) });
       await graph.recordActionStarted(a2);
+      await graph.recordRestore({
+        sessionId: sid,
+        checkpointId: `chk_${sid}`,
+        restoredAt: at(3),
+        actionId: a2.id,
+      });
       await graph.recordActionCompleted(
         a2.id,
         completion(a2, {
@@ -198,10 +216,48 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         endedAt: at(5),
         steps: [...steps, { ...steps[0], version: 2, status: 'succeeded', attempts: [a2.id], replaces: 1 }],
       });
+      await graph.recordCheckpoint({
+        id: `chk_${sid}_manual`,
+        sessionId: sid,
+        label: 'after the plan',
+        createdAt: at(5),
+        files: 5,
+        directories: 2,
+        bytes: 10,
+        auto: false,
+        seq: 4,
+      });
+      await graph.recordRestore({
+        sessionId: sid,
+        checkpointId: `chk_${sid}_manual`,
+        restoredAt: at(6),
+        planId: plan.id,
+      });
+      await graph.recordCheckpointDeleted(sid, `chk_${sid}_manual`, at(7), 'deleted');
+    }
+    // s3 begins as s1 at chk_s1 (before any action): its lineage of src/a.py starts with none of s1's.
+    await graph.recordSession({ id: 's3', tenant: 'acme', createdAt: at(8), metadata: {} });
+    await graph.recordFork({
+      sessionId: 's3',
+      fromSessionId: 's1',
+      checkpointId: 'chk_s1',
+      forkedAt: at(8),
+      seq: 0,
+    });
+    for (const [i, path] of ['src/a.py', 'data.csv'].entries()) {
+      const a = start(`s3-a${i + 1}`, 's3', { startedAt: at(9 + i) });
+      await graph.recordActionStarted(a);
+      await graph.recordActionCompleted(a.id, completion(a, { files: [{ path, access: 'write' }] }));
     }
     await graph.endSession('s2', at(60), 'expired');
-    return sessions;
+    return [...sessions, 's3'];
   }
+
+  /** Nodes and edges across views, each once (a fork's Session node and edge show in both sessions' views). */
+  const distinct = (views: GraphView[]) => ({
+    nodes: new Set(views.flatMap((v) => v.nodes.map((n) => n.id))).size,
+    edges: new Set(views.flatMap((v) => v.edges.map((e) => JSON.stringify(e)))).size,
+  });
 
   it('leaves Neo4j holding exactly the local graph: every node, edge and property', async () => {
     const sessions = await history(f.graph);
@@ -216,10 +272,20 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       .admin()
       .executeQuery('MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges');
     const views = await Promise.all(sessions.map((s) => f.local.sessionGraph(s)));
-    expect(counts.records[0].toObject()).toEqual({
-      nodes: views.reduce((n, v) => n + v.nodes.length, 0),
-      edges: views.reduce((n, v) => n + v.edges.length, 0),
+    expect(counts.records[0].toObject()).toEqual(distinct(views));
+    // Checkpoints, restores and forks reached Neo4j.
+    const labels = views.flatMap((v) => [...v.nodes.map((n) => n.label), ...v.edges.map((e) => e.type)]);
+    expect(labels).toEqual(
+      expect.arrayContaining(['Checkpoint', 'HAS_CHECKPOINT', 'BEFORE', 'RESTORED', 'FORKED_FROM']),
+    );
+    expect((await f.remote.getAction('s1', 's1-a1'))?.checkpoint).toStrictEqual({
+      id: 'chk_s1',
+      createdAt: at(1),
+      auto: true,
     });
+    expect(
+      (await f.remote.sessionGraph('s1')).nodes.find((n) => n.id === 'checkpoint:chk_s1_manual')?.properties,
+    ).toMatchObject({ label: 'after the plan', deletedAt: at(7), deleteReason: 'deleted' });
   });
 
   it('answers every query the same from both stores', async () => {
@@ -238,6 +304,9 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       expect(await f.remote.listActions(sid, { limit: 2 })).toEqual(
         await f.local.listActions(sid, { limit: 2 }),
       );
+      expect(await f.remote.fileLineage(sid, 'src/a.py')).toStrictEqual(
+        await f.local.fileLineage(sid, 'src/a.py'),
+      );
       for (const id of ['a1', 'a2', 'a3', 'a4'].map((a) => `${sid}-${a}`)) {
         expect(await f.remote.getAction(sid, id)).toEqual(await f.local.getAction(sid, id));
         expect(await f.remote.failureContext(sid, id, { before: 5 })).toStrictEqual(
@@ -248,6 +317,14 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         expect(await f.remote.fileLineage(sid, path)).toStrictEqual(await f.local.fileLineage(sid, path));
       }
     }
+    expect((await f.remote.failureContext('s1', 's1-a2', { before: 5 }))?.checkpoint).toStrictEqual({
+      id: 'chk_s1',
+      createdAt: at(1),
+      auto: true,
+    });
+    expect((await f.remote.fileLineage('s3', 'src/a.py')).entries.map((e) => [e.sessionId, e.id])).toEqual([
+      ['s3', 's3-a1'],
+    ]);
   });
 
   it('replays idempotently, and a stale copy never undoes a newer one', async () => {
@@ -272,6 +349,29 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         startedProcess: { id: 'prc_1', command: 'npm run dev', tier: 'pooled', startedAt: at(3) },
       }),
     );
+    const chk = {
+      id: 'chk_1',
+      sessionId: 's',
+      createdAt: at(3),
+      files: 1,
+      directories: 0,
+      bytes: 1,
+      auto: true,
+      seq: 1,
+      beforeActionId: 'p',
+    };
+    await f.graph.recordCheckpoint(chk);
+    await f.graph.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at(4), actionId: 'a' });
+    await f.graph.recordRestore({ sessionId: 's', checkpointId: 'chk_1', restoredAt: at(5), planId: 'plan' });
+    await f.graph.recordCheckpointDeleted('s', 'chk_1', at(6), 'pruned');
+    await f.graph.recordSession({ id: 'fork', tenant: 't', createdAt: at(7), metadata: {} });
+    await f.graph.recordFork({
+      sessionId: 'fork',
+      fromSessionId: 's',
+      checkpointId: 'chk_1',
+      forkedAt: at(7),
+      seq: 1,
+    });
     await f.graph.endSession('s', at(9), 'deleted');
     expect(await f.graph.drain(10_000)).toBe(true);
     const expected = await f.local.sessionGraph('s');
@@ -289,6 +389,18 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         },
       ],
       actions: [(await f.local.getAction('s', 'a'))!, (await f.local.getAction('s', 'p'))!],
+      checkpoints: [
+        {
+          ...chk,
+          deletedAt: at(6),
+          deleteReason: 'pruned' as const,
+          restores: [
+            { sessionId: 's', checkpointId: 'chk_1', restoredAt: at(4), actionId: 'a' },
+            { sessionId: 's', checkpointId: 'chk_1', restoredAt: at(5), planId: 'plan' },
+          ],
+        },
+      ],
+      forks: [{ sessionId: 'fork', fromSessionId: 's', checkpointId: 'chk_1', forkedAt: at(7), seq: 1 }],
     };
     await f.remote.applyReplica(latest);
     await f.remote.applyReplica(latest);
@@ -296,6 +408,8 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     await f.remote.applyReplica({
       sessions: [{ id: 's', tenant: 't', createdAt: at(0), metadata: {} }],
       actions: [],
+      // The checkpoint as first recorded: not deleted, never restored.
+      checkpoints: [{ ...chk, restores: [] }],
     });
     expect(await f.remote.sessionGraph('s')).toEqual(expected);
     // Replays never duplicate a node or an edge: Neo4j holds exactly what the view shows.
@@ -306,7 +420,12 @@ describe('ReplicatedContextGraph on Neo4j', () => {
       nodes: expected.nodes.length,
       edges: expected.edges.length,
     });
-    expect(expected.nodes.map((n) => n.label)).toEqual(expect.arrayContaining(['Kernel', 'Process']));
+    expect(expected.nodes.map((n) => n.label)).toEqual(
+      expect.arrayContaining(['Kernel', 'Process', 'Checkpoint', 'Session']),
+    );
+    expect(expected.edges.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['HAS_CHECKPOINT', 'BEFORE', 'RESTORED', 'FORKED_FROM']),
+    );
   });
 
   it('reads from Neo4j when it holds the whole session, from the local file otherwise', async () => {

@@ -5,15 +5,19 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  CheckpointRecord,
+  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
+  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
+  RestoreRecord,
   SessionRecord,
 } from '../context-graph.types';
 import type { SqliteContextGraph } from '../embedded/sqlite-context-graph';
@@ -38,9 +42,10 @@ export interface ReplicatedContextGraphOptions {
  * {@link OutboxForwarder} copies the entries to Neo4j in order, idempotently, retrying with backoff.
  *
  * Reads go to Neo4j when it is healthy and holds every record of the session (no outbox entry of that
- * session waits), and to the local file otherwise: the local file always has the session's records, so an
- * answer never misses a write the caller already saw acknowledged, and Neo4j still serves reads whenever it
- * is current. `health()` says how far Neo4j is behind (`backlog`) so readers know what Neo4j lacks.
+ * session, of its fork origins or of its forks waits), and to the local file otherwise: the local file always
+ * has the session's records, so an answer never misses a write the caller already saw acknowledged, and Neo4j
+ * still serves reads whenever it is current. `health()` says how far Neo4j is behind (`backlog`) so readers
+ * know what Neo4j lacks.
  */
 export class ReplicatedContextGraph extends ContextGraph {
   private readonly logger = new Logger('ReplicatedContextGraph');
@@ -79,6 +84,27 @@ export class ReplicatedContextGraph extends ContextGraph {
     return this.written(this.local.recordPlan(plan));
   }
 
+  override recordCheckpoint(checkpoint: CheckpointRecord): Promise<void> {
+    return this.written(this.local.recordCheckpoint(checkpoint));
+  }
+
+  override recordCheckpointDeleted(
+    sessionId: string,
+    checkpointId: string,
+    deletedAt: string,
+    reason: 'deleted' | 'pruned',
+  ): Promise<void> {
+    return this.written(this.local.recordCheckpointDeleted(sessionId, checkpointId, deletedAt, reason));
+  }
+
+  override recordRestore(restore: RestoreRecord): Promise<void> {
+    return this.written(this.local.recordRestore(restore));
+  }
+
+  override recordFork(fork: ForkRecord): Promise<void> {
+    return this.written(this.local.recordFork(fork));
+  }
+
   /** Only this engine's file: its outbox names each interrupted action, so Neo4j gets exactly those. */
   override markRunningInterrupted(endedAt: string): Promise<number> {
     return this.written(this.local.markRunningInterrupted(endedAt));
@@ -90,6 +116,14 @@ export class ReplicatedContextGraph extends ContextGraph {
 
   override getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
     return this.read(sessionId, (g) => g.getAction(sessionId, actionId));
+  }
+
+  override lastActionSeq(sessionId: string): Promise<number> {
+    return this.read(sessionId, (g) => g.lastActionSeq(sessionId));
+  }
+
+  override getCheckpoint(sessionId: string, checkpointId: string): Promise<CheckpointState | undefined> {
+    return this.read(sessionId, (g) => g.getCheckpoint(sessionId, checkpointId));
   }
 
   override listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {

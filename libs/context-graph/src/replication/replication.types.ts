@@ -1,4 +1,5 @@
-import type { ActionRecord } from '../context-graph.types';
+import type { StoredCheckpoint } from '../context-graph.checkpoints';
+import type { ActionRecord, ForkRecord } from '../context-graph.types';
 import type { SessionState, StoredPlan } from '../context-graph.views';
 
 /** An action as copied to a replica: its full current record, and the action before it (for `NEXT`). */
@@ -15,6 +16,13 @@ export interface ReplicaChanges {
   actions: ReplicaAction[];
   /** Plans to upsert, after the actions (their `ATTEMPT` edges need them); absent when there are none. */
   plans?: StoredPlan[];
+  /**
+   * Checkpoints to upsert with every restore of them, after the actions (`BEFORE` and `RESTORED` start or end
+   * there); absent when there are none.
+   */
+  checkpoints?: StoredCheckpoint[];
+  /** Fork origins to record, after the sessions; absent when there are none. */
+  forks?: ForkRecord[];
 }
 
 /** The oldest outbox entries, read for copying. */

@@ -1,4 +1,4 @@
-import { IsBoolean, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
+import { Equals, IsBoolean, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
 @JSONSchema({ description: 'Retry an action, as it was or revised; the new action is linked by RETRY_OF.' })
@@ -26,4 +26,18 @@ export class RetryActionDto {
   @IsBoolean()
   @JSONSchema({ description: 'false: answer 202 with the new action id at once.' })
   wait?: boolean;
+
+  @IsOptional()
+  @IsBoolean()
+  @JSONSchema({
+    description:
+      'Put the workspace back to the checkpoint taken before the original action (or the nearest action of its ' +
+      'retry chain with one) before running the retry: the undo of a reflection loop.',
+  })
+  restore?: boolean;
+
+  @IsOptional()
+  @Equals('before', { message: 'checkpoint must be "before"' })
+  @JSONSchema({ enum: ['before'], description: 'Checkpoint the workspace just before the retry runs.' })
+  checkpoint?: 'before';
 }

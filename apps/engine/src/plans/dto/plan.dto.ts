@@ -2,8 +2,10 @@ import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
+  Equals,
   IsArray,
   IsBoolean,
+  IsIn,
   IsInt,
   IsObject,
   IsOptional,
@@ -60,6 +62,16 @@ export class PlanStepDto {
   @ValidateNested()
   @Type(() => StepRetryDto)
   retry?: StepRetryDto;
+
+  @IsOptional()
+  @Equals('before', { message: 'checkpoint must be "before"' })
+  @JSONSchema({
+    enum: ['before'],
+    description:
+      'Checkpoint the workspace just before the step runs; its retry attempts put the workspace back there first ' +
+      '(when no other step is running), and a replan can `restoreTo` it.',
+  })
+  checkpoint?: 'before';
 }
 
 /** How long a plan request waits for its answer; the same for creating and replanning. */
@@ -101,6 +113,13 @@ export class CreatePlanDto extends PlanWaitDto {
     description: 'Independent steps run at once (default 1), within the session maxConcurrentActions.',
   })
   maxParallel?: number;
+
+  @IsOptional()
+  @IsIn(['each-step', 'none'])
+  @JSONSchema({
+    description: '`each-step`: every step runs as if it had `"checkpoint": "before"`. Default `none`.',
+  })
+  checkpoints?: 'each-step' | 'none';
 }
 
 export class ReplanDto extends PlanWaitDto {
@@ -111,4 +130,14 @@ export class ReplanDto extends PlanWaitDto {
   @Type(() => PlanStepDto)
   @JSONSchema({ description: 'Steps to add, or to replace steps that have not succeeded (same id).' })
   steps!: PlanStepDto[];
+
+  @IsOptional()
+  @IsString()
+  @Matches(STEP_ID, { message: 'restoreTo must be the id of a step of the plan' })
+  @JSONSchema({
+    description:
+      'Put the workspace back to the checkpoint taken before this step first ran (its latest version that ran ' +
+      'with one), then resume: undo what the failed steps left. 409 when it has none or actions are running.',
+  })
+  restoreTo?: string;
 }

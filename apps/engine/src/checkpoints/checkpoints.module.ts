@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
+import { SessionsModule } from '../sessions/sessions.module';
+import { CheckpointsController } from './checkpoints.controller';
+import { SessionCheckpoints } from './session-checkpoints';
+
+/** Workspace checkpoints, restores and forks over REST, recorded in the graph; actions and plans use them too. */
+@Module({
+  imports: [SessionsModule, EventsModule, IdempotencyModule],
+  controllers: [CheckpointsController],
+  providers: [SessionCheckpoints],
+  exports: [SessionCheckpoints],
+})
+export class CheckpointsModule {}
