@@ -4,46 +4,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { BrowserSite } from '../support/browser-site';
 import { EngineHarness } from '../support/engine-harness';
+import { MINIMAL_INPUTS, TOOL_ORDER } from '../support/tool-inputs';
 
 /** A minimal valid input per tool; every tool in the list must have one (the test fails on a new tool without). */
-const MINIMAL: Record<string, Record<string, unknown>> = {
-  bash: { command: 'echo hi' },
-  python: { code: 'print(2 + 2)' },
-  node: { code: 'console.log(6 * 7)' },
-  write: { path: 'notes.txt', content: 'alpha\nbeta\n' },
-  read: { path: 'notes.txt' },
-  edit: { path: 'notes.txt', find: 'beta', replace: 'gamma' },
-  ls: {},
-  find: { pattern: '*.txt' },
-  grep: { pattern: 'gamma' },
-  process_start: { command: 'cat', name: 'echo' },
-  process_list: {},
-  process_write: { processId: 'echo', data: 'hello\n' },
-  process_logs: { processId: 'echo' },
-  process_signal: { processId: 'echo', signal: 'HUP' },
-  process_wait: { processId: 'echo', timeoutMs: 5000 },
-  process_stop: { processId: 'echo' },
-  kernel_restart: { language: 'python' },
-};
-const ORDER = [
-  'bash',
-  'python',
-  'node',
-  'write',
-  'read',
-  'edit',
-  'ls',
-  'find',
-  'grep',
-  'process_start',
-  'process_list',
-  'process_write',
-  'process_logs',
-  'process_signal',
-  'process_wait',
-  'process_stop',
-  'kernel_restart',
-];
+const MINIMAL = MINIMAL_INPUTS;
+const ORDER = TOOL_ORDER;
 
 /** Browser tools in an order where each finds the page it needs; inputs may use earlier results. */
 function browserSteps(

@@ -5,21 +5,25 @@ import { ExecutionEngine } from '../actions/execution-engine.service';
 import { RequestValidationError } from '../http/request-validation.error';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
+import {
+  answerFor,
+  readToolCall,
+  type ToolAnswer,
+  type ToolCall,
+  type ToolResult,
+} from './tool-call-formats';
+import { readToolInput } from './tool-input';
+import { toolProblem } from './tool-input-errors';
 import { ToolsService } from './tools.service';
 
-/** The `tool_result` block to hand back to the model. */
-export interface ToolResult {
-  tool_use_id: string;
-  content: string;
-  is_error: boolean;
-}
+export type { ToolAnswer, ToolResult } from './tool-call-formats';
 
 const TRUNCATED = '...(truncated)';
 
 /**
- * Executes tool calls through the same path as REST actions (risk routing, graph records) and answers in tool-result
- * shape. Whatever is wrong with a call itself (unknown tool, bad input, refusal, timeout) is an `is_error` result a
- * model can act on, not an HTTP error.
+ * Executes tool calls through the same path as REST actions (risk routing, graph records) and answers each in its
+ * API's result shape. Whatever is wrong with a call itself (unknown tool, bad input or arguments, refusal, timeout)
+ * is an `is_error` result a model can act on, not an HTTP error.
  */
 @Injectable()
 export class ToolCallsService {
@@ -30,42 +34,40 @@ export class ToolCallsService {
   ) {}
 
   /** One call or an array of calls run in order. Throws only for an unknown session or a call without an id. */
-  async run(tenant: string, sessionId: string, body: unknown): Promise<ToolResult | ToolResult[]> {
+  async run(tenant: string, sessionId: string, body: unknown): Promise<ToolAnswer | ToolAnswer[]> {
     const session = this.sessions.get(tenant, sessionId);
     if (Array.isArray(body)) {
-      body.forEach((c, i) => envelopeId(c, `[${i}]`));
-      const results: ToolResult[] = [];
-      for (const call of body) results.push(await this.one(session, call));
+      const calls = body.map((c, i) => readToolCall(c as Record<string, unknown>, envelopeId(c, `[${i}]`)));
+      const results: ToolAnswer[] = [];
+      for (const call of calls) results.push(answerFor(call, await this.one(session, call)));
       return results;
     }
-    envelopeId(body, '');
-    return this.one(session, body);
+    const call = readToolCall(body as Record<string, unknown>, envelopeId(body, ''));
+    return answerFor(call, await this.one(session, call));
   }
 
-  private async one(session: Session, raw: unknown): Promise<ToolResult> {
-    // A model's call as Anthropic's `tool_use` block carries it (OpenAI's `tool_calls` map onto it).
-    const call = raw as { id: string; name?: unknown; input?: unknown };
-    const error = (content: string): ToolResult => ({ tool_use_id: call.id, content, is_error: true });
+  private async one(session: Session, call: ToolCall): Promise<Omit<ToolResult, 'tool_use_id'>> {
+    const error = (content: string): Omit<ToolResult, 'tool_use_id'> => ({ content, is_error: true });
+    if (call.invalid && call.invalid.field !== 'arguments') {
+      return error(`${call.invalid.field}: ${call.invalid.message}`);
+    }
     const tool = typeof call.name === 'string' ? this.tools.find(call.name) : undefined;
     if (!tool) {
       return error(
         `unknown tool ${JSON.stringify(call.name)}; available tools: ${this.tools.names().join(', ')}`,
       );
     }
-    const input = call.input ?? {};
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      return error(`input must be a JSON object with the fields of ${tool.name}: ${tool.fields.join(', ')}`);
-    }
-    const unknown = Object.keys(input).filter((k) => !tool.fields.includes(k));
-    if (unknown.length > 0) {
+    if (call.invalid) {
       return error(
-        `invalid input for ${tool.name}: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ` +
-          `${tool.name} takes ${tool.fields.join(', ')}`,
+        `invalid arguments for ${tool.name}: ${call.invalid.message}; arguments is a JSON object (as a string) ` +
+          `with the fields of ${tool.name}: ${tool.fields.join(', ')}`,
       );
     }
+    const reading = readToolInput(tool, call.input);
+    if ('error' in reading) return error(reading.error);
     let result: ActionResult;
     try {
-      const request = parseActionRequest(tool.toAction(input as Record<string, unknown>));
+      const request = parseActionRequest(tool.toAction(reading.input));
       const completion = await this.engine.run(session, request);
       // A refusal of the input found only while running reads like one found before it.
       if (completion.inputRefusal) throw completion.inputRefusal;
@@ -74,27 +76,33 @@ export class ToolCallsService {
       if (err instanceof RequestValidationError) {
         return error(
           `invalid input for ${tool.name}: ` +
-            err.problems.map((p) => `${tool.fieldOf(p.field)}: ${p.message}`).join('; '),
+            err.problems.map((p) => toolProblem(tool, p.field, p.message)).join('; '),
         );
       }
       if (err instanceof SwitchyardError) {
-        const field = typeof err.details.field === 'string' ? `${tool.fieldOf(err.details.field)}: ` : '';
-        return error(`${field}${err.message}`);
+        const field = typeof err.details.field === 'string' ? err.details.field : undefined;
+        return error(toolProblem(tool, field, err.message));
       }
       throw err;
     }
-    return { tool_use_id: call.id, ...toContent(tool.kind, result) };
+    return toContent(tool.kind, result);
   }
 }
 
 /** The call's id, or a 400: without an id there is nothing to answer a model with. */
 function envelopeId(call: unknown, at: string): string {
   const id = (call as { id?: unknown } | null)?.id;
-  if (typeof call !== 'object' || call === null || typeof id !== 'string' || id.length === 0) {
+  if (
+    typeof call !== 'object' ||
+    call === null ||
+    Array.isArray(call) ||
+    typeof id !== 'string' ||
+    id.length === 0
+  ) {
     throw new RequestValidationError([
       {
         field: `${at ? `${at}.` : ''}id`,
-        message: 'each tool call needs a non-empty string id (the tool_use id)',
+        message: 'each tool call needs a non-empty string id (the tool_use or tool_call id)',
       },
     ]);
   }

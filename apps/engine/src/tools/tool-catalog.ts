@@ -21,8 +21,11 @@ export interface ToolDefinition {
   inputSchema: JsonSchema;
   /** The REST action body for a tool input (not yet validated). */
   toAction(input: Record<string, unknown>): Record<string, unknown>;
-  /** Action field → tool input field, for error messages a model can act on. */
-  fieldOf(actionField: string): string;
+  /**
+   * Action fields the tool names differently (action field → tool input field), so that error messages name the
+   * fields a model sent. Fields missing here have the same name in both.
+   */
+  renames: Readonly<Record<string, string>>;
   /** Fields the tool takes. */
   fields: string[];
   kind: ActionType;
@@ -89,7 +92,7 @@ function codeTool(language: 'bash' | 'python' | 'node', description: string): To
       const { [sourceField]: code, state, ...rest } = input;
       return { ...rest, type: 'code', language, code, state: state ?? 'session' };
     },
-    fieldOf: (f) => (f === 'code' ? sourceField : f),
+    renames: { code: sourceField },
   };
 }
 
@@ -109,7 +112,7 @@ function opTool(
     kind,
     fields,
     toAction: (input) => ({ ...input, type: kind, op }),
-    fieldOf: (f) => f,
+    renames: {},
   };
 }
 

@@ -1,9 +1,10 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ApiKeyGuard } from '../http/api-key.guard';
-import { RequestValidationError } from '../http/request-validation.error';
 import { Tenant } from '../http/tenant.decorator';
-import { ToolCallsService, type ToolResult } from './tool-calls.service';
+import { TOOL_CALLS_ANSWER, TOOL_CALLS_BODY } from './tool-calls.openapi';
+import { ToolCallsService, type ToolAnswer } from './tool-calls.service';
+import { parseToolListQuery } from './tool-list.query';
 import { ToolsService } from './tools.service';
 
 @ApiTags('tools')
@@ -19,15 +20,29 @@ export class ToolsController {
   @Get('v1/tools')
   @ApiOperation({
     summary: "The engine's tools for a model's tool-calling API",
-    description: "Pass the list straight to Anthropic's `tools` or OpenAI's `tools`.",
+    description:
+      "Pass the list straight to Anthropic's `tools` or OpenAI's `tools`. With `format=openai&strict=true`, every " +
+      'function has `strict: true` and a schema OpenAI strict mode accepts: every object closed ' +
+      '(`additionalProperties: false`) with all its properties in `required`, optional fields nullable (send ' +
+      '`null` to leave one out), maps such as `env` as lists of `{name, value}` pairs, and lengths, bounds and ' +
+      'patterns said in the descriptions (the engine still enforces them).',
   })
-  @ApiQuery({ name: 'format', enum: ['anthropic', 'openai'], required: false })
-  list(@Query('format') format: string | undefined): { tools: unknown[] } {
-    const f = format ?? 'anthropic';
-    if (f !== 'anthropic' && f !== 'openai') {
-      throw new RequestValidationError([{ field: 'format', message: 'must be anthropic or openai' }]);
-    }
-    return { tools: this.tools.list(f) };
+  @ApiQuery({
+    name: 'format',
+    enum: ['anthropic', 'openai'],
+    required: false,
+    description: 'Default: anthropic',
+  })
+  @ApiQuery({
+    name: 'strict',
+    enum: ['true', 'false'],
+    required: false,
+    description:
+      'OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic ' +
+      '(or no format) is a 400 naming `strict`.',
+  })
+  list(@Query('format') format: unknown, @Query('strict') strict: unknown): { tools: unknown[] } {
+    return { tools: this.tools.list(parseToolListQuery(format, strict)) };
   }
 
   @Post('v1/sessions/:sessionId/tool-calls')
@@ -35,14 +50,22 @@ export class ToolsController {
   @ApiOperation({
     summary: 'Execute a tool call (or an array of them, in order) and answer in tool-result shape',
     description:
-      '`{id, name, input}` as the model produced it → `{tool_use_id, content, is_error}`. A bad call is ' +
-      '`is_error: true` with a message the model can act on, not an HTTP error.',
+      'Takes `{id, name, input}`, an Anthropic `tool_use` block `{type: "tool_use", id, name, input}`, or an ' +
+      'OpenAI tool call `{id, type: "function", function: {name, arguments}}` (`arguments` a JSON string or an ' +
+      "object), or an array mixing them. Each answer keeps its call's shape: `{tool_use_id, content, is_error}`; " +
+      'for a `tool_use` block also `type: "tool_result"` (a `tool_result` block as is); for an OpenAI call also ' +
+      '`tool_call_id` and `message: {role: "tool", tool_call_id, content}` (the message to append as is). A field ' +
+      'sent as `null` counts as absent. A bad call (unknown tool, invalid input or `arguments`, refusal, timeout) ' +
+      "is `is_error: true` with a message naming the tool's own field, not an HTTP error; only a call without an " +
+      '`id` is a 400.',
   })
+  @ApiBody({ schema: TOOL_CALLS_BODY })
+  @ApiOkResponse({ schema: TOOL_CALLS_ANSWER })
   call(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
     @Body() body: unknown,
-  ): Promise<ToolResult | ToolResult[]> {
+  ): Promise<ToolAnswer | ToolAnswer[]> {
     return this.calls.run(tenant, sessionId, body);
   }
 }

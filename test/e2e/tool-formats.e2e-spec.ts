@@ -1,0 +1,215 @@
+import Ajv from 'ajv';
+import { EngineHarness } from '../support/engine-harness';
+import { strictModeViolations } from '../support/openai-strict-rules';
+import { MINIMAL_INPUTS, TOOL_ORDER } from '../support/tool-inputs';
+
+interface OpenAiTool {
+  type: string;
+  function: { name: string; description: string; parameters: any; strict?: boolean };
+}
+
+/** An OpenAI Chat Completions tool call, `arguments` as the model writes it: a string of JSON. */
+const openAiCall = (id: string, name: string, args: Record<string, unknown> | string) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) },
+});
+
+const fieldsOf = (body: { errors?: { field: string }[] }): string[] =>
+  (body.errors ?? []).map((e) => e.field);
+
+describe('tools in every model format', () => {
+  let engine: EngineHarness;
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_POOL_MIN: '0' });
+  });
+  afterAll(() => engine?.stop());
+
+  const call = (sid: string, body: unknown) => engine.request('POST', `/v1/sessions/${sid}/tool-calls`, body);
+  const strictTools = async (): Promise<OpenAiTool[]> => {
+    const res = await engine.request('GET', '/v1/tools?format=openai&strict=true');
+    expect(res.status).toBe(200);
+    return res.body.tools;
+  };
+
+  it('lists OpenAI strict-mode tools: strict: true, every schema keeping every strict rule', async () => {
+    const strict = await strictTools();
+    const plain: OpenAiTool[] = (await engine.request('GET', '/v1/tools?format=openai')).body.tools;
+    expect(strict.map((t) => t.function.name)).toEqual(plain.map((t) => t.function.name));
+    const ajv = new Ajv({ strict: false });
+    for (const t of strict) {
+      expect(t.type).toBe('function');
+      expect(t.function.strict).toBe(true);
+      expect(ajv.validateSchema(t.function.parameters)).toBe(true);
+      expect({ tool: t.function.name, violations: strictModeViolations(t.function.parameters) }).toEqual({
+        tool: t.function.name,
+        violations: [],
+      });
+    }
+    // strict=false is the plain list, unchanged.
+    expect((await engine.request('GET', '/v1/tools?format=openai&strict=false')).body.tools).toEqual(plain);
+    expect(plain.every((t) => t.function.strict === undefined)).toBe(true);
+  });
+
+  it('refuses a strict that is not true or false, and strict=true for Anthropic, naming strict', async () => {
+    for (const query of [
+      'format=openai&strict=yes',
+      'format=openai&strict=',
+      'format=openai&strict=true&strict=true',
+      'format=anthropic&strict=true',
+      'strict=true',
+    ]) {
+      const res = await engine.request('GET', `/v1/tools?${query}`);
+      expect({ query, status: res.status, fields: fieldsOf(res.body) }).toEqual({
+        query,
+        status: 400,
+        fields: ['strict'],
+      });
+    }
+    expect((await engine.request('GET', '/v1/tools?format=anthropic&strict=false')).status).toBe(200);
+  });
+
+  it('runs bash from an OpenAI tool call (stringified arguments) and answers the role: tool message', async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, openAiCall('call_1', 'bash', { command: 'echo hello' }));
+    expect(res.status).toBe(200);
+    const content = '[stdout]\nhello\n\n[exit_code]\n0';
+    expect(res.body).toEqual({
+      tool_use_id: 'call_1',
+      tool_call_id: 'call_1',
+      content,
+      is_error: false,
+      message: { role: 'tool', tool_call_id: 'call_1', content },
+    });
+  });
+
+  it('runs an Anthropic tool_use block as it comes and answers a tool_result block', async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, {
+      type: 'tool_use',
+      id: 'toolu_1',
+      name: 'bash',
+      input: { command: 'echo hey' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      type: 'tool_result',
+      tool_use_id: 'toolu_1',
+      content: '[stdout]\nhey\n\n[exit_code]\n0',
+      is_error: false,
+    });
+  });
+
+  it('answers arguments that are not JSON as an is_error result naming arguments; a mixed batch keeps order', async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, [
+      openAiCall('call_bad', 'bash', '{"command": "echo never'),
+      { type: 'tool_use', id: 'toolu_2', name: 'bash', input: { command: 'echo two' } },
+      { id: 'plain_3', name: 'bash', input: { command: 'echo three' } },
+      openAiCall('call_4', 'bash', { command: 'echo four' }),
+    ]);
+    expect(res.status).toBe(200);
+    const [bad, two, three, four] = res.body;
+    expect(bad).toMatchObject({ tool_use_id: 'call_bad', tool_call_id: 'call_bad', is_error: true });
+    expect(bad.content).toMatch(
+      /^invalid arguments for bash: not valid JSON \(.+\); arguments is a JSON object/,
+    );
+    expect(bad.message).toEqual({ role: 'tool', tool_call_id: 'call_bad', content: bad.content });
+    expect(two).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_2', is_error: false });
+    expect(two.content).toContain('two');
+    expect(three).toEqual({
+      tool_use_id: 'plain_3',
+      content: expect.stringContaining('three'),
+      is_error: false,
+    });
+    expect(four).toMatchObject({ tool_call_id: 'call_4', is_error: false });
+    expect(four.content).toContain('four');
+  });
+
+  it('runs every non-browser tool from a strict-mode call: every optional field null', async () => {
+    const schemas = new Map((await strictTools()).map((t) => [t.function.name, t.function.parameters]));
+    const ajv = new Ajv({ strict: false });
+    const sid = await engine.createSession();
+    for (const name of TOOL_ORDER) {
+      const schema = schemas.get(name);
+      // What a strict-mode model sends: every field, null for those it leaves out.
+      const args = {
+        ...Object.fromEntries(Object.keys(schema.properties).map((k) => [k, null])),
+        ...MINIMAL_INPUTS[name],
+      };
+      expect({ name, valid: ajv.validate(schema, args) }).toEqual({ name, valid: true });
+      const res = await call(sid, openAiCall(`call_${name}`, name, args));
+      expect(res.status).toBe(200);
+      expect({ name, is_error: res.body.is_error, content: res.body.content }).toEqual({
+        name,
+        is_error: false,
+        content: expect.any(String),
+      });
+    }
+  });
+
+  it('takes env as {name, value} pairs, the only map form a strict schema has', async () => {
+    const sid = await engine.createSession();
+    const start = await call(
+      sid,
+      openAiCall('call_s', 'process_start', {
+        command: 'printf "%s" "$GREETING"',
+        name: 'greet',
+        cwd: null,
+        tier: null,
+        env: [{ name: 'GREETING', value: 'hello from env' }],
+      }),
+    );
+    expect(start.body).toMatchObject({ is_error: false });
+    await call(sid, openAiCall('call_w', 'process_wait', { processId: 'greet', timeoutMs: 5000 }));
+    const logs = await call(
+      sid,
+      openAiCall('call_l', 'process_logs', { processId: 'greet', tail: null, sinceSeq: null }),
+    );
+    expect(logs.body.is_error).toBe(false);
+    expect(logs.body.content).toContain('hello from env');
+  });
+
+  it("names bash's own field, command, in its input errors, never the action's code", async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, [
+      openAiCall('a', 'bash', { command: 5, timeoutMs: null, state: null }),
+      openAiCall('b', 'bash', { timeoutMs: null, state: null }),
+      { type: 'tool_use', id: 'c', name: 'bash', input: { command: 'echo \u0000' } },
+      openAiCall('d', 'bash', { command: 'true', state: 'forever' }),
+    ]);
+    expect(res.status).toBe(200);
+    const [a, b, c, d] = res.body;
+    expect(a.content).toBe('invalid input for bash: command: command must be a string');
+    expect(b.content).toBe('invalid input for bash: command: command must be a string');
+    expect(c).toMatchObject({ is_error: true, content: 'command: command contains a NUL byte' });
+    expect(d.content).toMatch(/^invalid input for bash: state: /);
+    for (const r of res.body) {
+      expect(r.is_error).toBe(true);
+      expect(r.content).not.toMatch(/\bcode\b/);
+    }
+  });
+
+  it('documents strict and the call and answer shapes in OpenAPI', async () => {
+    const doc = (await engine.request('GET', '/docs-json')).body;
+    const list = doc.paths['/v1/tools'].get;
+    expect(list.parameters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'strict',
+          in: 'query',
+          required: false,
+          schema: expect.objectContaining({ enum: ['true', 'false'] }),
+        }),
+        expect.objectContaining({ name: 'format', in: 'query', required: false }),
+      ]),
+    );
+    const calls = doc.paths['/v1/sessions/{sessionId}/tool-calls'].post;
+    const body = calls.requestBody.content['application/json'].schema;
+    const shapes = body.oneOf[0].oneOf.map((s: { title: string }) => s.title);
+    expect(shapes).toEqual(['Tool call', 'Anthropic tool_use block', 'OpenAI tool call']);
+    const answers = calls.responses['200'].content['application/json'].schema.oneOf[0].oneOf;
+    expect(answers[2].properties.message.properties.role.enum).toEqual(['tool']);
+    expect(calls.description).toContain('tool_call_id');
+  });
+});
