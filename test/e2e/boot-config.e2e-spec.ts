@@ -44,7 +44,11 @@ describe('boot configuration (the built engine as a real process)', () => {
     let engine: EngineProcess;
     let document: {
       paths: Record<string, unknown>;
-      components: { schemas: Record<string, unknown> };
+      servers?: Array<{ url: string }>;
+      components: {
+        schemas: Record<string, unknown>;
+        securitySchemes?: Record<string, Record<string, unknown>>;
+      };
     };
     beforeAll(async () => {
       engine = await EngineProcess.start(newDataDir(), await freePort(), { SWITCHYARD_POOL_MIN: '0' });
@@ -83,6 +87,13 @@ describe('boot configuration (the built engine as a real process)', () => {
       const referenced = new Set([...refs].map((ref) => ref.slice('#/components/schemas/'.length)));
       expect(Object.keys(schemas).filter((name) => !referenced.has(name))).toEqual([]);
       expect(Object.keys(document.paths).length).toBeGreaterThan(0);
+    });
+
+    it('describes the API keys as opaque bearer tokens and names a server', () => {
+      const bearer = document.components.securitySchemes?.bearer;
+      expect(bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(bearer).not.toHaveProperty('bearerFormat'); // keys are opaque, not JWTs
+      expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
     });
   });
 });

@@ -26,6 +26,7 @@ import { contextGraphOptions } from './graph/graph-store';
 import { HealthModule } from './health/health.module';
 import { KernelsModule } from './kernels/kernels.module';
 import { AuthModule } from './http/auth.module';
+import { McpModule } from './mcp/mcp.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlansModule } from './plans/plans.module';
 import { RedactionModule } from './redaction/redaction.module';
@@ -179,6 +180,7 @@ export class AppModule {
         PlansModule,
         KernelsModule,
         ToolsModule,
+        McpModule,
         GraphModule,
         HealthModule,
         MetricsModule,

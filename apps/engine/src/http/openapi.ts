@@ -63,7 +63,15 @@ export function installOpenApi(app: INestApplication): void {
     .setTitle('Switchyard')
     .setDescription('Sandbox-routing execution engine for AI agents')
     .setVersion('1')
-    .addBearerAuth()
+    // The keys of SWITCHYARD_API_KEYS are opaque strings, not JWTs (Nest's default `bearerFormat`).
+    .addBearerAuth({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: undefined,
+      description: 'An API key from SWITCHYARD_API_KEYS (opaque); not needed when the engine has no keys',
+    })
+    // Relative: the engine that serves this document.
+    .addServer('/', 'The engine serving this document')
     .build();
   const document = SwaggerModule.createDocument(app, config);
   // class-validator-jsonschema types its output with openapi3-ts; the shapes are the same JSON Schema.

@@ -10,5 +10,6 @@ import { ToolsService } from './tools.service';
   imports: [ActionsModule, SessionsModule],
   controllers: [ToolsController],
   providers: [ToolsService, ToolCallsService],
+  exports: [ToolsService, ToolCallsService],
 })
 export class ToolsModule {}
