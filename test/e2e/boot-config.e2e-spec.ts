@@ -12,6 +12,13 @@ import { EngineProcess, freePort } from '../support/engine-process';
 
 const EX_CONFIG = 'exit 78';
 
+interface Operation {
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  parameters?: Array<{ name: string; in: string; required?: boolean; schema?: { type?: string } }>;
+}
+
+const ERROR_REF = '#/components/schemas/ErrorResponse';
+
 describe('boot configuration (the built engine as a real process)', () => {
   const dataDirs: string[] = [];
   const newDataDir = (): string => {
@@ -43,7 +50,7 @@ describe('boot configuration (the built engine as a real process)', () => {
   describe('GET /docs-json', () => {
     let engine: EngineProcess;
     let document: {
-      paths: Record<string, unknown>;
+      paths: Record<string, Record<string, Operation>>;
       servers?: Array<{ url: string }>;
       components: {
         schemas: Record<string, unknown>;
@@ -94,6 +101,164 @@ describe('boot configuration (the built engine as a real process)', () => {
       expect(bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
       expect(bearer).not.toHaveProperty('bearerFormat'); // keys are opaque, not JWTs
       expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
+    });
+
+    /** Every operation as `METHOD /path`, with the operation. */
+    const operations = (): Array<[string, Operation]> =>
+      Object.entries(document.paths).flatMap(([p, ops]) =>
+        Object.entries(ops).map(([method, op]): [string, Operation] => [`${method.toUpperCase()} ${p}`, op]),
+      );
+
+    it('documents a success status and ErrorResponse errors for every operation', () => {
+      expect(operations().length).toBeGreaterThan(30);
+      const problems = operations().flatMap(([name, op]) => {
+        const statuses = Object.keys(op.responses);
+        const errors = statuses.filter((s) => /^[45]\d\d$/.test(s));
+        const errorRefs = errors.filter(
+          (s) => op.responses[s].content?.['application/json']?.schema?.$ref === ERROR_REF,
+        );
+        return [
+          ...(statuses.some((s) => /^2\d\d$/.test(s)) ? [] : [`${name}: no 2xx`]),
+          ...(errorRefs.length > 0 ? [] : [`${name}: no error response with ErrorResponse`]),
+        ];
+      });
+      expect(problems).toEqual([]);
+      expect(document.components.schemas.ErrorResponse).toMatchObject({
+        required: ['statusCode', 'error', 'message'],
+        properties: expect.objectContaining({
+          code: expect.anything(),
+          errors: expect.anything(),
+          details: expect.anything(),
+        }),
+      });
+    });
+
+    it('types every query parameter', () => {
+      const queries = operations().flatMap(([name, op]) =>
+        (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => [name, p] as const),
+      );
+      expect(queries.length).toBeGreaterThanOrEqual(12);
+      expect(queries.filter(([, p]) => !p.schema?.type).map(([name, p]) => `${name} ?${p.name}`)).toEqual([]);
+      const lineage = document.paths['/v1/sessions/{sessionId}/files/lineage'].get.parameters;
+      expect(lineage).toContainEqual(expect.objectContaining({ name: 'path', in: 'query', required: true }));
+    });
+
+    it('documents the status of every answer the engine gives (a table of real requests)', async () => {
+      const send = async (method: string, urlPath: string, body?: unknown, contentType?: string) => {
+        const res = await fetch(`${engine.baseUrl}${urlPath}`, {
+          method,
+          headers: body === undefined ? {} : { 'content-type': contentType ?? 'application/json' },
+          body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+        });
+        await res.text();
+        return res.status;
+      };
+      const sid = await engine.createSession();
+      const s = `/v1/sessions/${sid}`;
+      const checkpoint = await engine.request<{ id: string }>('POST', `${s}/checkpoints`, {});
+      const doomed = await engine.createSession();
+      const table: Array<[string, string, string, () => Promise<number>, number]> = [
+        ['create session', 'POST', '/v1/sessions', () => send('POST', '/v1/sessions', {}), 201],
+        ['list sessions', 'GET', '/v1/sessions', () => send('GET', '/v1/sessions'), 200],
+        [
+          'sync code action',
+          'POST',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('POST', `${s}/actions`, { type: 'code', language: 'bash', code: 'echo hi' }),
+          200,
+        ],
+        [
+          'wait:false action',
+          'POST',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('POST', `${s}/actions`, { type: 'code', language: 'bash', code: 'true', wait: false }),
+          202,
+        ],
+        [
+          'action on an unknown session',
+          'POST',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('POST', '/v1/sessions/ses_000000000000000000000000/actions', { type: 'code' }),
+          404,
+        ],
+        [
+          'invalid action body',
+          'POST',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('POST', `${s}/actions`, { type: 'code', language: 'cobol' }),
+          400,
+        ],
+        [
+          'text/plain body',
+          'POST',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('POST', `${s}/actions`, 'echo hi', 'text/plain'),
+          415,
+        ],
+        ['unknown session', 'GET', '/v1/sessions/{sessionId}', () => send('GET', '/v1/sessions/ses_x'), 404],
+        [
+          'actions page',
+          'GET',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('GET', `${s}/actions?limit=5`),
+          200,
+        ],
+        [
+          'bad page size',
+          'GET',
+          '/v1/sessions/{sessionId}/actions',
+          () => send('GET', `${s}/actions?limit=0`),
+          400,
+        ],
+        [
+          'checkpoint',
+          'POST',
+          '/v1/sessions/{sessionId}/checkpoints',
+          () => send('POST', `${s}/checkpoints`, {}),
+          201,
+        ],
+        [
+          'diff to now',
+          'GET',
+          '/v1/sessions/{sessionId}/checkpoints/{checkpointId}/diff',
+          () => send('GET', `${s}/checkpoints/${checkpoint.body.id}/diff?to=current`),
+          200,
+        ],
+        [
+          'lineage without path',
+          'GET',
+          '/v1/sessions/{sessionId}/files/lineage',
+          () => send('GET', `${s}/files/lineage`),
+          400,
+        ],
+        [
+          'graph',
+          'GET',
+          '/v1/sessions/{sessionId}/graph',
+          () => send('GET', `${s}/graph?types=code,file`),
+          200,
+        ],
+        ['tools', 'GET', '/v1/tools', () => send('GET', '/v1/tools?format=openai&strict=true'), 200],
+        ['bad tools format', 'GET', '/v1/tools', () => send('GET', '/v1/tools?format=gemini'), 400],
+        [
+          'delete session',
+          'DELETE',
+          '/v1/sessions/{sessionId}',
+          () => send('DELETE', `/v1/sessions/${doomed}`),
+          204,
+        ],
+      ];
+      const unexpected: string[] = [];
+      const undocumented: string[] = [];
+      for (const [name, method, template, run, expected] of table) {
+        const status = await run();
+        if (status !== expected) unexpected.push(`${name}: answered ${status}, expected ${expected}`);
+        const op = document.paths[template]?.[method.toLowerCase()];
+        if (!op || !(String(status) in op.responses))
+          undocumented.push(`${name}: ${method} ${template} ${status}`);
+      }
+      expect(unexpected).toEqual([]);
+      expect(undocumented).toEqual([]);
     });
   });
 });

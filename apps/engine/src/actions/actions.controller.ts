@@ -1,5 +1,15 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import type { ActionResult, ActionType } from '@switchyard/common';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import type { Response } from 'express';
@@ -25,6 +35,18 @@ export interface AcceptedAction {
   type: ActionType;
   status: 'running';
 }
+
+/** Documents the 202 of `"wait": false`. */
+const ACCEPTED_ACTION_SCHEMA = {
+  type: 'object',
+  required: ['id', 'sessionId', 'type', 'status'],
+  properties: {
+    id: { type: 'string' },
+    sessionId: { type: 'string' },
+    type: { type: 'string' },
+    status: { type: 'string', enum: ['running'] },
+  },
+};
 
 const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
   id,
@@ -57,6 +79,7 @@ function takeSteering(body: unknown): { wait: boolean; checkpoint?: 'before'; re
 @ApiTags('actions')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions/:sessionId/actions')
 export class ActionsController {
   constructor(
@@ -80,6 +103,13 @@ export class ActionsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
+  @ApiOkResponse({ description: 'The action ended: its result (`status` says how)' })
+  @ApiAcceptedResponse({
+    description: '`"wait": false`: recorded and running',
+    schema: ACCEPTED_ACTION_SCHEMA,
+  })
+  @ApiBodyErrors()
+  @ApiErrors(404, 409, 422, 429, 503)
   async run(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -112,6 +142,13 @@ export class ActionsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(RetryActionDto) })
+  @ApiOkResponse({ description: 'The retry ended: its result' })
+  @ApiAcceptedResponse({
+    description: '`"wait": false`: recorded and running',
+    schema: ACCEPTED_ACTION_SCHEMA,
+  })
+  @ApiBodyErrors()
+  @ApiErrors(404, 409, 422, 429, 503)
   async retry(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -145,6 +182,8 @@ export class ActionsController {
     summary: 'Stop a running or queued action',
     description: 'Answers with its result (status `cancelled`); 409 when it had already ended.',
   })
+  @ApiOkResponse({ description: 'The cancelled action' })
+  @ApiErrors(404, 409)
   cancel(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -155,6 +194,20 @@ export class ActionsController {
 
   @Get()
   @ApiOperation({ summary: 'Timeline of the session, oldest first, paginated by cursor' })
+  @ApiQuery({
+    name: 'cursor',
+    required: false,
+    schema: { type: 'string' },
+    description: '`nextCursor` of the page before',
+  })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+    description: 'Actions per page',
+  })
+  @ApiOkResponse({ description: 'A page of actions, with `nextCursor` when more follow' })
+  @ApiErrors(400, 404)
   async list(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -171,6 +224,8 @@ export class ActionsController {
 
   @Get(':actionId')
   @ApiOperation({ summary: 'One action with its input and the files it touched' })
+  @ApiOkResponse({ description: 'The action' })
+  @ApiErrors(404)
   async get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

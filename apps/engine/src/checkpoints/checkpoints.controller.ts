@@ -11,7 +11,18 @@ import {
   Res,
   UseGuards,
 } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import type { Checkpoint, CheckpointDiff } from '@switchyard/workspace';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
@@ -33,6 +44,7 @@ import { type RestoreOutcome, SessionCheckpoints } from './session-checkpoints';
 @ApiTags('checkpoints')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions/:sessionId')
 export class CheckpointsController {
   constructor(
@@ -51,6 +63,9 @@ export class CheckpointsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(CreateCheckpointDto), required: false })
+  @ApiCreatedResponse({ description: 'The checkpoint' })
+  @ApiBodyErrors()
+  @ApiErrors(404, 409, 422)
   async create(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -74,6 +89,8 @@ export class CheckpointsController {
 
   @Get('checkpoints')
   @ApiOperation({ summary: "The session's checkpoints, oldest first" })
+  @ApiOkResponse({ description: 'The checkpoints' })
+  @ApiErrors(404)
   async list(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -83,6 +100,8 @@ export class CheckpointsController {
 
   @Get('checkpoints/:checkpointId')
   @ApiOperation({ summary: 'One checkpoint' })
+  @ApiOkResponse({ description: 'The checkpoint' })
+  @ApiErrors(404)
   get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -94,6 +113,8 @@ export class CheckpointsController {
   @Delete('checkpoints/:checkpointId')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a checkpoint (its graph node stays, marked deleted)' })
+  @ApiNoContentResponse({ description: 'Deleted' })
+  @ApiErrors(404)
   async remove(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -110,6 +131,8 @@ export class CheckpointsController {
       '409 (ACTIONS_RUNNING) while an action of the session runs: cancel it first. Kernels and background ' +
       'processes are not part of a checkpoint and keep running: `running` lists them and `note` says so.',
   })
+  @ApiOkResponse({ description: 'Restored' })
+  @ApiErrors(404, 409)
   restore(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -126,6 +149,14 @@ export class CheckpointsController {
       '`to`: `current` (default, the workspace now) or another checkpoint. Text files up to 64 KiB get a unified ' +
       'diff (1 MiB in all); others say why not (`diffOmitted`). `truncated` past 10 000 paths.',
   })
+  @ApiQuery({
+    name: 'to',
+    required: false,
+    schema: { type: 'string', pattern: '^(current|chk_[0-9a-f]{24})$', default: 'current' },
+    description: '`current` (the workspace now) or the id of another checkpoint of the session',
+  })
+  @ApiOkResponse({ description: 'The changes' })
+  @ApiErrors(400, 404)
   diff(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -147,6 +178,9 @@ export class CheckpointsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(ForkSessionDto), required: false })
+  @ApiCreatedResponse({ description: 'The new session' })
+  @ApiBodyErrors()
+  @ApiErrors(404, 409, 422, 503)
   async fork(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

@@ -1,5 +1,6 @@
 import { Controller, Get, Headers, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { InvalidInputError } from '@switchyard/common';
 import type { Request, Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
@@ -15,6 +16,7 @@ const frame = (e: SessionEvent): string =>
 @ApiTags('events')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions/:sessionId/events')
 export class EventsController {
   constructor(
@@ -31,7 +33,19 @@ export class EventsController {
       'was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). The stream ends with the session.',
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false })
-  @ApiProduces('text/event-stream')
+  @ApiQuery({
+    name: 'lastEventId',
+    required: false,
+    schema: { type: 'string', pattern: '^\\s*\\d{1,15}\\s*$' },
+    description:
+      'Id of the last event received (an integer); the `Last-Event-ID` header wins when both are sent',
+  })
+  // Set as content, not with @ApiProduces: the errors are JSON.
+  @ApiOkResponse({
+    description: 'The event stream, until the session ends',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
+  @ApiErrors(400, 404)
   stream(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

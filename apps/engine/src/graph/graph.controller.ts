@@ -1,5 +1,6 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { ACTION_STATUSES, ACTION_TYPES, NotFoundError } from '@switchyard/common';
 import {
   ContextGraph,
@@ -27,6 +28,7 @@ const DEFAULT_BEFORE = 10;
 @ApiTags('graph')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions/:sessionId')
 export class GraphController {
   constructor(
@@ -37,14 +39,36 @@ export class GraphController {
 
   @Get('graph')
   @ApiOperation({ summary: 'The session as a graph of actions, files and sandboxes, optionally filtered' })
-  @ApiQuery({ name: 'since', required: false, description: 'Only actions started at or after (ISO 8601)' })
-  @ApiQuery({ name: 'types', required: false, description: `Comma-separated: ${ACTION_TYPES.join(', ')}` })
+  @ApiQuery({
+    name: 'since',
+    required: false,
+    schema: { type: 'string', format: 'date-time' },
+    description: 'Only actions started at or after (ISO 8601)',
+  })
+  @ApiQuery({
+    name: 'types',
+    required: false,
+    schema: { type: 'array', items: { type: 'string', enum: [...ACTION_TYPES] } },
+    style: 'form',
+    explode: false,
+    description: `Comma-separated (or repeated): ${ACTION_TYPES.join(', ')}`,
+  })
   @ApiQuery({
     name: 'status',
     required: false,
-    description: `Comma-separated: ${ACTION_STATUSES.join(', ')}`,
+    schema: { type: 'array', items: { type: 'string', enum: [...ACTION_STATUSES] } },
+    style: 'form',
+    explode: false,
+    description: `Comma-separated (or repeated): ${ACTION_STATUSES.join(', ')}`,
   })
-  @ApiQuery({ name: 'limit', required: false, description: `The latest N actions (1–${MAX_GRAPH_LIMIT})` })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: MAX_GRAPH_LIMIT },
+    description: 'The latest N actions',
+  })
+  @ApiOkResponse({ description: 'The graph' })
+  @ApiErrors(400, 404, 503)
   async get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -69,8 +93,11 @@ export class GraphController {
   @ApiQuery({
     name: 'before',
     required: false,
-    description: `Preceding actions to include (0–100, default ${DEFAULT_BEFORE})`,
+    schema: { type: 'integer', minimum: 0, maximum: 100, default: DEFAULT_BEFORE },
+    description: 'Preceding actions to include',
   })
+  @ApiOkResponse({ description: 'The failure context' })
+  @ApiErrors(400, 404, 503)
   async context(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -97,7 +124,14 @@ export class GraphController {
     description:
       "In a fork, the source session's actions up to the fork point come first (each entry names its session).",
   })
-  @ApiQuery({ name: 'path', required: true, description: 'Workspace-relative path, e.g. src/app.py' })
+  @ApiQuery({
+    name: 'path',
+    required: true,
+    schema: { type: 'string', minLength: 1, maxLength: 4096 },
+    description: 'Workspace-relative path, e.g. src/app.py',
+  })
+  @ApiOkResponse({ description: 'The lineage' })
+  @ApiErrors(400, 404, 503)
   async lineage(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

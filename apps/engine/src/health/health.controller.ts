@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Req } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../http/api-responses';
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph, type GraphHealth } from '@switchyard/context-graph';
 import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
@@ -43,6 +44,11 @@ export class HealthController {
       'With SWITCHYARD_API_KEYS set, the tiers, the graph store and their reasons (host paths, the Docker endpoint) ' +
       'are shown only to requests with a valid key; others get `{"status":"ok"}`.',
   })
+  // The key is optional: `{}` (anonymous) or a bearer key, which shows the details.
+  @ApiSecurity({})
+  @ApiBearerAuth()
+  @ApiOkResponse({ description: 'Alive' })
+  @ApiErrors(500)
   async health(@Req() req: Request): Promise<HealthResponse> {
     if (!this.keys.trusted(req)) return { status: 'ok' };
     return {

@@ -1,5 +1,6 @@
 import { Controller, Get, Req, ServiceUnavailableException } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../http/api-responses';
 import {
   HealthCheck,
   HealthCheckService,
@@ -34,6 +35,9 @@ export class ReadinessController {
 
   @Get('live')
   @ApiOperation({ summary: 'Liveness: the process answers' })
+  @ApiSecurity({})
+  @ApiOkResponse({ description: 'Alive' })
+  @ApiErrors(500)
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -46,6 +50,11 @@ export class ReadinessController {
       'With SWITCHYARD_API_KEYS set, the indicators and their reasons are shown only to requests with a valid key; ' +
       'others get the status alone (`ok` with 200, `error` with 503).',
   })
+  // @HealthCheck documents 200 and 503 with terminus' report; the 503 body is that report, not ErrorResponse.
+  @ApiErrors(500)
+  // The key is optional: `{}` (anonymous) or a bearer key, which shows the indicators.
+  @ApiSecurity({})
+  @ApiBearerAuth()
   async ready(@Req() req: Request): Promise<HealthCheckResult | { status: 'ok' }> {
     if (this.keys.trusted(req)) return this.check();
     try {

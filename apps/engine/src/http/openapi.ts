@@ -7,6 +7,7 @@ import type {
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { ERROR_RESPONSE, ERROR_RESPONSE_SCHEMA } from './api-responses';
 
 // class-transformer ships its `@Type()` registry untyped. Without it, an array of nested DTOs (`@ValidateNested({
 // each: true }) @Type(() => PlanStepDto)`) would point at a schema named `Array` that does not exist.
@@ -79,7 +80,11 @@ export function installOpenApi(app: INestApplication): void {
     refPointerPrefix: SCHEMAS,
     classTransformerMetadataStorage: defaultMetadataStorage,
   }) as Record<string, SchemaObject>;
-  const schemas = usedSchemas(document, { ...document.components?.schemas, ...converted });
+  const schemas = usedSchemas(document, {
+    ...document.components?.schemas,
+    ...converted,
+    [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
+  });
   document.components = { ...document.components, schemas };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
 }

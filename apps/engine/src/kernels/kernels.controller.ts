@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { type KernelInfo, SessionKernels } from '@switchyard/sandbox';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { Tenant } from '../http/tenant.decorator';
@@ -12,6 +13,8 @@ import { SessionsService } from '../sessions/sessions.service';
 @ApiTags('kernels')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
+@ApiErrors(404)
 @Controller('v1/sessions/:sessionId/kernels')
 export class KernelsController {
   constructor(
@@ -21,6 +24,7 @@ export class KernelsController {
 
   @Get()
   @ApiOperation({ summary: "The session's live kernels: language, tier, execution count, busy" })
+  @ApiOkResponse({ description: 'The kernels' })
   list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { kernels: KernelInfo[] } {
     this.sessions.get(tenant, sessionId);
     return { kernels: this.kernels.list(sessionId) };
@@ -28,6 +32,7 @@ export class KernelsController {
 
   @Get(':kernelId')
   @ApiOperation({ summary: 'One kernel of the session' })
+  @ApiOkResponse({ description: 'The kernel' })
   get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -43,6 +48,7 @@ export class KernelsController {
     summary:
       'Stop the running cell (KeyboardInterrupt); the kernel keeps its state. running: false when idle',
   })
+  @ApiOkResponse({ description: 'Interrupted, or idle (`running: false`)' })
   async interrupt(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -56,6 +62,7 @@ export class KernelsController {
   @Post(':kernelId/restart')
   @HttpCode(200)
   @ApiOperation({ summary: 'A fresh interpreter under the same id: state cleared; a running cell ends' })
+  @ApiOkResponse({ description: 'The restarted kernel' })
   async restart(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -68,6 +75,7 @@ export class KernelsController {
   @Delete(':kernelId')
   @HttpCode(204)
   @ApiOperation({ summary: 'End the kernel; a running cell ends with its state lost' })
+  @ApiNoContentResponse({ description: 'Ended' })
   async remove(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

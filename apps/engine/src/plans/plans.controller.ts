@@ -1,5 +1,14 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBearerAuth,
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
@@ -17,6 +26,7 @@ const DEFAULT_WAIT_MS = 300_000;
 @ApiTags('plans')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions/:sessionId/plans')
 export class PlansController {
   constructor(
@@ -34,6 +44,10 @@ export class PlansController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(CreatePlanDto) })
+  @ApiOkResponse({ description: '`"wait": true` and the plan ended or needs a replan' })
+  @ApiAcceptedResponse({ description: 'The plan, running' })
+  @ApiBodyErrors()
+  @ApiErrors(404, 422)
   async create(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -67,12 +81,16 @@ export class PlansController {
 
   @Get()
   @ApiOperation({ summary: "The session's plans, oldest first" })
+  @ApiOkResponse({ description: 'The plans' })
+  @ApiErrors(404)
   list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { plans: Plan[] } {
     return { plans: this.plans.list(this.sessions.get(tenant, sessionId)) };
   }
 
   @Get(':planId')
   @ApiOperation({ summary: "A plan with every step's status, action ids and timings" })
+  @ApiOkResponse({ description: 'The plan' })
+  @ApiErrors(404)
   get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -89,6 +107,10 @@ export class PlansController {
       'workspace back to the checkpoint taken before that step first ran, before anything resumes.',
   })
   @ApiBody({ schema: schemaRef(ReplanDto) })
+  @ApiOkResponse({ description: 'The plan, settled: ended or needing a replan' })
+  @ApiAcceptedResponse({ description: 'The plan, running again' })
+  @ApiBodyErrors()
+  @ApiErrors(404, 409)
   async replan(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -109,6 +131,8 @@ export class PlansController {
   @Post(':planId/cancel')
   @HttpCode(200)
   @ApiOperation({ summary: "Stop a plan: running steps' actions are cancelled, pending steps never start" })
+  @ApiOkResponse({ description: 'The cancelled plan' })
+  @ApiErrors(404, 409)
   cancel(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
@@ -11,6 +20,7 @@ import { SessionsService } from './sessions.service';
 @ApiTags('sessions')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/sessions')
 export class SessionsController {
   constructor(private readonly sessions: SessionsService) {}
@@ -18,6 +28,9 @@ export class SessionsController {
   @Post()
   @ApiOperation({ summary: 'Open a session with its own workspace' })
   @ApiBody({ schema: schemaRef(CreateSessionDto), required: false })
+  @ApiCreatedResponse({ description: 'The new session' })
+  @ApiBodyErrors()
+  @ApiErrors(503)
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<SessionResponse> {
     const dto = validateDto(CreateSessionDto, body ?? {});
     return toSessionResponse(await this.sessions.create(tenant, dto));
@@ -25,12 +38,15 @@ export class SessionsController {
 
   @Get()
   @ApiOperation({ summary: "List the caller's sessions" })
+  @ApiOkResponse({ description: 'The sessions' })
   list(@Tenant() tenant: string): { sessions: SessionResponse[] } {
     return { sessions: this.sessions.list(tenant).map(toSessionResponse) };
   }
 
   @Get(':sessionId')
   @ApiOperation({ summary: 'Describe a session' })
+  @ApiOkResponse({ description: 'The session' })
+  @ApiErrors(404)
   get(@Tenant() tenant: string, @Param('sessionId') id: string): SessionResponse {
     return toSessionResponse(this.sessions.get(tenant, id));
   }
@@ -38,6 +54,8 @@ export class SessionsController {
   @Delete(':sessionId')
   @HttpCode(204)
   @ApiOperation({ summary: 'End a session: stop its actions, release its sandboxes, remove its workspace' })
+  @ApiNoContentResponse({ description: 'Ended' })
+  @ApiErrors(404)
   async remove(@Tenant() tenant: string, @Param('sessionId') id: string): Promise<void> {
     await this.sessions.delete(tenant, id);
   }

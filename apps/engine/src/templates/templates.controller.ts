@@ -1,11 +1,13 @@
 import { Controller, Get, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiV1Errors } from '../http/api-responses';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { TemplateRegistry, type TemplateView } from './template-registry';
 
 @ApiTags('templates')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller('v1/templates')
 export class TemplatesController {
   constructor(private readonly registry: TemplateRegistry) {}
@@ -18,6 +20,7 @@ export class TemplatesController {
       '(`ready`, `stale`: the file or base image changed since the last build, `missing`, `invalid`, `unknown`: ' +
       'Docker did not answer), with `build`, the command that makes it ready.',
   })
+  @ApiOkResponse({ description: 'The templates' })
   async list(): Promise<{ templates: TemplateView[] }> {
     return { templates: await this.registry.list() };
   }

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ApiKeyGuard } from '../http/api-key.guard';
+import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { Tenant } from '../http/tenant.decorator';
 import { TOOL_CALLS_ANSWER, TOOL_CALLS_BODY } from './tool-calls.openapi';
 import { ToolCallsService, type ToolAnswer } from './tool-calls.service';
@@ -10,6 +11,7 @@ import { ToolsService } from './tools.service';
 @ApiTags('tools')
 @ApiBearerAuth()
 @UseGuards(ApiKeyGuard)
+@ApiV1Errors()
 @Controller()
 export class ToolsController {
   constructor(
@@ -29,18 +31,20 @@ export class ToolsController {
   })
   @ApiQuery({
     name: 'format',
-    enum: ['anthropic', 'openai'],
+    schema: { type: 'string', enum: ['anthropic', 'openai'], default: 'anthropic' },
     required: false,
     description: 'Default: anthropic',
   })
   @ApiQuery({
     name: 'strict',
-    enum: ['true', 'false'],
+    schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
     required: false,
     description:
       'OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic ' +
       '(or no format) is a 400 naming `strict`.',
   })
+  @ApiOkResponse({ description: 'The tools, in the format asked for' })
+  @ApiErrors(400)
   list(@Query('format') format: unknown, @Query('strict') strict: unknown): { tools: unknown[] } {
     return { tools: this.tools.list(parseToolListQuery(format, strict)) };
   }
@@ -60,7 +64,9 @@ export class ToolsController {
       '`id` is a 400.',
   })
   @ApiBody({ schema: TOOL_CALLS_BODY })
-  @ApiOkResponse({ schema: TOOL_CALLS_ANSWER })
+  @ApiOkResponse({ description: 'One answer per call, in its shape', schema: TOOL_CALLS_ANSWER })
+  @ApiBodyErrors()
+  @ApiErrors(404)
   call(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
