@@ -4,7 +4,19 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.runtime/**', '**/*.mjs', '**/*.js'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      'coverage/**',
+      '.runtime/**',
+      '**/*.mjs',
+      '**/*.js',
+      'packages/*/dist/**',
+      'packages/*/src/generated/**',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   prettier,

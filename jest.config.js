@@ -19,7 +19,7 @@ module.exports = {
   testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,packages}/**/*.spec.ts'] },
     {
       ...base,
       displayName: 'e2e',

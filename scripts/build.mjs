@@ -1,5 +1,5 @@
-// Builds the engine into dist/ and stamps it with a hash of its sources. With --if-changed (what `npm start`
-// runs) it builds only when the sources changed since the last build: a rebuild wipes `dist/` first, so
+// Builds the engine into dist/ and the client package into packages/client/dist/, and stamps them with a hash of
+// their sources. With --if-changed (what `npm start` runs) it builds only when the sources changed since the last build: a rebuild wipes `dist/` first, so
 // rebuilding on every start would break another engine already running from the same checkout.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -12,6 +12,7 @@ const inputs = [
   'apps',
   'libs',
   'bench',
+  'packages',
   'tsconfig.json',
   'tsconfig.build.json',
   'nest-cli.json',
@@ -24,7 +25,9 @@ function hashInputs() {
   const walk = (p) => {
     const st = statSync(p);
     if (st.isDirectory()) {
-      for (const name of readdirSync(p).sort()) walk(path.join(p, name));
+      // A package's own build output and links are not inputs.
+      for (const name of readdirSync(p).sort())
+        if (name !== 'dist' && name !== 'node_modules') walk(path.join(p, name));
     } else {
       hash.update(`${path.relative(root, p)}\0${st.size}\0`);
       hash.update(readFileSync(p));
@@ -37,12 +40,23 @@ function hashInputs() {
 const current = hashInputs();
 const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
-if (process.argv.includes('--if-changed') && current === previous && existsSync(entry)) {
+const clientEntry = path.join(root, 'packages', 'client', 'dist', 'cli.js');
+if (
+  process.argv.includes('--if-changed') &&
+  current === previous &&
+  existsSync(entry) &&
+  existsSync(clientEntry)
+) {
   console.log('[build] sources unchanged since the last build: dist/ is used as it is');
 } else {
   execFileSync(path.join(root, 'node_modules', '.bin', 'nest'), ['build', 'engine'], {
     cwd: root,
     stdio: 'inherit',
   });
+  execFileSync(
+    path.join(root, 'node_modules', '.bin', 'tsc'),
+    ['-p', path.join('packages', 'client', 'tsconfig.build.json')],
+    { cwd: root, stdio: 'inherit' },
+  );
   writeFileSync(stamp, `${current}\n`);
 }

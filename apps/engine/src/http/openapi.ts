@@ -58,8 +58,11 @@ function usedSchemas(
   return Object.fromEntries(Object.entries(available).filter(([name]) => used.has(name)));
 }
 
-/** Serves the OpenAPI document at /docs (UI) and /docs-json. */
-export function installOpenApi(app: INestApplication): void {
+/**
+ * The OpenAPI document of the app's routes. Needs no listening server: `npm run client:generate` builds it from an
+ * app that never listens, and serving it (`installOpenApi`) uses the same function, so the two cannot differ.
+ */
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('Switchyard')
     .setDescription('Sandbox-routing execution engine for AI agents')
@@ -86,5 +89,10 @@ export function installOpenApi(app: INestApplication): void {
     [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
   });
   document.components = { ...document.components, schemas };
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  return document;
+}
+
+/** Serves the OpenAPI document at /docs (UI) and /docs-json. */
+export function installOpenApi(app: INestApplication): void {
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
 }

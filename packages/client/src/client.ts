@@ -1,0 +1,298 @@
+import { connectionError, errorFromResponse, SwitchyardError } from './errors';
+import { type EventStreamOptions, sessionEventStream } from './sse';
+import type {
+  Action,
+  ActionInput,
+  ActionPage,
+  Checkpoint,
+  CheckpointDiff,
+  CheckpointRestore,
+  CreateCheckpointRequest,
+  CreatePlanRequest,
+  CreateSessionRequest,
+  FailureContext,
+  FileLineage,
+  ForkSessionRequest,
+  Graph,
+  GraphQuery,
+  Kernel,
+  Plan,
+  ReplanRequest,
+  RetryRequest,
+  Session,
+  SessionEvent,
+  Tool,
+  ToolCall,
+  ToolCallAnswer,
+} from './types';
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+/**
+ * Settings, by precedence: the option given here > the environment (`SWITCHYARD_URL`, `SWITCHYARD_API_KEY`) >
+ * the default (`http://127.0.0.1:8080`, no key).
+ */
+export interface SwitchyardClientOptions {
+  baseUrl?: string;
+  apiKey?: string;
+  /** A `fetch` to use instead of the global one (tests, proxies). */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions {
+  /** Give up after this long (default 10 minutes); throws `SwitchyardError` with code `WAIT_TIMEOUT`. */
+  timeoutMs?: number;
+  /** Between polls (default 250 ms). */
+  intervalMs?: number;
+  signal?: AbortSignal;
+}
+
+const FINAL_PLAN = new Set(['succeeded', 'needs_replan', 'cancelled', 'interrupted']);
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The Switchyard REST API, typed. Every method throws `SwitchyardError` when the engine refuses the request. */
+export class SwitchyardClient {
+  readonly baseUrl: string;
+  private readonly apiKey: string | undefined;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(options: SwitchyardClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? process.env.SWITCHYARD_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+    this.apiKey = options.apiKey ?? (process.env.SWITCHYARD_API_KEY || undefined);
+    this.fetchFn = options.fetch ?? fetch;
+  }
+
+  readonly sessions = {
+    create: (body: CreateSessionRequest = {}) => this.request<Session>('POST', '/v1/sessions', { body }),
+    get: (sessionId: string) => this.request<Session>('GET', `/v1/sessions/${enc(sessionId)}`),
+    list: async () => (await this.request<{ sessions: Session[] }>('GET', '/v1/sessions')).sessions,
+    delete: (sessionId: string) => this.request<void>('DELETE', `/v1/sessions/${enc(sessionId)}`),
+    fork: (sessionId: string, body: ForkSessionRequest = {}) =>
+      this.request<Session>('POST', `${sessionPath(sessionId)}/fork`, { body }),
+  };
+
+  readonly actions = {
+    /** Runs the action and answers its result (a failed exit is a result, not an exception). */
+    run: (
+      sessionId: string,
+      action: ActionInput,
+      options: { checkpoint?: 'before'; idempotencyKey?: string } = {},
+    ) =>
+      this.request<Action>('POST', `${sessionPath(sessionId)}/actions`, {
+        body: { ...action, ...(options.checkpoint && { checkpoint: options.checkpoint }) },
+        headers: idempotency(options.idempotencyKey),
+      }),
+    /** Submits the action and answers at once (202) with it `running`; follow it with `waitFor` or `events`. */
+    start: (
+      sessionId: string,
+      action: ActionInput,
+      options: { checkpoint?: 'before'; idempotencyKey?: string } = {},
+    ) =>
+      this.request<Action>('POST', `${sessionPath(sessionId)}/actions`, {
+        body: { ...action, wait: false, ...(options.checkpoint && { checkpoint: options.checkpoint }) },
+        headers: idempotency(options.idempotencyKey),
+      }),
+    /** Polls the action until it is no longer `running`. */
+    waitFor: (sessionId: string, actionId: string, options: WaitOptions = {}) =>
+      this.poll(
+        () => this.actions.get(sessionId, actionId),
+        (a) => a.status !== 'running',
+        options,
+        `action ${actionId}`,
+      ),
+    list: (sessionId: string, query: { cursor?: string; limit?: number } = {}) =>
+      this.request<ActionPage>('GET', `${sessionPath(sessionId)}/actions`, { query }),
+    get: (sessionId: string, actionId: string) =>
+      this.request<Action>('GET', `${sessionPath(sessionId)}/actions/${enc(actionId)}`),
+    cancel: (sessionId: string, actionId: string) =>
+      this.request<Action>('POST', `${sessionPath(sessionId)}/actions/${enc(actionId)}/cancel`),
+    /** Retries an action, revised (`action`) or as it was; `restore: true` first undoes the original's changes. */
+    retry: (sessionId: string, actionId: string, body: RetryRequest = {}) =>
+      this.request<Action>('POST', `${sessionPath(sessionId)}/actions/${enc(actionId)}/retry`, { body }),
+    context: (sessionId: string, actionId: string, query: { before?: number } = {}) =>
+      this.request<FailureContext>('GET', `${sessionPath(sessionId)}/actions/${enc(actionId)}/context`, {
+        query,
+      }),
+  };
+
+  readonly files = {
+    lineage: (sessionId: string, path: string) =>
+      this.request<FileLineage>('GET', `${sessionPath(sessionId)}/files/lineage`, { query: { path } }),
+  };
+
+  readonly graph = {
+    get: (sessionId: string, query: GraphQuery = {}) =>
+      this.request<Graph>('GET', `${sessionPath(sessionId)}/graph`, {
+        query: {
+          types: query.types?.join(','),
+          status: query.status?.join(','),
+          since: query.since,
+          limit: query.limit,
+        },
+      }),
+  };
+
+  readonly plans = {
+    create: (sessionId: string, plan: CreatePlanRequest) =>
+      this.request<Plan>('POST', `${sessionPath(sessionId)}/plans`, { body: plan }),
+    get: (sessionId: string, planId: string) =>
+      this.request<Plan>('GET', `${sessionPath(sessionId)}/plans/${enc(planId)}`),
+    list: async (sessionId: string) =>
+      (await this.request<{ plans: Plan[] }>('GET', `${sessionPath(sessionId)}/plans`)).plans,
+    replan: (sessionId: string, planId: string, body: ReplanRequest) =>
+      this.request<Plan>('POST', `${sessionPath(sessionId)}/plans/${enc(planId)}/replan`, { body }),
+    cancel: (sessionId: string, planId: string) =>
+      this.request<Plan>('POST', `${sessionPath(sessionId)}/plans/${enc(planId)}/cancel`),
+    /** Polls until the plan ends or needs a replan; `onProgress` sees each state polled. */
+    waitFor: (
+      sessionId: string,
+      planId: string,
+      options: WaitOptions & { onProgress?: (plan: Plan) => void } = {},
+    ) =>
+      this.poll(
+        async () => {
+          const plan = await this.plans.get(sessionId, planId);
+          options.onProgress?.(plan);
+          return plan;
+        },
+        (p) => FINAL_PLAN.has(p.status),
+        options,
+        `plan ${planId}`,
+      ),
+  };
+
+  readonly checkpoints = {
+    create: (sessionId: string, body: CreateCheckpointRequest = {}) =>
+      this.request<Checkpoint>('POST', `${sessionPath(sessionId)}/checkpoints`, { body }),
+    list: async (sessionId: string) =>
+      (await this.request<{ checkpoints: Checkpoint[] }>('GET', `${sessionPath(sessionId)}/checkpoints`))
+        .checkpoints,
+    get: (sessionId: string, checkpointId: string) =>
+      this.request<Checkpoint>('GET', `${sessionPath(sessionId)}/checkpoints/${enc(checkpointId)}`),
+    delete: (sessionId: string, checkpointId: string) =>
+      this.request<void>('DELETE', `${sessionPath(sessionId)}/checkpoints/${enc(checkpointId)}`),
+    restore: (sessionId: string, checkpointId: string) =>
+      this.request<CheckpointRestore>(
+        'POST',
+        `${sessionPath(sessionId)}/checkpoints/${enc(checkpointId)}/restore`,
+      ),
+    /** What changed since the checkpoint: to the workspace now (`current`, default) or to another checkpoint. */
+    diff: (sessionId: string, checkpointId: string, to = 'current') =>
+      this.request<CheckpointDiff>('GET', `${sessionPath(sessionId)}/checkpoints/${enc(checkpointId)}/diff`, {
+        query: { to },
+      }),
+    /** A new session whose workspace is a copy of this one at the checkpoint. */
+    fork: (sessionId: string, checkpointId: string) => this.sessions.fork(sessionId, { checkpointId }),
+  };
+
+  readonly kernels = {
+    list: async (sessionId: string) =>
+      (await this.request<{ kernels: Kernel[] }>('GET', `${sessionPath(sessionId)}/kernels`)).kernels,
+    interrupt: (sessionId: string, kernelId: string) =>
+      this.request<Kernel>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/interrupt`),
+    restart: (sessionId: string, kernelId: string) =>
+      this.request<Kernel>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/restart`),
+    delete: (sessionId: string, kernelId: string) =>
+      this.request<void>('DELETE', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}`),
+  };
+
+  readonly tools = {
+    /** The tool catalog in a model API's shape; `strict` (OpenAI only) for strict function calling. */
+    list: async (options: { format?: 'openai' | 'anthropic'; strict?: boolean } = {}) =>
+      (
+        await this.request<{ tools: Tool[] }>('GET', '/v1/tools', {
+          query: { format: options.format, strict: options.strict },
+        })
+      ).tools,
+    /** Runs one tool call (answers one result) or an array of them in order (answers an array). */
+    call: (sessionId: string, calls: ToolCall) =>
+      this.request<ToolCallAnswer>('POST', `${sessionPath(sessionId)}/tool-calls`, { body: calls }),
+  };
+
+  /**
+   * The session's events, live, as an async iterator; reconnects with `Last-Event-ID` after a dropped connection.
+   * Ends when the session ends or `signal` aborts.
+   */
+  events(sessionId: string, options: EventStreamOptions = {}): AsyncGenerator<SessionEvent, void, undefined> {
+    const url = `${this.baseUrl}${sessionPath(sessionId)}/events`;
+    return sessionEventStream(async (lastEventId, signal) => {
+      const headers: Record<string, string> = { ...this.authHeaders(), accept: 'text/event-stream' };
+      if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+      try {
+        return await this.fetchFn(url, { headers, signal });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw connectionError(this.baseUrl, error);
+      }
+    }, options);
+  }
+
+  /** One request; JSON in and out. Non-2xx answers throw `SwitchyardError`. */
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const url = new URL(`${this.baseUrl}${path}`);
+    for (const [key, value] of Object.entries(options.query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    const headers: Record<string, string> = { ...this.authHeaders(), ...options.headers };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await this.fetchFn(url, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: options.signal,
+      });
+    } catch (error) {
+      throw connectionError(this.baseUrl, error);
+    }
+    const text = await response.text();
+    let body: unknown = text === '' ? undefined : text;
+    try {
+      if (text !== '') body = JSON.parse(text);
+    } catch {
+      /* not JSON: keep the text for the error */
+    }
+    if (!response.ok) throw errorFromResponse(response.status, body);
+    return body as T;
+  }
+
+  /** The `authorization` header for the API key, if any. */
+  authHeaders(): Record<string, string> {
+    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  }
+
+  private async poll<T>(
+    get: () => Promise<T>,
+    done: (value: T) => boolean,
+    options: WaitOptions,
+    what: string,
+  ): Promise<T> {
+    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      const value = await get();
+      if (done(value)) return value;
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (Date.now() >= deadline) {
+        throw new SwitchyardError(
+          `${what} did not finish in ${options.timeoutMs ?? 600_000} ms`,
+          0,
+          'WAIT_TIMEOUT',
+        );
+      }
+      await pause(options.intervalMs ?? 250);
+    }
+  }
+}
+
+const enc = encodeURIComponent;
+const sessionPath = (sessionId: string): string => `/v1/sessions/${enc(sessionId)}`;
+const idempotency = (key: string | undefined): Record<string, string> =>
+  key === undefined ? {} : { 'idempotency-key': key };
