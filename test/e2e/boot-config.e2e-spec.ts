@@ -3,6 +3,7 @@
  * exit 78 naming the variable, and its public OpenAPI document holds the API's schemas only. A bad PORT value is
  * covered by restart.e2e-spec.ts.
  */
+import Ajv from 'ajv';
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -12,12 +13,36 @@ import { EngineProcess, freePort } from '../support/engine-process';
 
 const EX_CONFIG = 'exit 78';
 
+interface Link {
+  operationId?: string;
+  parameters?: Record<string, string>;
+}
+
 interface Operation {
-  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  operationId?: string;
+  responses: Record<
+    string,
+    { content?: Record<string, { schema?: { $ref?: string } }>; links?: Record<string, Link> }
+  >;
   parameters?: Array<{ name: string; in: string; required?: boolean; schema?: { type?: string } }>;
 }
 
 const ERROR_REF = '#/components/schemas/ErrorResponse';
+
+/** A real answer: its status and its body (parsed when JSON). */
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** The parts of a JSON Schema that say which fields an object has. */
+interface FieldsSchema {
+  $ref?: string;
+  properties?: Record<string, FieldsSchema>;
+  items?: FieldsSchema;
+}
+
+const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 
 describe('boot configuration (the built engine as a real process)', () => {
   const dataDirs: string[] = [];
@@ -64,6 +89,35 @@ describe('boot configuration (the built engine as a real process)', () => {
       document = res.body;
     });
     afterAll(() => engine?.stop('SIGTERM'));
+
+    const schemaAt = (ref: string): FieldsSchema =>
+      document.components.schemas[ref.slice('#/components/schemas/'.length)] as FieldsSchema;
+
+    /** Fields of `value` that `schema` does not name (JSON Schema lets them through unless told otherwise). */
+    const unnamedFields = (schema: FieldsSchema, value: unknown, at: string): string[] => {
+      const s = schema.$ref ? schemaAt(schema.$ref) : schema;
+      if (Array.isArray(value) && s.items)
+        return value.flatMap((v, i) => unnamedFields(s.items!, v, `${at}/${i}`));
+      if (value === null || typeof value !== 'object' || !s.properties) return [];
+      return Object.entries(value).flatMap(([key, v]) =>
+        s.properties![key]
+          ? unnamedFields(s.properties![key], v, `${at}/${key}`)
+          : [`${at}/${key} is not in the schema`],
+      );
+    };
+
+    /** What is wrong with `body` as an instance of the document's schema `ref`. */
+    const conformance = (ref: string, body: unknown): string[] => {
+      // OpenAPI 3.0 schemas carry keywords JSON Schema does not know (`example`): not strict.
+      const ajv = new Ajv({ strict: false, allErrors: true });
+      ajv.addFormat('date-time', (v: string) => ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)));
+      ajv.addSchema({ components: { schemas: document.components.schemas } }, 'document');
+      const validate = ajv.compile({ $ref: `document${ref}` });
+      const errors = validate(body)
+        ? []
+        : (validate.errors ?? []).map((e) => `${ref} ${e.instancePath || '/'} ${e.message ?? ''}`);
+      return [...errors, ...unnamedFields({ $ref: ref }, body, ref)];
+    };
 
     it('publishes none of the engine’s env schema classes', () => {
       const names = Object.keys(document.components.schemas);
@@ -133,6 +187,41 @@ describe('boot configuration (the built engine as a real process)', () => {
       });
     });
 
+    it('links the stateful flow to operations that exist, filling each of their path parameters', () => {
+      const byId = new Map(operations().map(([name, op]) => [op.operationId, name]));
+      const links = operations().flatMap(([name, op]) =>
+        Object.entries(op.responses).flatMap(([status, response]) =>
+          Object.entries(response.links ?? {}).map(([link, l]) => [`${name} ${status} ${link}`, l] as const),
+        ),
+      );
+      expect(links.map(([name]) => name)).toEqual(
+        expect.arrayContaining([
+          'POST /v1/sessions 201 GetSession',
+          'POST /v1/sessions 201 RunAction',
+          'POST /v1/sessions/{sessionId}/actions 200 GetAction',
+          'POST /v1/sessions/{sessionId}/actions 200 RetryAction',
+          'POST /v1/sessions/{sessionId}/actions 200 GetFailureContext',
+          'POST /v1/sessions/{sessionId}/actions 202 GetAction',
+        ]),
+      );
+      const problems = links.flatMap(([name, link]) => {
+        const target = byId.get(link.operationId);
+        if (!target) return [`${name}: no operation ${link.operationId}`];
+        const pathParams = [...target.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+        const given = Object.keys(link.parameters ?? {}).sort();
+        const bad = Object.values(link.parameters ?? {}).filter(
+          (v) => !/^\$(response\.body#\/|request\.path\.)\w+$/.test(v),
+        );
+        return [
+          ...(given.join() === pathParams.join()
+            ? []
+            : [`${name}: fills ${given.join()} of ${pathParams.join()}`]),
+          ...bad.map((v) => `${name}: ${v} is not a body or path expression`),
+        ];
+      });
+      expect(problems).toEqual([]);
+    });
+
     it('types every query parameter', () => {
       const queries = operations().flatMap(([name, op]) =>
         (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => [name, p] as const),
@@ -144,22 +233,72 @@ describe('boot configuration (the built engine as a real process)', () => {
     });
 
     it('documents the status of every answer the engine gives (a table of real requests)', async () => {
-      const send = async (method: string, urlPath: string, body?: unknown, contentType?: string) => {
+      const send = async (
+        method: string,
+        urlPath: string,
+        body?: unknown,
+        contentType?: string,
+      ): Promise<Answer> => {
         const res = await fetch(`${engine.baseUrl}${urlPath}`, {
           method,
           headers: body === undefined ? {} : { 'content-type': contentType ?? 'application/json' },
           body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
         });
-        await res.text();
-        return res.status;
+        const text = await res.text();
+        const json = res.headers.get('content-type')?.startsWith('application/json') && text !== '';
+        return { status: res.status, body: json ? JSON.parse(text) : text };
       };
       const sid = await engine.createSession();
       const s = `/v1/sessions/${sid}`;
       const checkpoint = await engine.request<{ id: string }>('POST', `${s}/checkpoints`, {});
       const doomed = await engine.createSession();
-      const table: Array<[string, string, string, () => Promise<number>, number]> = [
+      const failed = await engine.request<{ id: string; status: string }>('POST', `${s}/actions`, {
+        type: 'code',
+        language: 'bash',
+        code: 'echo out; echo err >&2; exit 3',
+      });
+      expect(failed.body.status).toBe('failed');
+      const a = `${s}/actions/${failed.body.id}`;
+      // Its own session, so that the table's actions do not queue behind it.
+      const slowSession = `/v1/sessions/${await engine.createSession()}`;
+      const slow = await engine.request<{ id: string }>('POST', `${slowSession}/actions`, {
+        type: 'code',
+        language: 'bash',
+        code: 'sleep 30',
+        wait: false,
+      });
+      const table: Array<[string, string, string, () => Promise<Answer>, number]> = [
         ['create session', 'POST', '/v1/sessions', () => send('POST', '/v1/sessions', {}), 201],
         ['list sessions', 'GET', '/v1/sessions', () => send('GET', '/v1/sessions'), 200],
+        ['describe session', 'GET', '/v1/sessions/{sessionId}', () => send('GET', s), 200],
+        [
+          'failed action, as recorded',
+          'GET',
+          '/v1/sessions/{sessionId}/actions/{actionId}',
+          () => send('GET', a),
+          200,
+        ],
+        [
+          'retry',
+          'POST',
+          '/v1/sessions/{sessionId}/actions/{actionId}/retry',
+          () => send('POST', `${a}/retry`, { reason: 'again' }),
+          200,
+        ],
+        [
+          'wait:false retry',
+          'POST',
+          '/v1/sessions/{sessionId}/actions/{actionId}/retry',
+          () => send('POST', `${a}/retry`, { wait: false }),
+          202,
+        ],
+        [
+          'cancel',
+          'POST',
+          '/v1/sessions/{sessionId}/actions/{actionId}/cancel',
+          () => send('POST', `${slowSession}/actions/${slow.body.id}/cancel`),
+          200,
+        ],
         [
           'sync code action',
           'POST',
@@ -250,15 +389,29 @@ describe('boot configuration (the built engine as a real process)', () => {
       ];
       const unexpected: string[] = [];
       const undocumented: string[] = [];
+      const invalid: string[] = [];
+      const validated = new Set<string>();
       for (const [name, method, template, run, expected] of table) {
-        const status = await run();
+        const { status, body } = await run();
         if (status !== expected) unexpected.push(`${name}: answered ${status}, expected ${expected}`);
         const op = document.paths[template]?.[method.toLowerCase()];
         if (!op || !(String(status) in op.responses))
           undocumented.push(`${name}: ${method} ${template} ${status}`);
+        const ref = op?.responses[String(status)]?.content?.['application/json']?.schema?.$ref;
+        if (ref === undefined || status >= 400) continue;
+        validated.add(`${method} ${template} ${status}`);
+        invalid.push(...conformance(ref, body).map((problem) => `${name}: ${problem}`));
       }
       expect(unexpected).toEqual([]);
       expect(undocumented).toEqual([]);
+      expect(invalid).toEqual([]);
+      // Every success body the document names a schema for is checked against a real answer above.
+      const named = operations().flatMap(([name, op]) =>
+        Object.entries(op.responses)
+          .filter(([st, r]) => /^2/.test(st) && r.content?.['application/json']?.schema?.$ref)
+          .map(([st]) => `${name} ${st}`),
+      );
+      expect(named.filter((n) => !validated.has(n))).toEqual([]);
     });
   });
 });

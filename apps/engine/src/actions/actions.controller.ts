@@ -19,6 +19,7 @@ import { SecretRedactor } from '../redaction/secret-redactor';
 import { ContextGraph } from '@switchyard/context-graph';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { SessionsService } from '../sessions/sessions.service';
@@ -36,16 +37,17 @@ export interface AcceptedAction {
   status: 'running';
 }
 
-/** Documents the 202 of `"wait": false`. */
-const ACCEPTED_ACTION_SCHEMA = {
-  type: 'object',
-  required: ['id', 'sessionId', 'type', 'status'],
-  properties: {
-    id: { type: 'string' },
-    sessionId: { type: 'string' },
-    type: { type: 'string' },
-    status: { type: 'string', enum: ['running'] },
-  },
+/** Where an action's answer leads: operations of the same action, by the ids in its body. */
+const actionLink = (operationId: string, description: string) => ({
+  operationId,
+  parameters: { sessionId: '$response.body#/sessionId', actionId: '$response.body#/id' },
+  description,
+});
+
+const ACTION_LINKS = {
+  GetAction: actionLink('ActionsController_get', 'The action as recorded, with its input and files'),
+  RetryAction: actionLink('ActionsController_retry', 'Run it again, revised or not'),
+  GetFailureContext: actionLink('GraphController_context', 'What led to it: the failure context'),
 };
 
 const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
@@ -103,10 +105,15 @@ export class ActionsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
-  @ApiOkResponse({ description: 'The action ended: its result (`status` says how)' })
+  @ApiOkResponse({
+    description: 'The action ended: its result (`status` says how)',
+    ...jsonBody('ActionResult'),
+    links: ACTION_LINKS,
+  })
   @ApiAcceptedResponse({
     description: '`"wait": false`: recorded and running',
-    schema: ACCEPTED_ACTION_SCHEMA,
+    ...jsonBody('AcceptedAction'),
+    links: { GetAction: ACTION_LINKS.GetAction },
   })
   @ApiBodyErrors()
   @ApiErrors(404, 409, 422, 429, 503)
@@ -142,10 +149,15 @@ export class ActionsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(RetryActionDto) })
-  @ApiOkResponse({ description: 'The retry ended: its result' })
+  @ApiOkResponse({
+    description: 'The retry ended: its result',
+    ...jsonBody('ActionResult'),
+    links: ACTION_LINKS,
+  })
   @ApiAcceptedResponse({
     description: '`"wait": false`: recorded and running',
-    schema: ACCEPTED_ACTION_SCHEMA,
+    ...jsonBody('AcceptedAction'),
+    links: { GetAction: ACTION_LINKS.GetAction },
   })
   @ApiBodyErrors()
   @ApiErrors(404, 409, 422, 429, 503)
@@ -182,7 +194,7 @@ export class ActionsController {
     summary: 'Stop a running or queued action',
     description: 'Answers with its result (status `cancelled`); 409 when it had already ended.',
   })
-  @ApiOkResponse({ description: 'The cancelled action' })
+  @ApiOkResponse({ description: 'The cancelled action', ...jsonBody('ActionResult') })
   @ApiErrors(404, 409)
   cancel(
     @Tenant() tenant: string,
@@ -206,7 +218,10 @@ export class ActionsController {
     schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
     description: 'Actions per page',
   })
-  @ApiOkResponse({ description: 'A page of actions, with `nextCursor` when more follow' })
+  @ApiOkResponse({
+    description: 'A page of actions, with `nextCursor` when more follow',
+    ...jsonBody('ActionPage'),
+  })
   @ApiErrors(400, 404)
   async list(
     @Tenant() tenant: string,
@@ -224,7 +239,7 @@ export class ActionsController {
 
   @Get(':actionId')
   @ApiOperation({ summary: 'One action with its input and the files it touched' })
-  @ApiOkResponse({ description: 'The action' })
+  @ApiOkResponse({ description: 'The action', ...jsonBody('ActionView') })
   @ApiErrors(404)
   async get(
     @Tenant() tenant: string,

@@ -8,6 +8,7 @@ import type {
 import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { ERROR_RESPONSE, ERROR_RESPONSE_SCHEMA } from './api-responses';
+import { RESPONSE_SCHEMAS } from './response-schemas';
 
 // class-transformer ships its `@Type()` registry untyped. Without it, an array of nested DTOs (`@ValidateNested({
 // each: true }) @Type(() => PlanStepDto)`) would point at a schema named `Array` that does not exist.
@@ -86,6 +87,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const schemas = usedSchemas(document, {
     ...document.components?.schemas,
     ...converted,
+    ...RESPONSE_SCHEMAS,
     [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
   });
   document.components = { ...document.components, schemas };

@@ -13,6 +13,7 @@ import { ApiKeyGuard } from '../http/api-key.guard';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { schemaRef } from '../http/openapi';
+import { jsonBody } from '../http/response-schemas';
 import { CreateSessionDto } from './dto/create-session.dto';
 import { type SessionResponse, toSessionResponse } from './session.response';
 import { SessionsService } from './sessions.service';
@@ -28,7 +29,22 @@ export class SessionsController {
   @Post()
   @ApiOperation({ summary: 'Open a session with its own workspace' })
   @ApiBody({ schema: schemaRef(CreateSessionDto), required: false })
-  @ApiCreatedResponse({ description: 'The new session' })
+  @ApiCreatedResponse({
+    description: 'The new session',
+    ...jsonBody('Session'),
+    links: {
+      GetSession: {
+        operationId: 'SessionsController_get',
+        parameters: { sessionId: '$response.body#/id' },
+        description: 'Describe the new session',
+      },
+      RunAction: {
+        operationId: 'ActionsController_run',
+        parameters: { sessionId: '$response.body#/id' },
+        description: 'Run an action in it',
+      },
+    },
+  })
   @ApiBodyErrors()
   @ApiErrors(503)
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<SessionResponse> {
@@ -38,14 +54,14 @@ export class SessionsController {
 
   @Get()
   @ApiOperation({ summary: "List the caller's sessions" })
-  @ApiOkResponse({ description: 'The sessions' })
+  @ApiOkResponse({ description: 'The sessions', ...jsonBody('SessionList') })
   list(@Tenant() tenant: string): { sessions: SessionResponse[] } {
     return { sessions: this.sessions.list(tenant).map(toSessionResponse) };
   }
 
   @Get(':sessionId')
   @ApiOperation({ summary: 'Describe a session' })
-  @ApiOkResponse({ description: 'The session' })
+  @ApiOkResponse({ description: 'The session', ...jsonBody('Session') })
   @ApiErrors(404)
   get(@Tenant() tenant: string, @Param('sessionId') id: string): SessionResponse {
     return toSessionResponse(this.sessions.get(tenant, id));

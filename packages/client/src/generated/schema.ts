@@ -1257,6 +1257,225 @@ export interface components {
             wait?: boolean;
             waitTimeoutMs?: number;
         };
+        Session: {
+            /** @example ses_01j9z3k7m2x4v6b8n0p2r4t6w8 */
+            id: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless it is used again
+             */
+            expiresAt: string;
+            /** Format: date-time */
+            lastActiveAt: string;
+            /** @description Idle time after which the session expires */
+            ttlSeconds: number;
+            /** @description As given at creation */
+            metadata: {
+                [key: string]: unknown;
+            };
+            maxConcurrentActions: number;
+            network: {
+                /** @description Hosts its sandboxes may reach; empty: no network */
+                allow: string[];
+            };
+            /** @description The template it was created from */
+            template?: string;
+            /** @description The session (and checkpoint) it was forked from */
+            forkedFrom?: {
+                sessionId: string;
+                checkpointId?: string;
+            };
+        };
+        /** @description Every session of the caller, unpaginated */
+        SessionList: {
+            sessions: components["schemas"]["Session"][];
+        };
+        /** @description The result envelope, the same for every action type: `status` tells how it ended */
+        ActionResult: {
+            id: string;
+            sessionId: string;
+            /** @enum {string} */
+            type: "code" | "file" | "browser" | "process" | "kernel";
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            /** @description Exit code of code and process actions that got one */
+            exitCode?: number;
+            /** @description Redacted, capped at the session output limit (see `truncated`) */
+            stdout?: string;
+            stderr?: string;
+            /** @description Type-specific data, redacted: a file op’s result, a page’s snapshot, a kernel cell’s outputs, a process handle */
+            output?: {
+                [key: string]: unknown;
+            };
+            truncated: {
+                stdout: boolean;
+                stderr: boolean;
+            };
+            durationMs: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            endedAt: string;
+            /**
+             * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+             * @enum {string}
+             */
+            tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+            risk: components["schemas"]["RiskAssessment"];
+            error?: components["schemas"]["ActionError"];
+            /**
+             * @description Secrets were replaced by `***REDACTED***` somewhere; absent otherwise
+             * @enum {boolean}
+             */
+            redacted?: true;
+            /** @description The `X-Request-Id` of the request that submitted it */
+            requestId?: string;
+            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran */
+            egress?: {
+                host: string;
+                port: number;
+                allowed: boolean;
+                /** @description Why it was refused */
+                reason?: string;
+                bytesIn: number;
+                bytesOut: number;
+            }[];
+            /** @description What the caller can do about the outcome */
+            hints?: string[];
+            /** @description The checkpoint taken just before it ran (`"checkpoint": "before"`) */
+            checkpoint?: {
+                id: string;
+                /** Format: date-time */
+                createdAt: string;
+            };
+            restored?: components["schemas"]["RestoredCheckpoint"];
+        };
+        /** @description `"wait": false`: the action is recorded and running (or queued) */
+        AcceptedAction: {
+            id: string;
+            sessionId: string;
+            /** @enum {string} */
+            type: "code" | "file" | "browser" | "process" | "kernel";
+            /** @enum {string} */
+            status: "running";
+        };
+        /** @description An action as recorded: its result envelope (rebuilt from the record while it runs or after a crash, then without `endedAt`, output or streams) and where it sits in the session */
+        ActionView: {
+            id: string;
+            sessionId: string;
+            /** @enum {string} */
+            type: "code" | "file" | "browser" | "process" | "kernel";
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            /** @description Exit code of code and process actions that got one */
+            exitCode?: number;
+            /** @description Redacted, capped at the session output limit (see `truncated`) */
+            stdout?: string;
+            stderr?: string;
+            /** @description Type-specific data, redacted: a file op’s result, a page’s snapshot, a kernel cell’s outputs, a process handle */
+            output?: {
+                [key: string]: unknown;
+            };
+            truncated: {
+                stdout: boolean;
+                stderr: boolean;
+            };
+            durationMs: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            endedAt?: string;
+            /**
+             * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+             * @enum {string}
+             */
+            tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+            risk: components["schemas"]["RiskAssessment"];
+            error?: components["schemas"]["ActionError"];
+            /**
+             * @description Secrets were replaced by `***REDACTED***` somewhere; absent otherwise
+             * @enum {boolean}
+             */
+            redacted?: true;
+            /** @description The `X-Request-Id` of the request that submitted it */
+            requestId?: string;
+            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran */
+            egress?: {
+                host: string;
+                port: number;
+                allowed: boolean;
+                /** @description Why it was refused */
+                reason?: string;
+                bytesIn: number;
+                bytesOut: number;
+            }[];
+            /** @description What the caller can do about the outcome */
+            hints?: string[];
+            /** @description The checkpoint taken just before it ran (`"checkpoint": "before"`) */
+            checkpoint?: {
+                id: string;
+                /** Format: date-time */
+                createdAt: string;
+            };
+            restored?: components["schemas"]["RestoredCheckpoint"];
+            /** @description Position in the session, from 1 */
+            seq: number;
+            inputSummary: string;
+            /** @description The request as sent, redacted (`GET …/actions/{actionId}` only) */
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description Files it touched, relative to the workspace, sorted by path then access */
+            files: {
+                path: string;
+                /** @enum {string} */
+                access: "read" | "write";
+            }[];
+            /** @description The action this one retried */
+            retryOf?: string;
+            /** @description The container it ran in (container tiers only) */
+            sandbox?: {
+                /** @enum {string} */
+                tier: "pooled" | "container";
+                containerId: string;
+                /** @description `runsc` (gVisor) or `runc`, when the tier chose one */
+                runtime?: string;
+            };
+        };
+        ActionPage: {
+            /** @description Oldest first, without `input` */
+            actions: components["schemas"]["ActionView"][];
+            /** @description Pass as `cursor` for the next page; absent on the last */
+            nextCursor?: string;
+        };
+        /** @description Why the engine (not the user code) failed the action */
+        ActionError: {
+            /** @enum {string} */
+            class: "validation" | "policy" | "timeout" | "spawn" | "limit" | "cancelled" | "internal";
+            /** @description Machine code, e.g. `ENOENT`, `OUT_OF_MEMORY`, `RISK_CRITICAL` */
+            code?: string;
+            message: string;
+        };
+        RiskAssessment: {
+            score: number;
+            /** @enum {string} */
+            level: "low" | "medium" | "high" | "critical";
+            reasons: string[];
+        };
+        /** @description The checkpoint the workspace was put back to before the action ran (a retry with `restore: true`) */
+        RestoredCheckpoint: {
+            checkpointId: string;
+            /** @description Entries written back */
+            copied: number;
+            /** @description Entries removed */
+            removed: number;
+            /** @description Entries already as they were */
+            kept: number;
+            /** @description 0 when every file came back as a copy-on-write reflink */
+            bytesCopied: number;
+        };
         ErrorResponse: {
             /**
              * @description The HTTP status again
@@ -1344,7 +1563,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["SessionList"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -1384,7 +1605,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
             400: {
@@ -1458,7 +1681,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2085,7 +2310,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionPage"];
+                };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
             400: {
@@ -2147,7 +2374,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             /** @description `"wait": false`: recorded and running */
             202: {
@@ -2155,13 +2384,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        sessionId: string;
-                        type: string;
-                        /** @enum {string} */
-                        status: "running";
-                    };
+                    "application/json": components["schemas"]["AcceptedAction"];
                 };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
@@ -2279,7 +2502,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             /** @description `"wait": false`: recorded and running */
             202: {
@@ -2287,13 +2512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        sessionId: string;
-                        type: string;
-                        /** @enum {string} */
-                        status: "running";
-                    };
+                    "application/json": components["schemas"]["AcceptedAction"];
                 };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
@@ -2405,7 +2624,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2462,7 +2683,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionView"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
