@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
 import { SseClient } from '../support/sse-client';
+import { fieldsOf } from '../support/error-body';
 
 const bash = (code: string, extra: Record<string, unknown> = {}) => ({
   type: 'code',
@@ -47,7 +48,7 @@ describe('asynchronous actions, cancel, live events, idempotency and backpressur
     const sid = await engine.createSession();
     const res = await engine.request('POST', `/v1/sessions/${sid}/actions`, bash('true', { wait: 'no' }));
     expect(res.status).toBe(400);
-    expect(res.body.details.field).toBe('wait');
+    expect(fieldsOf(res.body)).toEqual(['wait']);
   });
 
   it('cancels a running action (and the one queued behind it); 409 once ended, 404 when unknown', async () => {
@@ -78,7 +79,7 @@ describe('asynchronous actions, cancel, live events, idempotency and backpressur
 
     const again = await engine.request('POST', `/v1/sessions/${sid}/actions/${long.id}/cancel`);
     expect(again.status).toBe(409);
-    expect(again.body.code).toBe('ACTION_ENDED');
+    expect(again.body.error.code).toBe('ACTION_ENDED');
     expect((await engine.request('POST', `/v1/sessions/${sid}/actions/act_nope/cancel`)).status).toBe(404);
   });
 
@@ -144,7 +145,7 @@ describe('asynchronous actions, cancel, live events, idempotency and backpressur
 
     const other = await send(bash('echo other'), 'key-1');
     expect(other.status).toBe(422);
-    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(other.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     const async1 = await send(bash('echo a', { wait: false }), 'key-3');
     const async2 = await send(bash('echo a', { wait: false }), 'key-3');
     expect(async1.status).toBe(202);
@@ -177,7 +178,7 @@ describe('backpressure', () => {
     const sessionFull = await post(a, 'echo too-many');
     expect(sessionFull.status).toBe(429);
     expect(sessionFull.headers.get('retry-after')).toBe('1');
-    expect(sessionFull.body.code).toBe('QUEUE_FULL');
+    expect(sessionFull.body.error.code).toBe('QUEUE_FULL');
     expect((await post(b, 'echo queued-b')).status).toBe(202);
     const engineFull = await post(c, 'echo too-many');
     expect(engineFull.status).toBe(429);

@@ -1,11 +1,10 @@
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 describe('bad input', () => {
   let engine: EngineHarness;
   let sid: string;
   const url = (): string => `/v1/sessions/${sid}/actions`;
-  const fieldsOf = (body: { errors?: { field: string }[] }): string[] =>
-    (body.errors ?? []).map((e) => e.field);
 
   beforeAll(async () => {
     engine = await EngineHarness.start({
@@ -25,7 +24,7 @@ describe('bad input', () => {
   it('malformed JSON → 400', async () => {
     const res = await engine.request('POST', url(), undefined, { raw: '{"type": "code", ' });
     expect(res.status).toBe(400);
-    expect(res.body.code).toBe('MALFORMED_JSON');
+    expect(res.body.error.code).toBe('MALFORMED_JSON');
     expect(fieldsOf(res.body)).toEqual(['body']);
   });
 
@@ -94,7 +93,7 @@ describe('bad input', () => {
       content: 'x'.repeat(70_000),
     });
     expect(res.status).toBe(413);
-    expect(res.body.message).toContain('SWITCHYARD_MAX_BODY_BYTES');
+    expect(res.body.error.message).toContain('SWITCHYARD_MAX_BODY_BYTES');
   });
 
   it('code with NUL bytes or over the size limit → 400', async () => {
@@ -104,14 +103,14 @@ describe('bad input', () => {
       code: 'print(1)\u0000',
     });
     expect(nul.status).toBe(400);
-    expect(nul.body.details.field).toBe('code');
+    expect(fieldsOf(nul.body)).toEqual(['code']);
     const big = await engine.request('POST', url(), {
       type: 'code',
       language: 'python',
       code: `#${'x'.repeat(2000)}`,
     });
     expect(big.status).toBe(400);
-    expect(big.body.details.field).toBe('code');
+    expect(fieldsOf(big.body)).toEqual(['code']);
   });
 
   it('a timeout above the maximum → 400', async () => {
@@ -122,7 +121,7 @@ describe('bad input', () => {
       timeoutMs: 10_000_000,
     });
     expect(res.status).toBe(400);
-    expect(res.body.details.field).toBe('timeoutMs');
+    expect(fieldsOf(res.body)).toEqual(['timeoutMs']);
   });
 
   it('bad pagination parameters → 400', async () => {

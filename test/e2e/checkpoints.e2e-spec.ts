@@ -23,6 +23,7 @@ for root, dirs, files in os.walk('.'):
         out[p] = e
 print(json.dumps(out, sort_keys=True))
 `;
+import { fieldsOf } from '../support/error-body';
 
 /** A project the way an agent leaves one: nested files, an executable, a private directory, links in and out. */
 const BUILD = `
@@ -122,7 +123,7 @@ describe('checkpoints, restore and fork through the API', () => {
     expect(slow.status).toBe(202);
     const refused = await restore(sid, taken.id);
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({
+    expect(refused.body.error).toMatchObject({
       code: 'ACTIONS_RUNNING',
       message: expect.stringContaining('cancel'),
     });
@@ -211,7 +212,7 @@ describe('checkpoints, restore and fork through the API', () => {
       restore: true,
     });
     expect(none.status).toBe(409);
-    expect(none.body).toMatchObject({
+    expect(none.body.error).toMatchObject({
       code: 'NO_CHECKPOINT',
       message: expect.stringContaining('"checkpoint": "before"'),
     });
@@ -320,7 +321,7 @@ describe('checkpoints, restore and fork through the API', () => {
       `/v1/sessions/${sid}/checkpoints/${first.id}/diff?to=yesterday`,
     );
     expect(badTo.status).toBe(400);
-    expect(badTo.body.details?.field ?? JSON.stringify(badTo.body)).toContain('to');
+    expect(fieldsOf(badTo.body)).toContain('to');
     const badLabel = await checkpoint(sid, { label: 7 });
     expect(badLabel.status).toBe(400);
     expect(JSON.stringify(badLabel.body)).toContain('label');
@@ -358,7 +359,7 @@ describe('checkpoints, restore and fork through the API', () => {
     for (let i = 0; i < 3; i++) expect((await checkpoint(sid)).status).toBe(201);
     const over = await checkpoint(sid);
     expect(over.status).toBe(409);
-    expect(over.body).toMatchObject({
+    expect(over.body.error).toMatchObject({
       code: 'CHECKPOINT_LIMIT',
       message: expect.stringContaining('SWITCHYARD_MAX_CHECKPOINTS'),
     });
@@ -386,7 +387,7 @@ describe('checkpoints, restore and fork through the API', () => {
       checkpoint: 'after',
     });
     expect(bad.status).toBe(400);
-    expect(bad.body.details.field).toBe('checkpoint');
+    expect(fieldsOf(bad.body)).toEqual(['checkpoint']);
   });
 
   it('checkpoints each step of a plan, and a replan restores to a step', async () => {

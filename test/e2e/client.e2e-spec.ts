@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -195,6 +195,43 @@ describe('@switchyard/client against the engine', () => {
     expect(tools.code).toBe(0);
     const catalog = JSON.parse(tools.stdout) as Array<{ function: { name: string; strict: boolean } }>;
     expect(catalog.find((t) => t.function.name === 'bash')?.function.strict).toBe(true);
+  });
+
+  it('CLI: exec of denied code exits 1 with the reasons, nothing run; events tails a session live', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-cli-'));
+    const marker = path.join(dir, 'should-not-exist');
+    const denied = await runCli(
+      ['exec', 'bash', '-c', `touch ${marker}; rm -rf / --no-preserve-root`],
+      env(),
+    );
+    expect(denied.code).toBe(1);
+    expect(denied.stdout).toBe('');
+    expect(denied.stderr).toMatch(/^switchyard: action denied: .+/);
+    expect(existsSync(marker)).toBe(false);
+
+    const sid = (await client.sessions.create({ metadata: { agent: 'cli-events' } })).id;
+    const child = spawn(process.execPath, [CLI, 'events', sid], {
+      env: { ...process.env, ...env() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let lines = '';
+    child.stdout!.on('data', (d: Buffer) => (lines += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      // Live: the stream is open before the action, and the action's events arrive while the CLI runs.
+      const deadline = Date.now() + 15_000;
+      while (!lines.includes('action.completed') && Date.now() < deadline) {
+        await client.actions.run(sid, { type: 'code', language: 'bash', code: 'echo tail-me' });
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      const completed = lines.split('\n').find((l) => l.includes('action.completed'));
+      expect(completed).toMatch(/^\d+ action\.completed .*act_\w+.*succeeded/);
+    } finally {
+      await client.sessions.delete(sid);
+    }
+    // The session's end ends the stream, and the CLI exits 0 by itself.
+    expect(await exited).toBe(0);
+    expect(lines).toContain('session.ended');
   });
 
   it('CLI: usage errors exit 2, an engine that is not there is named', async () => {

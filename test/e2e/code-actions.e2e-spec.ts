@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 describe('code actions (subprocess tier, real bubblewrap)', () => {
   let engine: EngineHarness;
@@ -111,7 +112,7 @@ describe('code actions (subprocess tier, real bubblewrap)', () => {
         env,
       });
       expect(res.status).toBe(400);
-      expect(res.body.details.field).toMatch(/^env/);
+      expect(fieldsOf(res.body)[0]).toMatch(/^env/);
     });
   });
 

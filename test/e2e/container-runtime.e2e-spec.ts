@@ -226,9 +226,10 @@ describe('an explicit runsc on a Docker engine without it', () => {
     );
     const ready = await engine.request('GET', '/health/ready');
     expect(ready.status).toBe(503);
-    expect(ready.body.details.container_runtime.status).toBe('down');
-    expect(ready.body.details.container_runtime.reason).toContain('SWITCHYARD_CONTAINER_RUNTIME');
-    expect(ready.body.details.docker.status).toBe('up');
+    const indicators = ready.body.error.details.indicators;
+    expect(indicators.container_runtime.status).toBe('down');
+    expect(indicators.container_runtime.reason).toContain('SWITCHYARD_CONTAINER_RUNTIME');
+    expect(indicators.docker.status).toBe('up');
 
     const sid = await engine.createSession();
     for (const body of [

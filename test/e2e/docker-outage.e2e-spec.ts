@@ -49,8 +49,12 @@ describe('Docker outage and recovery', () => {
     expect(health.tiers.subprocess.available).toBe(true);
     const notReady = await engine.request('GET', '/health/ready');
     expect(notReady.status).toBe(503);
-    expect(notReady.body.details.docker.status).toBe('down');
-    expect(notReady.body.details.bubblewrap.status).toBe('up');
+    expect(notReady.body.error).toMatchObject({
+      code: 'NOT_READY',
+      message: expect.stringContaining('docker ('),
+    });
+    expect(notReady.body.error.details.indicators.docker.status).toBe('down');
+    expect(notReady.body.error.details.indicators.bubblewrap.status).toBe('up');
     for (const run of [pooled, oneOff]) {
       const r = await run(sid);
       expect(r).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'TIER_UNAVAILABLE' } });

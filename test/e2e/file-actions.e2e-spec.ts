@@ -1,6 +1,7 @@
 import { readFileSync, symlinkSync, linkSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 describe('file actions', () => {
   let engine: EngineHarness;
@@ -147,8 +148,8 @@ describe('file actions', () => {
     it.each(attempts)('%s', async (_name, body) => {
       const res = await fileRaw(body);
       expect(res.status).toBe(400);
-      expect(res.body.details.field).toMatch(/^(path|to)$/);
-      expect(typeof res.body.message).toBe('string');
+      expect(fieldsOf(res.body)[0]).toMatch(/^(path|to)$/);
+      expect(typeof res.body.error.message).toBe('string');
     });
 
     it('encoded traversal stays inside the workspace', async () => {

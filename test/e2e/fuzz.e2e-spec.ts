@@ -4,6 +4,7 @@ import { BROWSER_ACTION_DTOS } from '../../apps/engine/src/actions/dto/browser-a
 import { dtoSchema } from '../../apps/engine/src/tools/tool-catalog';
 import { BrowserSite } from '../support/browser-site';
 import { type ApiResponse, EngineHarness, LogCapture } from '../support/engine-harness';
+import { fieldsOf, isErrorEnvelope } from '../support/error-body';
 
 /**
  * Property-based: every action DTO, plans, tool calls, sessions and retries with arbitrary JSON in every field. The
@@ -185,11 +186,6 @@ const actionBodyOf = (
 
 const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const fieldsOf = (body: { errors?: { field: string }[]; details?: { field?: unknown } }): string[] => [
-  ...(Array.isArray(body?.errors) ? body.errors.map((e) => e.field) : []),
-  ...(typeof body?.details?.field === 'string' ? [body.details.field] : []),
-];
-
 /** How the answers were spread (endpoint, HTTP status, outcome), printed at the end to keep the generators honest. */
 const spread = new Map<string, number>();
 
@@ -210,10 +206,9 @@ function checkAnswer(what: string, sent: unknown, res: ApiResponse): void {
     if (o?.status === 'error' && o.error?.class === 'internal') fail('an internal error envelope');
   }
   if (res.status >= 500) fail('a 5xx');
-  if (res.status === 400 || res.status === 415) {
-    if (fieldsOf(res.body).length === 0) fail('a 400 that names no field');
-  } else if (res.status >= 400 && typeof res.body?.code !== 'string') {
-    fail('a 4xx without a code');
+  if (res.status >= 400 && !isErrorEnvelope(res.body)) fail('a 4xx outside the error envelope');
+  if ((res.status === 400 || res.status === 415) && fieldsOf(res.body).length === 0) {
+    fail('a 400 that names no field');
   }
 }
 

@@ -4,6 +4,7 @@
  * unknown session or action) and the headers saying where the graph stands.
  */
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 interface Summary {
   id: string;
@@ -150,7 +151,7 @@ describe('graph queries (embedded store)', () => {
   ])('GET …%s answers 400 naming %s', async (path, field) => {
     const res = await get(path.replace('ACTION', ids.run));
     expect(res.status).toBe(400);
-    expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual([field]);
+    expect(fieldsOf(res.body)).toEqual([field]);
   });
 
   it('answers 404 for an unknown session or action', async () => {
@@ -160,7 +161,7 @@ describe('graph queries (embedded store)', () => {
     }
     const res = await get('/actions/act_nope/context');
     expect(res.status).toBe(404);
-    expect(res.body.message).toContain('act_nope');
+    expect(res.body.error.message).toContain('act_nope');
   });
 
   it('/health reports the embedded graph with nothing waiting', async () => {

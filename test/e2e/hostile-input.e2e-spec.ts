@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { BrowserSite } from '../support/browser-site';
 import { type ApiResponse, EngineHarness, LogCapture } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 /**
  * Bad input never reaches a 500 (issue 12): each reproduction of the issue through the real engine. A refusal is a
@@ -19,17 +20,12 @@ describe('hostile input', () => {
   let sid: string;
   const actions = (): string => `/v1/sessions/${sid}/actions`;
 
-  /** Every field an error body names: `errors[].field` of a rejected body, `details.field` of a domain error. */
-  const fieldsOf = (body: { errors?: { field: string }[]; details?: { field?: unknown } }): string[] => [
-    ...(body?.errors ?? []).map((e) => e.field),
-    ...(typeof body?.details?.field === 'string' ? [body.details.field] : []),
-  ];
   const expectRefused = (res: ApiResponse, status: number, field: string, code?: string): void => {
     expect({ status: res.status, fields: fieldsOf(res.body) }).toEqual({
       status,
       fields: expect.arrayContaining([field]),
     });
-    if (code) expect(res.body.code).toBe(code);
+    if (code) expect(res.body.error.code).toBe(code);
   };
   const count = async (urlPath: string, key: string): Promise<number> => {
     const res = await engine.request('GET', urlPath);
@@ -386,7 +382,7 @@ describe('hostile input', () => {
         ] as const) {
           const res = await engine.request('POST', urlPath, undefined, { raw });
           expectRefused(res, 400, 'body', 'TOO_DEEP');
-          expect(res.body.message).toContain('64');
+          expect(res.body.error.message).toContain('64');
         }
       });
       expect(logs.raw.some((l) => /call stack/i.test(l))).toBe(false);
@@ -580,7 +576,7 @@ describe('hostile input', () => {
           ] as const) {
             const res = await engine.request('POST', actions(), body);
             expectRefused(res, 400, field, 'PATH_INVISIBLE_CHAR');
-            expect(res.body.message).toContain(at);
+            expect(res.body.error.message).toContain(at);
           }
         });
         const names = readdirSync(engine.workspaceOf(sid), { recursive: true }).map(String);
@@ -615,7 +611,7 @@ describe('hostile input', () => {
         }),
       );
       expectRefused(plan, 400, 'steps[0].action.path');
-      expect(plan.body.message).toContain('U+200F');
+      expect(plan.body.error.message).toContain('U+200F');
       const tool = await toolCall('write', { path: 'evil\u202Etxt.sh', content: 'x' });
       expect(tool.is_error).toBe(true);
       expect(tool.content).toContain('path');

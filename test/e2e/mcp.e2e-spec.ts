@@ -188,7 +188,7 @@ describe('MCP over Streamable HTTP (open engine)', () => {
 
     const malformed = await raw(engine, 'POST', { body: '{"jsonrpc":' });
     expect(malformed.status).toBe(400);
-    expect(malformed.body.code).toBe('MALFORMED_JSON');
+    expect(malformed.body.error.code).toBe('MALFORMED_JSON');
 
     const notRpc = await raw(engine, 'POST', {
       body: JSON.stringify({ hello: 'world' }),
@@ -259,15 +259,14 @@ describe('MCP with API keys', () => {
   });
 
   it("refuses a client without a valid key with 401 and the engine's error body", async () => {
-    await expect(connect(engine)).rejects.toThrow(/401/);
-    await expect(connect(engine, 'mcp-key-not-configured-000')).rejects.toThrow(/401/);
+    await expect(connect(engine)).rejects.toMatchObject({ code: 401, message: /UNAUTHENTICATED/ });
+    await expect(connect(engine, 'mcp-key-not-configured-000')).rejects.toMatchObject({
+      code: 401,
+      message: /invalid bearer token/,
+    });
     const res = await raw(engine, 'POST', { body: JSON.stringify(INITIALIZE) });
     expect(res.status).toBe(401);
-    expect(res.body).toMatchObject({
-      statusCode: 401,
-      code: 'UNAUTHENTICATED',
-      message: 'missing bearer token',
-    });
+    expect(res.body).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'missing bearer token' } });
   });
 
   it("runs as the key's tenant; another key cannot use the MCP session", async () => {

@@ -77,7 +77,11 @@ describe('observability', () => {
     await new Promise((r) => setTimeout(r, 200));
     const ready = await own.request('GET', '/health/ready');
     expect(ready.status).toBe(503);
-    expect(ready.body.details.engine).toEqual({ status: 'down', reason: 'shutting_down' });
+    expect(ready.body.error).toMatchObject({
+      code: 'NOT_READY',
+      message: expect.stringContaining('engine (shutting_down)'),
+    });
+    expect(ready.body.error.details.indicators.engine).toEqual({ status: 'down', reason: 'shutting_down' });
     expect((await long).body.status).toBe('succeeded');
     await stopping;
   });

@@ -91,7 +91,11 @@ describe('plans', () => {
     const sid = await engine.createSession();
     const res = await submit(sid, { steps });
     expect(res.status).toBe(400);
-    expect(res.body.errors.map((e: any) => `${e.field}: ${e.message}`).join('\n')).toContain(expected);
+    expect(
+      res.body.error.fields
+        .map((e: { path: string; message: string }) => `${e.path}: ${e.message}`)
+        .join('\n'),
+    ).toContain(expected);
     expect((await engine.request('GET', `/v1/sessions/${sid}/actions`)).body.actions).toEqual([]);
   });
 

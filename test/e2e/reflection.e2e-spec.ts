@@ -1,4 +1,5 @@
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 const bash = (code: string, extra: Record<string, unknown> = {}) => ({
   type: 'code',
@@ -50,7 +51,7 @@ describe('reflection: retries with revised actions', () => {
     for (let i = 0; i < 3; i++) last = (await retry(sid, last)).body.id;
     const refused = await retry(sid, last);
     expect(refused.status).toBe(409);
-    expect(refused.body.message).toContain('SWITCHYARD_MAX_RETRY_DEPTH');
+    expect(refused.body.error.message).toContain('SWITCHYARD_MAX_RETRY_DEPTH');
     expect((await engine.request('GET', `/v1/sessions/${sid}/actions`)).body.actions).toHaveLength(4);
     expect((await retry(sid, 'act_missing')).status).toBe(404);
   });
@@ -75,6 +76,6 @@ describe('reflection: retries with revised actions', () => {
     const plainFailure = await engine.action(sid, bash('exit 2'));
     const notLimited = await retry(sid, plainFailure.id, { escalate: true });
     expect(notLimited.status).toBe(400);
-    expect(notLimited.body.details.field).toBe('escalate');
+    expect(fieldsOf(notLimited.body)).toEqual(['escalate']);
   });
 });

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 
 describe('sessions API', () => {
   let engine: EngineHarness;
@@ -55,17 +56,17 @@ describe('sessions API', () => {
     ] as const) {
       const res = await engine.request(method, url, body);
       expect({ url, method, status: res.status }).toEqual({ url, method, status: 404 });
-      expect(res.body.message).toContain(id);
+      expect(res.body.error.message).toContain(id);
     }
   });
 
   it('rejects a TTL above the configured maximum and bad session bodies', async () => {
     const tooLong = await engine.request('POST', '/v1/sessions', { ttlSeconds: 10 * 24 * 3600 });
     expect(tooLong.status).toBe(400);
-    expect(tooLong.body.details.field).toBe('ttlSeconds');
+    expect(fieldsOf(tooLong.body)).toEqual(['ttlSeconds']);
     const wrong = await engine.request('POST', '/v1/sessions', { ttlSeconds: 'soon', color: 'red' });
     expect(wrong.status).toBe(400);
-    const fields = wrong.body.errors.map((e: { field: string }) => e.field);
+    const fields = fieldsOf(wrong.body);
     expect(fields).toEqual(expect.arrayContaining(['ttlSeconds', 'color']));
   });
 

@@ -2,6 +2,7 @@ import Ajv from 'ajv';
 import { EngineHarness } from '../support/engine-harness';
 import { strictModeViolations } from '../support/openai-strict-rules';
 import { MINIMAL_INPUTS, TOOL_ORDER } from '../support/tool-inputs';
+import { fieldsOf } from '../support/error-body';
 
 interface OpenAiTool {
   type: string;
@@ -14,9 +15,6 @@ const openAiCall = (id: string, name: string, args: Record<string, unknown> | st
   type: 'function',
   function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) },
 });
-
-const fieldsOf = (body: { errors?: { field: string }[] }): string[] =>
-  (body.errors ?? []).map((e) => e.field);
 
 describe('tools in every model format', () => {
   let engine: EngineHarness;

@@ -126,7 +126,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (error instanceof SwitchyardError) {
-      const fields = error.fields.map((f) => `\n  ${f.field}: ${f.message}`).join('');
+      const fields = error.fields.map((f) => `\n  ${f.path}: ${f.message}`).join('');
       err(`switchyard: ${error.status ? `${error.status} ${error.code}: ` : ''}${error.message}${fields}\n`);
       return 1;
     }

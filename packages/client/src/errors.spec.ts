@@ -4,27 +4,32 @@ import { errorFromResponse, SwitchyardError } from './errors';
 describe('errorFromResponse', () => {
   it('maps the engine error body: status, code, message, fields, details', () => {
     const error = errorFromResponse(400, {
-      statusCode: 400,
-      error: 'BAD_REQUEST',
-      code: 'VALIDATION_FAILED',
-      message: 'invalid request',
-      errors: [{ field: 'code', message: 'code must be a string' }],
-      details: { field: 'code' },
+      error: {
+        code: 'VALIDATION_FAILED',
+        message: 'invalid request',
+        fields: [{ path: 'code', message: 'code must be a string' }],
+        details: { limit: 3 },
+      },
     });
     expect(error).toBeInstanceOf(SwitchyardError);
     expect(error).toMatchObject({
       status: 400,
       code: 'VALIDATION_FAILED',
       message: 'invalid request',
-      fields: [{ field: 'code', message: 'code must be a string' }],
-      details: { field: 'code' },
+      fields: [{ path: 'code', message: 'code must be a string' }],
+      details: { limit: 3 },
     });
   });
 
-  it('falls back to the status name when there is no code, and to the status for non-JSON bodies', () => {
-    expect(errorFromResponse(404, { statusCode: 404, error: 'NOT_FOUND', message: 'gone' })).toMatchObject({
+  it('falls back to the status for bodies that are not the error envelope', () => {
+    expect(errorFromResponse(404, { error: { code: 'NOT_FOUND', message: 'gone' } })).toMatchObject({
       code: 'NOT_FOUND',
+      message: 'gone',
       fields: [],
+    });
+    expect(errorFromResponse(404, { message: 'a proxy said so' })).toMatchObject({
+      status: 404,
+      code: 'HTTP_404',
     });
     expect(errorFromResponse(502, '<html>bad gateway</html>')).toMatchObject({
       status: 502,
@@ -39,12 +44,9 @@ describe('SwitchyardClient requests', () => {
     const calls: Array<{ url: string; init: RequestInit }> = [];
     const fakeFetch = (async (url: URL | string, init: RequestInit = {}) => {
       calls.push({ url: String(url), init });
-      return new Response(
-        JSON.stringify({ statusCode: 409, error: 'CONFLICT', code: 'NO_CHECKPOINT', message: 'none' }),
-        {
-          status: 409,
-        },
-      );
+      return new Response(JSON.stringify({ error: { code: 'NO_CHECKPOINT', message: 'none' } }), {
+        status: 409,
+      });
     }) as typeof fetch;
     const client = new SwitchyardClient({ baseUrl: 'http://engine:1/', apiKey: 'key1', fetch: fakeFetch });
     await expect(client.actions.retry('ses_1', 'act_1', { restore: true })).rejects.toMatchObject({

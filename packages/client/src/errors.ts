@@ -1,6 +1,6 @@
-/** A field of a rejected request and what is wrong with it. */
+/** A part of a rejected request (a body field's dotted path, a parameter or a header) and what is wrong with it. */
 export interface FieldError {
-  field: string;
+  path: string;
   message: string;
 }
 
@@ -26,31 +26,25 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * The one place that reads the engine's error body (`{statusCode, error, code?, message, errors?, details?}`): a
- * change of envelope touches only this function. Bodies that are not JSON objects (a proxy's HTML page) still give
- * an error naming the status.
+ * The one place that reads the engine's error body (`{error: {code, message, fields?, details?}}`): a change of
+ * envelope touches only this function. Bodies that are not that envelope (a proxy's HTML page) still give an error
+ * naming the status.
  */
 export function errorFromResponse(status: number, body: unknown): SwitchyardError {
-  if (!isRecord(body)) {
+  const error = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+  if (!error) {
     const text = typeof body === 'string' && body.trim() ? `: ${body.trim().slice(0, 200)}` : '';
     return new SwitchyardError(`HTTP ${status}${text}`, status, `HTTP_${status}`);
   }
-  const fields = Array.isArray(body.errors)
-    ? body.errors.filter(isRecord).map((e) => ({ field: String(e.field), message: String(e.message) }))
+  const fields = Array.isArray(error.fields)
+    ? error.fields.filter(isRecord).map((e) => ({ path: String(e.path), message: String(e.message) }))
     : [];
-  const code =
-    typeof body.code === 'string'
-      ? body.code
-      : typeof body.error === 'string'
-        ? body.error
-        : `HTTP_${status}`;
-  const message = typeof body.message === 'string' ? body.message : `HTTP ${status}`;
   return new SwitchyardError(
-    message,
+    typeof error.message === 'string' ? error.message : `HTTP ${status}`,
     status,
-    code,
+    typeof error.code === 'string' ? error.code : `HTTP_${status}`,
     fields,
-    isRecord(body.details) ? body.details : undefined,
+    isRecord(error.details) ? error.details : undefined,
   );
 }
 

@@ -33,9 +33,7 @@ describe('SwitchyardClient.events', () => {
     server = http.createServer((req, res) => {
       if (req.url === '/v1/sessions/ses_missing/events') {
         res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({ statusCode: 404, error: 'NOT_FOUND', code: 'NOT_FOUND', message: 'no session' }),
-        );
+        res.end(JSON.stringify({ error: { code: 'NOT_FOUND', message: 'no session' } }));
         return;
       }
       connections++;

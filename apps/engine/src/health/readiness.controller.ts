@@ -1,6 +1,5 @@
 import { Controller, Get, Req, ServiceUnavailableException } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { ApiErrors } from '../http/api-responses';
 import {
   HealthCheck,
   HealthCheckService,
@@ -14,6 +13,8 @@ import { DOCKER_UNAVAILABLE, SandboxManager, type TierAvailability } from '@swit
 import type { Request } from 'express';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import { ApiKeys } from '../http/api-keys';
+import { ApiErrors } from '../http/api-responses';
+import { errorBody } from '../http/error-body';
 
 /**
  * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
@@ -56,12 +57,12 @@ export class ReadinessController {
   @ApiSecurity({})
   @ApiBearerAuth()
   async ready(@Req() req: Request): Promise<HealthCheckResult | { status: 'ok' }> {
-    if (this.keys.trusted(req)) return this.check();
+    const trusted = this.keys.trusted(req);
     try {
-      await this.check();
-      return { status: 'ok' };
-    } catch {
-      throw new ServiceUnavailableException({ status: 'error' });
+      const report = await this.check();
+      return trusted ? report : { status: 'ok' };
+    } catch (err) {
+      throw notReady(err, trusted);
     }
   }
 
@@ -108,4 +109,22 @@ export class ReadinessController {
       async () => tier('chromium', await this.browser.availability()),
     ]);
   }
+}
+
+/**
+ * The 503 of `ready`, in the error envelope of every other answer: the indicators that are down in the message, the
+ * whole report in `details.report` (both only for a trusted caller; others learn that the engine is not ready).
+ */
+function notReady(err: unknown, trusted: boolean): unknown {
+  if (!(err instanceof ServiceUnavailableException)) return err;
+  const report = err.getResponse() as Partial<HealthCheckResult>;
+  if (!trusted) return new ServiceUnavailableException(errorBody('NOT_READY', 'not ready'));
+  const down = Object.entries(report.error ?? {}).map(([name, r]) =>
+    typeof r?.reason === 'string' ? `${name} (${r.reason})` : name,
+  );
+  return new ServiceUnavailableException(
+    errorBody('NOT_READY', `not ready: ${down.join('; ') || 'a dependency is down'}`, [], {
+      indicators: report.details ?? {},
+    }),
+  );
 }

@@ -5,44 +5,62 @@ import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec
 /** Name of the error body's schema in the OpenAPI document. */
 export const ERROR_RESPONSE = 'ErrorResponse';
 
-/**
- * The body of every error answer, as `DomainErrorFilter` and the JSON body middleware write it (`ErrorBody`). The
- * readiness probe's 503 is the one exception: terminus' own health report.
- */
+/** The body of every error answer, 4xx and 5xx, as `errorBody` writes it (`ErrorBody`). */
 export const ERROR_RESPONSE_SCHEMA: SchemaObject = {
   type: 'object',
-  required: ['statusCode', 'error', 'message'],
+  required: ['error'],
+  additionalProperties: false,
   properties: {
-    statusCode: { type: 'integer', description: 'The HTTP status again', example: 404 },
-    error: { type: 'string', description: 'Name of the HTTP status', example: 'NOT_FOUND' },
-    code: {
-      type: 'string',
-      description: 'Stable machine-readable code (e.g. `VALIDATION_FAILED`, `NOT_FOUND`, `QUEUE_FULL`)',
-      example: 'NOT_FOUND',
-    },
-    message: { type: 'string', description: 'What went wrong, and which setting to change when one applies' },
-    errors: {
-      type: 'array',
-      description: 'Field-level problems of a rejected request',
-      items: {
-        type: 'object',
-        required: ['field', 'message'],
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    details: {
+    error: {
       type: 'object',
-      additionalProperties: true,
-      description: 'Structured detail, e.g. `{"field": "path"}`; `retryAfterSeconds` on a 429 or 503',
+      required: ['code', 'message'],
+      additionalProperties: false,
+      properties: {
+        code: {
+          type: 'string',
+          description:
+            'Stable machine-readable code (e.g. `VALIDATION_FAILED`, `NOT_FOUND`, `QUEUE_FULL`, `UNAUTHENTICATED`)',
+          example: 'VALIDATION_FAILED',
+        },
+        message: {
+          type: 'string',
+          description: 'What went wrong, and which field or setting to change when one applies',
+          example: 'invalid request: language: must be one of python, node, bash',
+        },
+        fields: {
+          type: 'array',
+          description: 'Each part of the request at fault: a body field, a query parameter or a header',
+          items: {
+            type: 'object',
+            required: ['path', 'message'],
+            additionalProperties: false,
+            properties: {
+              path: {
+                type: 'string',
+                description:
+                  'Dotted path of a body field (`steps[0].action.code`), or a parameter or header name',
+                example: 'language',
+              },
+              message: { type: 'string', example: 'must be one of python, node, bash' },
+            },
+          },
+        },
+        details: {
+          type: 'object',
+          additionalProperties: true,
+          description:
+            'Structured extras, e.g. `retryAfterSeconds` on a 429 or 503, or the readiness report on `/health/ready`',
+        },
+      },
     },
   },
 };
 
 const ERROR_DESCRIPTIONS = {
-  400: 'Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them)',
+  400: 'Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them)',
   401: 'Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set)',
   404: 'No such session, or no such resource in it',
-  409: 'Conflicts with the current state (see `code`)',
+  409: 'Conflicts with the current state (see `error.code`)',
   413: 'Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached',
   415: 'A body that is not UTF-8 JSON (`content-type: application/json`)',
   422: 'Idempotency-Key already used with a different request',

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { ErrorKind } from '@switchyard/common';
 import { SwitchyardError } from '@switchyard/common';
 import type { Response } from 'express';
+import { ErrorBody, errorBody } from './error-body';
 
 const STATUS_BY_KIND: Record<ErrorKind, number> = {
   invalid_input: HttpStatus.BAD_REQUEST,
@@ -14,20 +15,34 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   internal: HttpStatus.INTERNAL_SERVER_ERROR,
 };
 
-/** Body of every error response. */
-export interface ErrorBody {
-  statusCode: number;
-  error: string;
-  message: string;
-  code?: string;
-  details?: Record<string, unknown>;
-  /** Field-level problems of a rejected request body. */
-  errors?: { field: string; message: string }[];
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A domain error's answer: a `field` in its details names the part of the request at fault. */
+function domainBody(exception: SwitchyardError): ErrorBody {
+  const { field, ...details } = exception.details;
+  const fields = typeof field === 'string' ? [{ path: field, message: exception.message }] : [];
+  return errorBody(exception.code, exception.message, fields, details);
+}
+
+/** Nest's own exceptions (unknown route, 401…) and ours that carry a ready `ErrorBody`. */
+function httpBody(status: number, response: string | object): ErrorBody {
+  if (isRecord(response) && isRecord(response.error) && typeof response.error.code === 'string') {
+    return response as unknown as ErrorBody;
+  }
+  const fallbackCode = HttpStatus[status] ?? `HTTP_${status}`;
+  if (!isRecord(response)) return errorBody(fallbackCode, String(response));
+  const message = Array.isArray(response.message)
+    ? response.message.map(String).join('; ')
+    : typeof response.message === 'string'
+      ? response.message
+      : fallbackCode;
+  return errorBody(typeof response.code === 'string' ? response.code : fallbackCode, message);
 }
 
 /**
- * The one place where errors become HTTP: domain errors by their kind, Nest's own HTTP exceptions as
- * they are, anything else is logged and answered as a bare 500 so internals never leak.
+ * The one place where errors become HTTP: domain errors by their kind, Nest's own HTTP exceptions by their status,
+ * anything else is logged and answered as a bare 500 so internals never leak. Every body is an `ErrorBody`.
  */
 @Catch()
 export class DomainErrorFilter implements ExceptionFilter {
@@ -35,36 +50,24 @@ export class DomainErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
-    const body = this.toBody(exception);
+    const [status, body] = this.answer(exception);
     if (res.headersSent) return;
-    const retryAfter = body.details?.retryAfterSeconds;
+    const retryAfter = body.error.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number')
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfter))));
-    res.status(body.statusCode).json(body);
+    res.status(status).json(body);
   }
 
-  private toBody(exception: unknown): ErrorBody {
+  private answer(exception: unknown): [number, ErrorBody] {
     if (exception instanceof SwitchyardError) {
-      const statusCode = STATUS_BY_KIND[exception.kind];
-      return {
-        statusCode,
-        error: HttpStatus[statusCode] ?? 'Error',
-        message: exception.message,
-        code: exception.code,
-        details: exception.details,
-      };
+      return [STATUS_BY_KIND[exception.kind], domainBody(exception)];
     }
     if (exception instanceof HttpException) {
-      const statusCode = exception.getStatus();
-      const response = exception.getResponse();
-      if (typeof response === 'object' && response !== null) {
-        return { statusCode, error: HttpStatus[statusCode] ?? 'Error', ...response } as ErrorBody;
-      }
-      return { statusCode, error: HttpStatus[statusCode] ?? 'Error', message: String(response) };
+      return [exception.getStatus(), httpBody(exception.getStatus(), exception.getResponse())];
     }
     this.logger.error(
       exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
     );
-    return { statusCode: 500, error: 'INTERNAL_SERVER_ERROR', message: 'internal error' };
+    return [500, errorBody('INTERNAL', 'internal error')];
   }
 }

@@ -1,6 +1,7 @@
-import { HttpStatus, type INestApplication } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import * as express from 'express';
 import type { NextFunction, Request, Response } from 'express';
+import { errorBody } from './error-body';
 import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
 
 interface BodyParserError extends Error {
@@ -53,24 +54,26 @@ function hasBody(req: Request): boolean {
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
   const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
   const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
-    res.status(status).json({
-      statusCode: status,
-      error: HttpStatus[status] ?? 'BAD_REQUEST',
-      message: field === 'body' ? `request body ${message}` : `${field}: ${message}`,
-      code,
-      errors: [{ field, message }],
-    });
+    res
+      .status(status)
+      .json(
+        errorBody(code, field === 'body' ? `request body ${message}` : `${field}: ${message}`, [
+          { path: field, message },
+        ]),
+      );
   app.use((req: Request, res: Response, next: NextFunction) => {
     read(req, res, (err?: unknown) => {
       if (err) {
         const e = err as BodyParserError;
         if (e.type === 'entity.too.large' || e.status === 413) {
-          res.status(413).json({
-            statusCode: 413,
-            error: 'PAYLOAD_TOO_LARGE',
-            message: `request body exceeds ${maxBodyBytes} bytes (SWITCHYARD_MAX_BODY_BYTES)`,
-            code: 'BODY_TOO_LARGE',
-          });
+          res
+            .status(413)
+            .json(
+              errorBody(
+                'BODY_TOO_LARGE',
+                `request body exceeds ${maxBodyBytes} bytes (SWITCHYARD_MAX_BODY_BYTES)`,
+              ),
+            );
           return;
         }
         const status = e.status && e.status >= 400 && e.status < 500 ? e.status : 400;
