@@ -215,7 +215,7 @@ describe('@switchyard/client against the engine', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let lines = '';
-    child.stdout!.on('data', (d: Buffer) => (lines += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (lines += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     try {
       // Live: the stream is open before the action, and the action's events arrive while the CLI runs.

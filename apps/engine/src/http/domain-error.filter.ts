@@ -31,7 +31,8 @@ function httpBody(status: number, response: string | object): ErrorBody {
     return response as unknown as ErrorBody;
   }
   const fallbackCode = HttpStatus[status] ?? `HTTP_${status}`;
-  if (!isRecord(response)) return errorBody(fallbackCode, String(response));
+  if (typeof response === 'string') return errorBody(fallbackCode, response);
+  if (!isRecord(response)) return errorBody(fallbackCode, fallbackCode);
   const message = Array.isArray(response.message)
     ? response.message.map(String).join('; ')
     : typeof response.message === 'string'
