@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ENGINE_ENV_SCHEMAS } from '../../apps/engine/src/config/engine-config';
+import { BrowserSite } from '../support/browser-site';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 
@@ -22,7 +23,7 @@ interface Operation {
   operationId?: string;
   responses: Record<
     string,
-    { content?: Record<string, { schema?: { $ref?: string } }>; links?: Record<string, Link> }
+    { content?: Record<string, { schema?: FieldsSchema }>; links?: Record<string, Link> }
   >;
   parameters?: Array<{ name: string; in: string; required?: boolean; schema?: { type?: string } }>;
 }
@@ -39,7 +40,10 @@ interface Answer {
 interface FieldsSchema {
   $ref?: string;
   properties?: Record<string, FieldsSchema>;
+  additionalProperties?: boolean | FieldsSchema;
   items?: FieldsSchema;
+  oneOf?: FieldsSchema[];
+  anyOf?: FieldsSchema[];
 }
 
 const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
@@ -74,6 +78,7 @@ describe('boot configuration (the built engine as a real process)', () => {
 
   describe('GET /docs-json', () => {
     let engine: EngineProcess;
+    let site: BrowserSite;
     let document: {
       paths: Record<string, Record<string, Operation>>;
       servers?: Array<{ url: string }>;
@@ -83,40 +88,71 @@ describe('boot configuration (the built engine as a real process)', () => {
       };
     };
     beforeAll(async () => {
-      engine = await EngineProcess.start(newDataDir(), await freePort(), { SWITCHYARD_POOL_MIN: '0' });
+      // Pages for the browser rows, on the one loopback address the engine allows.
+      site = await BrowserSite.start('127.0.0.2');
+      engine = await EngineProcess.start(newDataDir(), await freePort(), {
+        SWITCHYARD_POOL_MIN: '0',
+        SWITCHYARD_BROWSER_ALLOWLIST: '127.0.0.2',
+      });
       const res = await engine.request<typeof document>('GET', '/docs-json');
       expect(res.status).toBe(200);
       document = res.body;
     });
-    afterAll(() => engine?.stop('SIGTERM'));
+    afterAll(async () => {
+      await engine?.stop('SIGTERM');
+      await site?.stop();
+    });
 
     const schemaAt = (ref: string): FieldsSchema =>
       document.components.schemas[ref.slice('#/components/schemas/'.length)] as FieldsSchema;
 
-    /** Fields of `value` that `schema` does not name (JSON Schema lets them through unless told otherwise). */
+    /**
+     * Fields of `value` that `schema` does not name (JSON Schema lets them through unless told otherwise). A map
+     * (`additionalProperties`) names every key; a body of a `oneOf`/`anyOf` is held to the variant naming most of it.
+     */
     const unnamedFields = (schema: FieldsSchema, value: unknown, at: string): string[] => {
       const s = schema.$ref ? schemaAt(schema.$ref) : schema;
-      if (Array.isArray(value) && s.items)
-        return value.flatMap((v, i) => unnamedFields(s.items!, v, `${at}/${i}`));
-      if (value === null || typeof value !== 'object' || !s.properties) return [];
-      return Object.entries(value).flatMap(([key, v]) =>
-        s.properties![key]
-          ? unnamedFields(s.properties![key], v, `${at}/${key}`)
-          : [`${at}/${key} is not in the schema`],
-      );
+      const variants = s.oneOf ?? s.anyOf;
+      if (variants) {
+        return variants
+          .map((v) => unnamedFields(v, value, at))
+          .reduce((best, problems) => (problems.length < best.length ? problems : best));
+      }
+      if (Array.isArray(value))
+        return s.items ? value.flatMap((v, i) => unnamedFields(s.items!, v, `${at}/${i}`)) : [];
+      const extra = s.additionalProperties;
+      if (value === null || typeof value !== 'object' || (!s.properties && typeof extra !== 'object'))
+        return [];
+      return Object.entries(value).flatMap(([key, v]) => {
+        const named = s.properties?.[key] ?? (typeof extra === 'object' ? extra : undefined);
+        if (named) return unnamedFields(named, v, `${at}/${key}`);
+        return extra === true ? [] : [`${at}/${key} is not in the schema`];
+      });
     };
 
-    /** What is wrong with `body` as an instance of the document's schema `ref`. */
-    const conformance = (ref: string, body: unknown): string[] => {
-      // OpenAPI 3.0 schemas carry keywords JSON Schema does not know (`example`): not strict.
-      const ajv = new Ajv({ strict: false, allErrors: true });
-      ajv.addFormat('date-time', (v: string) => ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)));
-      ajv.addSchema({ components: { schemas: document.components.schemas } }, 'document');
-      const validate = ajv.compile({ $ref: `document${ref}` });
-      const errors = validate(body)
-        ? []
-        : (validate.errors ?? []).map((e) => `${ref} ${e.instancePath || '/'} ${e.message ?? ''}`);
-      return [...errors, ...unnamedFields({ $ref: ref }, body, ref)];
+    // OpenAPI 3.0 schemas carry keywords JSON Schema does not know (`example`): not strict. Ajv knows `nullable`.
+    let ajv: Ajv | undefined;
+    /** What is wrong with `body` as an instance of `schema`: a `$ref` to the document's schemas, or inline. */
+    const conformance = (schema: FieldsSchema, body: unknown): string[] => {
+      if (!ajv) {
+        ajv = new Ajv({ strict: false, allErrors: true });
+        ajv.addFormat('date-time', (v: string) => ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)));
+        ajv.addSchema({ components: { schemas: document.components.schemas } }, 'document');
+      }
+      const label = schema.$ref ?? 'inline schema';
+      // Inline schemas reach the document's schemas through it.
+      const inDocument = JSON.parse(
+        JSON.stringify(schema).replaceAll('"#/components/', '"document#/components/'),
+      );
+      const validate =
+        (schema.$ref && ajv.getSchema(`document${schema.$ref}`)) || ajv.compile(inDocument as object);
+      const errors = validate(body) ? [] : (validate.errors ?? []);
+      // An `anyOf` that fails reports every variant's errors: those under a deeper path say what is wrong.
+      const deepest = errors.filter(
+        (e) => !errors.some((other) => other.instancePath.startsWith(`${e.instancePath}/`)),
+      );
+      const messages = deepest.map((e) => `${label} ${e.instancePath || '/'} ${e.message ?? ''}`);
+      return [...new Set(messages), ...unnamedFields(schema, body, label)];
     };
 
     it('publishes none of the engine’s env schema classes', () => {
@@ -177,18 +213,16 @@ describe('boot configuration (the built engine as a real process)', () => {
         ];
       });
       expect(problems).toEqual([]);
+      // Its shape is api-responses.ts's to say; real error answers are validated against it below.
       expect(document.components.schemas.ErrorResponse).toMatchObject({
-        required: ['statusCode', 'error', 'message'],
-        properties: expect.objectContaining({
-          code: expect.anything(),
-          errors: expect.anything(),
-          details: expect.anything(),
-        }),
+        type: 'object',
+        required: expect.any(Array),
+        properties: expect.any(Object),
       });
     });
 
     it('links the stateful flow to operations that exist, filling each of their path parameters', () => {
-      const byId = new Map(operations().map(([name, op]) => [op.operationId, name]));
+      const byId = new Map(operations().map(([name, op]) => [op.operationId, [name, op] as const]));
       const links = operations().flatMap(([name, op]) =>
         Object.entries(op.responses).flatMap(([status, response]) =>
           Object.entries(response.links ?? {}).map(([link, l]) => [`${name} ${status} ${link}`, l] as const),
@@ -201,21 +235,37 @@ describe('boot configuration (the built engine as a real process)', () => {
           'POST /v1/sessions/{sessionId}/actions 200 GetAction',
           'POST /v1/sessions/{sessionId}/actions 200 RetryAction',
           'POST /v1/sessions/{sessionId}/actions 200 GetFailureContext',
+          'POST /v1/sessions/{sessionId}/actions 200 GetFileLineage',
           'POST /v1/sessions/{sessionId}/actions 202 GetAction',
+          'GET /v1/sessions/{sessionId}/actions/{actionId} 200 GetFailureContext',
+          'GET /v1/sessions/{sessionId}/actions/{actionId} 200 GetFileLineage',
+          'POST /v1/sessions/{sessionId}/plans 202 GetPlan',
+          'POST /v1/sessions/{sessionId}/fork 201 GetSession',
         ]),
       );
       const problems = links.flatMap(([name, link]) => {
         const target = byId.get(link.operationId);
         if (!target) return [`${name}: no operation ${link.operationId}`];
-        const pathParams = [...target.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
-        const given = Object.keys(link.parameters ?? {}).sort();
+        const [targetName, targetOp] = target;
+        const pathParams = [...targetName.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+        // `query.path` names a query parameter; a bare name (or `path.x`) a path parameter.
+        const given = Object.keys(link.parameters ?? {});
+        const givenPath = given.filter((k) => !k.startsWith('query.')).map((k) => k.replace(/^path\./, ''));
+        const givenQuery = given.filter((k) => k.startsWith('query.')).map((k) => k.slice('query.'.length));
+        const query = (targetOp.parameters ?? []).filter((p) => p.in === 'query');
+        const missingQuery = query
+          .filter((p) => p.required && !givenQuery.includes(p.name))
+          .map((p) => p.name);
+        const unknownQuery = givenQuery.filter((q) => !query.some((p) => p.name === q));
         const bad = Object.values(link.parameters ?? {}).filter(
-          (v) => !/^\$(response\.body#\/|request\.path\.)\w+$/.test(v),
+          (v) => !/^\$(response\.body#(\/\w+)+|request\.path\.\w+)$/.test(v),
         );
         return [
-          ...(given.join() === pathParams.join()
+          ...(givenPath.sort().join() === pathParams.join()
             ? []
-            : [`${name}: fills ${given.join()} of ${pathParams.join()}`]),
+            : [`${name}: fills ${givenPath.join()} of ${pathParams.join()}`]),
+          ...missingQuery.map((q) => `${name}: leaves the required query parameter ${q} out`),
+          ...unknownQuery.map((q) => `${name}: ${targetName} has no query parameter ${q}`),
           ...bad.map((v) => `${name}: ${v} is not a body or path expression`),
         ];
       });
@@ -248,6 +298,9 @@ describe('boot configuration (the built engine as a real process)', () => {
         const json = res.headers.get('content-type')?.startsWith('application/json') && text !== '';
         return { status: res.status, body: json ? JSON.parse(text) : text };
       };
+      /** A row whose request was sent before the table, because later rows need what it made. */
+      const sent = (answer: Answer) => () => Promise.resolve(answer);
+      const idOf = (answer: Answer): string => (answer.body as { id: string }).id;
       const sid = await engine.createSession();
       const s = `/v1/sessions/${sid}`;
       const checkpoint = await engine.request<{ id: string }>('POST', `${s}/checkpoints`, {});
@@ -267,140 +320,319 @@ describe('boot configuration (the built engine as a real process)', () => {
         code: 'sleep 30',
         wait: false,
       });
-      const table: Array<[string, string, string, () => Promise<Answer>, number]> = [
-        ['create session', 'POST', '/v1/sessions', () => send('POST', '/v1/sessions', {}), 201],
-        ['list sessions', 'GET', '/v1/sessions', () => send('GET', '/v1/sessions'), 200],
-        ['describe session', 'GET', '/v1/sessions/{sessionId}', () => send('GET', s), 200],
+
+      // What the rows act on: a python kernel, two background processes, a file written by an action (checkpointed
+      // first, so that a retry can restore), and an edit of it (a failure context with an earlier writer).
+      const act = (body: Record<string, unknown>): Promise<Answer> => send('POST', `${s}/actions`, body);
+      const cell = await act({
+        type: 'code',
+        language: 'python',
+        code: 'x = 41\nx + 1',
+        state: 'session',
+        tier: 'subprocess',
+      });
+      const kernel = `${s}/kernels/${(cell.body as { output: { kernel: { id: string } } }).output.kernel.id}`;
+      const start = (name: string, command: string): Promise<Answer> =>
+        act({ type: 'process', op: 'start', command, name, tier: 'subprocess' });
+      await start('echo', 'cat');
+      const sleeper = await start('sleeper', 'sleep 30');
+      const write = await act({
+        type: 'file',
+        op: 'write',
+        path: 'notes/todo.txt',
+        content: 'one\ntwo\n',
+        checkpoint: 'before',
+      });
+      const edit = await act({
+        type: 'file',
+        op: 'edit',
+        path: 'notes/todo.txt',
+        find: 'two',
+        replace: 'three',
+      });
+      const processOp =
+        (op: string, processId: string, extra: Record<string, unknown> = {}) =>
+        () =>
+          act({ type: 'process', op, processId, ...extra });
+      const file =
+        (op: string, extra: Record<string, unknown> = {}) =>
+        () =>
+          act({ type: 'file', op, ...extra });
+
+      // Plans, in a session of their own: one that needs a replan and gets one (restoring its step's checkpoint),
+      // one replanned without waiting, and one still running when it is cancelled.
+      const ps = `/v1/sessions/${await engine.createSession()}`;
+      const failing = { language: 'bash', type: 'code', code: 'echo no >&2; exit 1' };
+      const stuck = await send('POST', `${ps}/plans`, {
+        goal: 'build it',
+        checkpoints: 'each-step',
+        steps: [{ id: 'build', action: failing }],
+        wait: true,
+      });
+      const replanned = await send('POST', `${ps}/plans/${idOf(stuck)}/replan`, {
+        steps: [{ id: 'build', action: { type: 'code', language: 'bash', code: 'true' } }],
+        restoreTo: 'build',
+        wait: true,
+      });
+      const second = await send('POST', `${ps}/plans`, {
+        steps: [{ id: 'build', action: failing }],
+        wait: true,
+      });
+      const resumed = await send('POST', `${ps}/plans/${idOf(second)}/replan`, {
+        steps: [{ id: 'build', action: { type: 'code', language: 'bash', code: 'sleep 1' } }],
+      });
+      const running = await send('POST', `${ps}/plans`, {
+        steps: [
+          { id: 'wait', action: { type: 'code', language: 'bash', code: 'sleep 30' } },
+          { id: 'then', action: { type: 'file', op: 'list' }, dependsOn: ['wait'] },
+        ],
+      });
+
+      type Row = [string, string, string, () => Promise<Answer>, number | number[]];
+      const get = (urlPath: string) => () => send('GET', urlPath);
+      const post = (urlPath: string, body?: unknown) => () => send('POST', urlPath, body);
+      const SESSION = '/v1/sessions/{sessionId}';
+      const ACTIONS = `${SESSION}/actions`;
+      const ACTION = `${ACTIONS}/{actionId}`;
+      const CHECKPOINT = `${SESSION}/checkpoints/{checkpointId}`;
+      const KERNEL = `${SESSION}/kernels/{kernelId}`;
+      const PLANS = `${SESSION}/plans`;
+      const PLAN = `${PLANS}/{planId}`;
+      const table: Row[] = [
+        ['create session', 'POST', '/v1/sessions', post('/v1/sessions', {}), 201],
+        ['list sessions', 'GET', '/v1/sessions', get('/v1/sessions'), 200],
+        ['describe session', 'GET', SESSION, get(s), 200],
+        // Actions of every type, and what follows from them.
+        ['kernel cell', 'POST', ACTIONS, sent(cell), 200],
+        ['file write, checkpointed first', 'POST', ACTIONS, sent(write), 200],
+        ['file edit', 'POST', ACTIONS, sent(edit), 200],
+        ['file read', 'POST', ACTIONS, file('read', { path: 'notes/todo.txt' }), 200],
+        ['file stat', 'POST', ACTIONS, file('stat', { path: 'notes' }), 200],
+        ['file list', 'POST', ACTIONS, file('list', { recursive: true }), 200],
+        ['file find', 'POST', ACTIONS, file('find', { pattern: '**/*.txt' }), 200],
+        ['file grep', 'POST', ACTIONS, file('grep', { pattern: 'th' }), 200],
+        ['file mkdir', 'POST', ACTIONS, file('mkdir', { path: 'out' }), 200],
+        ['file move', 'POST', ACTIONS, file('move', { path: 'notes/todo.txt', to: 'out/done.txt' }), 200],
+        ['file delete', 'POST', ACTIONS, file('delete', { path: 'out/done.txt' }), 200],
         [
-          'failed action, as recorded',
+          'lineage of the written file',
           'GET',
-          '/v1/sessions/{sessionId}/actions/{actionId}',
-          () => send('GET', a),
+          `${SESSION}/files/lineage`,
+          get(`${s}/files/lineage?path=notes/todo.txt`),
           200,
         ],
         [
-          'retry',
-          'POST',
-          '/v1/sessions/{sessionId}/actions/{actionId}/retry',
-          () => send('POST', `${a}/retry`, { reason: 'again' }),
+          'failure context of the edit',
+          'GET',
+          `${ACTION}/context`,
+          get(`${s}/actions/${idOf(edit)}/context`),
           200,
         ],
         [
-          'wait:false retry',
-          'POST',
-          '/v1/sessions/{sessionId}/actions/{actionId}/retry',
-          () => send('POST', `${a}/retry`, { wait: false }),
-          202,
-        ],
-        [
-          'cancel',
-          'POST',
-          '/v1/sessions/{sessionId}/actions/{actionId}/cancel',
-          () => send('POST', `${slowSession}/actions/${slow.body.id}/cancel`),
+          'failure context of a failed code action',
+          'GET',
+          `${ACTION}/context`,
+          get(`${a}/context?before=2`),
           200,
         ],
+        [
+          'retry of the write, restoring its checkpoint',
+          'POST',
+          `${ACTION}/retry`,
+          post(`${s}/actions/${idOf(write)}/retry`, { restore: true }),
+          200,
+        ],
+        ['process start', 'POST', ACTIONS, sent(sleeper), 200],
+        ['process list', 'POST', ACTIONS, () => act({ type: 'process', op: 'list' }), 200],
+        ['process write', 'POST', ACTIONS, processOp('write', 'echo', { data: 'hello\n', eof: true }), 200],
+        ['process wait', 'POST', ACTIONS, processOp('wait', 'echo', { timeoutMs: 10_000 }), 200],
+        ['process logs', 'POST', ACTIONS, processOp('logs', 'echo'), 200],
+        ['process signal', 'POST', ACTIONS, processOp('signal', 'sleeper', { signal: 'TERM' }), 200],
+        ['process stop', 'POST', ACTIONS, processOp('stop', 'sleeper'), 200],
+        [
+          'browser navigate',
+          'POST',
+          ACTIONS,
+          () => act({ type: 'browser', op: 'navigate', url: site.url('/') }),
+          200,
+        ],
+        [
+          'browser extract',
+          'POST',
+          ACTIONS,
+          () => act({ type: 'browser', op: 'extract', mode: 'links' }),
+          200,
+        ],
+        ['kernels', 'GET', `${SESSION}/kernels`, get(`${s}/kernels`), 200],
+        ['kernel', 'GET', KERNEL, get(kernel), 200],
+        ['interrupt an idle kernel', 'POST', `${KERNEL}/interrupt`, post(`${kernel}/interrupt`), 200],
+        ['restart a kernel', 'POST', `${KERNEL}/restart`, post(`${kernel}/restart`), 200],
+        [
+          'kernel action',
+          'POST',
+          ACTIONS,
+          () => act({ type: 'kernel', op: 'restart', language: 'python' }),
+          200,
+        ],
+        [
+          'kernel action without a kernel',
+          'POST',
+          ACTIONS,
+          () => act({ type: 'kernel', op: 'restart', language: 'node' }),
+          200,
+        ],
+        ['unknown kernel', 'GET', KERNEL, get(`${s}/kernels/krn_000000000000000000000000`), 404],
+        // Checkpoints, while the kernel and a process keep running (the restore says so).
+        ['list checkpoints', 'GET', `${SESSION}/checkpoints`, get(`${s}/checkpoints`), 200],
+        ['one checkpoint', 'GET', CHECKPOINT, get(`${s}/checkpoints/${checkpoint.body.id}`), 200],
+        [
+          'diff to now',
+          'GET',
+          `${CHECKPOINT}/diff`,
+          get(`${s}/checkpoints/${checkpoint.body.id}/diff?to=current`),
+          200,
+        ],
+        [
+          'restore',
+          'POST',
+          `${CHECKPOINT}/restore`,
+          post(`${s}/checkpoints/${checkpoint.body.id}/restore`),
+          200,
+        ],
+        [
+          'fork at a checkpoint',
+          'POST',
+          `${SESSION}/fork`,
+          post(`${s}/fork`, { checkpointId: checkpoint.body.id }),
+          201,
+        ],
+        ['checkpoint', 'POST', `${SESSION}/checkpoints`, post(`${s}/checkpoints`, { label: 'later' }), 201],
+        ['unknown checkpoint', 'GET', CHECKPOINT, get(`${s}/checkpoints/chk_000000000000000000000000`), 404],
+        // Plans.
+        ['plan that needs a replan', 'POST', PLANS, sent(stuck), 200],
+        ['replan, waited for', 'POST', `${PLAN}/replan`, sent(replanned), 200],
+        ['replan, not waited for', 'POST', `${PLAN}/replan`, sent(resumed), 202],
+        ['plan, not waited for', 'POST', PLANS, sent(running), 202],
+        ['plans', 'GET', PLANS, get(`${ps}/plans`), 200],
+        ['one plan', 'GET', PLAN, get(`${ps}/plans/${idOf(replanned)}`), 200],
+        ['cancel a plan', 'POST', `${PLAN}/cancel`, post(`${ps}/plans/${idOf(running)}/cancel`), 200],
+        [
+          'cancel an ended plan',
+          'POST',
+          `${PLAN}/cancel`,
+          post(`${ps}/plans/${idOf(replanned)}/cancel`),
+          409,
+        ],
+        [
+          'invalid plan',
+          'POST',
+          PLANS,
+          post(`${ps}/plans`, { steps: [{ id: 'x', action: { type: 'code' } }] }),
+          400,
+        ],
+        ['graph of the plans', 'GET', `${SESSION}/graph`, get(`${ps}/graph`), 200],
+        // The actions of the first table.
+        ['failed action, as recorded', 'GET', ACTION, get(a), 200],
+        ['retry', 'POST', `${ACTION}/retry`, post(`${a}/retry`, { reason: 'again' }), 200],
+        ['wait:false retry', 'POST', `${ACTION}/retry`, post(`${a}/retry`, { wait: false }), 202],
+        ['cancel', 'POST', `${ACTION}/cancel`, post(`${slowSession}/actions/${slow.body.id}/cancel`), 200],
+        ['cancel an ended action', 'POST', `${ACTION}/cancel`, post(`${a}/cancel`), 409],
         [
           'sync code action',
           'POST',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('POST', `${s}/actions`, { type: 'code', language: 'bash', code: 'echo hi' }),
+          ACTIONS,
+          post(`${s}/actions`, { type: 'code', language: 'bash', code: 'echo hi' }),
           200,
         ],
         [
           'wait:false action',
           'POST',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('POST', `${s}/actions`, { type: 'code', language: 'bash', code: 'true', wait: false }),
+          ACTIONS,
+          post(`${s}/actions`, { type: 'code', language: 'bash', code: 'true', wait: false }),
           202,
         ],
         [
           'action on an unknown session',
           'POST',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('POST', '/v1/sessions/ses_000000000000000000000000/actions', { type: 'code' }),
+          ACTIONS,
+          post('/v1/sessions/ses_000000000000000000000000/actions', { type: 'code' }),
           404,
         ],
         [
           'invalid action body',
           'POST',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('POST', `${s}/actions`, { type: 'code', language: 'cobol' }),
+          ACTIONS,
+          post(`${s}/actions`, { type: 'code', language: 'cobol' }),
           400,
         ],
         [
           'text/plain body',
           'POST',
-          '/v1/sessions/{sessionId}/actions',
+          ACTIONS,
           () => send('POST', `${s}/actions`, 'echo hi', 'text/plain'),
           415,
         ],
-        ['unknown session', 'GET', '/v1/sessions/{sessionId}', () => send('GET', '/v1/sessions/ses_x'), 404],
+        ['unknown session', 'GET', SESSION, get('/v1/sessions/ses_x'), 404],
+        ['actions page', 'GET', ACTIONS, get(`${s}/actions?limit=5`), 200],
+        ['bad page size', 'GET', ACTIONS, get(`${s}/actions?limit=0`), 400],
+        ['lineage without path', 'GET', `${SESSION}/files/lineage`, get(`${s}/files/lineage`), 400],
+        ['graph', 'GET', `${SESSION}/graph`, get(`${s}/graph?types=code,file`), 200],
+        ['whole graph', 'GET', `${SESSION}/graph`, get(`${s}/graph`), 200],
+        // Tools, templates and the probes.
+        ['tools', 'GET', '/v1/tools', get('/v1/tools'), 200],
+        ['openai tools', 'GET', '/v1/tools', get('/v1/tools?format=openai'), 200],
+        ['strict tools', 'GET', '/v1/tools', get('/v1/tools?format=openai&strict=true'), 200],
+        ['bad tools format', 'GET', '/v1/tools', get('/v1/tools?format=gemini'), 400],
         [
-          'actions page',
-          'GET',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('GET', `${s}/actions?limit=5`),
-          200,
-        ],
-        [
-          'bad page size',
-          'GET',
-          '/v1/sessions/{sessionId}/actions',
-          () => send('GET', `${s}/actions?limit=0`),
-          400,
-        ],
-        [
-          'checkpoint',
+          'tool call',
           'POST',
-          '/v1/sessions/{sessionId}/checkpoints',
-          () => send('POST', `${s}/checkpoints`, {}),
-          201,
-        ],
-        [
-          'diff to now',
-          'GET',
-          '/v1/sessions/{sessionId}/checkpoints/{checkpointId}/diff',
-          () => send('GET', `${s}/checkpoints/${checkpoint.body.id}/diff?to=current`),
+          `${SESSION}/tool-calls`,
+          post(`${s}/tool-calls`, { id: 'c1', name: 'ls', input: {} }),
           200,
         ],
         [
-          'lineage without path',
-          'GET',
-          '/v1/sessions/{sessionId}/files/lineage',
-          () => send('GET', `${s}/files/lineage`),
-          400,
-        ],
-        [
-          'graph',
-          'GET',
-          '/v1/sessions/{sessionId}/graph',
-          () => send('GET', `${s}/graph?types=code,file`),
+          'tool calls of both APIs',
+          'POST',
+          `${SESSION}/tool-calls`,
+          post(`${s}/tool-calls`, [
+            { type: 'tool_use', id: 'toolu_1', name: 'ls', input: { path: 'nowhere' } },
+            { id: 'call_2', type: 'function', function: { name: 'find', arguments: '{"pattern":"*"}' } },
+          ]),
           200,
         ],
-        ['tools', 'GET', '/v1/tools', () => send('GET', '/v1/tools?format=openai&strict=true'), 200],
-        ['bad tools format', 'GET', '/v1/tools', () => send('GET', '/v1/tools?format=gemini'), 400],
-        [
-          'delete session',
-          'DELETE',
-          '/v1/sessions/{sessionId}',
-          () => send('DELETE', `/v1/sessions/${doomed}`),
-          204,
-        ],
+        ['templates', 'GET', '/v1/templates', get('/v1/templates'), 200],
+        ['health', 'GET', '/health', get('/health'), 200],
+        ['liveness', 'GET', '/health/live', get('/health/live'), 200],
+        // 503 where a dependency (Docker, Chromium…) is missing: then its 200 cannot be checked here.
+        ['readiness', 'GET', '/health/ready', get('/health/ready'), [200, 503]],
+        ['metrics', 'GET', '/metrics', get('/metrics'), 200],
+        ['delete session', 'DELETE', SESSION, () => send('DELETE', `/v1/sessions/${doomed}`), 204],
       ];
       const unexpected: string[] = [];
       const undocumented: string[] = [];
       const invalid: string[] = [];
       const validated = new Set<string>();
+      // Statuses a row allowed but did not get: their schemas cannot be checked against this engine's answers.
+      const excused = new Set<string>();
       for (const [name, method, template, run, expected] of table) {
         const { status, body } = await run();
-        if (status !== expected) unexpected.push(`${name}: answered ${status}, expected ${expected}`);
+        const allowed = [expected].flat();
+        if (!allowed.includes(status))
+          unexpected.push(`${name}: answered ${status}, expected ${allowed.join(' or ')}`);
+        for (const other of allowed) if (other !== status) excused.add(`${method} ${template} ${other}`);
+        // An action row must have done what it names: an output schema checked against a refusal proves nothing.
+        const outcome = (body as { status?: unknown } | undefined)?.status;
+        if (method === 'POST' && template === ACTIONS && status === 200 && outcome !== 'succeeded')
+          unexpected.push(`${name}: the action ended ${String(outcome)}`);
         const op = document.paths[template]?.[method.toLowerCase()];
         if (!op || !(String(status) in op.responses))
           undocumented.push(`${name}: ${method} ${template} ${status}`);
-        const ref = op?.responses[String(status)]?.content?.['application/json']?.schema?.$ref;
-        if (ref === undefined || status >= 400) continue;
-        validated.add(`${method} ${template} ${status}`);
-        invalid.push(...conformance(ref, body).map((problem) => `${name}: ${problem}`));
+        // Success answers against their schema, inline or not; error answers against theirs when it is a `$ref`
+        // (ErrorResponse: whatever the document says it is).
+        const schema = op?.responses[String(status)]?.content?.['application/json']?.schema;
+        if (schema === undefined || (status >= 400 && schema.$ref === undefined)) continue;
+        if (schema.$ref !== undefined) validated.add(`${method} ${template} ${status}`);
+        invalid.push(...conformance(schema, body).map((problem) => `${name}: ${problem}`));
       }
       expect(unexpected).toEqual([]);
       expect(undocumented).toEqual([]);
@@ -411,7 +643,7 @@ describe('boot configuration (the built engine as a real process)', () => {
           .filter(([st, r]) => /^2/.test(st) && r.content?.['application/json']?.schema?.$ref)
           .map(([st]) => `${name} ${st}`),
       );
-      expect(named.filter((n) => !validated.has(n))).toEqual([]);
-    });
+      expect(named.filter((n) => !validated.has(n) && !excused.has(n))).toEqual([]);
+    }, 180_000);
   });
 });

@@ -132,6 +132,11 @@ describe('plans', () => {
     const compute = replanned.body.steps.find((s: any) => s.id === 'compute');
     expect(compute).toMatchObject({ version: 2, status: 'succeeded' });
     expect(compute.replaced[0]).toMatchObject({ version: 1, status: 'failed' });
+    // Nothing of version 1 stays on version 2: its times and failure are its own.
+    expect(compute.attempts).toHaveLength(1);
+    expect(compute.reason).toBeUndefined();
+    expect(Date.parse(compute.endedAt)).toBeGreaterThanOrEqual(Date.parse(compute.startedAt));
+    expect(Date.parse(compute.startedAt)).toBeGreaterThanOrEqual(Date.parse(compute.replaced[0].endedAt));
     const reportStep = replanned.body.steps.find((s: any) => s.id === 'report');
     expect((await action(sid, reportStep.attempts[0].actionId)).stdout).toBe('5\n');
     // Once ended, a plan cannot be replanned.

@@ -16,6 +16,7 @@ import type {
   Graph,
   GraphQuery,
   Kernel,
+  KernelInterrupt,
   Plan,
   ReplanRequest,
   RetryRequest,
@@ -197,7 +198,7 @@ export class SwitchyardClient {
     list: async (sessionId: string) =>
       (await this.request<{ kernels: Kernel[] }>('GET', `${sessionPath(sessionId)}/kernels`)).kernels,
     interrupt: (sessionId: string, kernelId: string) =>
-      this.request<Kernel>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/interrupt`),
+      this.request<KernelInterrupt>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/interrupt`),
     restart: (sessionId: string, kernelId: string) =>
       this.request<Kernel>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/restart`),
     delete: (sessionId: string, kernelId: string) =>

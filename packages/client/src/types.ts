@@ -25,86 +25,20 @@ export type ToolCallAnswer =
   operations['ToolsController_call']['responses'][200]['content']['application/json'];
 export type ErrorBody = Schemas['ErrorResponse'];
 
-// ---- Responses: HAND-WRITTEN. The OpenAPI document has no response schema for these yet; each interface holds
-// only what this client and its CLI rely on, with the rest left open. Replace with generated types once the
-// engine documents them. ----
+// ---- Responses: from the generated OpenAPI schema too (the document's response schemas). ----
 
-export type ActionStatus =
-  'running' | 'succeeded' | 'failed' | 'timed_out' | 'denied' | 'error' | 'cancelled' | 'interrupted';
-
-/** Hand-written: the action envelope (`ActionResult` plus timeline fields). */
-export interface Action {
-  id: string;
-  sessionId: string;
-  type: string;
-  status: ActionStatus;
-  exitCode?: number;
-  stdout?: string;
-  stderr?: string;
-  output?: unknown;
-  durationMs?: number;
-  startedAt?: string;
-  endedAt?: string;
-  tier?: string;
-  risk?: { score: number; level: string; reasons: string[] };
-  error?: { class: string; message: string; code?: string };
-  checkpoint?: { id: string; createdAt: string };
-  restored?: { checkpointId: string; copied: number; removed: number; kept: number };
-  retryOf?: string;
-  seq?: number;
-  inputSummary?: string;
-  [key: string]: unknown;
-}
-
-/** Hand-written: a session. */
-export interface Session {
-  id: string;
-  createdAt: string;
-  expiresAt: string;
-  lastActiveAt: string;
-  ttlSeconds: number;
-  metadata: Record<string, unknown>;
-  maxConcurrentActions: number;
-  network: { allow: string[] };
-  template?: string;
-  forkedFrom?: { sessionId: string; checkpointId?: string };
-}
-
-export interface ActionPage {
-  actions: Action[];
-  nextCursor?: string;
-}
-
-/** Hand-written: failure context of an action (`GET …/actions/:id/context`). */
-export interface FailureContext {
-  action: Record<string, unknown>;
-  checkpoint?: { id: string; [key: string]: unknown };
-  [key: string]: unknown;
-}
-
-/** Hand-written: who wrote and read a file, in order. */
-export interface FileLineage {
-  path: string;
-  [key: string]: unknown;
-}
-
-export interface GraphNode {
-  id: string;
-  label: string;
-  properties: Record<string, unknown>;
-}
-
-export interface GraphEdge {
-  from: string;
-  to: string;
-  type: string;
-  properties: Record<string, unknown>;
-}
-
-export interface Graph {
-  nodes: GraphNode[];
-  edges: GraphEdge[];
-}
+/** The action envelope: what running one answers (`ActionResult`), plus the timeline's fields (`ActionView`). */
+export type Action = Schemas['ActionResult'] &
+  Partial<Omit<Schemas['ActionView'], keyof Schemas['ActionResult']>>;
+export type ActionStatus = Schemas['ActionResult']['status'];
+export type ActionPage = Omit<Schemas['ActionPage'], 'actions'> & { actions: Action[] };
+export type AcceptedAction = Schemas['AcceptedAction'];
+export type Session = Schemas['Session'];
+export type FailureContext = Schemas['FailureContext'];
+export type FileLineage = Schemas['FileLineage'];
+export type Graph = Schemas['Graph'];
+export type GraphNode = Graph['nodes'][number];
+export type GraphEdge = Graph['edges'][number];
 
 export interface GraphQuery {
   types?: string[];
@@ -113,68 +47,17 @@ export interface GraphQuery {
   limit?: number;
 }
 
-export type PlanStatus = 'running' | 'succeeded' | 'needs_replan' | 'cancelled' | 'interrupted';
-export type StepStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'cancelled';
-
-/** Hand-written: a plan step's state. */
-export interface PlanStep {
-  id: string;
-  version: number;
-  status: StepStatus;
-  attempts: Array<{ actionId?: string; status: ActionStatus; startedAt: string; endedAt?: string }>;
-  dependsOn: string[];
-  reason?: string;
-  [key: string]: unknown;
-}
-
-/** Hand-written: a plan. */
-export interface Plan {
-  id: string;
-  sessionId: string;
-  goal?: string;
-  status: PlanStatus;
-  steps: PlanStep[];
-  failedStep?: string;
-  failureContext?: Record<string, unknown>;
-  createdAt: string;
-  endedAt?: string;
-  [key: string]: unknown;
-}
-
-/** Hand-written: a checkpoint. */
-export interface Checkpoint {
-  id: string;
-  sessionId: string;
-  label?: string;
-  createdAt: string;
-  files: number;
-  directories: number;
-  bytes: number;
-  auto: boolean;
-  seq: number;
-}
-
-export interface CheckpointRestore {
-  checkpoint: Checkpoint;
-  restored: { checkpointId: string; copied: number; removed: number; kept: number; bytesCopied: number };
-  running: { kernels: unknown[]; processes: unknown[] };
-}
-
-/** Hand-written: what changed between a checkpoint and another one or the workspace. */
-export interface CheckpointDiff {
-  added: unknown[];
-  removed: unknown[];
-  modified: unknown[];
-  [key: string]: unknown;
-}
-
-/** Hand-written: a session kernel. */
-export interface Kernel {
-  id: string;
-  language: string;
-  tier: string;
-  [key: string]: unknown;
-}
+export type Plan = Schemas['Plan'];
+export type PlanStatus = Plan['status'];
+export type PlanStep = Schemas['PlanStep'];
+export type StepStatus = PlanStep['status'];
+export type Checkpoint = Schemas['Checkpoint'];
+export type CheckpointRestore = Schemas['CheckpointRestore'];
+export type CheckpointDiff = Schemas['CheckpointDiff'];
+export type Kernel = Schemas['Kernel'];
+export type KernelInterrupt = Schemas['KernelInterrupt'];
+export type Template = Schemas['Template'];
+export type Health = Schemas['Health'];
 
 /** Hand-written: one tool of the catalog, in the asked format (its shape is the model API's). */
 export type Tool = Record<string, unknown>;

@@ -44,10 +44,18 @@ const actionLink = (operationId: string, description: string) => ({
   description,
 });
 
+/** The lineage of a file the action touched: `path` is the JSON pointer to it in the answer's body. */
+const lineageLink = (path: string, description: string) => ({
+  operationId: 'GraphController_lineage',
+  parameters: { sessionId: '$response.body#/sessionId', 'query.path': `$response.body#${path}` },
+  description,
+});
+
 const ACTION_LINKS = {
   GetAction: actionLink('ActionsController_get', 'The action as recorded, with its input and files'),
   RetryAction: actionLink('ActionsController_retry', 'Run it again, revised or not'),
   GetFailureContext: actionLink('GraphController_context', 'What led to it: the failure context'),
+  GetFileLineage: lineageLink('/output/path', 'Which actions wrote and read the file a file action named'),
 };
 
 const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
@@ -194,7 +202,11 @@ export class ActionsController {
     summary: 'Stop a running or queued action',
     description: 'Answers with its result (status `cancelled`); 409 when it had already ended.',
   })
-  @ApiOkResponse({ description: 'The cancelled action', ...jsonBody('ActionResult') })
+  @ApiOkResponse({
+    description: 'The cancelled action',
+    ...jsonBody('ActionResult'),
+    links: { GetAction: ACTION_LINKS.GetAction, GetFailureContext: ACTION_LINKS.GetFailureContext },
+  })
   @ApiErrors(404, 409)
   cancel(
     @Tenant() tenant: string,
@@ -209,8 +221,10 @@ export class ActionsController {
   @ApiQuery({
     name: 'cursor',
     required: false,
-    schema: { type: 'string' },
-    description: '`nextCursor` of the page before',
+    schema: { type: 'string', pattern: '^(0|[1-9][0-9]{0,14})$' },
+    description:
+      '`nextCursor` of the previous page: the seq of its last action, in decimal. The page holds the actions after ' +
+      'that seq; a seq past the last action gives an empty page.',
   })
   @ApiQuery({
     name: 'limit',
@@ -239,7 +253,14 @@ export class ActionsController {
 
   @Get(':actionId')
   @ApiOperation({ summary: 'One action with its input and the files it touched' })
-  @ApiOkResponse({ description: 'The action', ...jsonBody('ActionView') })
+  @ApiOkResponse({
+    description: 'The action',
+    ...jsonBody('ActionView'),
+    links: {
+      GetFailureContext: ACTION_LINKS.GetFailureContext,
+      GetFileLineage: lineageLink('/files/0/path', 'Which actions wrote and read the first file it touched'),
+    },
+  })
   @ApiErrors(404)
   async get(
     @Tenant() tenant: string,

@@ -27,6 +27,7 @@ import type { Checkpoint, CheckpointDiff } from '@switchyard/workspace';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
@@ -63,7 +64,7 @@ export class CheckpointsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(CreateCheckpointDto), required: false })
-  @ApiCreatedResponse({ description: 'The checkpoint' })
+  @ApiCreatedResponse({ description: 'The checkpoint', ...jsonBody('Checkpoint') })
   @ApiBodyErrors()
   @ApiErrors(404, 409, 422)
   async create(
@@ -89,7 +90,7 @@ export class CheckpointsController {
 
   @Get('checkpoints')
   @ApiOperation({ summary: "The session's checkpoints, oldest first" })
-  @ApiOkResponse({ description: 'The checkpoints' })
+  @ApiOkResponse({ description: 'The checkpoints', ...jsonBody('CheckpointList') })
   @ApiErrors(404)
   async list(
     @Tenant() tenant: string,
@@ -100,7 +101,7 @@ export class CheckpointsController {
 
   @Get('checkpoints/:checkpointId')
   @ApiOperation({ summary: 'One checkpoint' })
-  @ApiOkResponse({ description: 'The checkpoint' })
+  @ApiOkResponse({ description: 'The checkpoint', ...jsonBody('Checkpoint') })
   @ApiErrors(404)
   get(
     @Tenant() tenant: string,
@@ -131,7 +132,7 @@ export class CheckpointsController {
       '409 (ACTIONS_RUNNING) while an action of the session runs: cancel it first. Kernels and background ' +
       'processes are not part of a checkpoint and keep running: `running` lists them and `note` says so.',
   })
-  @ApiOkResponse({ description: 'Restored' })
+  @ApiOkResponse({ description: 'Restored', ...jsonBody('CheckpointRestore') })
   @ApiErrors(404, 409)
   restore(
     @Tenant() tenant: string,
@@ -155,7 +156,7 @@ export class CheckpointsController {
     schema: { type: 'string', pattern: '^(current|chk_[0-9a-f]{24})$', default: 'current' },
     description: '`current` (the workspace now) or the id of another checkpoint of the session',
   })
-  @ApiOkResponse({ description: 'The changes' })
+  @ApiOkResponse({ description: 'The changes', ...jsonBody('CheckpointDiff') })
   @ApiErrors(400, 404)
   diff(
     @Tenant() tenant: string,
@@ -178,7 +179,17 @@ export class CheckpointsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(ForkSessionDto), required: false })
-  @ApiCreatedResponse({ description: 'The new session' })
+  @ApiCreatedResponse({
+    description: 'The new session',
+    ...jsonBody('Session'),
+    links: {
+      GetSession: {
+        operationId: 'SessionsController_get',
+        parameters: { sessionId: '$response.body#/id' },
+        description: 'Describe the new session',
+      },
+    },
+  })
   @ApiBodyErrors()
   @ApiErrors(404, 409, 422, 503)
   async fork(

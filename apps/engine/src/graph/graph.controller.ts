@@ -11,6 +11,7 @@ import {
 import type { Response } from 'express';
 import { posix } from 'node:path';
 import { ApiKeyGuard } from '../http/api-key.guard';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { SecretRedactor } from '../redaction/secret-redactor';
@@ -67,7 +68,7 @@ export class GraphController {
     schema: { type: 'integer', minimum: 1, maximum: MAX_GRAPH_LIMIT },
     description: 'The latest N actions',
   })
-  @ApiOkResponse({ description: 'The graph' })
+  @ApiOkResponse({ description: 'The graph', ...jsonBody('Graph') })
   @ApiErrors(400, 404, 503)
   async get(
     @Tenant() tenant: string,
@@ -96,7 +97,7 @@ export class GraphController {
     schema: { type: 'integer', minimum: 0, maximum: 100, default: DEFAULT_BEFORE },
     description: 'Preceding actions to include',
   })
-  @ApiOkResponse({ description: 'The failure context' })
+  @ApiOkResponse({ description: 'The failure context', ...jsonBody('FailureContext') })
   @ApiErrors(400, 404, 503)
   async context(
     @Tenant() tenant: string,
@@ -130,7 +131,7 @@ export class GraphController {
     schema: { type: 'string', minLength: 1, maxLength: 4096 },
     description: 'Workspace-relative path, e.g. src/app.py',
   })
-  @ApiOkResponse({ description: 'The lineage' })
+  @ApiOkResponse({ description: 'The lineage', ...jsonBody('FileLineage') })
   @ApiErrors(400, 404, 503)
   async lineage(
     @Tenant() tenant: string,

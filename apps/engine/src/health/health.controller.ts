@@ -7,6 +7,7 @@ import { SandboxManager, type TierAvailability } from '@switchyard/sandbox';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
 import { ApiKeys } from '../http/api-keys';
+import { jsonBody } from '../http/response-schemas';
 import type { Request } from 'express';
 
 /** With API keys set, a request without a valid key gets `status` alone: the rest is for operators. */
@@ -47,7 +48,7 @@ export class HealthController {
   // The key is optional: `{}` (anonymous) or a bearer key, which shows the details.
   @ApiSecurity({})
   @ApiBearerAuth()
-  @ApiOkResponse({ description: 'Alive' })
+  @ApiOkResponse({ description: 'Alive', ...jsonBody('Health') })
   @ApiErrors(500)
   async health(@Req() req: Request): Promise<HealthResponse> {
     if (!this.keys.trusted(req)) return { status: 'ok' };

@@ -1,5 +1,12 @@
 import { Controller, Get, Req, ServiceUnavailableException } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiOkResponse,
+  ApiOperation,
+  ApiSecurity,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+} from '@nestjs/swagger';
 import {
   HealthCheck,
   HealthCheckService,
@@ -13,7 +20,8 @@ import { DOCKER_UNAVAILABLE, SandboxManager, type TierAvailability } from '@swit
 import type { Request } from 'express';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import { ApiKeys } from '../http/api-keys';
-import { ApiErrors } from '../http/api-responses';
+import { ApiErrors, ERROR_RESPONSE } from '../http/api-responses';
+import { jsonBody } from '../http/response-schemas';
 import { errorBody } from '../http/error-body';
 
 /**
@@ -37,21 +45,30 @@ export class ReadinessController {
   @Get('live')
   @ApiOperation({ summary: 'Liveness: the process answers' })
   @ApiSecurity({})
-  @ApiOkResponse({ description: 'Alive' })
+  @ApiOkResponse({ description: 'Alive', ...jsonBody('Liveness') })
   @ApiErrors(500)
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   @Get('ready')
+  // Above @HealthCheck, so that it replaces the schema of terminus' own 200 (whose `status` may be `error`). Nest
+  // merges the two entries: a `schema` replaces terminus' `schema` (a `content` would not), and the description
+  // stays terminus'.
+  @ApiOkResponse({ schema: jsonBody('Readiness').content['application/json'].schema })
+  @ApiServiceUnavailableResponse({
+    description:
+      'Not ready: `NOT_READY`; for a trusted caller the message names the indicators that are down and ' +
+      '`details.indicators` has each one',
+    schema: { $ref: `#/components/schemas/${ERROR_RESPONSE}` },
+  })
   @HealthCheck()
   @ApiOperation({
     summary: 'Readiness: one indicator per dependency; 503 when one is down or during shutdown',
     description:
       'With SWITCHYARD_API_KEYS set, the indicators and their reasons are shown only to requests with a valid key; ' +
-      'others get the status alone (`ok` with 200, `error` with 503).',
+      'others get the status alone (`{"status":"ok"}` with 200, `NOT_READY` with 503).',
   })
-  // @HealthCheck documents 200 and 503 with terminus' report; the 503 body is that report, not ErrorResponse.
   @ApiErrors(500)
   // The key is optional: `{}` (anonymous) or a bearer key, which shows the indicators.
   @ApiSecurity({})

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTa
 import { ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { type KernelInfo, SessionKernels } from '@switchyard/sandbox';
 import { ApiKeyGuard } from '../http/api-key.guard';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
 import { SessionsService } from '../sessions/sessions.service';
 
@@ -24,7 +25,7 @@ export class KernelsController {
 
   @Get()
   @ApiOperation({ summary: "The session's live kernels: language, tier, execution count, busy" })
-  @ApiOkResponse({ description: 'The kernels' })
+  @ApiOkResponse({ description: 'The kernels', ...jsonBody('KernelList') })
   list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { kernels: KernelInfo[] } {
     this.sessions.get(tenant, sessionId);
     return { kernels: this.kernels.list(sessionId) };
@@ -32,7 +33,7 @@ export class KernelsController {
 
   @Get(':kernelId')
   @ApiOperation({ summary: 'One kernel of the session' })
-  @ApiOkResponse({ description: 'The kernel' })
+  @ApiOkResponse({ description: 'The kernel', ...jsonBody('Kernel') })
   get(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -48,7 +49,7 @@ export class KernelsController {
     summary:
       'Stop the running cell (KeyboardInterrupt); the kernel keeps its state. running: false when idle',
   })
-  @ApiOkResponse({ description: 'Interrupted, or idle (`running: false`)' })
+  @ApiOkResponse({ description: 'Interrupted, or idle (`running: false`)', ...jsonBody('KernelInterrupt') })
   async interrupt(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -62,7 +63,7 @@ export class KernelsController {
   @Post(':kernelId/restart')
   @HttpCode(200)
   @ApiOperation({ summary: 'A fresh interpreter under the same id: state cleared; a running cell ends' })
-  @ApiOkResponse({ description: 'The restarted kernel' })
+  @ApiOkResponse({ description: 'The restarted kernel', ...jsonBody('Kernel') })
   async restart(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

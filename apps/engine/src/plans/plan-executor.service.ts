@@ -155,9 +155,10 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       const old = byId.get(s.id);
       if (old) {
         const { replaced, ...previous } = old;
-        Object.assign(old, this.toStep(s, old.version + 1, plan.checkpoints), {
-          replaced: [previous, ...(replaced ?? [])],
-        });
+        const next = this.toStep(s, old.version + 1, plan.checkpoints);
+        // The new version starts clean: nothing of the old one (its `endedAt`, `reason`…) stays but in `replaced`.
+        for (const key of Object.keys(old)) delete (old as unknown as Record<string, unknown>)[key];
+        Object.assign(old, next, { replaced: [previous, ...(replaced ?? [])] });
       } else {
         plan.steps.push(this.toStep(s, 1, plan.checkpoints));
       }

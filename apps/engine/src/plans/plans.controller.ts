@@ -12,6 +12,7 @@ import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
@@ -22,6 +23,22 @@ import { PlanExecutor } from './plan-executor.service';
 import type { Plan } from './plan.model';
 
 const DEFAULT_WAIT_MS = 300_000;
+
+/** Where a plan's answer leads: operations of the same plan, by the ids in its body. */
+const planLink = (operationId: string, description: string) => ({
+  operationId,
+  parameters: { sessionId: '$response.body#/sessionId', planId: '$response.body#/id' },
+  description,
+});
+
+const PLAN_LINKS = {
+  GetPlan: planLink(
+    'PlansController_get',
+    "The plan as it is now: every step's status, action ids and timings",
+  ),
+  Replan: planLink('PlansController_replan', 'Add steps or replace those that have not succeeded'),
+  CancelPlan: planLink('PlansController_cancel', 'Stop it'),
+};
 
 @ApiTags('plans')
 @ApiBearerAuth()
@@ -44,8 +61,12 @@ export class PlansController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiBody({ schema: schemaRef(CreatePlanDto) })
-  @ApiOkResponse({ description: '`"wait": true` and the plan ended or needs a replan' })
-  @ApiAcceptedResponse({ description: 'The plan, running' })
+  @ApiOkResponse({
+    description: '`"wait": true` and the plan ended or needs a replan',
+    ...jsonBody('Plan'),
+    links: PLAN_LINKS,
+  })
+  @ApiAcceptedResponse({ description: 'The plan, running', ...jsonBody('Plan'), links: PLAN_LINKS })
   @ApiBodyErrors()
   @ApiErrors(404, 422)
   async create(
@@ -81,7 +102,7 @@ export class PlansController {
 
   @Get()
   @ApiOperation({ summary: "The session's plans, oldest first" })
-  @ApiOkResponse({ description: 'The plans' })
+  @ApiOkResponse({ description: 'The plans', ...jsonBody('PlanList') })
   @ApiErrors(404)
   list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { plans: Plan[] } {
     return { plans: this.plans.list(this.sessions.get(tenant, sessionId)) };
@@ -89,7 +110,7 @@ export class PlansController {
 
   @Get(':planId')
   @ApiOperation({ summary: "A plan with every step's status, action ids and timings" })
-  @ApiOkResponse({ description: 'The plan' })
+  @ApiOkResponse({ description: 'The plan', ...jsonBody('Plan') })
   @ApiErrors(404)
   get(
     @Tenant() tenant: string,
@@ -107,8 +128,8 @@ export class PlansController {
       'workspace back to the checkpoint taken before that step first ran, before anything resumes.',
   })
   @ApiBody({ schema: schemaRef(ReplanDto) })
-  @ApiOkResponse({ description: 'The plan, settled: ended or needing a replan' })
-  @ApiAcceptedResponse({ description: 'The plan, running again' })
+  @ApiOkResponse({ description: 'The plan, settled: ended or needing a replan', ...jsonBody('Plan') })
+  @ApiAcceptedResponse({ description: 'The plan, running again', ...jsonBody('Plan') })
   @ApiBodyErrors()
   @ApiErrors(404, 409)
   async replan(
@@ -131,7 +152,7 @@ export class PlansController {
   @Post(':planId/cancel')
   @HttpCode(200)
   @ApiOperation({ summary: "Stop a plan: running steps' actions are cancelled, pending steps never start" })
-  @ApiOkResponse({ description: 'The cancelled plan' })
+  @ApiOkResponse({ description: 'The cancelled plan', ...jsonBody('Plan') })
   @ApiErrors(404, 409)
   cancel(
     @Tenant() tenant: string,

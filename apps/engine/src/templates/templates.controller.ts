@@ -2,6 +2,7 @@ import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiV1Errors } from '../http/api-responses';
 import { ApiKeyGuard } from '../http/api-key.guard';
+import { jsonBody } from '../http/response-schemas';
 import { TemplateRegistry, type TemplateView } from './template-registry';
 
 @ApiTags('templates')
@@ -20,7 +21,7 @@ export class TemplatesController {
       '(`ready`, `stale`: the file or base image changed since the last build, `missing`, `invalid`, `unknown`: ' +
       'Docker did not answer), with `build`, the command that makes it ready.',
   })
-  @ApiOkResponse({ description: 'The templates' })
+  @ApiOkResponse({ description: 'The templates', ...jsonBody('TemplateList') })
   async list(): Promise<{ templates: TemplateView[] }> {
     return { templates: await this.registry.list() };
   }

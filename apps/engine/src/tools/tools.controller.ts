@@ -2,8 +2,10 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
+import { jsonBody } from '../http/response-schemas';
 import { Tenant } from '../http/tenant.decorator';
-import { TOOL_CALLS_ANSWER, TOOL_CALLS_BODY } from './tool-calls.openapi';
+import { TOOL_CALLS_BODY } from './tool-calls.openapi';
+import { TOOL_CALL_ANSWER } from './tool.schemas';
 import { ToolCallsService, type ToolAnswer } from './tool-calls.service';
 import { parseToolListQuery } from './tool-list.query';
 import { ToolsService } from './tools.service';
@@ -43,7 +45,7 @@ export class ToolsController {
       'OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic ' +
       '(or no format) is a 400 naming `strict`.',
   })
-  @ApiOkResponse({ description: 'The tools, in the format asked for' })
+  @ApiOkResponse({ description: 'The tools, in the format asked for', ...jsonBody('ToolList') })
   @ApiErrors(400)
   list(@Query('format') format: unknown, @Query('strict') strict: unknown): { tools: unknown[] } {
     return { tools: this.tools.list(parseToolListQuery(format, strict)) };
@@ -64,7 +66,7 @@ export class ToolsController {
       '`id` is a 400.',
   })
   @ApiBody({ schema: TOOL_CALLS_BODY })
-  @ApiOkResponse({ description: 'One answer per call, in its shape', schema: TOOL_CALLS_ANSWER })
+  @ApiOkResponse({ description: 'One answer per call, in its shape', schema: TOOL_CALL_ANSWER })
   @ApiBodyErrors()
   @ApiErrors(404)
   call(

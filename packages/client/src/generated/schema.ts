@@ -544,9 +544,29 @@ export interface paths {
         };
         /**
          * Readiness: one indicator per dependency; 503 when one is down or during shutdown
-         * @description With SWITCHYARD_API_KEYS set, the indicators and their reasons are shown only to requests with a valid key; others get the status alone (`ok` with 200, `error` with 503).
+         * @description With SWITCHYARD_API_KEYS set, the indicators and their reasons are shown only to requests with a valid key; others get the status alone (`{"status":"ok"}` with 200, `NOT_READY` with 503).
          */
         get: operations["ReadinessController_ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics, in its text exposition format
+         * @description No key needed, unless SWITCHYARD_METRICS_AUTH=api-key: then any tenant’s valid key.
+         */
+        get: operations["MetricsController_scrape"];
         put?: never;
         post?: never;
         delete?: never;
@@ -559,32 +579,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        NetworkPolicyDto: {
-            /** @description Hosts the session may reach: `pypi.org`, `*.pythonhosted.org` (subdomains), `host:port` (else ports 80 and 443). Must lie within the engine bound SWITCHYARD_EGRESS_ALLOWED (400 names the hosts beyond it). Empty: none. */
-            allow: string[];
-        };
-        CreateSessionDto: {
-            /** @description Free-form labels kept with the session (≤ 16 KiB as JSON). */
-            metadata?: Record<string, never>;
-            /** @description Idle time after which the session expires (default 3600). */
-            ttlSeconds?: number;
-            /** @description Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel. */
-            maxConcurrentActions?: number;
-            /** @description Egress for the pooled and one-off tiers, through the engine policy proxy only (the subprocess tier stays offline). Default SWITCHYARD_EGRESS_DEFAULT (empty: no network). */
-            network?: components["schemas"]["NetworkPolicyDto"];
-            /** @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the container tiers only (never the subprocess tier), in the template image. Unknown: 400. */
-            template?: string;
-        };
-        /** @description A checkpoint of the session's workspace as it is now. */
-        CreateCheckpointDto: {
-            /** @description A name for it (≤ 200 characters), kept on the checkpoint and its graph node. */
-            label?: string;
-        };
-        /** @description A new session whose workspace is a copy of this one, now or at a checkpoint. */
-        ForkSessionDto: {
-            /** @description Copy the workspace as it was at this checkpoint of the session (default: as it is now). */
-            checkpointId?: string;
-        };
         /** @description Open a URL in the current tab. Only http/https; private addresses are refused. */
         BrowserNavigateDto: {
             /** @enum {string} */
@@ -1195,6 +1189,32 @@ export interface components {
             /** @description The process: its id (`prc_…`, from `start`) or its name. */
             processId: string;
         };
+        NetworkPolicyDto: {
+            /** @description Hosts the session may reach: `pypi.org`, `*.pythonhosted.org` (subdomains), `host:port` (else ports 80 and 443). Must lie within the engine bound SWITCHYARD_EGRESS_ALLOWED (400 names the hosts beyond it). Empty: none. */
+            allow: string[];
+        };
+        CreateSessionDto: {
+            /** @description Free-form labels kept with the session (≤ 16 KiB as JSON). */
+            metadata?: Record<string, never>;
+            /** @description Idle time after which the session expires (default 3600). */
+            ttlSeconds?: number;
+            /** @description Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel. */
+            maxConcurrentActions?: number;
+            /** @description Egress for the pooled and one-off tiers, through the engine policy proxy only (the subprocess tier stays offline). Default SWITCHYARD_EGRESS_DEFAULT (empty: no network). */
+            network?: components["schemas"]["NetworkPolicyDto"];
+            /** @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the container tiers only (never the subprocess tier), in the template image. Unknown: 400. */
+            template?: string;
+        };
+        /** @description A checkpoint of the session's workspace as it is now. */
+        CreateCheckpointDto: {
+            /** @description A name for it (≤ 200 characters), kept on the checkpoint and its graph node. */
+            label?: string;
+        };
+        /** @description A new session whose workspace is a copy of this one, now or at a checkpoint. */
+        ForkSessionDto: {
+            /** @description Copy the workspace as it was at this checkpoint of the session (default: as it is now). */
+            checkpointId?: string;
+        };
         /** @description Retry an action, as it was or revised; the new action is linked by RETRY_OF. */
         RetryActionDto: {
             /** @description The revised action (any action body); the original input when omitted. */
@@ -1257,6 +1277,32 @@ export interface components {
             wait?: boolean;
             waitTimeoutMs?: number;
         };
+        /** @description Why the engine (not the user code) failed the action */
+        ActionError: {
+            /** @enum {string} */
+            class: "validation" | "policy" | "timeout" | "spawn" | "limit" | "cancelled" | "internal";
+            /** @description Machine code, e.g. `ENOENT`, `OUT_OF_MEMORY`, `RISK_CRITICAL` */
+            code?: string;
+            message: string;
+        };
+        RiskAssessment: {
+            score: number;
+            /** @enum {string} */
+            level: "low" | "medium" | "high" | "critical";
+            reasons: string[];
+        };
+        /** @description A restore of the workspace to a checkpoint: before an action ran (a retry with `restore: true`), or asked for directly */
+        RestoredCheckpoint: {
+            checkpointId: string;
+            /** @description Entries written back */
+            copied: number;
+            /** @description Entries removed */
+            removed: number;
+            /** @description Entries already as they were */
+            kept: number;
+            /** @description 0 when every file came back as a copy-on-write reflink */
+            bytesCopied: number;
+        };
         Session: {
             /** @example ses_01j9z3k7m2x4v6b8n0p2r4t6w8 */
             id: string;
@@ -1305,10 +1351,7 @@ export interface components {
             /** @description Redacted, capped at the session output limit (see `truncated`) */
             stdout?: string;
             stderr?: string;
-            /** @description Type-specific data, redacted: a file op’s result, a page’s snapshot, a kernel cell’s outputs, a process handle */
-            output?: {
-                [key: string]: unknown;
-            };
+            output?: components["schemas"]["ActionOutput"];
             truncated: {
                 stdout: boolean;
                 stderr: boolean;
@@ -1374,10 +1417,7 @@ export interface components {
             /** @description Redacted, capped at the session output limit (see `truncated`) */
             stdout?: string;
             stderr?: string;
-            /** @description Type-specific data, redacted: a file op’s result, a page’s snapshot, a kernel cell’s outputs, a process handle */
-            output?: {
-                [key: string]: unknown;
-            };
+            output?: components["schemas"]["ActionOutput"];
             truncated: {
                 stdout: boolean;
                 stderr: boolean;
@@ -1450,58 +1490,882 @@ export interface components {
             /** @description Pass as `cursor` for the next page; absent on the last */
             nextCursor?: string;
         };
-        /** @description Why the engine (not the user code) failed the action */
-        ActionError: {
-            /** @enum {string} */
-            class: "validation" | "policy" | "timeout" | "spawn" | "limit" | "cancelled" | "internal";
-            /** @description Machine code, e.g. `ENOENT`, `OUT_OF_MEMORY`, `RISK_CRITICAL` */
-            code?: string;
-            message: string;
+        /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels. Absent for fresh code actions and most failures. */
+        ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"];
+        /** @description `code` with `state: "session"`: the kernel that ran the cell and its last expression’s value. A `fresh` code action has no `output`: its answer is `stdout`, `stderr` and `exitCode`. */
+        CodeCellOutput: {
+            kernel: components["schemas"]["KernelRun"];
+            /** @description repr (python) / util.inspect (node) of the cell’s last expression; absent when it has none */
+            result?: string;
+            /** @description Why the cell ran in another kernel than the session’s existing one of its language */
+            note?: string;
         };
-        RiskAssessment: {
-            score: number;
+        /** @description `file` actions: the op’s result (a failed op has no `output`, only `error`) */
+        FileOutput: {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /**
+             * @description `base64` for a binary file, returned whole
+             * @enum {string}
+             */
+            encoding: "utf8" | "base64";
+            /** @description The lines asked for (utf8), or the whole file (base64) */
+            content: string;
+            /** @description utf8 only */
+            totalLines?: number;
+            /** @description First line returned, 1-based (utf8 only) */
+            offset?: number;
+            /** @description Lines returned (utf8 only) */
+            lines?: number;
+            /** @description Bytes (base64 only) */
+            size?: number;
+            /** @description More lines follow the window (or it hit the read cap) */
+            truncated: boolean;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            bytesWritten: number;
+            /** @description The file’s size after the write */
+            size: number;
+            created: boolean;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            replacements: number;
+        } | {
+            entries: {
+                /** @description As the caller named it, normalised, relative to the workspace */
+                path: string;
+                /** @enum {string} */
+                type: "file" | "dir" | "symlink" | "other";
+                /** @description 0 for a directory */
+                size: number;
+            }[];
+            /** @description Pass as `cursor` for the next entries; absent on the last */
+            nextCursor?: string;
+        } | {
+            paths: string[];
+            /** @description More results than `limit` (or the scan’s entry cap): the list stops there */
+            truncated: boolean;
+        } | {
+            matches: string[];
+            /** @description More results than `limit` (or the scan’s entry cap): the list stops there */
+            truncated: boolean;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
             /** @enum {string} */
-            level: "low" | "medium" | "high" | "critical";
-            reasons: string[];
+            type: "file" | "dir" | "symlink" | "other";
+            /** @description 0 for a directory */
+            size: number;
+            /** Format: date-time */
+            mtime: string;
+            /** @description Permission bits, octal (`0644`) */
+            mode: string;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /** @description false: it already existed */
+            created: boolean;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /** @description As the caller named it, normalised, relative to the workspace */
+            to: string;
+        } | {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /** @enum {boolean} */
+            deleted: true;
         };
-        /** @description The checkpoint the workspace was put back to before the action ran (a retry with `restore: true`) */
-        RestoredCheckpoint: {
-            checkpointId: string;
-            /** @description Entries written back */
-            copied: number;
-            /** @description Entries removed */
-            removed: number;
-            /** @description Entries already as they were */
-            kept: number;
-            /** @description 0 when every file came back as a copy-on-write reflink */
-            bytesCopied: number;
+        /** @description `browser` actions: the tab after the op, and the op’s data. A failed op has it too, unless the browser is gone. */
+        BrowserOutput: {
+            /** @description The tab it ran in; null when the session has no open tab left (after `close_tab`) */
+            tabId: string | null;
+            url: string;
+            title: string;
+            /** @description HTTP status of the tab’s last main-document response; null before any or when it had none */
+            status: number | null;
+            /**
+             * @description Where the session’s browser runs
+             * @enum {string}
+             */
+            route: "shared" | "dedicated";
+            /** @description The op’s own result: extracted `content` or `links`, evaluate’s `value`, `tabs` after a tab op…; a string over the output cap is cut, with `<key>Bytes` and `truncated: true` */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @description Files it wrote in the workspace (screenshot, pdf, download) */
+            artifacts?: {
+                path: string;
+                bytes: number;
+                mimeType: string;
+            }[];
+            /** @description Requests the URL policy refused while it ran (the last 20) */
+            blocked?: {
+                url: string;
+                reason: string;
+            }[];
+            /** @description Tabs the page opened (popups) while it ran */
+            openedTabs?: string[];
+        };
+        /** @description `process` actions: the process the op acted on, as it is after it */
+        ProcessOutput: {
+            processId: string;
+            process: components["schemas"]["Process"];
+        } | {
+            processes: components["schemas"]["Process"][];
+        } | {
+            processId: string;
+            entries: {
+                seq: number;
+                /** @enum {string} */
+                stream: "stdout" | "stderr";
+                text: string;
+            }[];
+            /** @description Pass as `sinceSeq` for what follows */
+            nextSeq: number;
+            /** @description Older entries no longer kept */
+            dropped: number;
+            process: components["schemas"]["Process"];
+        } | {
+            processId: string;
+            /** @description Bytes written to its stdin */
+            bytes: number;
+            /** @description Its stdin was closed after them */
+            eof: boolean;
+        } | {
+            processId: string;
+            /** @enum {string} */
+            signal: "TERM" | "INT" | "KILL" | "HUP" | "USR1" | "USR2";
+            process: components["schemas"]["Process"];
+        } | {
+            processId: string;
+            /** @description false: still running at the timeout (status `timed_out`) */
+            exited: boolean;
+            process: components["schemas"]["Process"];
+        };
+        /** @description `kernel` actions (op `restart`): the session’s kernels of the language, restarted */
+        KernelRestartOutput: {
+            /** @description The kernels restarted, fresh */
+            kernels: components["schemas"]["Kernel"][];
+            /** @description When there was none to restart */
+            message?: string;
+        };
+        /** @description A background process of the session (`process` actions) */
+        Process: {
+            /** @example prc_0123456789abcdef */
+            id: string;
+            name?: string;
+            command: string;
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            pid?: number;
+            /** Format: date-time */
+            startedAt: string;
+            running: boolean;
+            /** Format: date-time */
+            endedAt?: string;
+            /** @description When it exited (not killed by a signal) */
+            exitCode?: number;
+            /** @description The signal that ended it, e.g. `SIGTERM` */
+            signal?: string;
+            /** @description When the engine ended it: `stopped`, `session_ended`, `sandbox_lost`, `shutdown` */
+            endReason?: string;
+        };
+        /** @description A plan: a DAG of actions, each step with its status, attempts and timings */
+        Plan: {
+            /** @example plan_0123456789abcdef01234567 */
+            id: string;
+            sessionId: string;
+            /** @description The tenant it belongs to: `t_` and a hash of its API key, or `open` when the engine has no keys */
+            tenant: string;
+            goal?: string;
+            /**
+             * @description `needs_replan`: a step failed for good; the plan waits for a replan or a cancel. `interrupted`: the engine stopped while it ran
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "needs_replan" | "cancelled" | "interrupted";
+            maxParallel: number;
+            /** @enum {string} */
+            checkpoints: "each-step" | "none";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** Format: date-time */
+            endedAt?: string;
+            steps: components["schemas"]["PlanStep"][];
+            /** @description While `needs_replan`: the step that failed */
+            failedStep?: string;
+            failureContext?: components["schemas"]["PlanStepFailureContext"];
+        };
+        /** @description The session's plans, oldest first */
+        PlanList: {
+            plans: components["schemas"]["Plan"][];
+        };
+        PlanStep: {
+            id: string;
+            /** @description 1 as submitted, +1 for each replan that replaced it */
+            version: number;
+            /** @description The action as submitted (as `POST …/actions` takes it) */
+            action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+            dependsOn: string[];
+            allowFailure: boolean;
+            retry: {
+                /** @description Extra attempts after the first fails */
+                attempts: number;
+                backoffMs: number;
+            };
+            /**
+             * @description Checkpoints the workspace before it runs (its own setting, or the plan’s `each-step`)
+             * @enum {string}
+             */
+            checkpoint?: "before";
+            /** @enum {string} */
+            status: "pending" | "running" | "succeeded" | "failed" | "skipped" | "cancelled";
+            attempts: components["schemas"]["PlanStepAttempt"][];
+            /** Format: date-time */
+            startedAt?: string;
+            /** Format: date-time */
+            endedAt?: string;
+            /** @description Why it was skipped or cancelled */
+            reason?: string;
+            /** @description Earlier versions this step replaced, newest first */
+            replaced?: {
+                id: string;
+                /** @description 1 as submitted, +1 for each replan that replaced it */
+                version: number;
+                /** @description The action as submitted (as `POST …/actions` takes it) */
+                action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+                dependsOn: string[];
+                allowFailure: boolean;
+                retry: {
+                    /** @description Extra attempts after the first fails */
+                    attempts: number;
+                    backoffMs: number;
+                };
+                /**
+                 * @description Checkpoints the workspace before it runs (its own setting, or the plan’s `each-step`)
+                 * @enum {string}
+                 */
+                checkpoint?: "before";
+                /** @enum {string} */
+                status: "pending" | "running" | "succeeded" | "failed" | "skipped" | "cancelled";
+                attempts: components["schemas"]["PlanStepAttempt"][];
+                /** Format: date-time */
+                startedAt?: string;
+                /** Format: date-time */
+                endedAt?: string;
+                /** @description Why it was skipped or cancelled */
+                reason?: string;
+            }[];
+        };
+        /** @description One attempt of a step: one action */
+        PlanStepAttempt: {
+            /** @description Absent when the action was refused before it was recorded (its input was invalid at run time) */
+            actionId?: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            endedAt?: string;
+            error?: components["schemas"]["ActionError"];
+            /** @description The checkpoint taken just before it ran */
+            checkpointId?: string;
+            /** @description The checkpoint it put the workspace back to first (a retry attempt of a checkpointed step) */
+            restoredCheckpointId?: string;
+        };
+        /** @description What a replanner needs about the failed step: its last action (redacted) and every attempt */
+        PlanStepFailureContext: {
+            stepId: string;
+            attempts: components["schemas"]["PlanStepAttempt"][];
+            /** @description What a replan’s `restoreTo` of this step would put the workspace back to */
+            checkpointId?: string;
+            /** @description Its last recorded action */
+            action?: {
+                id: string;
+                /** @description The request as sent, redacted */
+                input: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                /**
+                 * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+                 * @enum {string}
+                 */
+                tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+                risk: components["schemas"]["RiskAssessment"];
+                exitCode?: number;
+                error?: components["schemas"]["ActionError"];
+                outputExcerpt?: string;
+                /** @description The last 2 KiB of its stderr */
+                stderrTail?: string;
+            };
+            error?: components["schemas"]["ActionError"];
+        };
+        /** @description The session as a graph: its actions, files, sandboxes, kernels, processes, checkpoints and plans */
+        Graph: {
+            nodes: {
+                id: string;
+                /** @enum {string} */
+                label: "Session" | "Action" | "File" | "Sandbox" | "Kernel" | "Process" | "Checkpoint" | "Plan" | "Step";
+                /** @description Primitive values only, as Neo4j stores them: nested values are JSON strings, unknown ones absent (never null) */
+                properties: {
+                    [key: string]: unknown;
+                };
+            }[];
+            edges: {
+                /** @description Node id */
+                from: string;
+                /** @description Node id */
+                to: string;
+                /** @enum {string} */
+                type: "HAS_ACTION" | "NEXT" | "READ" | "WROTE" | "RETRY_OF" | "RAN_IN" | "STARTED" | "HAS_CHECKPOINT" | "BEFORE" | "RESTORED" | "FORKED_FROM" | "HAS_PLAN" | "HAS_STEP" | "DEPENDS_ON" | "ATTEMPT" | "REPLACES";
+                /** @description Primitive values only, as Neo4j stores them: nested values are JSON strings, unknown ones absent (never null) */
+                properties: {
+                    [key: string]: unknown;
+                };
+            }[];
+        };
+        /** @description What a reflection loop needs to revise an action, in one answer */
+        FailureContext: {
+            action: components["schemas"]["ActionRecord"];
+            /** @description Every action linked to it by RETRY_OF, both ways, and itself, by `seq` */
+            retryChain: {
+                id: string;
+                /** @description Position in its session, from 1 */
+                seq: number;
+                /** @enum {string} */
+                type: "code" | "file" | "browser" | "process" | "kernel";
+                /** @description The op (file, browser, process, kernel) or the language (code) */
+                operation: string;
+                /** @enum {string} */
+                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                inputSummary: string;
+                /** @description sha256 hex of the canonical input */
+                inputHash: string;
+                /** Format: date-time */
+                startedAt: string;
+                /** Format: date-time */
+                endedAt?: string;
+                durationMs?: number;
+                /**
+                 * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+                 * @enum {string}
+                 */
+                tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+                exitCode?: number;
+                error?: components["schemas"]["ActionError"];
+                retryOf?: string;
+                retryReason?: string;
+                /** @enum {string} */
+                relation: "ancestor" | "self" | "descendant";
+            }[];
+            /** @description Up to `before` actions just before it, oldest first */
+            before: components["schemas"]["ActionSummary"][];
+            /** @description The files it read or wrote, by path */
+            files: {
+                path: string;
+                access: ("read" | "write")[];
+                lastWrittenBy?: components["schemas"]["ActionSummary"];
+            }[];
+            /** @description The plan step version it was an attempt of; null outside a plan */
+            planStep: {
+                planId: string;
+                stepId: string;
+                version: number;
+            } | null;
+            /** @description The session kernel it ran in; null outside one */
+            kernel: {
+                id: string;
+                /** @enum {string} */
+                language: "python" | "node" | "bash";
+                /** @enum {string} */
+                tier: "subprocess" | "pooled";
+                /** @description Cells the kernel has run, this one included */
+                executionCount: number;
+                /** @description This action found no kernel and began this one: any state from before is gone */
+                started: boolean;
+                /**
+                 * @description The kernel was killed during the cell: its state is gone (cell answers only)
+                 * @enum {boolean}
+                 */
+                stateLost?: true;
+            } | null;
+            /** @description What a retry with `restore: true` would restore (taken before it or its nearest retried ancestor); null when none. A deleted one keeps `deletedAt` */
+            checkpoint: {
+                id: string;
+                label?: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** @description Taken by the engine (`checkpoint: "before"`, a plan’s `each-step`) */
+                auto: boolean;
+                /**
+                 * Format: date-time
+                 * @description Deleted or pruned: it can no longer be restored
+                 */
+                deletedAt?: string;
+            } | null;
+        };
+        /** @description An action as the graph records it; `result` is the envelope returned to the caller (absent while it runs or after a crash) */
+        ActionRecord: {
+            id: string;
+            /** @description Position in its session, from 1 */
+            seq: number;
+            /** @enum {string} */
+            type: "code" | "file" | "browser" | "process" | "kernel";
+            /** @description The op (file, browser, process, kernel) or the language (code) */
+            operation: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            inputSummary: string;
+            /** @description sha256 hex of the canonical input */
+            inputHash: string;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            endedAt?: string;
+            durationMs?: number;
+            /**
+             * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+             * @enum {string}
+             */
+            tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+            exitCode?: number;
+            error?: components["schemas"]["ActionError"];
+            retryOf?: string;
+            retryReason?: string;
+            sessionId: string;
+            /** @description The request as sent, redacted */
+            input: {
+                [key: string]: unknown;
+            };
+            risk: components["schemas"]["RiskAssessment"];
+            /** @description The first few KiB of stdout/stderr/output */
+            outputExcerpt?: string;
+            /** @description The container it ran in (container tiers only) */
+            sandbox?: {
+                /** @enum {string} */
+                tier: "pooled" | "container";
+                containerId: string;
+                /** @description `runsc` (gVisor) or `runc`, when the tier chose one */
+                runtime?: string;
+            };
+            kernel?: components["schemas"]["KernelRun"];
+            /** @description The background process it started */
+            startedProcess?: {
+                id: string;
+                name?: string;
+                command: string;
+                /** @enum {string} */
+                tier: "subprocess" | "pooled";
+                /** Format: date-time */
+                startedAt: string;
+            };
+            /** @description The checkpoint taken just before it */
+            checkpoint?: {
+                id: string;
+                label?: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** @description Taken by the engine (`checkpoint: "before"`, a plan’s `each-step`) */
+                auto: boolean;
+                /**
+                 * Format: date-time
+                 * @description Deleted or pruned: it can no longer be restored
+                 */
+                deletedAt?: string;
+            };
+            /** @description Files it touched, relative to the workspace, sorted by path then access */
+            files: {
+                path: string;
+                /** @enum {string} */
+                access: "read" | "write";
+            }[];
+            result?: components["schemas"]["ActionResult"];
+        };
+        ActionSummary: {
+            id: string;
+            /** @description Position in its session, from 1 */
+            seq: number;
+            /** @enum {string} */
+            type: "code" | "file" | "browser" | "process" | "kernel";
+            /** @description The op (file, browser, process, kernel) or the language (code) */
+            operation: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            inputSummary: string;
+            /** @description sha256 hex of the canonical input */
+            inputHash: string;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            endedAt?: string;
+            durationMs?: number;
+            /**
+             * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+             * @enum {string}
+             */
+            tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+            exitCode?: number;
+            error?: components["schemas"]["ActionError"];
+            retryOf?: string;
+            retryReason?: string;
+        };
+        /** @description Which actions wrote and read one workspace file, in order */
+        FileLineage: {
+            path: string;
+            /** @description By session (a fork’s sources first, up to the fork), then `seq`; empty for a path never touched */
+            entries: {
+                id: string;
+                /** @description Position in its session, from 1 */
+                seq: number;
+                /** @enum {string} */
+                type: "code" | "file" | "browser" | "process" | "kernel";
+                /** @description The op (file, browser, process, kernel) or the language (code) */
+                operation: string;
+                /** @enum {string} */
+                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                inputSummary: string;
+                /** @description sha256 hex of the canonical input */
+                inputHash: string;
+                /** Format: date-time */
+                startedAt: string;
+                /** Format: date-time */
+                endedAt?: string;
+                durationMs?: number;
+                /**
+                 * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
+                 * @enum {string}
+                 */
+                tier: "subprocess" | "pooled" | "container" | "engine" | "browser" | "none";
+                exitCode?: number;
+                error?: components["schemas"]["ActionError"];
+                retryOf?: string;
+                retryReason?: string;
+                /** @description The session whose action it was */
+                sessionId: string;
+                access: ("read" | "write")[];
+            }[];
+        };
+        /** @description A checkpoint of the session's workspace: its files, directories, modes and links as they were */
+        Checkpoint: {
+            /** @example chk_0123456789abcdef01234567 */
+            id: string;
+            sessionId: string;
+            label?: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Entries that are not directories (files, links) */
+            files: number;
+            directories: number;
+            /** @description Bytes of its regular files (what a full copy takes; a snapshot shares them with the workspace) */
+            bytes: number;
+            /** @description Taken by the engine (`checkpoint: "before"`, a plan’s `each-step`): pruned past the keep count */
+            auto: boolean;
+            /** @description The action it was taken just before */
+            actionId?: string;
+            /** @description The `seq` of the last action of the session whose writes it holds (0 for none) */
+            seq?: number;
+        };
+        /** @description Oldest first */
+        CheckpointList: {
+            checkpoints: components["schemas"]["Checkpoint"][];
+        };
+        /** @description The workspace is back as it was at the checkpoint */
+        CheckpointRestore: {
+            checkpoint: components["schemas"]["Checkpoint"];
+            restored: components["schemas"]["RestoredCheckpoint"];
+            /** @description Kernels and background processes kept running through the restore: their memory is in no checkpoint */
+            running: {
+                /** @description Kernel ids */
+                kernels: string[];
+                /** @description Ids of running processes */
+                processes: string[];
+            };
+            /** @description When some kept running: what that means for their state */
+            note?: string;
+        };
+        /** @description What changed between a checkpoint and another one or the workspace now */
+        CheckpointDiff: {
+            from: string;
+            /** @description A checkpoint id, or `current` (the workspace now) */
+            to: string;
+            /** @description Paths on one side only (everything under an added or removed directory too) */
+            added: {
+                path: string;
+                /** @enum {string} */
+                type: "file" | "dir" | "symlink" | "other";
+                /** @description Regular files only */
+                size?: number;
+            }[];
+            /** @description Paths on one side only (everything under an added or removed directory too) */
+            removed: {
+                path: string;
+                /** @enum {string} */
+                type: "file" | "dir" | "symlink" | "other";
+                /** @description Regular files only */
+                size?: number;
+            }[];
+            /** @description Paths on both sides whose contents, mode or link target changed */
+            modified: {
+                path: string;
+                /** @enum {string} */
+                type: "file" | "dir" | "symlink" | "other";
+                sizeBefore?: number;
+                sizeAfter?: number;
+                /** @description Octal, when the permission bits changed */
+                modeBefore?: string;
+                modeAfter?: string;
+                /** @description Links: where they point */
+                targetBefore?: string;
+                targetAfter?: string;
+                /** @description Unified diff, for text files up to the diff size limit */
+                diff?: string;
+                /**
+                 * @description Why a changed file has no `diff`
+                 * @enum {string}
+                 */
+                diffOmitted?: "too_large" | "binary" | "budget";
+                /**
+                 * @description Only the mode changed
+                 * @enum {boolean}
+                 */
+                contentUnchanged?: true;
+            }[];
+            /** @description More changes than the lists hold (10 000 paths) */
+            truncated: boolean;
+        };
+        /** @description A live kernel of the session: the interpreter its `state: "session"` code actions of one language run in */
+        Kernel: {
+            /** @example krn_0123456789abcdef */
+            id: string;
+            sessionId: string;
+            /** @enum {string} */
+            language: "python" | "node" | "bash";
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            /** @description Cells it has run */
+            executionCount: number;
+            /** @description A cell is running */
+            busy: boolean;
+            /** @description Its interpreter’s process id, when known */
+            pid?: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            lastUsedAt: string;
+        };
+        KernelList: {
+            kernels: components["schemas"]["Kernel"][];
+        };
+        KernelInterrupt: {
+            kernelId: string;
+            /** @description A cell was running and was interrupted (it ends `cancelled`); false: the kernel was idle */
+            running: boolean;
+        };
+        /** @description The session kernel a code cell ran in */
+        KernelRun: {
+            id: string;
+            /** @enum {string} */
+            language: "python" | "node" | "bash";
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            /** @description Cells the kernel has run, this one included */
+            executionCount: number;
+            /** @description This action found no kernel and began this one: any state from before is gone */
+            started: boolean;
+            /**
+             * @description The kernel was killed during the cell: its state is gone (cell answers only)
+             * @enum {boolean}
+             */
+            stateLost?: true;
+        };
+        /** @description A sandbox template sessions may pick, with its build state */
+        Template: {
+            /** @example data-science */
+            name: string;
+            description: string;
+            /**
+             * @description `packages`: built FROM the default sandbox image; `image`: an image used as is
+             * @enum {string}
+             */
+            kind: "packages" | "image";
+            /** @description The image sessions with it run in; null while it cannot be known (no default image yet, invalid) */
+            image: string | null;
+            /**
+             * @description `stale`: the file or base image changed since the last build; `unknown`: Docker did not answer
+             * @enum {string}
+             */
+            state: "ready" | "stale" | "missing" | "invalid" | "unknown";
+            packages: {
+                debian: string[];
+                pip: string[];
+                npm: string[];
+            };
+            /** @description Set in the image and for every run of its sessions */
+            env: {
+                [key: string]: string;
+            };
+            /** @description The command that makes it ready, when it is not */
+            build?: string;
+            /** @description `stale`: the older build Docker still has */
+            builtImage?: string;
+            /** @description `invalid`, `unknown`: why */
+            error?: string;
+        };
+        TemplateList: {
+            templates: components["schemas"]["Template"][];
+        };
+        ToolList: {
+            /** @description Every tool, in the format asked for */
+            tools: components["schemas"]["AnthropicTool"][] | components["schemas"]["OpenAiTool"][];
+        };
+        /** @description A tool as Anthropic’s `tools` takes it */
+        AnthropicTool: {
+            name: string;
+            description: string;
+            /** @description JSON Schema of the tool’s input */
+            input_schema: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A tool as OpenAI’s `tools` takes it */
+        OpenAiTool: {
+            /** @enum {string} */
+            type: "function";
+            function: {
+                name: string;
+                description: string;
+                /** @description JSON Schema of the tool’s input */
+                parameters: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @description `strict=true`: `parameters` is a schema OpenAI strict mode accepts
+                 * @enum {boolean}
+                 */
+                strict?: true;
+            };
+        };
+        /** @description Alive; with a valid key (or none configured), the tiers this engine can use and its graph store */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /**
+             * @description `open`: no SWITCHYARD_API_KEYS, every request is served
+             * @enum {string}
+             */
+            auth?: "api-keys" | "open";
+            /** @description Each execution tier (subprocess, pooled, container) and the browser, with why one is not available */
+            tiers?: {
+                browser?: {
+                    available: boolean;
+                    reason?: string;
+                    /**
+                     * @description The shared browser
+                     * @enum {string}
+                     */
+                    shared?: "running" | "stopped";
+                    /** @description Sessions with a browser context */
+                    contexts?: number;
+                    /** @description Dedicated browsers running */
+                    dedicated?: number;
+                    maxContexts?: number;
+                };
+            } & {
+                [key: string]: {
+                    available: boolean;
+                    /** @description Why not, in words an operator can act on */
+                    reason?: string;
+                    /** @description Why not, for code: `DOCKER_UNAVAILABLE`, `SANDBOX_IMAGE_MISSING`, … */
+                    code?: string;
+                    /** @description What the tier found when probing (limits in force, interpreters, …) */
+                    details?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The context graph store */
+            graph?: {
+                /** @enum {string} */
+                store: "embedded" | "neo4j";
+                /**
+                 * @description `degraded`: Neo4j cannot be reached; records wait in the local outbox
+                 * @enum {string}
+                 */
+                status: "ok" | "degraded";
+                /** @description Records committed locally but not yet in Neo4j */
+                backlog: number;
+                /** @description The last error talking to Neo4j, while degraded */
+                error?: string;
+            };
+        };
+        Liveness: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        /** @description Ready: every dependency is up. With a valid key (or none configured), terminus' report of each */
+        Readiness: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description The dependencies that are up */
+            info?: {
+                [key: string]: {
+                    /** @enum {string} */
+                    status: "up" | "down";
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+            /** @description The dependencies that are down (none when ready) */
+            error?: {
+                [key: string]: {
+                    /** @enum {string} */
+                    status: "up" | "down";
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+            /** @description By dependency (engine, graph, bubblewrap, docker, container_runtime, sandbox_image, chromium): `status`, and what the check found (`reason` when down) */
+            details?: {
+                [key: string]: {
+                    /** @enum {string} */
+                    status: "up" | "down";
+                } & {
+                    [key: string]: unknown;
+                };
+            };
         };
         ErrorResponse: {
-            /**
-             * @description The HTTP status again
-             * @example 404
-             */
-            statusCode: number;
-            /**
-             * @description Name of the HTTP status
-             * @example NOT_FOUND
-             */
-            error: string;
-            /**
-             * @description Stable machine-readable code (e.g. `VALIDATION_FAILED`, `NOT_FOUND`, `QUEUE_FULL`)
-             * @example NOT_FOUND
-             */
-            code?: string;
-            /** @description What went wrong, and which setting to change when one applies */
-            message: string;
-            /** @description Field-level problems of a rejected request */
-            errors?: {
-                field: string;
+            error: {
+                /**
+                 * @description Stable machine-readable code (e.g. `VALIDATION_FAILED`, `NOT_FOUND`, `QUEUE_FULL`, `UNAUTHENTICATED`)
+                 * @example VALIDATION_FAILED
+                 */
+                code: string;
+                /**
+                 * @description What went wrong, and which field or setting to change when one applies
+                 * @example invalid request: language: must be one of python, node, bash
+                 */
                 message: string;
-            }[];
-            /** @description Structured detail, e.g. `{"field": "path"}`; `retryAfterSeconds` on a 429 or 503 */
-            details?: {
-                [key: string]: unknown;
+                /** @description Each part of the request at fault: a body field, a query parameter or a header */
+                fields?: {
+                    /**
+                     * @description Dotted path of a body field (`steps[0].action.code`), or a parameter or header name
+                     * @example language
+                     */
+                    path: string;
+                    /** @example must be one of python, node, bash */
+                    message: string;
+                }[];
+                /** @description Structured extras, e.g. `retryAfterSeconds` on a 429 or 503, or the readiness report on `/health/ready` */
+                details?: {
+                    [key: string]: unknown;
+                };
             };
         };
     };
@@ -1527,7 +2391,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -1609,7 +2475,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1786,7 +2652,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1840,7 +2706,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["CheckpointList"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -1893,9 +2761,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1922,7 +2792,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1986,7 +2856,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2082,7 +2954,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["CheckpointRestore"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2102,7 +2976,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2142,9 +3016,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["CheckpointDiff"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2204,9 +3080,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2233,7 +3111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2314,7 +3192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionPage"];
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2387,7 +3265,7 @@ export interface operations {
                     "application/json": components["schemas"]["AcceptedAction"];
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2414,7 +3292,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2515,7 +3393,7 @@ export interface operations {
                     "application/json": components["schemas"]["AcceptedAction"];
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2542,7 +3420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2646,7 +3524,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2732,7 +3610,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["PlanList"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2785,16 +3665,20 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
             /** @description The plan, running */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2876,7 +3760,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -2928,16 +3814,20 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
             /** @description The plan, running again */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2964,7 +3854,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3019,7 +3909,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Plan"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -3039,7 +3931,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflicts with the current state (see `code`) */
+            /** @description Conflicts with the current state (see `error.code`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3075,7 +3967,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["KernelList"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -3123,7 +4017,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Kernel"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -3219,7 +4115,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["KernelInterrupt"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -3267,7 +4165,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Kernel"];
+                };
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
@@ -3317,9 +4217,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ToolList"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3418,17 +4320,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": ({
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                     } | {
                         /** @enum {string} */
                         type: "tool_result";
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                     } | {
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                         tool_call_id: string;
@@ -3439,17 +4347,23 @@ export interface operations {
                             content: string;
                         };
                     }) | ({
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                     } | {
                         /** @enum {string} */
                         type: "tool_result";
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                     } | {
+                        /** @description The call’s id */
                         tool_use_id: string;
+                        /** @description What the tool did or why it failed, for the model */
                         content: string;
                         is_error: boolean;
                         tool_call_id: string;
@@ -3462,7 +4376,7 @@ export interface operations {
                     })[];
                 };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3543,9 +4457,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Graph"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3612,9 +4528,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["FailureContext"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3680,9 +4598,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["FileLineage"];
+                };
             };
-            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`errors` names them) */
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3743,7 +4663,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
             };
             /** @description Unexpected failure (details are logged, never returned) */
             500: {
@@ -3770,7 +4692,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Liveness"];
+                };
             };
             /** @description Unexpected failure (details are logged, never returned) */
             500: {
@@ -3798,46 +4722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ok */
-                        status?: string;
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "status": "up"
-                         *       }
-                         *     }
-                         */
-                        info?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /** @example {} */
-                        error?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "status": "up"
-                         *       }
-                         *     }
-                         */
-                        details?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
             /** @description Unexpected failure (details are logged, never returned) */
@@ -3849,63 +4734,55 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The Health Check is not successful */
+            /**
+             * @description The Health Check is not successful
+             *
+             *     Not ready: `NOT_READY`; for a trusted caller the message names the indicators that are down and `details.indicators` has each one
+             */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example error */
-                        status?: string;
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "status": "up"
-                         *       }
-                         *     }
-                         */
-                        info?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /**
-                         * @example {
-                         *       "redis": {
-                         *         "status": "down",
-                         *         "message": "Could not connect"
-                         *       }
-                         *     }
-                         */
-                        error?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "status": "up"
-                         *       },
-                         *       "redis": {
-                         *         "status": "down",
-                         *         "message": "Could not connect"
-                         *       }
-                         *     }
-                         */
-                        details?: {
-                            [key: string]: {
-                                status: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    MetricsController_scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

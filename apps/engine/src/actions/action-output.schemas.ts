@@ -1,0 +1,254 @@
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { PROCESS_SIGNALS } from '@switchyard/sandbox';
+import { FREE_OBJECT, nullable, object, ref, TIMESTAMP } from '../http/common.schemas';
+
+/**
+ * The envelope's `output`, per action type, as the handlers build it (redacted like the rest of the envelope). The
+ * shapes of different types and ops overlap (a process `start` and `stop` answer the same fields), so they are
+ * combined with `anyOf`: the envelope's `type`, and the request's `op`, tell which one a body is.
+ */
+
+const STATEFUL_TIER: SchemaObject = { type: 'string', enum: ['subprocess', 'pooled'] };
+
+// ---------------------------------------------------------------- code (a kernel cell)
+
+const CODE_CELL_OUTPUT: SchemaObject = object(
+  ['kernel'],
+  {
+    kernel: ref('KernelRun'),
+    result: {
+      type: 'string',
+      description:
+        'repr (python) / util.inspect (node) of the cell’s last expression; absent when it has none',
+    },
+    note: {
+      type: 'string',
+      description: 'Why the cell ran in another kernel than the session’s existing one of its language',
+    },
+  },
+  '`code` with `state: "session"`: the kernel that ran the cell and its last expression’s value. A `fresh` code ' +
+    'action has no `output`: its answer is `stdout`, `stderr` and `exitCode`.',
+);
+
+// ---------------------------------------------------------------- file
+
+const PATH = { type: 'string', description: 'As the caller named it, normalised, relative to the workspace' };
+const ENTRY_TYPE: SchemaObject = { type: 'string', enum: ['file', 'dir', 'symlink', 'other'] };
+const MORE_THAN_LIMIT: SchemaObject = {
+  type: 'boolean',
+  description: 'More results than `limit` (or the scan’s entry cap): the list stops there',
+};
+
+const fileOp = (title: string, required: string[], properties: SchemaObject['properties']): SchemaObject => ({
+  ...object(required, properties!),
+  title,
+});
+
+const FILE_OUTPUT: SchemaObject = {
+  description: '`file` actions: the op’s result (a failed op has no `output`, only `error`)',
+  anyOf: [
+    fileOp('read', ['path', 'encoding', 'content', 'truncated'], {
+      path: PATH,
+      encoding: {
+        type: 'string',
+        enum: ['utf8', 'base64'],
+        description: '`base64` for a binary file, returned whole',
+      },
+      content: { type: 'string', description: 'The lines asked for (utf8), or the whole file (base64)' },
+      totalLines: { type: 'integer', description: 'utf8 only' },
+      offset: { type: 'integer', description: 'First line returned, 1-based (utf8 only)' },
+      lines: { type: 'integer', description: 'Lines returned (utf8 only)' },
+      size: { type: 'integer', description: 'Bytes (base64 only)' },
+      truncated: { type: 'boolean', description: 'More lines follow the window (or it hit the read cap)' },
+    }),
+    fileOp('write', ['path', 'bytesWritten', 'size', 'created'], {
+      path: PATH,
+      bytesWritten: { type: 'integer' },
+      size: { type: 'integer', description: 'The file’s size after the write' },
+      created: { type: 'boolean' },
+    }),
+    fileOp('edit', ['path', 'replacements'], { path: PATH, replacements: { type: 'integer' } }),
+    fileOp('list', ['entries'], {
+      entries: {
+        type: 'array',
+        items: object(['path', 'type', 'size'], {
+          path: PATH,
+          type: ENTRY_TYPE,
+          size: { type: 'integer', description: '0 for a directory' },
+        }),
+      },
+      nextCursor: {
+        type: 'string',
+        description: 'Pass as `cursor` for the next entries; absent on the last',
+      },
+    }),
+    fileOp('find', ['paths', 'truncated'], {
+      paths: { type: 'array', items: PATH },
+      truncated: MORE_THAN_LIMIT,
+    }),
+    fileOp('grep', ['matches', 'truncated'], {
+      matches: { type: 'array', items: { type: 'string', description: '`path:line:text`' } },
+      truncated: MORE_THAN_LIMIT,
+    }),
+    fileOp('stat', ['path', 'type', 'size', 'mtime', 'mode'], {
+      path: PATH,
+      type: ENTRY_TYPE,
+      size: { type: 'integer', description: '0 for a directory' },
+      mtime: TIMESTAMP,
+      mode: { type: 'string', description: 'Permission bits, octal (`0644`)' },
+    }),
+    fileOp('mkdir', ['path', 'created'], {
+      path: PATH,
+      created: { type: 'boolean', description: 'false: it already existed' },
+    }),
+    fileOp('move', ['path', 'to'], { path: PATH, to: PATH }),
+    fileOp('delete', ['path', 'deleted'], { path: PATH, deleted: { type: 'boolean', enum: [true] } }),
+  ],
+};
+
+// ---------------------------------------------------------------- browser
+
+const BROWSER_OUTPUT: SchemaObject = object(
+  ['tabId', 'url', 'title', 'status', 'route'],
+  {
+    tabId: nullable({
+      type: 'string',
+      description: 'The tab it ran in; null when the session has no open tab left (after `close_tab`)',
+    }),
+    url: { type: 'string' },
+    title: { type: 'string' },
+    status: nullable({
+      type: 'integer',
+      description:
+        'HTTP status of the tab’s last main-document response; null before any or when it had none',
+    }),
+    route: {
+      type: 'string',
+      enum: ['shared', 'dedicated'],
+      description: 'Where the session’s browser runs',
+    },
+    data: FREE_OBJECT(
+      'The op’s own result: extracted `content` or `links`, evaluate’s `value`, `tabs` after a tab op…; a string ' +
+        'over the output cap is cut, with `<key>Bytes` and `truncated: true`',
+    ),
+    artifacts: {
+      type: 'array',
+      description: 'Files it wrote in the workspace (screenshot, pdf, download)',
+      items: object(['path', 'bytes', 'mimeType'], {
+        path: { type: 'string' },
+        bytes: { type: 'integer' },
+        mimeType: { type: 'string' },
+      }),
+    },
+    blocked: {
+      type: 'array',
+      description: 'Requests the URL policy refused while it ran (the last 20)',
+      items: object(['url', 'reason'], { url: { type: 'string' }, reason: { type: 'string' } }),
+    },
+    openedTabs: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Tabs the page opened (popups) while it ran',
+    },
+  },
+  '`browser` actions: the tab after the op, and the op’s data. A failed op has it too, unless the browser is gone.',
+);
+
+// ---------------------------------------------------------------- process
+
+const PROCESS_SCHEMA: SchemaObject = object(
+  ['id', 'command', 'tier', 'startedAt', 'running'],
+  {
+    id: { type: 'string', example: 'prc_0123456789abcdef' },
+    name: { type: 'string' },
+    command: { type: 'string' },
+    tier: STATEFUL_TIER,
+    pid: { type: 'integer' },
+    startedAt: TIMESTAMP,
+    running: { type: 'boolean' },
+    endedAt: TIMESTAMP,
+    exitCode: { type: 'integer', description: 'When it exited (not killed by a signal)' },
+    signal: { type: 'string', description: 'The signal that ended it, e.g. `SIGTERM`' },
+    endReason: {
+      type: 'string',
+      description: 'When the engine ended it: `stopped`, `session_ended`, `sandbox_lost`, `shutdown`',
+    },
+  },
+  'A background process of the session (`process` actions)',
+);
+
+const processOp = (
+  title: string,
+  required: string[],
+  properties: SchemaObject['properties'],
+): SchemaObject => ({
+  ...object(['processId', ...required], { processId: { type: 'string' }, ...properties }),
+  title,
+});
+
+const PROCESS_OUTPUT: SchemaObject = {
+  description: '`process` actions: the process the op acted on, as it is after it',
+  anyOf: [
+    processOp('start, stop', ['process'], { process: ref('Process') }),
+    { ...object(['processes'], { processes: { type: 'array', items: ref('Process') } }), title: 'list' },
+    processOp('logs', ['entries', 'nextSeq', 'dropped', 'process'], {
+      entries: {
+        type: 'array',
+        items: object(['seq', 'stream', 'text'], {
+          seq: { type: 'integer' },
+          stream: { type: 'string', enum: ['stdout', 'stderr'] },
+          text: { type: 'string' },
+        }),
+      },
+      nextSeq: { type: 'integer', description: 'Pass as `sinceSeq` for what follows' },
+      dropped: { type: 'integer', description: 'Older entries no longer kept' },
+      process: ref('Process'),
+    }),
+    processOp('write', ['bytes', 'eof'], {
+      bytes: { type: 'integer', description: 'Bytes written to its stdin' },
+      eof: { type: 'boolean', description: 'Its stdin was closed after them' },
+    }),
+    processOp('signal', ['signal', 'process'], {
+      signal: { type: 'string', enum: [...PROCESS_SIGNALS] },
+      process: ref('Process'),
+    }),
+    processOp('wait', ['exited', 'process'], {
+      exited: { type: 'boolean', description: 'false: still running at the timeout (status `timed_out`)' },
+      process: ref('Process'),
+    }),
+  ],
+};
+
+// ---------------------------------------------------------------- kernel
+
+const KERNEL_RESTART_OUTPUT: SchemaObject = object(
+  ['kernels'],
+  {
+    kernels: { type: 'array', items: ref('Kernel'), description: 'The kernels restarted, fresh' },
+    message: { type: 'string', description: 'When there was none to restart' },
+  },
+  '`kernel` actions (op `restart`): the session’s kernels of the language, restarted',
+);
+
+const ACTION_OUTPUT: SchemaObject = {
+  description:
+    'Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a ' +
+    'browser op, a process and its logs, restarted kernels. Absent for fresh code actions and most failures.',
+  anyOf: [
+    ref('CodeCellOutput'),
+    ref('FileOutput'),
+    ref('BrowserOutput'),
+    ref('ProcessOutput'),
+    ref('KernelRestartOutput'),
+  ],
+};
+
+export const ACTION_OUTPUT_SCHEMAS = {
+  ActionOutput: ACTION_OUTPUT,
+  CodeCellOutput: CODE_CELL_OUTPUT,
+  FileOutput: FILE_OUTPUT,
+  BrowserOutput: BROWSER_OUTPUT,
+  ProcessOutput: PROCESS_OUTPUT,
+  KernelRestartOutput: KERNEL_RESTART_OUTPUT,
+  Process: PROCESS_SCHEMA,
+} satisfies Record<string, SchemaObject>;

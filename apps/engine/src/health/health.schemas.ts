@@ -1,0 +1,90 @@
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { FREE_OBJECT, object } from '../http/common.schemas';
+
+/**
+ * Response schemas of the probes: `/health` (`HealthResponse`), `/health/live`, and `/health/ready` (terminus'
+ * report). With SWITCHYARD_API_KEYS set, a caller without a valid key gets `status` alone.
+ */
+
+const TIER_AVAILABILITY: SchemaObject = object(['available'], {
+  available: { type: 'boolean' },
+  reason: { type: 'string', description: 'Why not, in words an operator can act on' },
+  code: {
+    type: 'string',
+    description: 'Why not, for code: `DOCKER_UNAVAILABLE`, `SANDBOX_IMAGE_MISSING`, …',
+  },
+  details: FREE_OBJECT('What the tier found when probing (limits in force, interpreters, …)'),
+});
+
+const BROWSER_AVAILABILITY: SchemaObject = object(['available'], {
+  available: { type: 'boolean' },
+  reason: { type: 'string' },
+  shared: { type: 'string', enum: ['running', 'stopped'], description: 'The shared browser' },
+  contexts: { type: 'integer', description: 'Sessions with a browser context' },
+  dedicated: { type: 'integer', description: 'Dedicated browsers running' },
+  maxContexts: { type: 'integer' },
+});
+
+const HEALTH_SCHEMA: SchemaObject = object(
+  ['status'],
+  {
+    status: { type: 'string', enum: ['ok'] },
+    auth: {
+      type: 'string',
+      enum: ['api-keys', 'open'],
+      description: '`open`: no SWITCHYARD_API_KEYS, every request is served',
+    },
+    tiers: {
+      type: 'object',
+      description:
+        'Each execution tier (subprocess, pooled, container) and the browser, with why one is not available',
+      properties: { browser: BROWSER_AVAILABILITY },
+      additionalProperties: TIER_AVAILABILITY,
+    },
+    graph: object(
+      ['store', 'status', 'backlog'],
+      {
+        store: { type: 'string', enum: ['embedded', 'neo4j'] },
+        status: {
+          type: 'string',
+          enum: ['ok', 'degraded'],
+          description: '`degraded`: Neo4j cannot be reached; records wait in the local outbox',
+        },
+        backlog: { type: 'integer', description: 'Records committed locally but not yet in Neo4j' },
+        error: { type: 'string', description: 'The last error talking to Neo4j, while degraded' },
+      },
+      'The context graph store',
+    ),
+  },
+  'Alive; with a valid key (or none configured), the tiers this engine can use and its graph store',
+);
+
+const LIVENESS_SCHEMA: SchemaObject = object(['status'], { status: { type: 'string', enum: ['ok'] } });
+
+const INDICATORS: SchemaObject = {
+  type: 'object',
+  additionalProperties: {
+    ...object(['status'], { status: { type: 'string', enum: ['up', 'down'] } }),
+    additionalProperties: true,
+  },
+  description:
+    'By dependency (engine, graph, bubblewrap, docker, container_runtime, sandbox_image, chromium): `status`, and ' +
+    'what the check found (`reason` when down)',
+};
+
+const READINESS_SCHEMA: SchemaObject = object(
+  ['status'],
+  {
+    status: { type: 'string', enum: ['ok'] },
+    info: { ...INDICATORS, description: 'The dependencies that are up' },
+    error: { ...INDICATORS, description: 'The dependencies that are down (none when ready)' },
+    details: INDICATORS,
+  },
+  "Ready: every dependency is up. With a valid key (or none configured), terminus' report of each",
+);
+
+export const HEALTH_SCHEMAS = {
+  Health: HEALTH_SCHEMA,
+  Liveness: LIVENESS_SCHEMA,
+  Readiness: READINESS_SCHEMA,
+} satisfies Record<string, SchemaObject>;

@@ -1,0 +1,60 @@
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { LANGUAGES } from '@switchyard/common';
+import { object, ONLY_TRUE, ref, TIMESTAMP } from '../http/common.schemas';
+
+/** Response schemas of a session's kernels (`KernelInfo`), and of the kernel a cell ran in (`KernelRef`). */
+
+const LANGUAGE: SchemaObject = { type: 'string', enum: [...LANGUAGES] };
+const STATEFUL_TIER: SchemaObject = { type: 'string', enum: ['subprocess', 'pooled'] };
+
+const KERNEL_SCHEMA: SchemaObject = object(
+  ['id', 'sessionId', 'language', 'tier', 'executionCount', 'busy', 'startedAt', 'lastUsedAt'],
+  {
+    id: { type: 'string', example: 'krn_0123456789abcdef' },
+    sessionId: { type: 'string' },
+    language: LANGUAGE,
+    tier: STATEFUL_TIER,
+    executionCount: { type: 'integer', description: 'Cells it has run' },
+    busy: { type: 'boolean', description: 'A cell is running' },
+    pid: { type: 'integer', description: 'Its interpreter’s process id, when known' },
+    startedAt: TIMESTAMP,
+    lastUsedAt: TIMESTAMP,
+  },
+  'A live kernel of the session: the interpreter its `state: "session"` code actions of one language run in',
+);
+
+/** The kernel a cell ran in; also a failure context's `kernel` (which never has `stateLost`). */
+export const KERNEL_RUN_SCHEMA: SchemaObject = object(
+  ['id', 'language', 'tier', 'executionCount', 'started'],
+  {
+    id: { type: 'string' },
+    language: LANGUAGE,
+    tier: STATEFUL_TIER,
+    executionCount: { type: 'integer', description: 'Cells the kernel has run, this one included' },
+    started: {
+      type: 'boolean',
+      description: 'This action found no kernel and began this one: any state from before is gone',
+    },
+    stateLost: ONLY_TRUE('The kernel was killed during the cell: its state is gone (cell answers only)'),
+  },
+  'The session kernel a code cell ran in',
+);
+
+const KERNEL_LIST_SCHEMA: SchemaObject = object(['kernels'], {
+  kernels: { type: 'array', items: ref('Kernel') },
+});
+
+const KERNEL_INTERRUPT_SCHEMA: SchemaObject = object(['kernelId', 'running'], {
+  kernelId: { type: 'string' },
+  running: {
+    type: 'boolean',
+    description: 'A cell was running and was interrupted (it ends `cancelled`); false: the kernel was idle',
+  },
+});
+
+export const KERNEL_SCHEMAS = {
+  Kernel: KERNEL_SCHEMA,
+  KernelList: KERNEL_LIST_SCHEMA,
+  KernelInterrupt: KERNEL_INTERRUPT_SCHEMA,
+  KernelRun: KERNEL_RUN_SCHEMA,
+} satisfies Record<string, SchemaObject>;

@@ -1,0 +1,104 @@
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { FREE_OBJECT, object, ref } from '../http/common.schemas';
+
+/**
+ * Response schemas of the tool list (each model API's own tool shape) and of tool calls (`ToolAnswer`: the result in
+ * the shape of the call).
+ */
+
+const INPUT_SCHEMA = FREE_OBJECT('JSON Schema of the tool’s input');
+
+const ANTHROPIC_TOOL_SCHEMA: SchemaObject = object(
+  ['name', 'description', 'input_schema'],
+  { name: { type: 'string' }, description: { type: 'string' }, input_schema: INPUT_SCHEMA },
+  'A tool as Anthropic’s `tools` takes it',
+);
+
+const OPENAI_TOOL_SCHEMA: SchemaObject = object(
+  ['type', 'function'],
+  {
+    type: { type: 'string', enum: ['function'] },
+    function: object(['name', 'description', 'parameters'], {
+      name: { type: 'string' },
+      description: { type: 'string' },
+      parameters: INPUT_SCHEMA,
+      strict: {
+        type: 'boolean',
+        enum: [true],
+        description: '`strict=true`: `parameters` is a schema OpenAI strict mode accepts',
+      },
+    }),
+  },
+  'A tool as OpenAI’s `tools` takes it',
+);
+
+const TOOL_LIST_SCHEMA: SchemaObject = object(['tools'], {
+  tools: {
+    description: 'Every tool, in the format asked for',
+    oneOf: [
+      { type: 'array', items: ref('AnthropicTool'), title: 'format=anthropic' },
+      { type: 'array', items: ref('OpenAiTool'), title: 'format=openai' },
+    ],
+  },
+});
+
+const RESULT = {
+  tool_use_id: { type: 'string', description: 'The call’s id' },
+  content: { type: 'string', description: 'What the tool did or why it failed, for the model' },
+  is_error: { type: 'boolean' },
+};
+
+/** A wire shape of a model API, passed on as is: closed, which also tells the three apart. */
+const closed = (schema: SchemaObject): SchemaObject => ({ ...schema, additionalProperties: false });
+
+const ANSWER: SchemaObject = {
+  oneOf: [
+    {
+      title: 'Tool result (for a {id, name, input} call)',
+      ...closed(object(['tool_use_id', 'content', 'is_error'], RESULT)),
+    },
+    {
+      title: 'Anthropic tool_result block (for a tool_use block)',
+      ...closed(
+        object(
+          ['type', 'tool_use_id', 'content', 'is_error'],
+          { type: { type: 'string', enum: ['tool_result'] }, ...RESULT },
+          'A `tool_result` content block, to put as is in the next user message',
+        ),
+      ),
+    },
+    {
+      title: 'OpenAI tool result (for an OpenAI tool call)',
+      ...closed(
+        object(
+          ['tool_use_id', 'tool_call_id', 'content', 'is_error', 'message'],
+          {
+            ...RESULT,
+            tool_call_id: { type: 'string' },
+            message: closed(
+              object(['role', 'tool_call_id', 'content'], {
+                role: { type: 'string', enum: ['tool'] },
+                tool_call_id: { type: 'string' },
+                content: { type: 'string' },
+              }),
+            ),
+          },
+          '`message` is the `role: "tool"` message to append as is to `messages` (OpenAI refuses unknown fields in ' +
+            'a message, so `is_error` stays outside it)',
+        ),
+      ),
+    },
+  ],
+};
+
+/**
+ * The answer to `POST …/tool-calls`: one per call, in its call's shape; an array for an array of calls, in their
+ * order. Inline in the operation rather than registered: tool-formats.e2e-spec.ts reads its variants there.
+ */
+export const TOOL_CALL_ANSWER: SchemaObject = { oneOf: [ANSWER, { type: 'array', items: ANSWER }] };
+
+export const TOOL_SCHEMAS = {
+  ToolList: TOOL_LIST_SCHEMA,
+  AnthropicTool: ANTHROPIC_TOOL_SCHEMA,
+  OpenAiTool: OPENAI_TOOL_SCHEMA,
+} satisfies Record<string, SchemaObject>;
