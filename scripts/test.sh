@@ -19,4 +19,8 @@ if ! bash scripts/neo4j.sh status >/dev/null 2>&1; then
   trap 'bash scripts/neo4j.sh clean' EXIT
   bash scripts/neo4j.sh start >/dev/null
 fi
+# The OpenAPI document is checked by tools nobody here wrote (test/e2e/contract.e2e-spec.ts):
+# openapi-spec-validator and Schemathesis, pinned, go into a venv under .runtime/ the first time (quick once
+# there); Redocly's CLI is a devDependency, installed by npm ci.
+bash scripts/contract-tools.sh
 npx jest --ci --selectProjects unit e2e "$@"

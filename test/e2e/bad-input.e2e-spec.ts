@@ -131,6 +131,34 @@ describe('bad input', () => {
     expect(cursor.status).toBe(400);
   });
 
+  it('a cursor that is not a decimal seq → 400 INVALID_CURSOR naming it', async () => {
+    const junk = [
+      'abc',
+      '-1',
+      '01',
+      '1.5',
+      '1e3',
+      ' 1',
+      '1000000000000000', // 16 digits
+      Buffer.from('seq:1').toString('base64url'), // the former cursor
+      '',
+    ];
+    for (const cursor of junk) {
+      const res = await engine.request('GET', `${url()}?cursor=${encodeURIComponent(cursor)}`);
+      expect({ cursor, status: res.status, code: res.body.error?.code }).toEqual({
+        cursor,
+        status: 400,
+        code: 'INVALID_CURSOR',
+      });
+      expect(fieldsOf(res.body)).toEqual(['cursor']);
+    }
+    // Any decimal the documented pattern admits is a page, an empty one past the last action.
+    for (const cursor of ['0', '999999999999999']) {
+      expect((await engine.request('GET', `${url()}?cursor=${cursor}`)).status).toBe(200);
+    }
+    expect((await engine.request('GET', `${url()}?cursor=999999999999999`)).body).toEqual({ actions: [] });
+  });
+
   it('nothing is recorded for rejected requests', async () => {
     const before = (await engine.request('GET', `${url()}?limit=1000`)).body.actions.length;
     await engine.request('POST', url(), { type: 'code', language: 'ruby', code: 'p 1' });

@@ -68,6 +68,8 @@ describe('context graph and timeline', () => {
       expect(page.body.actions.length).toBeLessThanOrEqual(3);
       seen.push(...page.body.actions.map((a: { id: string }) => a.id));
       cursor = page.body.nextCursor;
+      // The cursor is the seq of the page's last action, in decimal.
+      if (cursor !== undefined) expect(cursor).toBe(String(page.body.actions.at(-1).seq));
     } while (cursor);
     expect(seen).toEqual(ids);
 

@@ -75,7 +75,19 @@ describe('reflection: retries with revised actions', () => {
 
     const plainFailure = await engine.action(sid, bash('exit 2'));
     const notLimited = await retry(sid, plainFailure.id, { escalate: true });
-    expect(notLimited.status).toBe(400);
+    // How the original ended is the action's state: a conflict (409), naming the field, as "no stronger tier" is.
+    expect(notLimited.status).toBe(409);
+    expect(notLimited.body.error.code).toBe('RETRY_REFUSED');
     expect(fieldsOf(notLimited.body)).toEqual(['escalate']);
+    const file = await engine.action(sid, { type: 'file', op: 'read', path: 'missing.txt' });
+    const notCode = await retry(sid, file.id, { escalate: true });
+    expect(notCode.status).toBe(409);
+    expect(notCode.body.error.message).toContain('is a file action');
+    const revised = await retry(sid, file.id, {
+      escalate: true,
+      action: { type: 'file', op: 'read', path: 'other.txt' },
+    });
+    expect(revised.status).toBe(400);
+    expect(fieldsOf(revised.body)).toEqual(['escalate']);
   });
 });

@@ -204,8 +204,9 @@ describe('tools in every model format', () => {
     );
     const calls = doc.paths['/v1/sessions/{sessionId}/tool-calls'].post;
     const body = calls.requestBody.content['application/json'].schema;
-    const shapes = body.oneOf[0].oneOf.map((s: { title: string }) => s.title);
-    expect(shapes).toEqual(['Tool call', 'Anthropic tool_use block', 'OpenAI tool call']);
+    const shapes = body.oneOf[0].anyOf.map((s: { title: string }) => s.title);
+    expect(shapes).toEqual(['Tool call', 'Anthropic tool_use block', 'OpenAI tool call', 'Any other call']);
+    expect(body.oneOf[0].required).toEqual(['id']);
     const answers = calls.responses['200'].content['application/json'].schema.oneOf[0].oneOf;
     expect(answers[2].properties.message.properties.role.enum).toEqual(['tool']);
     expect(calls.description).toContain('tool_call_id');

@@ -14,7 +14,11 @@ import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
 import { EngineLogger } from './logging/engine-logger';
 import { installHttpMetrics } from './metrics/http-metrics.middleware';
+import { installMethodNotAllowed } from './http/method-not-allowed.middleware';
 import { installOpenApi } from './http/openapi';
+
+/** The request line and headers: a 4 096-character query value percent-encodes to up to 48 KiB. */
+const MAX_HEADER_BYTES = 64 * 1024;
 
 /**
  * The data dir holds every session's workspace. Sandboxed code runs as an unprivileged uid that must traverse
@@ -61,7 +65,9 @@ export async function createEngineApp(
   installJsonBody(app, config.http.maxBodyBytes);
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();
-  installOpenApi(app);
+  installMethodNotAllowed(app, installOpenApi(app));
+  // Long query strings (a 4 096-character lineage `path`, percent-encoded) fit: Node's default is 16 KiB.
+  (app.getHttpServer() as { maxHeaderSize?: number }).maxHeaderSize = MAX_HEADER_BYTES;
 
   const interrupted = await app.get(ContextGraph).markRunningInterrupted(new Date().toISOString());
   const log = new Logger('Engine');

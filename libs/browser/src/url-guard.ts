@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type ActionError, InvalidInputError } from '@switchyard/common';
+import type { ActionError } from '@switchyard/common';
 import { clip, fault } from './browser-output';
 import type { BrowserOutcome } from './browser.types';
 import type { ContextSpec, GuardedRequest } from './driver/browser-driver.port';
@@ -33,13 +33,12 @@ export class UrlGuard {
   constructor(private readonly policy: UrlPolicy) {}
 
   /**
-   * The refusal of `url` that needs no DNS (scheme, address literals), if any. Throws `InvalidInputError`
-   * for a URL that does not parse.
+   * The refusal of `url` that needs no DNS (scheme, address literals), if any. A URL that does not parse is no
+   * policy matter: the action runs and fails with URL_INVALID (`beforeRun`), recorded like DNS_FAILED.
    */
   staticDenial(url: string): ActionError | undefined {
     const verdict = this.policy.checkStatic(url);
-    if (!verdict || verdict.allowed) return undefined;
-    if (verdict.refusal.code === 'URL_INVALID') throw new InvalidInputError('url', verdict.refusal.reason);
+    if (!verdict || verdict.allowed || verdict.refusal.code === 'URL_INVALID') return undefined;
     return refusalError(url, verdict.refusal);
   }
 
@@ -50,8 +49,12 @@ export class UrlGuard {
   async beforeRun(url: string): Promise<BrowserOutcome | undefined> {
     const verdict = await this.policy.checkUrl(url);
     if (verdict.allowed) return undefined;
-    if (verdict.refusal.code === 'DNS_FAILED') {
-      return fault('failed', { class: 'validation', code: 'DNS_FAILED', message: verdict.refusal.reason });
+    if (verdict.refusal.code === 'DNS_FAILED' || verdict.refusal.code === 'URL_INVALID') {
+      return fault('failed', {
+        class: 'validation',
+        code: verdict.refusal.code,
+        message: verdict.refusal.reason,
+      });
     }
     return fault('denied', refusalError(url, verdict.refusal));
   }

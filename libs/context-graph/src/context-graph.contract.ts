@@ -460,19 +460,53 @@ export function describeContextGraphContract(
         expect((await graph.listActions(s.id, { limit: 100 })).items).toHaveLength(7);
         const first = await graph.listActions(s.id, { limit: 1 });
         expect(first.items.map((a) => a.seq)).toEqual([1]);
-        expect(typeof first.nextCursor).toBe('string');
+        expect(first.nextCursor).toBe('1'); // the seq of the page's last action, in decimal
       });
 
-      it.each(['not a cursor!', 'AAAA', Buffer.from('{"seq":1}').toString('base64url'), ''])(
-        'rejects the cursor %j with InvalidInputError on field "cursor"',
-        async (cursor) => {
-          const s = await recorded();
-          await started(s.id);
-          const attempt = graph.listActions(s.id, { limit: 10, cursor });
-          await expect(attempt).rejects.toBeInstanceOf(InvalidInputError);
-          await expect(attempt).rejects.toMatchObject({ field: 'cursor' });
-        },
-      );
+      it('reads a cursor as "after this seq": 0 is the start, a seq past the last action an empty page', async () => {
+        const s = await recorded();
+        for (let i = 0; i < 4; i++) await started(s.id, { startedAt: at(i) });
+
+        const page = await graph.listActions(s.id, { limit: 2, cursor: '0' });
+        expect(page.items.map((a) => a.seq)).toEqual([1, 2]);
+        expect(page.nextCursor).toBe('2');
+        const rest = await graph.listActions(s.id, { limit: 2, cursor: '2' });
+        expect(rest).toEqual({
+          items: [expect.objectContaining({ seq: 3 }), expect.objectContaining({ seq: 4 })],
+        });
+        const last = await graph.listActions(s.id, { limit: 10, cursor: '3' });
+        expect(last.items.map((a) => a.seq)).toEqual([4]);
+        expect(await graph.listActions(s.id, { limit: 10, cursor: '4' })).toEqual({ items: [] });
+        expect(await graph.listActions(s.id, { limit: 10, cursor: '999999999999999' })).toEqual({
+          items: [],
+        });
+      });
+
+      it.each([
+        '',
+        'abc',
+        'not a cursor!',
+        '-1',
+        '+1',
+        '01',
+        '00',
+        '1.5',
+        '1e3',
+        ' 1',
+        '1 ',
+        '1\n',
+        '0x10',
+        '1000000000000000', // 16 digits
+        '１', // a full-width digit
+        Buffer.from('seq:1').toString('base64url'), // the former cursor
+        Buffer.from('{"seq":1}').toString('base64url'),
+      ])('rejects the cursor %j with InvalidInputError on field "cursor"', async (cursor) => {
+        const s = await recorded();
+        await started(s.id);
+        const attempt = graph.listActions(s.id, { limit: 10, cursor });
+        await expect(attempt).rejects.toBeInstanceOf(InvalidInputError);
+        await expect(attempt).rejects.toMatchObject({ field: 'cursor', code: 'INVALID_CURSOR' });
+      });
       it('rejects a limit below 1 with InvalidInputError on field "limit"', async () => {
         const s = await recorded();
         await expect(graph.listActions(s.id, { limit: 0 })).rejects.toMatchObject({ field: 'limit' });

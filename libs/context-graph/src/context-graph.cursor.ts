@@ -1,20 +1,28 @@
 import { InvalidInputError } from '@switchyard/common';
 
-// Shared by every adapter so a cursor means the same thing whatever the store: "after this seq".
-const PREFIX = 'seq:';
+// Shared by every adapter so a cursor means the same thing whatever the store: "after this seq", written as a
+// plain decimal so the HTTP document can describe every valid cursor with one pattern. Leading zeros are refused
+// so each seq has one spelling; 15 digits keep it below Number.MAX_SAFE_INTEGER.
+export const SEQ_CURSOR_PATTERN = '^(0|[1-9][0-9]{0,14})$';
+const SEQ_CURSOR = new RegExp(SEQ_CURSOR_PATTERN);
 
 export function encodeSeqCursor(seq: number): string {
-  return Buffer.from(`${PREFIX}${seq}`).toString('base64url');
+  return String(seq);
 }
 
-/** Returns the seq the next page starts after; throws `InvalidInputError` (field `cursor`) otherwise. */
+/**
+ * Returns the seq the next page starts after (a seq past the last action gives an empty page); throws
+ * `InvalidInputError` (field `cursor`) for anything but a decimal matching `SEQ_CURSOR_PATTERN`.
+ */
 export function decodeSeqCursor(cursor: string): number {
-  const match = /^seq:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  // Node's base64url decoder skips junk characters, so only a canonical round trip proves the cursor is ours.
-  if (!match || encodeSeqCursor(Number(match[1])) !== cursor) {
-    throw new InvalidInputError('cursor', 'cursor is not one returned by a previous page', 'INVALID_CURSOR');
+  if (!SEQ_CURSOR.test(cursor)) {
+    throw new InvalidInputError(
+      'cursor',
+      'cursor must be the nextCursor of a previous page: a decimal seq without leading zeros',
+      'INVALID_CURSOR',
+    );
   }
-  return Number(match[1]);
+  return Number(cursor);
 }
 
 /** Page size must be a positive integer; the HTTP layer caps it. */

@@ -331,14 +331,21 @@ export interface CheckedGraphFilter {
   limit?: number;
 }
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+// A date, or a date-time as ISO 8601 and RFC 3339 write it (`t`/`z` in either case, a leap second's `:60`).
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})?)?$/;
+
+/** Milliseconds of an ISO instant; NaN when it is none. A leap second counts as the one before it. */
+function instantMs(text: string): number {
+  if (!ISO_INSTANT.test(text)) return NaN;
+  return Date.parse(text.replace(/^(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}):60/, '$1:59'));
+}
 
 /** Validates a `GraphFilter`; `undefined` when it filters nothing. */
 export function checkGraphFilter(filter: GraphFilter | undefined): CheckedGraphFilter | undefined {
   if (!filter) return undefined;
   const out: CheckedGraphFilter = {};
   if (filter.since !== undefined) {
-    const ms = ISO_INSTANT.test(filter.since) ? Date.parse(filter.since) : NaN;
+    const ms = instantMs(filter.since);
     if (Number.isNaN(ms)) {
       throw new InvalidInputError('since', 'since must be an ISO 8601 date-time', 'INVALID_SINCE', {
         since: filter.since,

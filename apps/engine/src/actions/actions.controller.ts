@@ -3,7 +3,6 @@ import {
   ApiAcceptedResponse,
   ApiBearerAuth,
   ApiBody,
-  ApiHeader,
   ApiOkResponse,
   ApiOperation,
   ApiQuery,
@@ -28,6 +27,7 @@ import { ACTION_DTO_CLASSES, parseActionRequest } from './dto/action-body';
 import { ListActionsQuery } from './dto/list-actions.query';
 import { RetryActionDto } from './dto/retry-action.dto';
 import { ExecutionEngine, type SubmittedAction } from './execution-engine.service';
+import { ApiIdempotencyKey } from '../idempotency/api-idempotency-key';
 
 /** Answer to `"wait": false`: the action is recorded and running (or queued). */
 export interface AcceptedAction {
@@ -111,7 +111,7 @@ export class ActionsController {
       'With `"checkpoint": "before"` the workspace is checkpointed just before the action runs (`checkpoint` in the ' +
       'result): a retry with `restore: true` goes back to it.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiIdempotencyKey()
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
   @ApiOkResponse({
     description: 'The action ended: its result (`status` says how)',
@@ -155,7 +155,7 @@ export class ActionsController {
       '(the undo of a reflection loop; 409 NO_CHECKPOINT when it had none, ACTIONS_RUNNING while other actions ' +
       'run). 409 past SWITCHYARD_MAX_RETRY_DEPTH or while the original still runs.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiIdempotencyKey()
   @ApiBody({ schema: schemaRef(RetryActionDto) })
   @ApiOkResponse({
     description: 'The retry ended: its result',

@@ -51,8 +51,15 @@ export class RetryPolicy {
     // The graph keeps the input as it was validated and run: the same request type the edge builds.
     const request = retry.revised ?? (original.input as unknown as ActionRequest);
     if (request.type !== 'code') {
-      if (retry.escalate) {
+      // A revised action in the body contradicts `escalate` itself (400); the original's type is its state (409).
+      if (retry.escalate && retry.revised) {
         throw new InvalidInputError('escalate', 'only code actions run in tiers that can be escalated');
+      }
+      if (retry.escalate) {
+        throw new RetryRefusedError(
+          `action ${actionId} is a ${request.type} action; only code actions run in tiers that can be escalated`,
+          { actionId, field: 'escalate' },
+        );
       }
       return { request, retryOf: actionId, ...undo };
     }
@@ -119,10 +126,11 @@ export class RetryPolicy {
     if (!escalate) return floor < 0 ? undefined : TIERS[floor];
     const limited = original.error?.class === 'timeout' || original.error?.class === 'limit';
     if (!limited) {
-      throw new InvalidInputError(
-        'escalate',
+      // How the original ended is its state, not a fault of this request: a conflict, as "no stronger tier" is.
+      throw new RetryRefusedError(
         `escalation is for actions that failed on their tier's limits (timeout, out of memory, output cap); ` +
           `${original.id} ended ${original.status}${original.error ? ` (${original.error.class})` : ''}`,
+        { actionId: original.id, field: 'escalate' },
       );
     }
     if (floor < 0 || floor === TIERS.length - 1) {

@@ -15,7 +15,6 @@ import {
   ApiBearerAuth,
   ApiBody,
   ApiCreatedResponse,
-  ApiHeader,
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
@@ -37,6 +36,7 @@ import { CheckpointDiffQuery } from './dto/checkpoint-diff.query';
 import { CreateCheckpointDto } from './dto/create-checkpoint.dto';
 import { ForkSessionDto } from './dto/fork-session.dto';
 import { type RestoreOutcome, SessionCheckpoints } from './session-checkpoints';
+import { ApiIdempotencyKey } from '../idempotency/api-idempotency-key';
 
 /**
  * A session's workspace checkpoints (take, list, delete, restore, diff) and forks. Copy-on-write where the workspace
@@ -62,7 +62,7 @@ export class CheckpointsController {
       "when the workspace's cap has no room for it. An `Idempotency-Key` header makes a repeated request answer " +
       'the first checkpoint.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiIdempotencyKey()
   @ApiBody({ schema: schemaRef(CreateCheckpointDto), required: false })
   @ApiCreatedResponse({ description: 'The checkpoint', ...jsonBody('Checkpoint') })
   @ApiBodyErrors()
@@ -75,7 +75,7 @@ export class CheckpointsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<Checkpoint> {
     const session = this.sessions.get(tenant, sessionId);
-    const { label } = validateDto(CreateCheckpointDto, body ?? {});
+    const { label } = validateDto(CreateCheckpointDto, body === undefined ? {} : body);
     const answer = await this.idempotency.run<Checkpoint>(
       tenant,
       idempotencyKey,
@@ -177,7 +177,7 @@ export class CheckpointsController {
       "201 with the new session (same tenant and settings, `forkedFrom`). The copy is the workspace's files only: " +
       'no checkpoints, kernels or processes; the two are isolated both ways from then on.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiIdempotencyKey()
   @ApiBody({ schema: schemaRef(ForkSessionDto), required: false })
   @ApiCreatedResponse({
     description: 'The new session',
@@ -200,7 +200,7 @@ export class CheckpointsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<SessionResponse> {
     const source = this.sessions.get(tenant, sessionId);
-    const { checkpointId } = validateDto(ForkSessionDto, body ?? {});
+    const { checkpointId } = validateDto(ForkSessionDto, body === undefined ? {} : body);
     const answer = await this.idempotency.run<SessionResponse>(
       tenant,
       idempotencyKey,

@@ -8,6 +8,9 @@ import { Tenant } from '../http/tenant.decorator';
 import { SessionsService } from '../sessions/sessions.service';
 import { type SessionEvent, SessionEvents } from './session-events';
 
+/** An event id, as `Last-Event-ID` or `?lastEventId=` give it (blanks around it are allowed). */
+const LAST_EVENT_ID = '^[ \\t]*[0-9]{1,15}[ \\t]*$';
+
 const HEARTBEAT_MS = 15_000;
 
 const frame = (e: SessionEvent): string =>
@@ -32,18 +35,42 @@ export class EventsController {
       '`plan.completed`. Each event has an id; reconnect with `Last-Event-ID` (or `?lastEventId=`) to get what ' +
       'was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). The stream ends with the session.',
   })
-  @ApiHeader({ name: 'Last-Event-ID', required: false })
+  @ApiHeader({
+    name: 'Last-Event-ID',
+    required: false,
+    schema: { type: 'string', pattern: LAST_EVENT_ID },
+    description: 'Id of the last event received (an integer), as EventSource sends it on reconnecting',
+  })
   @ApiQuery({
     name: 'lastEventId',
     required: false,
-    schema: { type: 'string', pattern: '^\\s*\\d{1,15}\\s*$' },
+    schema: { type: 'string', pattern: LAST_EVENT_ID },
     description:
       'Id of the last event received (an integer); the `Last-Event-ID` header wins when both are sent',
   })
   // Set as content, not with @ApiProduces: the errors are JSON.
   @ApiOkResponse({
     description: 'The event stream, until the session ends',
-    content: { 'text/event-stream': { schema: { type: 'string' } } },
+    content: {
+      'text/event-stream': {
+        schema: {
+          type: 'object',
+          description:
+            'One event of the stream (the schema of each, as SSE tools read it): `event` its type, `data` its JSON, ' +
+            '`id` its number (none on `session.ended`, the last one); the first frame only sets `retry`',
+          properties: {
+            event: { type: 'string', example: 'action.completed' },
+            data: {
+              type: 'string',
+              description: 'A JSON object',
+              example: '{"actionId":"act_…","status":"succeeded"}',
+            },
+            id: { type: 'string', pattern: '^[0-9]+$' },
+            retry: { type: 'integer', description: 'Milliseconds to wait before reconnecting' },
+          },
+        },
+      },
+    },
   })
   @ApiErrors(400, 404)
   stream(
@@ -55,13 +82,16 @@ export class EventsController {
     @Res() res: Response,
   ): void {
     this.sessions.get(tenant, sessionId);
-    const raw = lastEventHeader ?? lastEventQuery;
-    if (raw !== undefined && !/^\d{1,15}$/.test(raw.trim())) {
-      throw new InvalidInputError(
-        'Last-Event-ID',
-        'Last-Event-ID must be the id of an earlier event (an integer)',
-      );
+    // Each is checked, though the header wins when both are sent.
+    for (const [field, value] of [
+      ['Last-Event-ID', lastEventHeader],
+      ['lastEventId', lastEventQuery],
+    ] as const) {
+      if (value !== undefined && !new RegExp(LAST_EVENT_ID).test(value)) {
+        throw new InvalidInputError(field, `${field} must be the id of an earlier event (an integer)`);
+      }
     }
+    const raw = lastEventHeader ?? lastEventQuery;
     const afterId = raw === undefined ? undefined : Number(raw.trim());
 
     res.status(200);

@@ -49,7 +49,7 @@ export class GraphController {
   @ApiQuery({
     name: 'types',
     required: false,
-    schema: { type: 'array', items: { type: 'string', enum: [...ACTION_TYPES] } },
+    schema: { type: 'array', minItems: 1, items: { type: 'string', enum: [...ACTION_TYPES] } },
     style: 'form',
     explode: false,
     description: `Comma-separated (or repeated): ${ACTION_TYPES.join(', ')}`,
@@ -57,7 +57,7 @@ export class GraphController {
   @ApiQuery({
     name: 'status',
     required: false,
-    schema: { type: 'array', items: { type: 'string', enum: [...ACTION_STATUSES] } },
+    schema: { type: 'array', minItems: 1, items: { type: 'string', enum: [...ACTION_STATUSES] } },
     style: 'form',
     explode: false,
     description: `Comma-separated (or repeated): ${ACTION_STATUSES.join(', ')}`,

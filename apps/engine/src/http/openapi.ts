@@ -8,6 +8,10 @@ import type {
 import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { ERROR_RESPONSE, ERROR_RESPONSE_SCHEMA } from './api-responses';
+import { TemplateRegistry } from '../templates/template-registry';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import { describeRequestSchemas, type EngineLimits } from './request-schemas';
 import { RESPONSE_SCHEMAS } from './response-schemas';
 
 // class-transformer ships its `@Type()` registry untyped. Without it, an array of nested DTOs (`@ValidateNested({
@@ -84,9 +88,17 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     refPointerPrefix: SCHEMAS,
     classTransformerMetadataStorage: defaultMetadataStorage,
   }) as Record<string, SchemaObject>;
+  const registry = app.get(TemplateRegistry);
+  const engine = app.get<EngineConfig>(ENGINE_CONFIG);
+  const limits: EngineLimits = {
+    templates: registry.names().filter((name) => registry.entry(name)?.definition !== undefined),
+    maxTtlSeconds: engine.sessions.maxTtlSeconds,
+    noEgress: engine.network.bound.isEmpty,
+    maxTimeoutMs: engine.sandbox.maxTimeoutMs,
+  };
   const schemas = usedSchemas(document, {
     ...document.components?.schemas,
-    ...converted,
+    ...describeRequestSchemas(converted, limits),
     ...RESPONSE_SCHEMAS,
     [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
   });
@@ -94,7 +106,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   return document;
 }
 
-/** Serves the OpenAPI document at /docs (UI) and /docs-json. */
-export function installOpenApi(app: INestApplication): void {
-  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
+/** Serves the OpenAPI document at /docs (UI) and /docs-json; returns it. */
+export function installOpenApi(app: INestApplication): OpenAPIObject {
+  const document = buildOpenApiDocument(app);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+  return document;
 }

@@ -92,8 +92,11 @@ describe('validateDto and null', () => {
     expect(problems(ProbeDto, null, 'steps[2].retry')[0].field).toBe('steps[2].retry');
   });
 
-  it('drops an unknown field sent as null like any other null, and names one with a value', () => {
-    expect(validateDto(ProbeDto, { name: 'a', extra: null })).toMatchObject({ name: 'a' });
+  it('refuses an unknown field whatever its value, null included (null is absent only for fields it has)', () => {
+    expect(problems(ProbeDto, { name: 'a', extra: null, '': null })).toEqual([
+      { field: 'extra', message: 'unknown field' },
+      { field: '', message: 'unknown field' },
+    ]);
     expect(problems(ProbeDto, { name: 'a', extra: 0 })).toEqual([
       { field: 'extra', message: 'unknown field' },
     ]);

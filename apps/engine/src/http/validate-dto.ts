@@ -1,5 +1,5 @@
 import { ClassConstructor, plainToInstance } from 'class-transformer';
-import { validateSync, ValidationError } from 'class-validator';
+import { getMetadataStorage, validateSync, ValidationError } from 'class-validator';
 import { forbiddenKeyMessage, isForbiddenKey } from './json-input';
 import { FieldProblem, RequestValidationError } from './request-validation.error';
 
@@ -22,12 +22,23 @@ function collect(errors: ValidationError[], prefix = ''): FieldProblem[] {
   });
 }
 
+/** The fields `cls` declares (those with a validation rule): any other is unknown, even sent as `null`. */
+function declaredFields(cls: ClassConstructor<object>): Set<string> {
+  return new Set(
+    getMetadataStorage()
+      .getTargetValidationMetadatas(cls, '', true, false)
+      .map((m) => m.propertyName),
+  );
+}
+
 /**
- * The object without its `null` fields: `null` means absent, as OpenAI's strict tool schemas send it. A required
- * field sent as `null` is then reported missing; an optional one takes its default.
+ * The object without the `null` of its declared fields: `null` means absent, as OpenAI's strict tool schemas send
+ * it. A required field sent as `null` is then reported missing; an optional one takes its default. A `null` under a
+ * name the DTO does not have stays, and is refused as unknown like any other value there (as the document's
+ * `additionalProperties: false` says).
  */
-function withoutNulls(value: object): object {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
+function withoutNulls(value: object, declared: Set<string>): object {
+  return Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== null || !declared.has(k)));
 }
 
 /**
@@ -49,7 +60,9 @@ export function validateDto<T extends object>(cls: ClassConstructor<T>, value: u
       })),
     );
   }
-  const instance = plainToInstance(cls, withoutNulls(value), { enableImplicitConversion: false });
+  const instance = plainToInstance(cls, withoutNulls(value, declaredFields(cls)), {
+    enableImplicitConversion: false,
+  });
   const errors = validateSync(instance, {
     whitelist: true,
     forbidNonWhitelisted: true,

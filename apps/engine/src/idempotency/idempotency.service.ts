@@ -27,7 +27,8 @@ export function sendIdempotentStatus<T>(res: Response, answer: IdempotentAnswer<
   return answer.body;
 }
 
-const KEY = /^[\x21-\x7e]{1,255}$/;
+/** A key the engine takes: 1–255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * `Idempotency-Key` support: the first answer to a (tenant, key) is stored in the engine's SQLite file and returned
@@ -70,7 +71,7 @@ export class IdempotencyService {
     handler: () => Promise<{ statusCode: number; body: T }>,
   ): Promise<IdempotentAnswer<T>> {
     if (key === undefined) return { ...(await handler()), replayed: false };
-    if (!KEY.test(key)) {
+    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw new InvalidInputError(
         'Idempotency-Key',
         'the Idempotency-Key header must be 1–255 visible ASCII characters',

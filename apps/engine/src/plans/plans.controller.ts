@@ -3,7 +3,6 @@ import {
   ApiAcceptedResponse,
   ApiBearerAuth,
   ApiBody,
-  ApiHeader,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -21,6 +20,7 @@ import { CreatePlanDto, ReplanDto } from './dto/plan.dto';
 import { parsePlanSteps } from './dto/plan-steps';
 import { PlanExecutor } from './plan-executor.service';
 import type { Plan } from './plan.model';
+import { ApiIdempotencyKey } from '../idempotency/api-idempotency-key';
 
 const DEFAULT_WAIT_MS = 300_000;
 
@@ -59,7 +59,7 @@ export class PlansController {
       'The whole plan is validated first (duplicate or unknown step ids, cycles, invalid actions: 400 naming the ' +
       'steps, nothing runs). 202 at once, or with `"wait": true` 200 when the plan ends or needs a replan.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiIdempotencyKey()
   @ApiBody({ schema: schemaRef(CreatePlanDto) })
   @ApiOkResponse({
     description: '`"wait": true` and the plan ended or needs a replan',

@@ -42,7 +42,24 @@ const openAiCall: SchemaObject = {
   },
 };
 
-const call: SchemaObject = { oneOf: [plainCall, anthropicCall, openAiCall] };
+const otherCall: SchemaObject = {
+  title: 'Any other call',
+  type: 'object',
+  description:
+    'A call in none of the shapes above (an unknown tool, a wrong `type`, input that is not an object…) is still ' +
+    'answered, with `is_error: true` and what is wrong, as a model can act on it; only a missing `id` is a 400.',
+};
+
+/**
+ * One call: an object with a non-empty string `id` (else 400). The shapes it is read in are listed; anything else
+ * about a call is the model's to fix, in its answer, never an HTTP error.
+ */
+const call: SchemaObject = {
+  type: 'object',
+  required: ['id'],
+  properties: { id },
+  anyOf: [plainCall, anthropicCall, openAiCall, otherCall],
+};
 
 export const TOOL_CALLS_BODY: SchemaObject = {
   oneOf: [

@@ -586,33 +586,33 @@ export interface components {
             url: string;
             /**
              * @description When the navigation counts as done: load (default), domcontentloaded, networkidle, commit.
-             * @enum {string}
+             * @enum {string|null}
              */
-            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit" | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Click an element. */
         BrowserClickDto: {
             /** @enum {string} */
             op: "click";
-            /** @enum {string} */
-            button?: "left" | "right" | "middle";
-            clickCount?: number;
+            /** @enum {string|null} */
+            button?: "left" | "right" | "middle" | null;
+            clickCount?: number | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -624,11 +624,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -638,15 +638,15 @@ export interface components {
             op: "type";
             text: string;
             /** @description Pause between keys in milliseconds. */
-            delayMs?: number;
+            delayMs?: number | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -655,15 +655,15 @@ export interface components {
             /** @enum {string} */
             op: "press";
             key: string;
-            selector?: string;
+            selector?: string | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Choose options of a <select> by value or label. */
         BrowserSelectDto: {
@@ -673,11 +673,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -688,11 +688,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -700,15 +700,15 @@ export interface components {
         BrowserCheckDto: {
             /** @enum {string} */
             op: "check";
-            checked?: boolean;
+            checked?: boolean | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Playwright selector (CSS, text=…, role=…); must match exactly one element. */
             selector: string;
         };
@@ -716,56 +716,64 @@ export interface components {
         BrowserWaitForDto: {
             /** @enum {string} */
             op: "wait_for";
-            selector?: string;
+            selector?: string | null;
             /**
              * @description With selector: attached, detached, visible (default) or hidden.
-             * @enum {string}
+             * @enum {string|null}
              */
-            state?: "attached" | "detached" | "visible" | "hidden";
-            text?: string;
+            state?: "attached" | "detached" | "visible" | "hidden" | null;
+            text?: string | null;
             /** @description URL (or glob such as **\/done) the tab must reach. */
-            url?: string;
-            /** @enum {string} */
-            loadState?: "load" | "domcontentloaded" | "networkidle";
+            url?: string | null;
+            /** @enum {string|null} */
+            loadState?: "load" | "domcontentloaded" | "networkidle" | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
-        };
+            persistProfile?: boolean | null;
+        } & ({
+            selector: string;
+        } | {
+            text: string;
+        } | {
+            url: string;
+        } | {
+            loadState: string;
+        });
         /** @description Read the page or the elements a selector matches: text, html, links or an accessibility snapshot (capped). */
         BrowserExtractDto: {
             /** @enum {string} */
             op: "extract";
             /** @enum {string} */
             mode: "text" | "html" | "links" | "accessibility";
-            selector?: string;
+            selector?: string | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Save a PNG of the viewport, the full page or one element into the workspace. */
         BrowserScreenshotDto: {
             /** @enum {string} */
             op: "screenshot";
-            fullPage?: boolean;
-            selector?: string;
+            fullPage?: boolean | null;
+            selector?: string | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Path relative to the session workspace. */
             path: string;
         };
@@ -776,11 +784,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Path relative to the session workspace. */
             path: string;
         };
@@ -792,11 +800,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Path relative to the session workspace. */
             path: string;
         };
@@ -808,11 +816,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /** @description Path relative to the session workspace. */
             path: string;
         };
@@ -824,11 +832,11 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Go back in the tab history. */
         BrowserBackDto: {
@@ -837,16 +845,16 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /**
              * @description When the navigation counts as done: load (default), domcontentloaded, networkidle, commit.
-             * @enum {string}
+             * @enum {string|null}
              */
-            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit" | null;
         };
         /** @description Go forward in the tab history. */
         BrowserForwardDto: {
@@ -855,16 +863,16 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /**
              * @description When the navigation counts as done: load (default), domcontentloaded, networkidle, commit.
-             * @enum {string}
+             * @enum {string|null}
              */
-            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit" | null;
         };
         /** @description Reload the tab. */
         BrowserReloadDto: {
@@ -873,35 +881,35 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /**
              * @description When the navigation counts as done: load (default), domcontentloaded, networkidle, commit.
-             * @enum {string}
+             * @enum {string|null}
              */
-            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit" | null;
         };
         /** @description Open a tab (optionally at a URL) and make it current. */
         BrowserNewTabDto: {
             /** @enum {string} */
             op: "new_tab";
-            url?: string;
+            url?: string | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
             /**
              * @description When the navigation counts as done: load (default), domcontentloaded, networkidle, commit.
-             * @enum {string}
+             * @enum {string|null}
              */
-            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit";
+            waitUntil?: "load" | "domcontentloaded" | "networkidle" | "commit" | null;
         };
         /** @description Make another open tab current. */
         BrowserSwitchTabDto: {
@@ -911,25 +919,25 @@ export interface components {
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Close a tab (default: the current one). */
         BrowserCloseTabDto: {
             /** @enum {string} */
             op: "close_tab";
-            tabId?: string;
+            tabId?: string | null;
             /** @enum {string} */
             type: "browser";
             /** @description Timeout of this op in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Run this session's browsing in a dedicated browser (own process, profile and downloads) from now on. */
-            needsFileAccess?: boolean;
+            needsFileAccess?: boolean | null;
             /** @description Same as needsFileAccess: keep a profile that survives browser restarts. */
-            persistProfile?: boolean;
+            persistProfile?: boolean | null;
         };
         /** @description Run code in a sandbox tier chosen by the risk policy. */
         CodeActionDto: {
@@ -943,32 +951,32 @@ export interface components {
             /** @description Source code to run; the working directory is the session workspace. */
             code: string;
             /** @description Text written to the program on standard input. */
-            stdin?: string;
+            stdin?: string | null;
             /** @description Wall-clock limit in milliseconds (default 30000, capped by the engine). */
-            timeoutMs?: number;
+            timeoutMs?: number | null;
             /** @description Extra environment variables. Loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused. */
             env?: {
                 [key: string]: string;
-            };
+            } | null;
             /**
              * @description auto (default) lets the risk policy choose; a stronger tier may be forced.
-             * @enum {string}
+             * @enum {string|null}
              */
-            tier?: "auto" | "subprocess" | "pooled" | "container";
+            tier?: "auto" | "subprocess" | "pooled" | "container" | null;
             /**
              * @description fresh (default): a new interpreter for this action. session: the session's kernel for the language, which keeps variables, imports and functions (python, node) or cwd, exports and functions (bash) between actions; the answer names it in output.kernel and gives the last expression's value as output.result.
-             * @enum {string}
+             * @enum {string|null}
              */
-            state?: "fresh" | "session";
+            state?: "fresh" | "session" | null;
         };
         /** @description Read a text file, by lines. */
         FileReadDto: {
             /** @enum {string} */
             op: "read";
             /** @description First line to return, 1-based. */
-            offset?: number;
+            offset?: number | null;
             /** @description Maximum number of lines to return. */
-            limit?: number;
+            limit?: number | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -981,9 +989,9 @@ export interface components {
             content: string;
             /**
              * @description overwrite (default), append, or create (fails if the file exists).
-             * @enum {string}
+             * @enum {string|null}
              */
-            mode?: "overwrite" | "append" | "create";
+            mode?: "overwrite" | "append" | "create" | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -997,7 +1005,7 @@ export interface components {
             find: string;
             replace: string;
             /** @description Replace every occurrence; otherwise more than one match is an error. */
-            all?: boolean;
+            all?: boolean | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -1007,14 +1015,14 @@ export interface components {
         FileListDto: {
             /** @enum {string} */
             op: "list";
-            recursive?: boolean;
-            limit?: number;
+            recursive?: boolean | null;
+            limit?: number | null;
             /** @description nextCursor of the previous page. */
-            cursor?: string;
+            cursor?: string | null;
             /** @enum {string} */
             type: "file";
-            /** @description Directory relative to the workspace root (default: the root). */
-            path?: string;
+            /** @description Directory relative to the workspace root (default, or `""`: the root). */
+            path?: string | null;
         };
         /** @description Find files by glob. */
         FileFindDto: {
@@ -1022,11 +1030,11 @@ export interface components {
             op: "find";
             /** @description Glob such as **\/*.py. */
             pattern: string;
-            limit?: number;
+            limit?: number | null;
             /** @enum {string} */
             type: "file";
-            /** @description Directory relative to the workspace root (default: the root). */
-            path?: string;
+            /** @description Directory relative to the workspace root (default, or `""`: the root). */
+            path?: string | null;
         };
         /** @description Search file contents with a regular expression; matches are path:line:text. */
         FileGrepDto: {
@@ -1034,13 +1042,13 @@ export interface components {
             op: "grep";
             pattern: string;
             /** @description Only files matching this glob. */
-            glob?: string;
-            ignoreCase?: boolean;
-            limit?: number;
+            glob?: string | null;
+            ignoreCase?: boolean | null;
+            limit?: number | null;
             /** @enum {string} */
             type: "file";
-            /** @description Directory relative to the workspace root (default: the root). */
-            path?: string;
+            /** @description Directory relative to the workspace root (default, or `""`: the root). */
+            path?: string | null;
         };
         /** @description Describe a file or directory. */
         FileStatDto: {
@@ -1065,7 +1073,7 @@ export interface components {
             /** @enum {string} */
             op: "move";
             to: string;
-            overwrite?: boolean;
+            overwrite?: boolean | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -1075,7 +1083,7 @@ export interface components {
         FileDeleteDto: {
             /** @enum {string} */
             op: "delete";
-            recursive?: boolean;
+            recursive?: boolean | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -1094,9 +1102,9 @@ export interface components {
             language: "python" | "node" | "bash";
             /**
              * @description Only the kernel in this tier (default: every kernel of the language).
-             * @enum {string}
+             * @enum {string|null}
              */
-            tier?: "subprocess" | "pooled";
+            tier?: "subprocess" | "pooled" | null;
         };
         /** @description Start a background process (a shell command) in the session's stateful sandbox; it keeps running between actions, and code run with state "session" in the same tier reaches it on localhost. */
         ProcessStartDto: {
@@ -1105,18 +1113,18 @@ export interface components {
             /** @description The command, run by bash: `python3 -m http.server 8000`. */
             command: string;
             /** @description A name to refer to it by (unique among the session's running processes). */
-            name?: string;
-            /** @description Working directory relative to the workspace root (default: the root). */
-            cwd?: string;
+            name?: string | null;
+            /** @description Working directory relative to the workspace root (default, or `""`: the root). */
+            cwd?: string | null;
             /** @description Extra environment variables; loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused. */
             env?: {
                 [key: string]: string;
-            };
+            } | null;
             /**
              * @description auto (default): the tier the risk policy picks for the command as bash code; a stronger one may be asked for.
-             * @enum {string}
+             * @enum {string|null}
              */
-            tier?: "auto" | "subprocess" | "pooled" | "container";
+            tier?: "auto" | "subprocess" | "pooled" | "container" | null;
             /** @enum {string} */
             type: "process";
         };
@@ -1132,9 +1140,9 @@ export interface components {
             /** @enum {string} */
             op: "logs";
             /** @description Only the last N output chunks (default: everything kept). */
-            tail?: number;
+            tail?: number | null;
             /** @description Only chunks with a higher seq than this (as returned by an earlier call). */
-            sinceSeq?: number;
+            sinceSeq?: number | null;
             /** @enum {string} */
             type: "process";
             /** @description The process: its id (`prc_…`, from `start`) or its name. */
@@ -1147,7 +1155,7 @@ export interface components {
             /** @description Text to write (UTF-8). */
             data: string;
             /** @description Close its standard input after writing. */
-            eof?: boolean;
+            eof?: boolean | null;
             /** @enum {string} */
             type: "process";
             /** @description The process: its id (`prc_…`, from `start`) or its name. */
@@ -1172,7 +1180,7 @@ export interface components {
             /** @enum {string} */
             op: "stop";
             /** @description How long to wait after TERM before KILL (default 2000). */
-            graceMs?: number;
+            graceMs?: number | null;
             /** @enum {string} */
             type: "process";
             /** @description The process: its id (`prc_…`, from `start`) or its name. */
@@ -1182,7 +1190,7 @@ export interface components {
         ProcessWaitDto: {
             /** @enum {string} */
             op: "wait";
-            /** @description Longest wait in milliseconds (at most the engine's SWITCHYARD_MAX_TIMEOUT_MS). */
+            /** @description Longest wait in milliseconds (at most 2 147 483 647, about 24.8 days). */
             timeoutMs: number;
             /** @enum {string} */
             type: "process";
@@ -1195,87 +1203,88 @@ export interface components {
         };
         CreateSessionDto: {
             /** @description Free-form labels kept with the session (≤ 16 KiB as JSON). */
-            metadata?: Record<string, never>;
+            metadata?: Record<string, never> | null;
             /** @description Idle time after which the session expires (default 3600). */
-            ttlSeconds?: number;
+            ttlSeconds?: number | null;
             /** @description Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel. */
-            maxConcurrentActions?: number;
-            /** @description Egress for the pooled and one-off tiers, through the engine policy proxy only (the subprocess tier stays offline). Default SWITCHYARD_EGRESS_DEFAULT (empty: no network). */
-            network?: components["schemas"]["NetworkPolicyDto"];
-            /** @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the container tiers only (never the subprocess tier), in the template image. Unknown: 400. */
-            template?: string;
+            maxConcurrentActions?: number | null;
+            network?: components["schemas"]["NetworkPolicyDto"] | (null);
+            /**
+             * @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the container tiers only (never the subprocess tier), in the template image. Unknown: 400.
+             * @enum {string|null}
+             */
+            template?: "data-science" | null;
         };
         /** @description A checkpoint of the session's workspace as it is now. */
         CreateCheckpointDto: {
             /** @description A name for it (≤ 200 characters), kept on the checkpoint and its graph node. */
-            label?: string;
+            label?: string | null;
         };
         /** @description A new session whose workspace is a copy of this one, now or at a checkpoint. */
         ForkSessionDto: {
             /** @description Copy the workspace as it was at this checkpoint of the session (default: as it is now). */
-            checkpointId?: string;
+            checkpointId?: string | null;
         };
         /** @description Retry an action, as it was or revised; the new action is linked by RETRY_OF. */
         RetryActionDto: {
-            /** @description The revised action (any action body); the original input when omitted. */
-            action?: Record<string, never>;
+            action?: (components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"]) | (null);
             /** @description Why it is retried; kept on the RETRY_OF edge. */
-            reason?: string;
+            reason?: string | null;
             /** @description Run one tier up (subprocess → pooled → container); only after a failure on the tier's limits (timeout, limit). */
-            escalate?: boolean;
+            escalate?: boolean | null;
             /** @description false: answer 202 with the new action id at once. */
-            wait?: boolean;
+            wait?: boolean | null;
             /** @description Put the workspace back to the checkpoint taken before the original action (or the nearest action of its retry chain with one) before running the retry: the undo of a reflection loop. */
-            restore?: boolean;
+            restore?: boolean | null;
             /**
              * @description Checkpoint the workspace just before the retry runs.
-             * @enum {string}
+             * @enum {string|null}
              */
-            checkpoint?: "before";
+            checkpoint?: "before" | null;
         };
         StepRetryDto: {
             /** @description Extra attempts after the first fails (0–10). */
             attempts: number;
             /** @description Wait before each retry, doubled every time (default 0). */
-            backoffMs?: number;
+            backoffMs?: number | null;
         };
         PlanStepDto: {
             id: string;
             /** @description The action, exactly as POST …/actions takes it. */
-            action: Record<string, never>;
-            dependsOn?: string[];
+            action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+            dependsOn?: string[] | null;
             /** @description A failure of this step does not stop the plan; its dependents are skipped. */
-            allowFailure?: boolean;
-            retry?: components["schemas"]["StepRetryDto"];
+            allowFailure?: boolean | null;
+            retry?: components["schemas"]["StepRetryDto"] | (null);
             /**
              * @description Checkpoint the workspace just before the step runs; its retry attempts put the workspace back there first (when no other step is running), and a replan can `restoreTo` it.
-             * @enum {string}
+             * @enum {string|null}
              */
-            checkpoint?: "before";
+            checkpoint?: "before" | null;
         };
         /** @description A DAG of actions run in dependency order. */
         CreatePlanDto: {
-            goal?: string;
+            goal?: string | null;
             steps: components["schemas"]["PlanStepDto"][];
             /** @description Independent steps run at once (default 1), within the session maxConcurrentActions. */
-            maxParallel?: number;
+            maxParallel?: number | null;
             /**
              * @description `each-step`: every step runs as if it had `"checkpoint": "before"`. Default `none`.
-             * @enum {string}
+             * @enum {string|null}
              */
-            checkpoints?: "each-step" | "none";
+            checkpoints?: "each-step" | "none" | null;
             /** @description Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once. */
-            wait?: boolean;
-            waitTimeoutMs?: number;
+            wait?: boolean | null;
+            waitTimeoutMs?: number | null;
         };
         ReplanDto: {
             /** @description Steps to add, or to replace steps that have not succeeded (same id). */
             steps: components["schemas"]["PlanStepDto"][];
             /** @description Put the workspace back to the checkpoint taken before this step first ran (its latest version that ran with one), then resume: undo what the failed steps left. 409 when it has none or actions are running. */
-            restoreTo?: string;
+            restoreTo?: string | null;
             /** @description Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once. */
-            wait?: boolean;
-            waitTimeoutMs?: number;
+            wait?: boolean | null;
+            waitTimeoutMs?: number | null;
         };
         /** @description Why the engine (not the user code) failed the action */
         ActionError: {
@@ -2634,6 +2643,7 @@ export interface operations {
                 lastEventId?: string;
             };
             header?: {
+                /** @description Id of the last event received (an integer), as EventSource sends it on reconnecting */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -2649,7 +2659,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        /** @example action.completed */
+                        event?: string;
+                        /**
+                         * @description A JSON object
+                         * @example {"actionId":"act_…","status":"succeeded"}
+                         */
+                        data?: string;
+                        id?: string;
+                        /** @description Milliseconds to wait before reconnecting */
+                        retry?: number;
+                    };
                 };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
@@ -2743,6 +2764,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–255 visible ASCII characters. The same key with the same request gets the stored answer again (for SWITCHYARD_IDEMPOTENCY_TTL_SECONDS, 24 h by default); with another request, 422 */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3062,6 +3084,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–255 visible ASCII characters. The same key with the same request gets the stored answer again (for SWITCHYARD_IDEMPOTENCY_TTL_SECONDS, 24 h by default); with another request, 422 */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3172,7 +3195,7 @@ export interface operations {
             query?: {
                 /** @description Actions per page */
                 limit?: number;
-                /** @description `nextCursor` of the page before */
+                /** @description `nextCursor` of the previous page: the seq of its last action, in decimal. The page holds the actions after that seq; a seq past the last action gives an empty page. */
                 cursor?: string;
             };
             header?: never;
@@ -3234,6 +3257,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–255 visible ASCII characters. The same key with the same request gets the stored answer again (for SWITCHYARD_IDEMPOTENCY_TTL_SECONDS, 24 h by default); with another request, 422 */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3361,6 +3385,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–255 visible ASCII characters. The same key with the same request gets the stored answer again (for SWITCHYARD_IDEMPOTENCY_TTL_SECONDS, 24 h by default); with another request, 422 */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3647,6 +3672,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description 1–255 visible ASCII characters. The same key with the same request gets the stored answer again (for SWITCHYARD_IDEMPOTENCY_TTL_SECONDS, 24 h by default); with another request, 422 */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -4264,6 +4290,9 @@ export interface operations {
                 "application/json": ({
                     /** @description The model's id of the call; echoed in the answer. */
                     id: string;
+                } | {
+                    /** @description The model's id of the call; echoed in the answer. */
+                    id: string;
                     name: string;
                     /** @description The tool's fields; `null` for a field counts as absent. */
                     input?: Record<string, never>;
@@ -4285,7 +4314,10 @@ export interface operations {
                         /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
                         arguments?: string | Record<string, never>;
                     };
-                }) | ({
+                } | Record<string, never>) | ({
+                    /** @description The model's id of the call; echoed in the answer. */
+                    id: string;
+                } | {
                     /** @description The model's id of the call; echoed in the answer. */
                     id: string;
                     name: string;
@@ -4309,7 +4341,7 @@ export interface operations {
                         /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
                         arguments?: string | Record<string, never>;
                     };
-                })[];
+                } | Record<string, never>)[];
             };
         };
         responses: {

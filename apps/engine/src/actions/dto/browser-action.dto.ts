@@ -48,6 +48,8 @@ abstract class BrowserActionBase {
   @IsOptional()
   @IsInt()
   @Min(1)
+  // Any larger is capped anyway; past this a number is no longer an exact integer in JSON readers.
+  @Max(Number.MAX_SAFE_INTEGER)
   @JSONSchema({ description: 'Timeout of this op in milliseconds (default 30000, capped by the engine).' })
   timeoutMs?: number;
 
@@ -75,6 +77,7 @@ abstract class SelectorField extends BrowserActionBase {
 
 abstract class WorkspacePathField extends BrowserActionBase {
   @IsString()
+  @MinLength(1)
   @JSONSchema({ description: 'Path relative to the session workspace.' })
   path!: string;
 }
@@ -194,7 +197,11 @@ class ExactlyOneWaitTarget implements ValidatorConstraintInterface {
   }
 }
 
-@JSONSchema({ description: 'Wait for a selector, a text, a URL or a load state (exactly one).' })
+@JSONSchema({
+  description: 'Wait for a selector, a text, a URL or a load state (exactly one).',
+  // Exactly one of them given (not null): each branch holds when its field is a string.
+  oneOf: WAIT_FIELDS.map((f) => ({ required: [f], properties: { [f]: { type: 'string' } } })),
+})
 export class BrowserWaitForDto extends BrowserActionBase {
   @Equals('wait_for')
   @Validate(ExactlyOneWaitTarget)

@@ -10,6 +10,7 @@ abstract class FileActionBase {
 
 class PathField extends FileActionBase {
   @IsString()
+  @MinLength(1)
   @JSONSchema({ description: 'Path relative to the workspace root.' })
   path!: string;
 }
@@ -17,7 +18,7 @@ class PathField extends FileActionBase {
 class OptionalPathField extends FileActionBase {
   @IsOptional()
   @IsString()
-  @JSONSchema({ description: 'Directory relative to the workspace root (default: the root).' })
+  @JSONSchema({ description: 'Directory relative to the workspace root (default, or `""`: the root).' })
   path?: string;
 }
 
@@ -144,6 +145,7 @@ export class FileMoveDto extends PathField {
   @Equals('move') op!: 'move';
 
   @IsString()
+  @MinLength(1)
   to!: string;
 
   @IsOptional()

@@ -16,6 +16,9 @@ import {
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
+/** The longest wait a timer can hold (Node fires a longer one at once). */
+const MAX_WAIT_MS = 2_147_483_647;
+
 export const PROCESS_OPS = ['start', 'list', 'logs', 'write', 'signal', 'stop', 'wait'] as const;
 export type ProcessOp = (typeof PROCESS_OPS)[number];
 
@@ -63,7 +66,9 @@ export class ProcessStartDto extends ProcessActionBase {
 
   @IsOptional()
   @IsString()
-  @JSONSchema({ description: 'Working directory relative to the workspace root (default: the root).' })
+  @JSONSchema({
+    description: 'Working directory relative to the workspace root (default, or `""`: the root).',
+  })
   cwd?: string;
 
   @IsOptional()
@@ -150,9 +155,8 @@ export class ProcessWaitDto extends ProcessTarget {
 
   @IsInt()
   @Min(1)
-  @JSONSchema({
-    description: "Longest wait in milliseconds (at most the engine's SWITCHYARD_MAX_TIMEOUT_MS).",
-  })
+  @Max(MAX_WAIT_MS)
+  @JSONSchema({ description: 'Longest wait in milliseconds (at most 2 147 483 647, about 24.8 days).' })
   timeoutMs!: number;
 }
 

@@ -142,7 +142,9 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
       if (err instanceof ProcessLimitError) {
         return { tier, risk, denial: { class: 'limit', code: err.code, message: err.message } };
       }
-      throw err;
+      // A name in use depends on the session's state, not on the request: the action runs and fails with
+      // PROCESS_NAME_TAKEN (start checks again), recorded like PROCESS_NOT_FOUND, not an HTTP 400.
+      if (!(err instanceof InvalidInputError && err.code === 'PROCESS_NAME_TAKEN')) throw err;
     }
     const stateful = decision.tier;
     return {

@@ -1,6 +1,6 @@
 import { ACTION_STATUSES, ACTION_TYPES, type ActionStatus, type ActionType } from '@switchyard/common';
 import { Transform } from 'class-transformer';
-import { ArrayNotEmpty, IsIn, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
+import { ArrayNotEmpty, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { toInt } from '../../http/query-int';
 
 /** `?types=code,file` and `?types=code&types=file` both give a list. */
@@ -16,8 +16,9 @@ export const MAX_GRAPH_LIMIT = 10_000;
 
 /** `GET /v1/sessions/:sessionId/graph` filters: a compact picture of a long session. */
 export class GraphQuery {
+  /** Any RFC 3339 date-time (what the document's `format: date-time` allows); the graph checks and normalises it. */
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsString()
   since?: string;
 
   @IsOptional()

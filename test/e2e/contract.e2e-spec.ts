@@ -1,0 +1,464 @@
+/**
+ * The engine's OpenAPI document, checked by tools nobody here wrote, against the built engine as a real process:
+ *   - openapi-spec-validator: the document is valid OpenAPI 3.0;
+ *   - `redocly lint` (its recommended rules): no errors (its warnings are printed, not failed on);
+ *   - Schemathesis, every check (`--checks all`: status codes, content types, response schemas, headers,
+ *     positive/negative data, auth, undeclared methods, …) over all of its phases, the stateful one included
+ *     (it follows the document's links from POST /v1/sessions, and the links it infers), within a fixed budget.
+ * Any error or failure fails the test, and its message lists them with the tool's own output.
+ *
+ * The tools are installed by scripts/contract-tools.sh (npm test runs it): openapi-spec-validator and Schemathesis in
+ * a venv under .runtime/contract-venv, Redocly's CLI as a devDependency. Without them this test fails saying so.
+ *
+ * Nothing leaves this machine: the engine listens on 127.0.0.1, Schemathesis runs under
+ * test/support/loopback-only.py (its sockets may reach loopback addresses only, and it resolves no other name),
+ * Redocly's telemetry and update check are off, and the engine itself is given no way out either (no egress
+ * allowed for sessions, the browser tier disabled since a page may browse any public host). Docker is pointed at a
+ * socket that does not exist, so the container tiers answer unavailable on every machine alike, as they do where
+ * Docker is absent.
+ *
+ * The engine has an API key (Schemathesis sends it, and checks that requests without it are refused). Before the
+ * run, a session is given a failed action, checkpoints, a plan waiting for a replan and two kernels, and Schemathesis
+ * draws most of its path parameters from their ids, so that operations on them are tested past 404; the DELETE
+ * operations get objects of their own. Sessions it creates itself come from POST /v1/sessions, followed by links.
+ *
+ * SWITCHYARD_CONTRACT_SEED=<n> replays another Schemathesis seed; SWITCHYARD_CONTRACT_OUTPUT_DIR=<dir> keeps the
+ * document, the tools' outputs and Schemathesis' reports there.
+ */
+import { type SpawnOptions, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { removeDataDir } from '../support/data-dir';
+import { EngineProcess, freePort } from '../support/engine-process';
+
+const REPO = path.join(__dirname, '..', '..');
+const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
+  ? path.resolve(process.env.SWITCHYARD_RUNTIME_DIR)
+  : path.join(REPO, '.runtime');
+const VENV_BIN = path.join(RUNTIME_DIR, 'contract-venv', 'bin');
+const PYTHON = path.join(VENV_BIN, 'python');
+const REDOCLY = path.join(REPO, 'node_modules', '.bin', 'redocly');
+const LOOPBACK_ONLY = path.join(REPO, 'test', 'support', 'loopback-only.py');
+/** Keeps Schemathesis to requests the document means where OpenAPI 3.0 cannot say it (read the module's docstring). */
+const HOOKS_MODULE = 'schemathesis_hooks';
+
+/** Schemathesis' time budget: its fuzzing and stateful phases repeat until it is spent. */
+const SCHEMATHESIS_MAX_TIME_S = 120;
+/** Test cases per operation and phase (the time budget ends the run first when the engine is slow). */
+const SCHEMATHESIS_MAX_EXAMPLES = 20;
+/** Killed past this, whatever it is doing: the budget plus start-up and shrinking. */
+const SCHEMATHESIS_KILL_MS = 170_000;
+const SEED = Number(process.env.SWITCHYARD_CONTRACT_SEED ?? 16_042_026);
+/** Longest action the fuzzed requests may run (they may ask for more and get 400). */
+const MAX_TIMEOUT_MS = 5000;
+
+/** A tool's run: how it ended and what it printed. */
+interface ToolRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command`, killing it after `timeoutMs`. Never rejects for the tool's own failure. */
+function run(
+  command: string,
+  args: string[],
+  options: SpawnOptions & { timeoutMs: number },
+): Promise<ToolRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      stderr += `\n[contract test] killed after ${options.timeoutMs} ms\n`;
+      child.kill('SIGKILL');
+    }, options.timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** The environment of the outside tools: no proxy (everything they reach is on loopback), no colours. */
+function toolEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...extra };
+  for (const name of Object.keys(env)) if (/^(https?|all|no)_proxy$/i.test(name)) delete env[name];
+  return env;
+}
+
+/** At most `max` characters of `text`, its end kept (where tools print their summaries). */
+const tail = (text: string, max = 60_000): string =>
+  text.length <= max ? text : `[… ${text.length - max} characters cut …]\n${text.slice(-max)}`;
+
+const printed = (r: ToolRun): string =>
+  [
+    `exit: ${r.signal ?? r.code}`,
+    r.stdout && `--- stdout ---\n${tail(r.stdout)}`,
+    r.stderr && `--- stderr ---\n${tail(r.stderr)}`,
+  ]
+    .filter(Boolean)
+    .join('\n');
+
+function missingTools(): string[] {
+  const needed = [
+    [PYTHON, 'the venv'],
+    [path.join(VENV_BIN, 'schemathesis'), 'schemathesis'],
+    [path.join(VENV_BIN, 'openapi-spec-validator'), 'openapi-spec-validator'],
+    [REDOCLY, '@redocly/cli'],
+  ];
+  return needed.filter(([file]) => !existsSync(file)).map(([file, what]) => `${what} (${file})`);
+}
+
+/** What Redocly's `--format json` prints. */
+interface RedoclyReport {
+  totals: { errors: number; warnings: number; ignored: number };
+  problems: Array<{
+    ruleId: string;
+    severity: 'error' | 'warn';
+    message: string;
+    location: Array<{ pointer?: string }>;
+  }>;
+}
+
+/** The parts of Schemathesis' JSON report (`--report json`) read here. */
+interface SchemathesisReport {
+  seed: number;
+  exit_code: number;
+  stop_reason: string;
+  operations: { total: number; selected: number; tested: number; errored: number };
+  phases: Record<string, { status: string; skip_reason: string | null }>;
+  test_cases: { generated: number; with_failures: number; unique_failures: number; errored: number };
+  failures: Array<{ code: string; title: string; count: number; operations: string[] }>;
+  errors: Array<{ title: string; count: number }>;
+  warnings: Record<string, string[]>;
+}
+
+/** Objects made before Schemathesis runs, whose ids it is given so that it reaches past 404. */
+interface Fixtures {
+  /** Holds the others; never deleted by the run. */
+  session: string;
+  action: string;
+  checkpoint: string;
+  plan: string;
+  kernel: string;
+  /** What the DELETE operations get, so that they do not take the objects above away. */
+  doomedSessions: string[];
+  doomedCheckpoints: string[];
+  doomedKernel: string;
+}
+
+describe('the OpenAPI document, checked by outside tools against the running engine', () => {
+  const apiKey = randomBytes(24).toString('hex');
+  let workDir: string;
+  let dataDir: string;
+  let engine: EngineProcess | undefined;
+  let docFile: string;
+
+  /** Keeps a tool's output: in the run's directory, and in SWITCHYARD_CONTRACT_OUTPUT_DIR when set. */
+  const keep = (name: string, content: string): string => {
+    const file = path.join(workDir, name);
+    writeFileSync(file, content);
+    const outDir = process.env.SWITCHYARD_CONTRACT_OUTPUT_DIR;
+    if (outDir) {
+      mkdirSync(outDir, { recursive: true });
+      writeFileSync(path.join(outDir, name), content);
+    }
+    return file;
+  };
+
+  const requireTools = (): void => {
+    const missing = missingTools();
+    if (missing.length > 0) {
+      throw new Error(
+        `The contract tools are not installed: ${missing.join(', ')}.\n` +
+          'Run `bash scripts/contract-tools.sh` (npm test does), after `npm ci`.',
+      );
+    }
+  };
+
+  const api = async <T = any>(method: string, urlPath: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${engine!.baseUrl}${urlPath}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${urlPath} answered ${res.status}: ${text}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  };
+
+  /** A session with a failed action, a checkpoint, a plan waiting for a replan and a kernel; and what may go. */
+  const makeFixtures = async (): Promise<Fixtures> => {
+    const session = async (): Promise<string> => (await api<{ id: string }>('POST', '/v1/sessions', {})).id;
+    const sid = await session();
+    const s = `/v1/sessions/${sid}`;
+    const failed = await api<{ id: string; status: string }>('POST', `${s}/actions`, {
+      type: 'code',
+      language: 'bash',
+      code: 'echo out; echo err >&2; exit 3',
+    });
+    expect(failed.status).toBe('failed');
+    const kernel = async (language: string): Promise<string> =>
+      (
+        await api<{ output: { kernel: { id: string } } }>('POST', `${s}/actions`, {
+          type: 'code',
+          language,
+          code: 'x=1',
+          state: 'session',
+        })
+      ).output.kernel.id;
+    const checkpoint = async (label: string): Promise<string> =>
+      (await api<{ id: string }>('POST', `${s}/checkpoints`, { label })).id;
+    const plan = await api<{ id: string; status: string }>('POST', `${s}/plans`, {
+      wait: true,
+      steps: [{ id: 'fails', action: { type: 'code', language: 'bash', code: 'exit 1' } }],
+    });
+    expect(plan.status).toBe('needs_replan');
+    return {
+      session: sid,
+      doomedSessions: await Promise.all([1, 2, 3, 4, 5].map(() => session())),
+      action: failed.id,
+      checkpoint: await checkpoint('contract'),
+      doomedCheckpoints: [
+        await checkpoint('doomed-1'),
+        await checkpoint('doomed-2'),
+        await checkpoint('doomed-3'),
+      ],
+      plan: plan.id,
+      kernel: await kernel('python'),
+      doomedKernel: await kernel('bash'),
+    };
+  };
+
+  beforeAll(async () => {
+    workDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-contract-'));
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-contract-data-'));
+    requireTools();
+    engine = await EngineProcess.start(dataDir, await freePort(), {
+      SWITCHYARD_API_KEYS: apiKey,
+      SWITCHYARD_POOL_MIN: '0',
+      DOCKER_HOST: 'unix:///nonexistent/switchyard-contract/docker.sock',
+      SWITCHYARD_BROWSER_ENABLED: 'false',
+      SWITCHYARD_EGRESS_ALLOWED: '',
+      SWITCHYARD_EGRESS_DEFAULT: '',
+      SWITCHYARD_EGRESS_RESOLVE: '',
+      SWITCHYARD_MAX_TIMEOUT_MS: String(MAX_TIMEOUT_MS),
+      SWITCHYARD_DEFAULT_TIMEOUT_MS: '2000',
+      SWITCHYARD_BROWSER_TIMEOUT_MS: String(MAX_TIMEOUT_MS),
+      // Hundreds of sessions come and go: plain directories, not a loop-mounted image each.
+      SWITCHYARD_WORKSPACE_QUOTA: 'off',
+      SWITCHYARD_MAX_SESSIONS: '100000',
+    });
+
+    const res = await fetch(`${engine.baseUrl}/docs-json`);
+    expect(res.status).toBe(200);
+    // Indented, so that the tools' line numbers point somewhere readable.
+    docFile = keep('openapi.json', `${JSON.stringify(await res.json(), null, 2)}\n`);
+  }, 60_000);
+
+  afterAll(async () => {
+    await engine?.stop('SIGTERM');
+    if (dataDir) removeDataDir(dataDir);
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('is valid OpenAPI 3.0 for openapi-spec-validator', async () => {
+    requireTools();
+    const r = await run(PYTHON, [LOOPBACK_ONLY, 'openapi-spec-validator', docFile], {
+      cwd: workDir,
+      env: toolEnv(),
+      timeoutMs: 60_000,
+    });
+    keep('openapi-spec-validator.txt', printed(r));
+    if (r.code !== 0 || !/: OK\s*$/.test(r.stdout)) {
+      throw new Error(`openapi-spec-validator found errors in the document:\n${printed(r)}`);
+    }
+  });
+
+  it('has no errors for `redocly lint` (recommended rules; warnings printed)', async () => {
+    requireTools();
+    const r = await run(REDOCLY, ['lint', docFile, '--format', 'json'], {
+      cwd: workDir,
+      env: toolEnv({ REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }),
+      timeoutMs: 60_000,
+    });
+    keep('redocly-lint.json', r.stdout);
+    keep('redocly-lint.txt', printed(r));
+    let report: RedoclyReport;
+    try {
+      report = JSON.parse(r.stdout) as RedoclyReport;
+    } catch {
+      throw new Error(`redocly lint printed no JSON report:\n${printed(r)}`);
+    }
+    const line = (p: RedoclyReport['problems'][number]): string =>
+      `${p.severity} ${p.ruleId} at ${p.location.map((l) => l.pointer).join(', ')}: ${p.message}`;
+    const warnings = report.problems.filter((p) => p.severity !== 'error');
+    if (warnings.length > 0) {
+      console.warn(`redocly lint warnings (${warnings.length}):\n${warnings.map(line).join('\n')}`);
+    }
+    const errors = report.problems.filter((p) => p.severity === 'error');
+    if (r.code !== 0 || report.totals.errors > 0 || errors.length > 0) {
+      throw new Error(
+        `redocly lint found ${report.totals.errors} error(s):\n${errors.map(line).join('\n')}\n\n${printed(r)}`,
+      );
+    }
+  });
+
+  it(
+    'passes every Schemathesis check, the stateful phase included',
+    async () => {
+      requireTools();
+      const fixtures = await makeFixtures();
+      const { port } = new URL(engine!.baseUrl);
+      const list = (ids: string[]): string => `[${ids.map((id) => JSON.stringify(id)).join(', ')}]`;
+      const bind = (dictionary: string, probability = 0.9): string =>
+        `{ dictionary = "${dictionary}", probability = ${probability} }`;
+      const nested = [
+        `"path.sessionId" = ${bind('fixture-session')}`,
+        `"path.actionId" = ${bind('actions')}`,
+        `"path.checkpointId" = ${bind('checkpoints')}`,
+        `"path.planId" = ${bind('plans')}`,
+        `"path.kernelId" = ${bind('kernels')}`,
+      ];
+      const config = [
+        '# Written by test/e2e/contract.e2e-spec.ts for one run.',
+        `base-url = "http://127.0.0.1:${port}"`,
+        // An action may run MAX_TIMEOUT_MS; a plan several of them.
+        'request-timeout = 30',
+        // The key comes from the environment, so that the kept config holds none.
+        '[auth.openapi.bearer]',
+        'bearer = "${SWITCHYARD_CONTRACT_API_KEY}"',
+        // No example database or cache left behind.
+        '[generation]',
+        'database = "none"',
+        '[cache]',
+        'enabled = false',
+        // Objects made before the run: an operation on one of them is tested past its 404.
+        '[dictionaries]',
+        `fixture-session = { values = ${list([fixtures.session])} }`,
+        `doomed-sessions = { values = ${list(fixtures.doomedSessions)} }`,
+        `actions = { values = ${list([fixtures.action])} }`,
+        `checkpoints = { values = ${list([fixtures.checkpoint])} }`,
+        `doomed-checkpoints = { values = ${list(fixtures.doomedCheckpoints)} }`,
+        `plans = { values = ${list([fixtures.plan])} }`,
+        `kernels = { values = ${list([fixtures.kernel])} }`,
+        `doomed-kernels = { values = ${list([fixtures.doomedKernel])} }`,
+        // The first entry an operation matches applies. Deletions get objects of their own, always (else
+        // Schemathesis also deletes the ones it saw in answers, the fixtures included).
+        '[[operations]]',
+        'include-operation-id = "SessionsController_remove"',
+        `parameters = { "path.sessionId" = ${bind('doomed-sessions', 1)} }`,
+        '[[operations]]',
+        'include-operation-id = "CheckpointsController_remove"',
+        `parameters = { ${nested[0]}, "path.checkpointId" = ${bind('doomed-checkpoints', 1)} }`,
+        '[[operations]]',
+        'include-operation-id = "KernelsController_remove"',
+        `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-kernels', 1)} }`,
+        // A readiness probe answers 503 by design while a tier is down (here the container and browser tiers
+        // are, on purpose): that answer is still checked against the document, but is not a server error. Any
+        // other 5xx from it still is.
+        '[[operations]]',
+        'include-operation-id = "ReadinessController_ready"',
+        'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
+        // The event stream stays open while the session lives: read it for 2 s.
+        '[[operations]]',
+        'include-operation-id = "EventsController_stream"',
+        'request-timeout = 2',
+        '[[operations]]',
+        `include-path-regex = '\\{(actionId|checkpointId|planId|kernelId)\\}'`,
+        `parameters = { ${nested.join(', ')} }`,
+        '',
+      ].join('\n');
+      const configFile = keep('schemathesis.toml', config);
+      const reportFile = path.join(workDir, 'schemathesis-report.json');
+      const junitFile = path.join(workDir, 'schemathesis-junit.xml');
+
+      const started = Date.now();
+      const r = await run(
+        PYTHON,
+        [
+          LOOPBACK_ONLY,
+          'schemathesis',
+          '--config-file',
+          configFile,
+          'run',
+          docFile,
+          '--checks',
+          'all',
+          '--phases',
+          'examples,coverage,fuzzing,stateful',
+          '--mode',
+          'all',
+          '--max-examples',
+          String(SCHEMATHESIS_MAX_EXAMPLES),
+          '--max-time',
+          String(SCHEMATHESIS_MAX_TIME_S),
+          '--workers',
+          '2',
+          '--seed',
+          String(SEED),
+          '--no-color',
+          '--report',
+          'json,junit',
+          '--report-dir',
+          workDir,
+          '--report-json-path',
+          reportFile,
+          '--report-junit-path',
+          junitFile,
+        ],
+        {
+          cwd: workDir,
+          env: toolEnv({
+            SWITCHYARD_CONTRACT_API_KEY: apiKey,
+            SCHEMATHESIS_HOOKS: HOOKS_MODULE,
+            PYTHONPATH: path.join(REPO, 'test', 'support'),
+          }),
+          timeoutMs: SCHEMATHESIS_KILL_MS,
+        },
+      );
+      const seconds = Math.round((Date.now() - started) / 1000);
+      keep('schemathesis.txt', printed(r));
+      if (existsSync(junitFile)) keep('schemathesis-junit.xml', readFileSync(junitFile, 'utf8'));
+      if (!existsSync(reportFile)) {
+        throw new Error(`Schemathesis wrote no report (after ${seconds} s):\n${printed(r)}`);
+      }
+      const reportText = readFileSync(reportFile, 'utf8');
+      keep('schemathesis-report.json', reportText);
+      const report = JSON.parse(reportText) as SchemathesisReport;
+
+      const problems = [
+        ...report.failures.map(
+          (f) => `${f.code} ${f.title} (${f.count}): ${f.operations.join(', ') || 'stateful sequence'}`,
+        ),
+        ...report.errors.map((e) => `error: ${e.title} (${e.count})`),
+        ...(report.phases.stateful?.status === 'skip'
+          ? [`the stateful phase did not run (${report.phases.stateful.skip_reason ?? 'no reason given'})`]
+          : []),
+        ...(r.code === 0 ? [] : [`exit ${r.signal ?? r.code}`]),
+      ];
+      if (problems.length > 0) {
+        throw new Error(
+          `Schemathesis (seed ${report.seed}, ${seconds} s, ${report.test_cases.generated} test cases) found:\n` +
+            `${problems.map((p) => `  - ${p}`).join('\n')}\n\nIts output:\n${printed(r)}\n\n` +
+            `The engine's stderr (its end):\n${engine!.log}`,
+        );
+      }
+      expect(report.operations.tested).toBe(report.operations.total);
+    },
+    SCHEMATHESIS_KILL_MS + 30_000,
+  );
+});

@@ -1,0 +1,152 @@
+"""Schemathesis hooks of the contract test (test/e2e/contract.e2e-spec.ts), loaded with SCHEMATHESIS_HOOKS.
+
+The document is OpenAPI 3.0, which cannot state some rules of the API that its descriptions and the README state in
+words. Requests that break them are refused by design (400, or 422 for a reused key), so generating them as "valid"
+would only report the document's limits. These hooks keep Schemathesis to requests the document means:
+- no `__proto__`, `constructor` or `prototype` key anywhere in a body (refused with 400 FORBIDDEN_KEY; OpenAPI 3.0
+  has no `propertyNames` to say so inside free-form objects such as `metadata` or a tool call's `input`);
+- `GET /v1/tools`: `strict=true` only with `format=openai` (a rule between two parameters);
+- a retry's `escalate: true` only with a code `action` when it revises one (a rule between two fields);
+- a plan's steps form a DAG: unique ids, `dependsOn` naming steps of the same request, no cycle (a rule between
+  array items);
+- `env` keys are variable names (`^[A-Za-z_][A-Za-z0-9_]*$`), none the sandbox refuses (`LD_*`, `PATH`… as
+  libs/sandbox/src/env-policy.ts lists them), values without NUL (a rule on an object's keys);
+- workspace paths (`path`, `to`, `cwd`) hold no control, format or other invisible character (the path guard's rule,
+  stated in the README; OpenAPI 3.0 patterns cannot name Unicode categories);
+- an `Idempotency-Key` is not reused for another request: a valid key gets a unique suffix (its reuse with another
+  body is the documented 422, which a generator picking short random keys would hit by chance).
+`filter_case` applies in every phase (coverage included). Everything else is sent as generated.
+
+One check is narrowed, not skipped: `ensure_resource_availability` (ST302) takes any 404 right after a create for
+the created resource. A fork of the new session naming a checkpoint it does not have is a 404 about that checkpoint
+(`CHECKPOINT_NOT_FOUND`), not about the session; that one failure is dropped, every other ST302 stays.
+"""
+
+import json
+import re
+import unicodedata
+import uuid
+
+import schemathesis
+
+FORBIDDEN_KEYS = {"__proto__", "constructor", "prototype"}
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+ENV_DENIED = {
+    "PATH", "HOME", "ENV", "BASHOPTS", "SHELLOPTS", "IFS", "PS4", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND",
+    "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "HOSTALIASES", "OPENSSL_CONF", "OPENSSL_ENGINES", "PERL5OPT",
+    "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+}
+ENV_ALLOWED = {
+    "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS",
+}
+PATH_KEYS = {"path", "to", "cwd"}
+# Default_Ignorable_Code_Point beyond the format characters (Cf): what the path guard also refuses.
+IGNORABLE = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+             (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0000, 0xE0FFF)]
+
+
+def _has_forbidden_key(value):
+    if isinstance(value, dict):
+        return any(key in FORBIDDEN_KEYS or _has_forbidden_key(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_forbidden_key(item) for item in value)
+    return False
+
+
+def _is_dag(steps):
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        return True  # not this rule's business: the schema says what a step list is
+    ids = [step.get("id") for step in steps]
+    if len(set(map(repr, ids))) != len(ids):
+        return False
+    deps = {repr(step.get("id")): step.get("dependsOn") or [] for step in steps}
+    if any(not isinstance(d, list) or any(repr(x) not in deps or x == step for x in d)
+           for step, d in ((s.get("id"), deps[repr(s.get("id"))]) for s in steps)):
+        return False
+    state = {}
+
+    def cyclic(node):
+        if state.get(node) == 1:
+            return True
+        if state.get(node) == 2:
+            return False
+        state[node] = 1
+        found = any(cyclic(repr(dep)) for dep in deps[node])
+        state[node] = 2
+        return found
+
+    return not any(cyclic(node) for node in deps)
+
+
+def _env_refused(key, value):
+    upper = key.upper()
+    if not ENV_KEY.match(key) or (isinstance(value, str) and "\0" in value):
+        return True
+    if upper in ENV_ALLOWED:
+        return False
+    return upper in ENV_DENIED or upper.startswith(("LD_", "DYLD_", "BASH_", "PYTHON", "NODE_"))
+
+
+def _path_refused(text):
+    for ch in text:
+        code = ord(ch)
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs") or any(lo <= code <= hi for lo, hi in IGNORABLE):
+            return True
+    return False
+
+
+def _breaks_a_named_rule(value):
+    """An `env` or a workspace path anywhere in a body that the engine refuses by a rule the schema cannot state."""
+    if isinstance(value, list):
+        return any(_breaks_a_named_rule(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    for key, item in value.items():
+        if key == "env" and isinstance(item, dict) and any(_env_refused(k, v) for k, v in item.items()):
+            return True
+        if key in PATH_KEYS and isinstance(item, str) and _path_refused(item):
+            return True
+        if _breaks_a_named_rule(item):
+            return True
+    return False
+
+
+@schemathesis.hook
+def filter_case(ctx, case):
+    if _has_forbidden_key(case.body) or _breaks_a_named_rule(case.body):
+        return False
+    path = case.operation.path
+    query = case.query if isinstance(case.query, dict) else {}
+    if path == "/v1/tools" and query.get("strict") == "true" and query.get("format", "anthropic") != "openai":
+        return False
+    if path.endswith("/retry") and isinstance(case.body, dict) and case.body.get("escalate") is True:
+        action = case.body.get("action")
+        if isinstance(action, dict) and action.get("type") != "code":
+            return False  # escalate only with a code action: a rule between two fields
+    if path.endswith("/plans") or path.endswith("/replan"):
+        body = case.body if isinstance(case.body, dict) else {}
+        if not _is_dag(body.get("steps")):
+            return False
+    return True
+
+
+@schemathesis.hook
+def before_call(ctx, case, kwargs):
+    headers = case.headers
+    key = headers.get("Idempotency-Key") if headers else None
+    if isinstance(key, str) and IDEMPOTENCY_KEY.match(key):
+        suffix = "-" + uuid.uuid4().hex
+        headers["Idempotency-Key"] = key[: 255 - len(suffix)] + suffix
+
+
+@schemathesis.hook
+def filter_failure(ctx, failure, case, response):
+    if failure.code != "ST302" or not case.operation.path.endswith("/fork"):
+        return True
+    try:
+        code = json.loads(response.content)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return code != "CHECKPOINT_NOT_FOUND"
