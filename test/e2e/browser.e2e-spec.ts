@@ -47,7 +47,14 @@ describe('browser actions (real Chromium)', () => {
     );
     const navigate = doc.components.schemas.BrowserNavigateDto;
     expect(navigate.required).toEqual(expect.arrayContaining(['type', 'op', 'url']));
-    expect(navigate.properties.waitUntil.enum).toEqual(['load', 'domcontentloaded', 'networkidle', 'commit']);
+    // Optional, so null (absent) is one of its values too.
+    expect(navigate.properties.waitUntil.enum).toEqual([
+      'load',
+      'domcontentloaded',
+      'networkidle',
+      'commit',
+      null,
+    ]);
     expect(doc.components.schemas.BrowserScreenshotDto.required).toEqual(expect.arrayContaining(['path']));
   });
 

@@ -2,7 +2,6 @@ import * as http from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { InvalidInputError } from '@switchyard/common';
 import { PathRejectedError, resolveWorkspaceOptions, WorkspaceManager } from '@switchyard/workspace';
 import { capData } from './browser-output';
 import { BrowserRouter } from './browser-router';
@@ -189,12 +188,16 @@ describe('BrowserRouter', () => {
       });
     });
 
-    it('precheck refuses what needs no DNS and rejects unparseable URLs as input errors', () => {
+    it('precheck refuses what needs no DNS; an unparseable URL is no refusal but a failed action', async () => {
       expect(router.precheck(nav('http://public.example/'))).toEqual({
         risk: { score: 0, level: 'low', reasons: [] },
       });
       expect(router.precheck(nav('http://0x7f.1/')).denial).toMatchObject({ code: 'ADDRESS_REFUSED' });
-      expect(() => router.precheck(nav('nope'))).toThrow(InvalidInputError);
+      expect(router.precheck(nav('nope')).denial).toBeUndefined();
+      expect(await run('a', nav('nope'))).toMatchObject({
+        status: 'failed',
+        error: { class: 'validation', code: 'URL_INVALID', message: 'not an absolute URL: nope' },
+      });
     });
 
     it('attributes a redirect hop refused by the egress proxy to the navigation', async () => {
