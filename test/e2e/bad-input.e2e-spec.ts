@@ -35,6 +35,28 @@ describe('bad input', () => {
     }
   });
 
+  it('a null body where an optional object body goes → 400 naming it (no body at all is {})', async () => {
+    const { body: action } = await engine.request<{ id: string }>('POST', url(), {
+      type: 'code',
+      language: 'bash',
+      code: 'true',
+    });
+    for (const path of [
+      '/v1/sessions',
+      `/v1/sessions/${sid}/checkpoints`,
+      `/v1/sessions/${sid}/fork`,
+      `/v1/sessions/${sid}/actions/${action.id}/retry`,
+    ]) {
+      const res = await engine.request('POST', path, undefined, { raw: 'null' });
+      expect({ path, status: res.status, fields: fieldsOf(res.body) }).toEqual({
+        path,
+        status: 400,
+        fields: ['body'],
+      });
+    }
+    expect((await engine.request('POST', '/v1/sessions')).status).toBe(201);
+  });
+
   it('unknown fields → 400 naming them', async () => {
     const res = await engine.request('POST', url(), {
       type: 'code',

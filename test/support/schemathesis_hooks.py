@@ -11,11 +11,14 @@ would only report the document's limits. These hooks keep Schemathesis to reques
   array items);
 - `env` keys are variable names (`^[A-Za-z_][A-Za-z0-9_]*$`), none the sandbox refuses (`LD_*`, `PATH`… as
   libs/sandbox/src/env-policy.ts lists them), values without NUL (a rule on an object's keys);
-- workspace paths (`path`, `to`, `cwd`) hold no control, format or other invisible character (the path guard's rule,
-  stated in the README; OpenAPI 3.0 patterns cannot name Unicode categories);
+- workspace paths (`path`, `to`, `cwd`) are relative, stay inside the workspace, and hold no backslash, percent
+  sign, control, format or other invisible character (the path guard's rules, stated in the README; OpenAPI 3.0
+  patterns cannot name Unicode categories);
 - an `Idempotency-Key` is not reused for another request: a valid key gets a unique suffix (its reuse with another
   body is the documented 422, which a generator picking short random keys would hit by chance).
-`filter_case` applies in every phase (coverage included). Everything else is sent as generated.
+`filter_case` applies in every phase (coverage included). Everything else is sent as generated, except that waits
+are kept inside the run's time budget: a plan's `waitTimeoutMs` at most 10 s (it then answers 202, as documented)
+and a process `wait`'s `timeoutMs` at most 5 s, when larger valid values were generated.
 
 One check is narrowed, not skipped: `ensure_resource_availability` (ST302) takes any 404 right after a create for
 the created resource. A fork of the new session naming a checkpoint it does not have is a 404 about that checkpoint
@@ -90,9 +93,24 @@ def _env_refused(key, value):
 
 
 def _path_refused(text):
+    """Whether libs/workspace/src/path-guard.ts refuses `text` for its content (not for what is on disk)."""
+    if "\\" in text or text.startswith("/") or "%" in text or len(text.encode("utf-8", "surrogatepass")) > 4096:
+        return True  # backslash, absolute, percent-encoding (the guard decodes it, conservatively), too long
+    depth = 0
+    for segment in text.split("/"):
+        if len(segment.encode("utf-8", "surrogatepass")) > 255:
+            return True
+        if segment == "..":
+            depth -= 1
+            if depth < 0:
+                return True  # climbs out of the workspace
+        elif segment not in ("", "."):
+            depth += 1
+    if depth == 0:
+        return True  # the workspace root itself, which most operations refuse
     for ch in text:
         code = ord(ch)
-        if unicodedata.category(ch) in ("Cc", "Cf", "Cs") or any(lo <= code <= hi for lo, hi in IGNORABLE):
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") or any(lo <= code <= hi for lo, hi in IGNORABLE):
             return True
     return False
 
@@ -132,8 +150,30 @@ def filter_case(ctx, case):
     return True
 
 
+PLAN_WAIT_MS = 10_000
+PROCESS_WAIT_MS = 5_000
+
+
+def _shorter_waits(body, path):
+    if not isinstance(body, dict):
+        return
+    wait = body.get("waitTimeoutMs")
+    if (path.endswith("/plans") or path.endswith("/replan")) and _int(wait) and wait > PLAN_WAIT_MS:
+        body["waitTimeoutMs"] = PLAN_WAIT_MS
+    actions = [body, body.get("action")] + [s.get("action") for s in body.get("steps") or [] if isinstance(s, dict)]
+    for action in actions:
+        if isinstance(action, dict) and action.get("type") == "process" and action.get("op") == "wait":
+            if _int(action.get("timeoutMs")) and action["timeoutMs"] > PROCESS_WAIT_MS:
+                action["timeoutMs"] = PROCESS_WAIT_MS
+
+
+def _int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
+    _shorter_waits(case.body, case.operation.path)
     headers = case.headers
     key = headers.get("Idempotency-Key") if headers else None
     if isinstance(key, str) and IDEMPOTENCY_KEY.match(key):

@@ -179,7 +179,10 @@ export class ActionsController {
     @RequestId() requestId: string | undefined,
   ): Promise<ActionResult | AcceptedAction> {
     const session = this.sessions.get(tenant, sessionId);
-    const { action, reason, escalate, wait, restore, checkpoint } = validateDto(RetryActionDto, body ?? {});
+    const { action, reason, escalate, wait, restore, checkpoint } = validateDto(
+      RetryActionDto,
+      body === undefined ? {} : body,
+    );
     const revised = action === undefined ? undefined : parseActionRequest(action);
     return this.answer(
       res,

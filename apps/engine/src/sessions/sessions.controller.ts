@@ -48,7 +48,7 @@ export class SessionsController {
   @ApiBodyErrors()
   @ApiErrors(503)
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<SessionResponse> {
-    const dto = validateDto(CreateSessionDto, body ?? {});
+    const dto = validateDto(CreateSessionDto, body === undefined ? {} : body);
     return toSessionResponse(await this.sessions.create(tenant, dto));
   }
 

@@ -3,7 +3,14 @@ import { CODE_STATES, type CodeState } from '@switchyard/sandbox';
 import { Equals, IsIn, IsInt, IsObject, IsOptional, IsString, Min } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 
-@JSONSchema({ description: 'Run code in a sandbox tier chosen by the risk policy.' })
+@JSONSchema({
+  description: 'Run code in a sandbox tier chosen by the risk policy.',
+  // A kernel reads no input: `stdin` goes with `state: "fresh"` only.
+  not: {
+    required: ['state', 'stdin'],
+    properties: { state: { type: 'string', enum: ['session'] }, stdin: { type: 'string' } },
+  },
+})
 export class CodeActionDto {
   @Equals('code')
   type!: 'code';

@@ -9,6 +9,7 @@ import {
   Max,
   MaxLength,
   Min,
+  MinLength,
   ValidateNested,
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
@@ -18,12 +19,13 @@ export class NetworkPolicyDto {
   @IsArray()
   @ArrayMaxSize(64)
   @IsString({ each: true })
+  @MinLength(1, { each: true })
   @MaxLength(260, { each: true })
   @JSONSchema({
     description:
       'Hosts the session may reach: `pypi.org`, `*.pythonhosted.org` (subdomains), `host:port` (else ports 80 and ' +
       '443). Must lie within the engine bound SWITCHYARD_EGRESS_ALLOWED (400 names the hosts beyond it). Empty: none.',
-    items: { type: 'string' },
+    items: { type: 'string', minLength: 1, maxLength: 260 },
   })
   allow!: string[];
 }
