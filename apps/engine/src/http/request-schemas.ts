@@ -8,6 +8,12 @@ const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${
 /** Properties that hold a whole action body, as `POST …/actions` takes it. */
 const ACTION_PROPERTIES: Record<string, string> = { PlanStepDto: 'action', RetryActionDto: 'action' };
 
+/** Text without a NUL character. */
+const NO_NUL = '^[^\\u0000]*$';
+
+/** Fields the engine refuses with a NUL in them, by schema. */
+const NUL_FREE: Record<string, string[]> = { CodeActionDto: ['code'] };
+
 /** `null`, and only `null` (OpenAPI 3.0's way to say so; `type` is required beside `nullable`). */
 const NULL_ONLY: SchemaObject = { type: 'string', nullable: true, enum: [null] };
 
@@ -67,6 +73,10 @@ export function describeRequestSchemas(
       };
     }
     if (name === 'CreateSessionDto') describeSessionCreation(properties, limits);
+    // Code and commands reach interpreters as C strings: a NUL is refused (the tool catalog says it in words).
+    for (const field of NUL_FREE[name] ?? []) {
+      if (properties[field]) properties[field] = { ...(properties[field] as SchemaObject), pattern: NO_NUL };
+    }
     if (name === 'CodeActionDto' && properties.timeoutMs) {
       properties.timeoutMs = { ...(properties.timeoutMs as SchemaObject), maximum: limits.maxTimeoutMs };
     }
