@@ -59,8 +59,14 @@ function redeclarable(code) {
   return out;
 }
 
+// A SIGINT since the running cell's start token: one that lands after the go-ahead but before the code runs (on a
+// loaded machine the runner's held-back signal can) still stops the cell. The runner signals only while a cell runs.
+let interruptSeen = false;
 let interruptPending;
-process.on('SIGINT', () => interruptPending?.());
+process.on('SIGINT', () => {
+  interruptSeen = true;
+  interruptPending?.();
+});
 process.on('uncaughtException', (err) => process.stderr.write(`Uncaught ${util.inspect(err)}\n`));
 process.on('unhandledRejection', (err) => process.stderr.write(`Unhandled rejection ${util.inspect(err)}\n`));
 
@@ -135,6 +141,9 @@ const write = (stream, text) =>
     }
   });
 
+/** One full turn of the event loop (a poll included), so a signal that already came reaches the listener. */
+const loopTurn = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+
 let count = 0;
 const queue = [];
 let busy = false;
@@ -162,12 +171,14 @@ async function drain() {
     // Parsed before the go-ahead, so the code runs right after it (the runner times its interrupts by it).
     const compiled = compileCell(String(request.code ?? ''));
     // Straight to the descriptors: a cell that replaced process.stdout.write still gets its boundaries.
+    interruptSeen = false;
     writeFd(1, String(request.start ?? ''));
     writeFd(2, String(request.start ?? ''));
     const { go } = await nextGo();
+    if (go) await loopTurn();
     let outcome;
     try {
-      if (!go) throw new Interrupted();
+      if (!go || interruptSeen) throw new Interrupted();
       const { value } = await runCell(count, compiled);
       const result = value === undefined ? null : util.inspect(value, { depth: 4, maxArrayLength: 100 });
       outcome = { ok: true, result, error: null, exitCode: 0, interrupted: false };

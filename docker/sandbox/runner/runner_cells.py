@@ -5,7 +5,8 @@ is killed), the wait for its end tokens after the kernel's reply, and when an in
 kernel still getting into the cell would drop the signal (node could even die of it: vm's breakOnSigint swaps
 node's SIGINT listener for its watchdog around the code), so an interrupt asked for before the cell's start token
 waits for it; node and bash then get it as their go-ahead's "no" instead, and in the first moments after a
-go-ahead the signal is held back a little.
+go-ahead the signal is held back a little. A signal can still be lost on its way into the code (bash between a
+fork and the child's exec, node around vm's watchdog), so node and bash get it again while the cell runs on.
 """
 
 import secrets
@@ -18,6 +19,10 @@ from runner_streams import Cap
 TOKEN_SECONDS = 0.5
 # How long after the go-ahead an interrupt waits, while node or bash get into the cell's code.
 SETTLE_SECONDS = 0.05
+# After a signalled interrupt, how long the cell may run on before the signal is sent again (node and bash only:
+# python's KeyboardInterrupt is never lost, and a cell handling it must not be interrupted twice), and how often.
+RESEND_SECONDS = 0.4
+RESENDS = 5
 
 
 class Cell:
@@ -39,6 +44,8 @@ class Cell:
         self.begun_at = None  # when the kernel got to it (its start token)
         self.sigint_due = False  # an interrupt asked for before that
         self.sigint_at = None  # an interrupt held back until the kernel settled into the code
+        self.resend_at = None  # the interrupt was signalled: when to signal it again if the cell still runs
+        self.resends = 0
         self.reply = None
         self.reply_at = None
         self.oom_before = oom_kills()
@@ -61,6 +68,11 @@ class Cell:
             return False
         return True
 
+    def signalled(self):
+        """The interrupt's SIGINT went out: a handshake kernel gets it again if the cell has not ended by then."""
+        if self.handshake and self.resends < RESENDS:
+            self.resend_at = now() + RESEND_SECONDS
+
     def begin(self):
         """The kernel wrote the start token. Returns the go-ahead (handshake), or whether to signal now (else)."""
         self.begun_at = now()
@@ -70,7 +82,7 @@ class Cell:
     def deadlines(self):
         if self.reply is not None:
             return [self.reply_at + TOKEN_SECONDS]
-        times = [self.sigint_at] if self.sigint_at is not None else []
+        times = [t for t in (self.sigint_at, self.resend_at) if t is not None]
         if not self.timed_out:
             times.append(self.deadline)
         if self.kill_at is not None and not self.killing:
@@ -78,13 +90,17 @@ class Cell:
         return times
 
     def due(self, t, tokens_in):
-        """What is due at `t`: a subset of "finish", "sigint", "kill" (the timeout's interrupt is "timeout")."""
+        """What is due at `t`: a subset of "finish", "sigint", "resend", "kill" (the timeout's is "timeout")."""
         if self.reply is not None:
             return {"finish"} if tokens_in or t >= self.reply_at + TOKEN_SECONDS else set()
         actions = set()
         if self.sigint_at is not None and t >= self.sigint_at:
             self.sigint_at = None
             actions.add("sigint")
+        if self.resend_at is not None and t >= self.resend_at:
+            self.resend_at = None
+            self.resends += 1
+            actions.add("resend")
         if not self.timed_out and t >= self.deadline:
             self.timed_out = True
             actions.add("timeout")

@@ -6,7 +6,9 @@ requests as an interactive shell's command input on fd 0 instead, see kernel_bas
 kernel writes between the cell's start and end tokens (runner_streams.py); its outcome is the kernel's reply; its
 deadlines, and when an interrupt may be signalled, are the cell's own (runner_cells.py).
 
-Interrupts are SIGINT to the kernel's process group, as Jupyter does: the cell stops and the state stays. A timeout
+Interrupts are SIGINT to the kernel's process group, as Jupyter does: the cell stops and the state stays. When a
+node or bash cell runs on after its SIGINT, the signal is sent again (bash only while it waits on a child: between
+cells, or while it reports, it would drop the report's line). A timeout
 or an output cap interrupts too and, when the cell has not finished `graceMs` later, kills the kernel's whole tree
 (the state is lost). A kernel that dies, however, ends its cell with `stateLost` and is reported by `kernel_exit`.
 """
@@ -33,7 +35,7 @@ from runner_spawn import (
 from runner_cells import Cell
 from runner_languages import HANDSHAKE, INTERPRETERS, cell_request, first_request, go_request, kernel_argv, kernel_fds
 from runner_streams import CellStream
-from runner_trees import kill_tree
+from runner_trees import kill_tree, tree_members
 
 START_SECONDS = 10.0
 # After the kernel died and its tree was killed, how long its pipes may take to close.
@@ -266,7 +268,16 @@ class Kernels:
         try:
             os.killpg(kernel.pid, signal.SIGINT)
         except (ProcessLookupError, PermissionError):
-            pass
+            return
+        if kernel.cell is not None:
+            kernel.cell.signalled()
+
+    def resend(self, kernel):
+        """The cell ran on after its SIGINT: node gets it again; bash only while a command of the cell runs."""
+        if kernel.language == "bash" and not tree_members(kernel.pid, ()) - {kernel.pid}:
+            kernel.cell.signalled()  # still in its own builtins (or reporting): look again later
+            return
+        self.sigint(kernel)
 
     def on_exit(self, kernel, code):
         kernel.exit = code
@@ -304,6 +315,8 @@ class Kernels:
                     self.finish_cell(kernel, lost=False)
                 if "sigint" in due:
                     self.sigint(kernel)
+                if "resend" in due:
+                    self.resend(kernel)
                 if "timeout" in due:
                     self.signal_cell(kernel, "timeout", escalate=True)
                 if "kill" in due:  # the interrupt did not stop it: the state goes

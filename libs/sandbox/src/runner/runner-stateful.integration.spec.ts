@@ -419,6 +419,22 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
     }
   });
 
+  it('signals an interrupt again while a bash cell waits on a command that absorbed the first', async () => {
+    // The child swallows its first SIGINT and sleeps on: only the runner's second signal ends it (and the cell).
+    const absorbing =
+      'python3 -c "import signal, time; signal.signal(signal.SIGINT, ' +
+      'lambda *a: signal.signal(signal.SIGINT, signal.SIG_DFL)); time.sleep(30)"; echo never';
+    const running = runCell(box, 'krn_sh', absorbing);
+    await new Promise((r) => setTimeout(r, 500));
+    const asked = Date.now();
+    await expect(box.connection.kernelInterrupt('krn_sh')).resolves.toEqual({ found: true, running: true });
+    const { done, stdout } = await running.outcome;
+    expect(done).toMatchObject({ interrupted: true, ended: 'interrupt', timedOut: false, stateLost: false });
+    expect(Date.now() - asked).toBeLessThan(5000); // the cell's 10 s timeout did not end it
+    expect(stdout).not.toContain('never');
+    expect((await cell(box, 'krn_sh', 'echo still')).stdout).toBe('still\n');
+  });
+
   it('keeps a cell’s boundaries when bash redirects its output for good', async () => {
     await startKernel(box, 'krn_sh_quiet', 'bash');
     const quiet = await cell(box, 'krn_sh_quiet', 'exec >/tmp/quiet.log 2>&1; echo hidden; x=5');
