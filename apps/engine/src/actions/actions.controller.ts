@@ -1,4 +1,16 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -58,6 +70,19 @@ const ACTION_LINKS = {
   GetFileLineage: lineageLink('/output/path', 'Which actions wrote and read the file a file action named'),
 };
 
+/** What running an action answers, as run and retry document it: its result, or 202 with `"wait": false`. */
+const ApiActionAnswers = (ended: string): MethodDecorator =>
+  applyDecorators(
+    ApiOkResponse({ description: ended, ...jsonBody('ActionResult'), links: ACTION_LINKS }),
+    ApiAcceptedResponse({
+      description: '`"wait": false`: recorded and running',
+      ...jsonBody('AcceptedAction'),
+      links: { GetAction: ACTION_LINKS.GetAction },
+    }),
+    ApiBodyErrors(),
+    ApiErrors(404, 409, 422, 429, 503),
+  );
+
 const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
   id,
   sessionId,
@@ -113,18 +138,7 @@ export class ActionsController {
   })
   @ApiIdempotencyKey()
   @ApiBody({ schema: { oneOf: ACTION_DTO_CLASSES.map(schemaRef) } })
-  @ApiOkResponse({
-    description: 'The action ended: its result (`status` says how)',
-    ...jsonBody('ActionResult'),
-    links: ACTION_LINKS,
-  })
-  @ApiAcceptedResponse({
-    description: '`"wait": false`: recorded and running',
-    ...jsonBody('AcceptedAction'),
-    links: { GetAction: ACTION_LINKS.GetAction },
-  })
-  @ApiBodyErrors()
-  @ApiErrors(404, 409, 422, 429, 503)
+  @ApiActionAnswers('The action ended: its result (`status` says how)')
   async run(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
@@ -157,18 +171,7 @@ export class ActionsController {
   })
   @ApiIdempotencyKey()
   @ApiBody({ schema: schemaRef(RetryActionDto) })
-  @ApiOkResponse({
-    description: 'The retry ended: its result',
-    ...jsonBody('ActionResult'),
-    links: ACTION_LINKS,
-  })
-  @ApiAcceptedResponse({
-    description: '`"wait": false`: recorded and running',
-    ...jsonBody('AcceptedAction'),
-    links: { GetAction: ACTION_LINKS.GetAction },
-  })
-  @ApiBodyErrors()
-  @ApiErrors(404, 409, 422, 429, 503)
+  @ApiActionAnswers('The retry ended: its result')
   async retry(
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,

@@ -37,6 +37,7 @@ import { CreateCheckpointDto } from './dto/create-checkpoint.dto';
 import { ForkSessionDto } from './dto/fork-session.dto';
 import { type RestoreOutcome, SessionCheckpoints } from './session-checkpoints';
 import { ApiIdempotencyKey } from '../idempotency/api-idempotency-key';
+import { GET_NEW_SESSION_LINK } from '../sessions/session.schemas';
 
 /**
  * A session's workspace checkpoints (take, list, delete, restore, diff) and forks. Copy-on-write where the workspace
@@ -183,11 +184,7 @@ export class CheckpointsController {
     description: 'The new session',
     ...jsonBody('Session'),
     links: {
-      GetSession: {
-        operationId: 'SessionsController_get',
-        parameters: { sessionId: '$response.body#/id' },
-        description: 'Describe the new session',
-      },
+      GetSession: GET_NEW_SESSION_LINK,
     },
   })
   @ApiBodyErrors()

@@ -51,6 +51,13 @@ const SESSION_LIST_SCHEMA: SchemaObject = {
   properties: { sessions: { type: 'array', items: ref('Session') } },
 };
 
+/** The OpenAPI link from an answer that made a session (create, fork) to describing it. */
+export const GET_NEW_SESSION_LINK = {
+  operationId: 'SessionsController_get',
+  parameters: { sessionId: '$response.body#/id' },
+  description: 'Describe the new session',
+};
+
 export const SESSION_SCHEMAS = {
   Session: SESSION_SCHEMA,
   SessionList: SESSION_LIST_SCHEMA,

@@ -17,6 +17,7 @@ import { jsonBody } from '../http/response-schemas';
 import { CreateSessionDto } from './dto/create-session.dto';
 import { type SessionResponse, toSessionResponse } from './session.response';
 import { SessionsService } from './sessions.service';
+import { GET_NEW_SESSION_LINK } from './session.schemas';
 
 @ApiTags('sessions')
 @ApiBearerAuth()
@@ -33,11 +34,7 @@ export class SessionsController {
     description: 'The new session',
     ...jsonBody('Session'),
     links: {
-      GetSession: {
-        operationId: 'SessionsController_get',
-        parameters: { sessionId: '$response.body#/id' },
-        description: 'Describe the new session',
-      },
+      GetSession: GET_NEW_SESSION_LINK,
       RunAction: {
         operationId: 'ActionsController_run',
         parameters: { sessionId: '$response.body#/id' },

@@ -137,14 +137,14 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
     if (!isStatefulDecision(decision)) return { tier, risk, denial: decision.denial! };
     if (template.denial) return { tier, risk, denial: template.denial };
     try {
-      this.processes.checkStart(ctx.session.id, request.name);
+      // The limit only: a name in use is the session's state, not the request's fault. `start` checks it, and the
+      // action fails with PROCESS_NAME_TAKEN, recorded like PROCESS_NOT_FOUND.
+      this.processes.checkStart(ctx.session.id);
     } catch (err) {
       if (err instanceof ProcessLimitError) {
         return { tier, risk, denial: { class: 'limit', code: err.code, message: err.message } };
       }
-      // A name in use depends on the session's state, not on the request: the action runs and fails with
-      // PROCESS_NAME_TAKEN (start checks again), recorded like PROCESS_NOT_FOUND, not an HTTP 400.
-      if (!(err instanceof InvalidInputError && err.code === 'PROCESS_NAME_TAKEN')) throw err;
+      throw err;
     }
     const stateful = decision.tier;
     return {
