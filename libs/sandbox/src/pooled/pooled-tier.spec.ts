@@ -36,8 +36,8 @@ class FakeRunner {
   pings = 0;
   /** Pings answered so far. */
   pongs = 0;
-  /** Answer pings this much later. */
-  pingDelayMs = 0;
+  /** Answer pings only once this settles. */
+  pingGate: Promise<void> | undefined;
   readonly kills: number[] = [];
   readonly runs: RunnerRunRequest[] = [];
   /** Runs refused because /workspace was not the expected directory (nothing of them ran). */
@@ -69,7 +69,7 @@ class FakeRunner {
     const id = m.id as number;
     if (m.op === 'ping') {
       this.pings++;
-      if (this.pingDelayMs > 0) await new Promise((r) => setTimeout(r, this.pingDelayMs));
+      if (this.pingGate) await this.pingGate;
       this.pongs++;
       return this.send({ ev: 'pong', id, ok: true, busy: false, ms: 0.5, workspace: this.workspace() });
     }
@@ -599,12 +599,17 @@ describe('PooledTier', () => {
 
   it('tests a borrowed container while it mounts the workspace, not before', async () => {
     await make();
-    for (const c of docker.containers.values()) c.runner!.pingDelayMs = 30;
+    // No ping is answered until a mount starts: a claim that waited for the test before mounting would never get
+    // its answer (its health check would time out), so this holds on a machine of any speed.
+    let mountStarted!: () => void;
+    const gate = new Promise<void>((resolve) => (mountStarted = resolve));
+    for (const c of docker.containers.values()) c.runner!.pingGate = gate;
     const answered: number[] = [];
     const bind = mounts.bind.bind(mounts);
     mounts.bind = (source, target) => {
       const c = [...docker.containers.values()].find((x) => x.spec.HostConfig!.Mounts![0].Source === target)!;
       answered.push(c.runner!.pongs);
+      mountStarted();
       return bind(source, target);
     };
     const before = new Map([...docker.containers.values()].map((c) => [c.id, c.runner!.pongs]));
