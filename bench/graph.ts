@@ -25,6 +25,7 @@ import {
   Neo4jContextGraph,
   OutboxForwarder,
   type Page,
+  type SessionActivity,
   SqliteContextGraph,
 } from '@switchyard/context-graph';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -81,6 +82,9 @@ class NoopContextGraph extends ContextGraph {
   }
   override async fileLineage(_sessionId: string, path: string): Promise<FileLineage> {
     return { path, entries: [] };
+  }
+  override async sessionActivity(): Promise<Map<string, SessionActivity>> {
+    return new Map();
   }
   override async health(): Promise<GraphHealth> {
     return { store: 'embedded', status: 'ok', backlog: 0 };

@@ -21,8 +21,11 @@
  * 9. checkpoints: checkpoint, restore and fork of a 100 MB, 10 000-file workspace vs `cp -a` of it, and the disk an
  *    unchanged checkpoint takes (`bench/checkpoints.ts`). Targets there.
  *
+ * 10. console: the web console's timeline on a 10 000-action session in headless Chromium, first rows and all rows,
+ *    vs a raw Playwright page load and a raw fetch of the timeline (`bench/console.ts`). Target: all rows p90 <= 1 s.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints).
+ * checkpoints, console).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -36,6 +39,7 @@ import { detectSystemLayout } from '../libs/sandbox/src/subprocess/bwrap-command
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchBystander } from './bystander';
 import { benchCheckpoints } from './checkpoints';
+import { benchConsole } from './console';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
 import { benchKernels } from './kernels';
@@ -115,6 +119,7 @@ async function main(): Promise<void> {
   if (wanted('sessions')) await benchSessions();
   if (wanted('kernels')) await benchKernels({ runs: RUNS });
   if (wanted('checkpoints')) await benchCheckpoints({ runs: RUNS });
+  if (wanted('console')) await benchConsole({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -1,10 +1,11 @@
-// Builds the engine into dist/ and the client package into packages/client/dist/, and stamps them with a hash of
+// Builds the engine into dist/, the web console into dist/console/ and the client package into packages/client/dist/, and stamps them with a hash of
 // their sources. With --if-changed (what `npm start` runs) it builds only when the sources changed since the last build: a rebuild wipes `dist/` first, so
 // rebuilding on every start would break another engine already running from the same checkout.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { buildConsole } from './build-console.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const stamp = path.join(root, 'dist', '.build-hash');
@@ -41,11 +42,13 @@ const current = hashInputs();
 const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
 const clientEntry = path.join(root, 'packages', 'client', 'dist', 'cli.js');
+const consoleEntry = path.join(root, 'dist', 'console', 'console.js');
 if (
   process.argv.includes('--if-changed') &&
   current === previous &&
   existsSync(entry) &&
-  existsSync(clientEntry)
+  existsSync(clientEntry) &&
+  existsSync(consoleEntry)
 ) {
   console.log('[build] sources unchanged since the last build: dist/ is used as it is');
 } else {
@@ -58,5 +61,6 @@ if (
     ['-p', path.join('packages', 'client', 'tsconfig.build.json')],
     { cwd: root, stdio: 'inherit' },
   );
+  await buildConsole();
   writeFileSync(stamp, `${current}\n`);
 }

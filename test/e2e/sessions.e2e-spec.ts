@@ -37,6 +37,47 @@ describe('sessions API', () => {
     expect((await engine.request('DELETE', `/v1/sessions/${s.id}`)).status).toBe(404);
   });
 
+  it("reports each session's tenant and activity: actions by status, tiers, the latest start", async () => {
+    const none = { actions: 0, byStatus: {}, tiers: [], lastActionAt: null };
+    const created = await engine.request('POST', '/v1/sessions');
+    expect(created.body).toMatchObject({ tenant: 'open', activity: none });
+    const sid: string = created.body.id;
+    const idle = await engine.createSession();
+
+    const ok = await engine.action(sid, { type: 'code', language: 'bash', code: 'echo ok' });
+    const failed = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      code: 'raise SystemExit(3)',
+    });
+    const file = await engine.action(sid, { type: 'file', op: 'write', path: 'a.txt', content: 'x' });
+    expect([ok, failed, file].map((a: { status: string; tier: string }) => [a.status, a.tier])).toEqual([
+      ['succeeded', 'subprocess'],
+      ['failed', 'subprocess'],
+      ['succeeded', 'engine'],
+    ]);
+    const activity = {
+      actions: 3,
+      byStatus: { succeeded: 2, failed: 1 },
+      tiers: ['engine', 'subprocess'],
+      lastActionAt: file.startedAt,
+    };
+
+    const got = await engine.request('GET', `/v1/sessions/${sid}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ id: sid, tenant: 'open' });
+    expect(got.body.activity).toEqual(activity);
+
+    const list = await engine.request('GET', '/v1/sessions');
+    expect(list.status).toBe(200);
+    const listed = new Map<string, { tenant: string; activity: unknown }>(
+      list.body.sessions.map((s: { id: string; tenant: string; activity: unknown }) => [s.id, s]),
+    );
+    expect(listed.get(sid)).toMatchObject({ tenant: 'open', activity });
+    expect(listed.get(idle)).toMatchObject({ tenant: 'open', activity: none });
+    expect(list.body.sessions.every((s: { tenant: string }) => s.tenant === 'open')).toBe(true);
+  });
+
   it('defaults to an empty metadata object and a one-hour TTL', async () => {
     const res = await engine.request('POST', '/v1/sessions');
     expect(res.status).toBe(201);
@@ -135,7 +176,11 @@ describe('API keys and tenants', () => {
   it("hides one tenant's sessions from another (404, not 403)", async () => {
     engine.as(keyA);
     const id = await engine.createSession();
-    expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(200);
+    const own = await engine.request('GET', `/v1/sessions/${id}`);
+    expect(own.status).toBe(200);
+    // The tenant is a hash of the key, never the key.
+    expect(own.body.tenant).toMatch(/^t_[0-9a-f]{16}$/);
+    expect(JSON.stringify(own.body)).not.toContain(keyA);
 
     engine.as(keyB);
     expect((await engine.request('GET', `/v1/sessions/${id}`)).status).toBe(404);

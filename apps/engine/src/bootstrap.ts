@@ -14,6 +14,7 @@ import { DomainErrorFilter } from './http/domain-error.filter';
 import { installJsonBody } from './http/json-body.middleware';
 import { EngineLogger } from './logging/engine-logger';
 import { installHttpMetrics } from './metrics/http-metrics.middleware';
+import { installConsole } from './console/console-assets';
 import { installMethodNotAllowed } from './http/method-not-allowed.middleware';
 import { installOpenApi } from './http/openapi';
 
@@ -65,6 +66,7 @@ export async function createEngineApp(
   installJsonBody(app, config.http.maxBodyBytes);
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();
+  installConsole(app);
   installMethodNotAllowed(app, installOpenApi(app));
   // Long query strings (a 4 096-character lineage `path`, percent-encoded) fit: Node's default is 16 KiB.
   (app.getHttpServer() as { maxHeaderSize?: number }).maxHeaderSize = MAX_HEADER_BYTES;

@@ -6,6 +6,7 @@ import {
   SessionNotRecordedError,
 } from './context-graph.errors';
 import { at, completion, edgeSet, listAll, session, start, uid } from './context-graph-records.contract';
+import { describeActivityContract } from './context-graph-activity.contract';
 import { describeCheckpointContract } from './context-graph-checkpoints.contract';
 import { describeStatefulContract } from './context-graph-stateful.contract';
 import type { ContextGraph } from './context-graph.port';
@@ -1008,6 +1009,7 @@ export function describeContextGraphContract(
     };
     describeStatefulContract(context);
     describeCheckpointContract(context);
+    describeActivityContract(context);
 
     describe('recovery and lifecycle', () => {
       it('markRunningInterrupted ends only running actions, and returns how many', async () => {

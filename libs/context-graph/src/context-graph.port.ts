@@ -15,6 +15,7 @@ import type {
   Page,
   PlanGraphRecord,
   RestoreRecord,
+  SessionActivity,
   SessionRecord,
 } from './context-graph.types';
 
@@ -163,6 +164,14 @@ export abstract class ContextGraph {
    * oldest origin first), then the session's own; each session's by `seq`, every entry naming its session.
    */
   abstract fileLineage(sessionId: string, path: string): Promise<FileLineage>;
+
+  /**
+   * What each of `sessionIds` has run (see {@link SessionActivity}), for lists of sessions: one query whatever
+   * their number. The map holds the recorded sessions among them, each once, in the order asked; a session never
+   * recorded is absent (not zeroed), a recorded one without actions has `actions: 0`, and an ended session still
+   * answers (its records stay). No ids: an empty map, without a query.
+   */
+  abstract sessionActivity(sessionIds: readonly string[]): Promise<Map<string, SessionActivity>>;
 
   /** The store's state; cheap enough to call on every read (remote checks are cached briefly). */
   abstract health(): Promise<GraphHealth>;

@@ -132,6 +132,24 @@ export interface ActionRecord {
   result?: ActionResult;
 }
 
+/** A tier an action ran in, as a session's activity names it: every `ActionTier` but `none` (refused before routing). */
+export type ActivityTier = Exclude<ActionTier, 'none'>;
+
+/**
+ * What a session has run, in short (for lists of sessions): counted over every action recorded in it, running ones
+ * included. A forked session counts its own actions only.
+ */
+export interface SessionActivity {
+  /** Actions recorded in the session. */
+  actions: number;
+  /** How many actions have each status; a status none has is absent (so the counts add up to `actions`). */
+  byStatus: Partial<Record<ActionStatus, number>>;
+  /** The tiers its actions ran in (the tier recorded last for each), each once, in plain string order. */
+  tiers: ActivityTier[];
+  /** The latest `startedAt` of its actions (ISO 8601); `null` when it has none. */
+  lastActionAt: string | null;
+}
+
 export interface Page<T> {
   items: T[];
   /** Opaque cursor for the next page; absent on the last page. */

@@ -34,6 +34,8 @@ export type ActionStatus = Schemas['ActionResult']['status'];
 export type ActionPage = Omit<Schemas['ActionPage'], 'actions'> & { actions: Action[] };
 export type AcceptedAction = Schemas['AcceptedAction'];
 export type Session = Schemas['Session'];
+/** What a session has run (`Session.activity`): actions by status, the tiers they ran in, the latest start. */
+export type SessionActivity = Schemas['SessionActivity'];
 export type FailureContext = Schemas['FailureContext'];
 export type FileLineage = Schemas['FileLineage'];
 export type Graph = Schemas['Graph'];

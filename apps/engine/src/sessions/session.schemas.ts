@@ -1,12 +1,40 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
-import { ref, TIMESTAMP } from '../http/common.schemas';
+import { ACTION_STATUSES } from '@switchyard/common';
+import { ACTION_TIER, nullable, object, ref, TIMESTAMP } from '../http/common.schemas';
 
 /** Response schemas of the sessions (`SessionResponse`): create, list, describe, and fork's new session. */
+
+/** `SessionActivity`: what a session has run, from its graph (`SessionActivityResponse`). */
+const SESSION_ACTIVITY_SCHEMA: SchemaObject = object(
+  ['actions', 'byStatus', 'tiers', 'lastActionAt'],
+  {
+    actions: { type: 'integer', minimum: 0, description: 'Actions of the session, running ones included' },
+    byStatus: {
+      type: 'object',
+      description: 'How many of its actions have each status; a status none has is absent',
+      properties: Object.fromEntries(
+        ACTION_STATUSES.map((status) => [status, { type: 'integer', minimum: 1 }]),
+      ),
+      additionalProperties: false,
+    },
+    tiers: {
+      type: 'array',
+      uniqueItems: true,
+      items: { type: 'string', enum: (ACTION_TIER.enum as string[]).filter((tier) => tier !== 'none') },
+      description:
+        'Where its actions ran (a sandbox tier, the engine for file ops, the browser), each once, in string ' +
+        'order; actions refused before routing (tier `none`) add none',
+    },
+    lastActionAt: nullable({ ...TIMESTAMP, description: 'When its latest action started; null before any' }),
+  },
+  'What the session has run: its own actions (a fork counts none of its source’s)',
+);
 
 const SESSION_SCHEMA: SchemaObject = {
   type: 'object',
   required: [
     'id',
+    'tenant',
     'createdAt',
     'expiresAt',
     'lastActiveAt',
@@ -14,9 +42,15 @@ const SESSION_SCHEMA: SchemaObject = {
     'metadata',
     'maxConcurrentActions',
     'network',
+    'activity',
   ],
   properties: {
     id: { type: 'string', example: 'ses_01j9z3k7m2x4v6b8n0p2r4t6w8' },
+    tenant: {
+      type: 'string',
+      example: 't_3f9a1c0b7d2e4f68',
+      description: 'The tenant owning it: `open` without API keys, else `t_` and a hash of its key',
+    },
     createdAt: TIMESTAMP,
     expiresAt: { ...TIMESTAMP, description: 'When the session ends unless it is used again' },
     lastActiveAt: TIMESTAMP,
@@ -41,6 +75,7 @@ const SESSION_SCHEMA: SchemaObject = {
       description: 'The session (and checkpoint) it was forked from',
       properties: { sessionId: { type: 'string' }, checkpointId: { type: 'string' } },
     },
+    activity: ref('SessionActivity'),
   },
 };
 
@@ -60,5 +95,6 @@ export const GET_NEW_SESSION_LINK = {
 
 export const SESSION_SCHEMAS = {
   Session: SESSION_SCHEMA,
+  SessionActivity: SESSION_ACTIVITY_SCHEMA,
   SessionList: SESSION_LIST_SCHEMA,
 } satisfies Record<string, SchemaObject>;

@@ -52,16 +52,20 @@ export class SessionsController {
   @Get()
   @ApiOperation({ summary: "List the caller's sessions" })
   @ApiOkResponse({ description: 'The sessions', ...jsonBody('SessionList') })
-  list(@Tenant() tenant: string): { sessions: SessionResponse[] } {
-    return { sessions: this.sessions.list(tenant).map(toSessionResponse) };
+  async list(@Tenant() tenant: string): Promise<{ sessions: SessionResponse[] }> {
+    const sessions = this.sessions.list(tenant);
+    const activity = await this.sessions.activityOf(sessions);
+    return { sessions: sessions.map((s, i) => toSessionResponse(s, activity[i])) };
   }
 
   @Get(':sessionId')
   @ApiOperation({ summary: 'Describe a session' })
   @ApiOkResponse({ description: 'The session', ...jsonBody('Session') })
   @ApiErrors(404)
-  get(@Tenant() tenant: string, @Param('sessionId') id: string): SessionResponse {
-    return toSessionResponse(this.sessions.get(tenant, id));
+  async get(@Tenant() tenant: string, @Param('sessionId') id: string): Promise<SessionResponse> {
+    const session = this.sessions.get(tenant, id);
+    const [activity] = await this.sessions.activityOf([session]);
+    return toSessionResponse(session, activity);
   }
 
   @Delete(':sessionId')

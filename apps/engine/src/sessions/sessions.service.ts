@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { CLOCK, type Clock, InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
-import { ContextGraph } from '@switchyard/context-graph';
+import { ContextGraph, type SessionActivity } from '@switchyard/context-graph';
 import { EgressPolicy } from '@switchyard/network';
 import { WorkspaceManager } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
@@ -171,6 +171,16 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   list(tenant: string): Session[] {
     return [...this.sessions.values()].filter((s) => s.tenant === tenant && !this.ending.has(s.id));
+  }
+
+  /**
+   * What each session has run, in the order given: one graph query for all of them (a list of sessions must not
+   * cost a query per session). `undefined` for a session the graph holds no record of.
+   */
+  async activityOf(sessions: readonly Session[]): Promise<(SessionActivity | undefined)[]> {
+    if (sessions.length === 0) return [];
+    const activity = await this.graph.sessionActivity(sessions.map((s) => s.id));
+    return sessions.map((s) => activity.get(s.id));
   }
 
   workspaceOf(session: Session): string {

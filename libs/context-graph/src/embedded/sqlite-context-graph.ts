@@ -9,6 +9,7 @@ import type {
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { type ActivityRow, buildSessionActivity, distinctSessionIds } from '../context-graph.activity';
 import { checkpointNodeId, checkpointState, type StoredCheckpoint } from '../context-graph.checkpoints';
 import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
@@ -38,6 +39,7 @@ import type {
   PlanGraphRecord,
   RestoreRecord,
   SandboxRef,
+  SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
 import {
@@ -664,6 +666,23 @@ export class SqliteContextGraph extends ContextGraph {
     );
   }
 
+  override async sessionActivity(sessionIds: readonly string[]): Promise<Map<string, SessionActivity>> {
+    const ids = distinctSessionIds(sessionIds);
+    if (ids.length === 0) {
+      this.conn(); // a closed store rejects every call, even one it need not query for
+      return new Map();
+    }
+    // The LEFT JOIN keeps a session without actions: one row of NULLs counting 0.
+    const rows = this.sql(
+      `SELECT s.id AS sessionId, a.status AS status, a.tier AS tier, COUNT(a.id) AS actions,
+         MAX(a.started_at) AS lastStartedAt
+       FROM sessions s LEFT JOIN actions a ON a.session_id = s.id
+       WHERE s.id IN (SELECT value FROM json_each(?))
+       GROUP BY s.id, a.status, a.tier`,
+    ).all(list(ids)) as ActivityRow[];
+    return buildSessionActivity(ids, rows);
+  }
+
   override async health(): Promise<GraphHealth> {
     if (this.closed) throw new ContextGraphClosedError();
     return { store: 'embedded', status: 'ok', backlog: 0 };
@@ -745,6 +764,20 @@ export class SqliteContextGraph extends ContextGraph {
       this.options.outbox === true &&
       this.sql(`SELECT 1 FROM outbox WHERE session_id IN (${FORK_RELATED_SESSIONS}) LIMIT 1`).get(
         sessionId,
+      ) !== undefined
+    );
+  }
+
+  /**
+   * Whether any outbox entry of these sessions themselves is waiting (their fork origins and forks aside): enough
+   * for answers drawn from each session's own records only, such as `sessionActivity`.
+   */
+  outboxHoldsAny(sessionIds: readonly string[]): boolean {
+    return (
+      this.options.outbox === true &&
+      sessionIds.length > 0 &&
+      this.sql('SELECT 1 FROM outbox WHERE session_id IN (SELECT value FROM json_each(?)) LIMIT 1').get(
+        list(sessionIds),
       ) !== undefined
     );
   }

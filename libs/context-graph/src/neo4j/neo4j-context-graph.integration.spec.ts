@@ -329,6 +329,8 @@ describe('Neo4jContextGraph', () => {
     await graph.recordFork({ sessionId: 'f', fromSessionId: 's', forkedAt: at(5), seq: 2 });
     expect(await statements(() => graph.fileLineage('f', 'a.txt'))).toBe(1);
     expect(await statements(() => graph.sessionGraph('f'))).toBe(1);
+    expect(await statements(() => graph.sessionActivity(['s', 'f', 'no-such-session']))).toBe(1);
+    expect(await statements(() => graph.sessionActivity([]))).toBe(0);
   });
 
   it('names the bad setting when it cannot be used: credentials, database, address', async () => {

@@ -14,6 +14,7 @@ import neo4j, {
   type QueryResult,
   type RecordShape,
 } from 'neo4j-driver';
+import { type ActivityRow, buildSessionActivity, distinctSessionIds } from '../context-graph.activity';
 import { checkpointNodeId, checkpointState } from '../context-graph.checkpoints';
 import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
@@ -44,6 +45,7 @@ import type {
   PlanGraphRecord,
   RestoreRecord,
   SandboxRef,
+  SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
 import {
@@ -349,6 +351,18 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
           access: r.access,
         })),
         sessions,
+      );
+    });
+  }
+
+  override sessionActivity(sessionIds: readonly string[]): Promise<Map<string, SessionActivity>> {
+    return this.track(async () => {
+      const ids = distinctSessionIds(sessionIds);
+      if (ids.length === 0) return new Map<string, SessionActivity>();
+      const result = await this.read((tx) => this.run(tx, Q.SESSION_ACTIVITY, { sessionIds: ids }));
+      return buildSessionActivity(
+        ids,
+        result.records.map((r) => r.toObject() as ActivityRow),
       );
     });
   }

@@ -311,6 +311,15 @@ export const LAST_ACTION_SEQ = `
 MATCH (a:Action) WHERE a.sessionId = $sessionId
 RETURN coalesce(max(a.seq), 0) AS seq`;
 
+// Grouped by session, status and tier (the aggregation's grouping keys); a session without actions is one row
+// with null status and tier and a count of 0. Unrecorded ids match no session and give no row.
+export const SESSION_ACTIVITY = `
+UNWIND $sessionIds AS id
+MATCH (s:Session {id: id})
+OPTIONAL MATCH (a:Action) WHERE a.sessionId = s.id
+RETURN s.id AS sessionId, a.status AS status, a.tier AS tier, count(a) AS actions,
+  max(a.startedAt) AS lastStartedAt`;
+
 export const GET_CHECKPOINT = `
 MATCH (c:Checkpoint {id: $id}) WHERE c.sessionId = $sessionId
 RETURN ${checkpointMap('c')} AS checkpoint`;

@@ -317,6 +317,15 @@ describe('ReplicatedContextGraph on Neo4j', () => {
         expect(await f.remote.fileLineage(sid, path)).toStrictEqual(await f.local.fileLineage(sid, path));
       }
     }
+    const ids = [...sessions, 'no-such-session'];
+    expect([...(await f.remote.sessionActivity(ids))]).toStrictEqual([
+      ...(await f.local.sessionActivity(ids)),
+    ]);
+    expect([...(await f.remote.sessionActivity(ids))].map(([id, a]) => [id, a.actions])).toEqual([
+      ['s1', 4],
+      ['s2', 4],
+      ['s3', 2],
+    ]);
     expect((await f.remote.failureContext('s1', 's1-a2', { before: 5 }))?.checkpoint).toStrictEqual({
       id: 'chk_s1',
       createdAt: at(1),
@@ -441,6 +450,7 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     await f.graph.recordActionStarted(start('a', 's'));
     before = neo4jStatements.statementCount();
     expect((await f.graph.getAction('s', 'a'))?.status).toBe('running');
+    expect((await f.graph.sessionActivity(['s'])).get('s')?.byStatus).toEqual({ running: 1 });
     expect(neo4jStatements.statementCount()).toBe(before);
     expect(await f.graph.health()).toMatchObject({ store: 'neo4j', status: 'degraded', backlog: 1 });
 
@@ -449,7 +459,8 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     expect(await f.graph.health()).toEqual({ store: 'neo4j', status: 'ok', backlog: 0 });
     before = neo4jStatements.statementCount();
     expect((await f.graph.getAction('s', 'a'))?.status).toBe('running');
-    expect(neo4jStatements.statementCount() - before).toBe(1);
+    expect((await f.graph.sessionActivity(['s'])).get('s')?.byStatus).toEqual({ running: 1 });
+    expect(neo4jStatements.statementCount() - before).toBe(2);
   });
 });
 

@@ -18,6 +18,7 @@ import type {
   Page,
   PlanGraphRecord,
   RestoreRecord,
+  SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
 import type { SqliteContextGraph } from '../embedded/sqlite-context-graph';
@@ -146,6 +147,11 @@ export class ReplicatedContextGraph extends ContextGraph {
     return this.read(sessionId, (g) => g.fileLineage(sessionId, path));
   }
 
+  /** From Neo4j only when it holds every record of every session asked about (their own records suffice). */
+  override sessionActivity(sessionIds: readonly string[]): Promise<Map<string, SessionActivity>> {
+    return this.readFrom(!this.local.outboxHoldsAny(sessionIds), (g) => g.sessionActivity(sessionIds));
+  }
+
   /** `degraded` while Neo4j cannot be reached, with how many records wait locally. */
   override async health(): Promise<GraphHealth> {
     await this.local.health(); // throws once closed
@@ -189,8 +195,13 @@ export class ReplicatedContextGraph extends ContextGraph {
     return value;
   }
 
-  private async read<T>(sessionId: string, query: (graph: ContextGraph) => Promise<T>): Promise<T> {
-    if (this.forwarder.state().status === 'ok' && !this.local.outboxHolds(sessionId)) {
+  private read<T>(sessionId: string, query: (graph: ContextGraph) => Promise<T>): Promise<T> {
+    return this.readFrom(!this.local.outboxHolds(sessionId), query);
+  }
+
+  /** Neo4j when it is healthy and `current` (it has what the answer draws on), else the local file. */
+  private async readFrom<T>(current: boolean, query: (graph: ContextGraph) => Promise<T>): Promise<T> {
+    if (this.forwarder.state().status === 'ok' && current) {
       try {
         return await query(this.remote);
       } catch (error) {

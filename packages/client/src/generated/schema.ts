@@ -1315,6 +1315,11 @@ export interface components {
         Session: {
             /** @example ses_01j9z3k7m2x4v6b8n0p2r4t6w8 */
             id: string;
+            /**
+             * @description The tenant owning it: `open` without API keys, else `t_` and a hash of its key
+             * @example t_3f9a1c0b7d2e4f68
+             */
+            tenant: string;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -1342,6 +1347,30 @@ export interface components {
                 sessionId: string;
                 checkpointId?: string;
             };
+            activity: components["schemas"]["SessionActivity"];
+        };
+        /** @description What the session has run: its own actions (a fork counts none of its source’s) */
+        SessionActivity: {
+            /** @description Actions of the session, running ones included */
+            actions: number;
+            /** @description How many of its actions have each status; a status none has is absent */
+            byStatus: {
+                running?: number;
+                succeeded?: number;
+                failed?: number;
+                timed_out?: number;
+                denied?: number;
+                error?: number;
+                cancelled?: number;
+                interrupted?: number;
+            };
+            /** @description Where its actions ran (a sandbox tier, the engine for file ops, the browser), each once, in string order; actions refused before routing (tier `none`) add none */
+            tiers: ("subprocess" | "pooled" | "container" | "engine" | "browser")[];
+            /**
+             * Format: date-time
+             * @description When its latest action started; null before any
+             */
+            lastActionAt: string | null;
         };
         /** @description Every session of the caller, unpaginated */
         SessionList: {
