@@ -62,6 +62,7 @@ class NoopContextGraph extends ContextGraph {
   override async recordCheckpointDeleted(): Promise<void> {}
   override async recordRestore(): Promise<void> {}
   override async recordFork(): Promise<void> {}
+  override async recordApprovalDecision(): Promise<void> {}
   override async lastActionSeq(): Promise<number> {
     return 0;
   }

@@ -388,6 +388,21 @@ describe('boot configuration (the built engine as a real process)', () => {
         ],
       });
 
+      // Approvals: a session whose rule asks about every action, one to approve and one to reject. Skills: one added
+      // for the (open) tenant, called as an action. Hooks: none configured, so their lists are empty but real.
+      const asked = `/v1/sessions/${await engine.createSession({ policy: { rules: [{ effect: 'ask', match: {} }] } })}`;
+      const toApprove = await send('POST', `${asked}/actions`, { type: 'file', op: 'list' });
+      const toReject = await send('POST', `${asked}/actions`, { type: 'file', op: 'list' });
+      const skill = {
+        name: 'echo-back',
+        description: 'Answers its input',
+        inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+        outputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+        language: 'python',
+        code: 'def main(input, ctx):\n    return {"text": input["text"]}\n',
+      };
+      const tenantPolicy = '/v1/tenants/open/policy';
+
       type Row = [string, string, string, () => Promise<Answer>, number | number[]];
       const get = (urlPath: string) => () => send('GET', urlPath);
       const post = (urlPath: string, body?: unknown) => () => send('POST', urlPath, body);
@@ -606,6 +621,61 @@ describe('boot configuration (the built engine as a real process)', () => {
         // 503 where a dependency (Docker, Chromium…) is missing: then its 200 cannot be checked here.
         ['readiness', 'GET', '/health/ready', get('/health/ready'), [200, 503]],
         ['metrics', 'GET', '/metrics', get('/metrics'), 200],
+        // Policies, approvals, skills and hooks.
+        ['who calls', 'GET', '/v1/whoami', get('/v1/whoami'), 200],
+        ['session policy', 'GET', `${SESSION}/policy`, get(`${asked}/policy`), 200],
+        ['tenant policy', 'GET', '/v1/tenants/{tenant}/policy', get(tenantPolicy), 200],
+        [
+          'set tenant policy',
+          'PUT',
+          '/v1/tenants/{tenant}/policy',
+          () => send('PUT', tenantPolicy, { rules: [{ effect: 'deny', match: { tool: 'browser_pdf' } }] }),
+          200,
+        ],
+        [
+          'remove tenant policy',
+          'DELETE',
+          '/v1/tenants/{tenant}/policy',
+          () => send('DELETE', tenantPolicy),
+          204,
+        ],
+        ['action awaiting approval', 'POST', ACTIONS, sent(toApprove), 202],
+        ['approvals', 'GET', '/v1/approvals', get('/v1/approvals'), 200],
+        [
+          'approve',
+          'POST',
+          `${ACTION}/approve`,
+          post(`${asked}/actions/${idOf(toApprove)}/approve`, {}),
+          200,
+        ],
+        [
+          'reject',
+          'POST',
+          `${ACTION}/reject`,
+          post(`${asked}/actions/${idOf(toReject)}/reject`, { reason: 'no' }),
+          200,
+        ],
+        [
+          'approve again',
+          'POST',
+          `${ACTION}/approve`,
+          post(`${asked}/actions/${idOf(toApprove)}/approve`),
+          409,
+        ],
+        ['add a skill', 'POST', '/v1/skills', post('/v1/skills', skill), 201],
+        ['skills', 'GET', '/v1/skills', get('/v1/skills'), 200],
+        ['one skill', 'GET', '/v1/skills/{name}', get('/v1/skills/echo-back'), 200],
+        [
+          'skill action',
+          'POST',
+          ACTIONS,
+          () => act({ type: 'skill', name: 'echo-back', input: { text: 'hi' } }),
+          200,
+        ],
+        ['remove a skill', 'DELETE', '/v1/skills/{name}', () => send('DELETE', '/v1/skills/echo-back'), 204],
+        ['hooks', 'GET', '/v1/hooks', get('/v1/hooks'), 200],
+        ['hook deliveries', 'GET', '/v1/hooks/deliveries', get('/v1/hooks/deliveries?limit=10'), 200],
+        ['an action’s hook deliveries', 'GET', `${ACTION}/hooks`, get(`${a}/hooks`), 200],
         ['delete session', 'DELETE', SESSION, () => send('DELETE', `/v1/sessions/${doomed}`), 204],
       ];
       const unexpected: string[] = [];

@@ -235,6 +235,51 @@ describe('the web console', () => {
     await context.close();
   });
 
+  it('shows actions waiting for approval, and approves and rejects them with a reason', async () => {
+    const asked = await engine.createSession({
+      policy: { rules: [{ effect: 'ask', match: { type: 'code' } }] },
+    });
+    const submit = async (code: string) =>
+      (
+        await engine.request('POST', `/v1/sessions/${asked}/actions`, {
+          type: 'code',
+          language: 'python',
+          code,
+        })
+      ).body;
+    const yes = await submit('print("approved in the console")');
+    const no = await submit('print("never")');
+    expect([yes.status, no.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await open(context, `${engine.baseUrl}/console#/approvals`);
+    const item = (id: string) => page.locator(`li[data-action-id="${id}"]`);
+    await item(yes.id).waitFor();
+    await expect(item(no.id).textContent()).resolves.toContain('python needs approval');
+    await shot(page, 'approvals');
+    await item(no.id).getByLabel('Reason (recorded with the decision)').fill('not today');
+    await item(no.id).getByRole('button', { name: 'Reject' }).click();
+    await item(no.id).waitFor({ state: 'detached' });
+    await item(yes.id).getByRole('button', { name: 'Approve' }).click();
+    await item(yes.id).waitFor({ state: 'detached' });
+    await page.getByText('No action is waiting for approval.').waitFor();
+    await context.close();
+
+    const ended = async (id: string) => {
+      for (;;) {
+        const r = (await engine.request('GET', `/v1/sessions/${asked}/actions/${id}`)).body;
+        if (r.status !== 'running' && r.status !== 'awaiting_approval') return r;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    expect(await ended(yes.id)).toMatchObject({ status: 'succeeded', approval: { decision: 'approved' } });
+    expect(await ended(no.id)).toMatchObject({
+      status: 'denied',
+      error: { code: 'APPROVAL_REJECTED' },
+      approval: { decision: 'rejected', reason: 'not today' },
+    });
+  });
+
   it('fits a 390 px wide phone: no sideways scrolling on any view', async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
     const page = await open(context, `${engine.baseUrl}/console`);
@@ -245,6 +290,7 @@ describe('the web console', () => {
       ['failure', `#/sessions/${sid}/actions/${ids.failed}/failure`, '[data-testid="retry-chain"]'],
       ['plan', `#/sessions/${sid}/plans/${ids.plan}`, '[data-testid="plan-steps"]'],
       ['health', '#/health', 'tr[data-tier="subprocess"]'],
+      ['approvals', '#/approvals', '#approvals-title'],
     ]) {
       await page.goto(`${engine.baseUrl}/console${hash}`);
       await page.locator(ready).first().waitFor();

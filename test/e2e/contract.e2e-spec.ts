@@ -253,7 +253,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-contract-data-'));
     requireTools();
     engine = await EngineProcess.start(dataDir, await freePort(), {
-      SWITCHYARD_API_KEYS: apiKey,
+      // An admin's key: it may also set tenants' policies and decide approvals, so those operations are exercised too.
+      SWITCHYARD_ADMIN_KEYS: apiKey,
       SWITCHYARD_POOL_MIN: '0',
       DOCKER_HOST: 'unix:///nonexistent/switchyard-contract/docker.sock',
       SWITCHYARD_BROWSER_ENABLED: 'false',

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BrowserSite } from '../support/browser-site';
@@ -304,5 +304,39 @@ describe('MCP with API keys', () => {
     await engine.stop();
     expect(existsSync(engine.workspaceOf(a.engineSession))).toBe(false);
     await a.client.close();
+  });
+});
+
+describe('MCP: skills and policies', () => {
+  let engine: EngineHarness;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-mcp-policy-'));
+    const policy = path.join(dir, 'policy.json');
+    writeFileSync(policy, JSON.stringify({ rules: [{ effect: 'deny', match: { type: 'browser' } }] }));
+    engine = await EngineHarness.start({
+      SWITCHYARD_POLICY_FILE: policy,
+      SWITCHYARD_SKILLS_DIR: path.join(__dirname, '..', '..', 'examples', 'skills'),
+    });
+  });
+  afterAll(async () => {
+    await engine.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists the skills beside the built-in tools, leaves out what the policy denies, and calls a skill', async () => {
+    const c = await connect(engine);
+    const names = (await c.client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['bash', 'read', 'word-count', 'file-report']));
+    expect(names.filter((n) => n.startsWith('browser_'))).toEqual([]);
+    expect((await call(c, 'write', { path: 'n.txt', content: 'a b c\n' })).isError).toBe(false);
+    const counted = await call(c, 'word-count', { path: 'n.txt' });
+    expect(counted.isError).toBe(false);
+    expect(JSON.parse(text(counted))).toEqual({ skill: 'word-count', value: { lines: 1, words: 3 } });
+    const refused = await call(c, 'browser_navigate', { url: 'https://example.org/' });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain('browser_navigate is blocked by the engine policy');
+    await c.client.close();
   });
 });

@@ -95,8 +95,8 @@ export class EngineProcess {
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
   }
 
-  async createSession(): Promise<string> {
-    const res = await this.request<{ id: string }>('POST', '/v1/sessions', {});
+  async createSession(body: Record<string, unknown> = {}): Promise<string> {
+    const res = await this.request<{ id: string }>('POST', '/v1/sessions', body);
     if (res.status !== 201) throw new Error(`session create failed: ${res.status}`);
     return res.body.id;
   }

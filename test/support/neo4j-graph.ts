@@ -80,12 +80,16 @@ export async function compareStores(
        CALL (s) { MATCH (s)-[r]->() RETURN count(r) AS fromSession }
        CALL (s) { MATCH (a:Action {sessionId: s.id})-[r]->() RETURN count(r) AS fromActions }
        CALL (s) { MATCH (c:Checkpoint {sessionId: s.id})-[r]->() RETURN count(r) AS fromCheckpoints }
+       CALL (s) { MATCH (s)-[:HAS_PLAN]->(:Plan)-[:HAS_STEP]->(st:Step) RETURN count(DISTINCT st) AS steps }
+       CALL (s) { MATCH (s)-[:HAS_PLAN]->(p:Plan)-[r]->() RETURN count(r) AS fromPlans }
+       CALL (s) { MATCH (s)-[:HAS_PLAN]->(:Plan)-[:HAS_STEP]->(st:Step)-[r]->() RETURN count(r) AS fromSteps }
        CALL (s) { MATCH (:Session)-[r:FORKED_FROM]->(s) RETURN count(r) AS forksIn }
        CALL (s) { MATCH (n) WHERE n.sessionId = s.id RETURN count(n) AS owned }
        CALL (s) {
          MATCH (o:Session) WHERE (s)-[:FORKED_FROM]->(o) OR (o)-[:FORKED_FROM]->(s) RETURN count(o) AS linked
        }
-       RETURN owned + 1 + linked AS nodes, fromSession + fromActions + fromCheckpoints + forksIn AS edges`,
+       RETURN owned + steps + 1 + linked AS nodes,
+         fromSession + fromActions + fromCheckpoints + fromPlans + fromSteps + forksIn AS edges`,
       { sid },
       { database: 'neo4j' },
     );

@@ -14,6 +14,10 @@ would only report the document's limits. These hooks keep Schemathesis to reques
 - workspace paths (`path`, `to`, `cwd`) are relative, stay inside the workspace, and hold no backslash, percent
   sign, control, format or other invisible character (the path guard's rules, stated in the README; OpenAPI 3.0
   patterns cannot name Unicode categories);
+- policy patterns are plain strings or globs: a `/regex/` pattern must compile (and not nest quantifiers) and a
+  `>=level` risk pattern must name a level, rules of a string's content the schema leaves to the README;
+- a skill's `inputSchema` and `outputSchema` are JSON Schemas (a meta-schema OpenAPI 3.0 cannot refer to): before a
+  skill is sent, what was generated in them is kept to their `type`;
 - an `Idempotency-Key` is not reused for another request: a valid key gets a unique suffix (its reuse with another
   body is the documented 422, which a generator picking short random keys would hit by chance).
 `filter_case` applies in every phase (coverage included). Everything else is sent as generated, except that waits
@@ -123,6 +127,36 @@ def _path_refused(text):
     return False
 
 
+def _policy_refused(policy):
+    """A policy whose patterns the engine reads specially: `/regex/` and `>=level` (checked by rules of their own)."""
+    rules = policy.get("rules") if isinstance(policy, dict) else None
+    for rule in rules if isinstance(rules, list) else []:
+        match = rule.get("match") if isinstance(rule, dict) else None
+        for patterns in (match or {}).values() if isinstance(match, dict) else []:
+            for pattern in patterns if isinstance(patterns, list) else [patterns]:
+                if isinstance(pattern, str) and (re.match(r"^/.*/i?$", pattern, re.S) or pattern.startswith(">=")):
+                    return True
+    return False
+
+
+SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+def _plain_schemas(body):
+    """A skill's schemas, generated as free-form objects, kept to what a JSON Schema surely is: the input schema's
+    `type` as generated (the document's one rule for it), the output schema's when it names a JSON type; anything
+    else generated in them (keys that JSON Schema gives meanings the document cannot state) is dropped."""
+    if not isinstance(body, dict):
+        return
+    schema = body.get("inputSchema")
+    if isinstance(schema, dict):
+        body["inputSchema"] = {"type": schema["type"]} if "type" in schema else {}
+    schema = body.get("outputSchema")
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        body["outputSchema"] = {"type": kind} if isinstance(kind, str) and kind in SCHEMA_TYPES else {}
+
+
 def _breaks_a_named_rule(value):
     """An `env` or a workspace path anywhere in a body that the engine refuses by a rule the schema cannot state."""
     if isinstance(value, list):
@@ -155,6 +189,9 @@ def filter_case(ctx, case):
         body = case.body if isinstance(case.body, dict) else {}
         if not _is_dag(body.get("steps")):
             return False
+    body = case.body if isinstance(case.body, dict) else {}
+    if _policy_refused(body.get("policy")) or (path.endswith("/policy") and _policy_refused(body)):
+        return False
     return True
 
 
@@ -184,6 +221,8 @@ def _int(value):
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
     _shorter_waits(case.body, case.operation.path)
+    if case.operation.path == "/v1/skills" and case.method.upper() == "POST":
+        _plain_schemas(case.body)
     headers = case.headers
     key = headers.get("Idempotency-Key") if headers else None
     if isinstance(key, str) and IDEMPOTENCY_KEY.match(key):

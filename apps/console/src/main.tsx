@@ -7,6 +7,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { Health } from '../../../packages/client/src/types';
 import { client, describeError, storedKey, storeKey } from './api';
 import { href, parseRoute, type Route } from './route';
+import { ApprovalsView } from './views/approvals';
 import { FailureView } from './views/failure';
 import { FileView } from './views/file';
 import { GraphPanel } from './views/graph';
@@ -88,6 +89,12 @@ function App() {
               </a>
             </>
           )}
+          <a
+            href={href({ view: 'approvals' })}
+            aria-current={route.view === 'approvals' ? 'page' : undefined}
+          >
+            Approvals
+          </a>
           <a href={href({ view: 'health' })} aria-current={route.view === 'health' ? 'page' : undefined}>
             Health
           </a>
@@ -119,6 +126,8 @@ function View({ route }: { route: Route }) {
       return <SessionsView />;
     case 'health':
       return <HealthView />;
+    case 'approvals':
+      return <ApprovalsView />;
     case 'timeline':
       return <TimelineView sessionId={route.sessionId} openActionId={route.actionId} />;
     case 'graph':

@@ -4,6 +4,7 @@ describe('console routes', () => {
   const routes: Route[] = [
     { view: 'sessions' },
     { view: 'health' },
+    { view: 'approvals' },
     { view: 'timeline', sessionId: 'ses_1' },
     { view: 'timeline', sessionId: 'ses_1', actionId: 'act_2' },
     { view: 'graph', sessionId: 'ses_1' },

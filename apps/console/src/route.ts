@@ -2,6 +2,7 @@
 export type Route =
   | { view: 'sessions' }
   | { view: 'health' }
+  | { view: 'approvals' }
   | { view: 'timeline'; sessionId: string; actionId?: string }
   | { view: 'graph'; sessionId: string }
   | { view: 'failure'; sessionId: string; actionId: string }
@@ -13,6 +14,7 @@ export function parseRoute(hash: string): Route {
   const parts = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(queryPart);
   if (parts[0] === 'health') return { view: 'health' };
+  if (parts[0] === 'approvals') return { view: 'approvals' };
   if (parts[0] !== 'sessions' || !parts[1]) return { view: 'sessions' };
   const sessionId = parts[1];
   switch (parts[2]) {
@@ -38,6 +40,8 @@ export function href(route: Route): string {
       return '#/sessions';
     case 'health':
       return '#/health';
+    case 'approvals':
+      return '#/approvals';
     case 'timeline':
       return `#/sessions/${seg(route.sessionId)}${route.actionId ? `/actions/${seg(route.actionId)}` : ''}`;
     case 'graph':

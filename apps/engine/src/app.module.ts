@@ -29,6 +29,8 @@ import { AuthModule } from './http/auth.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlansModule } from './plans/plans.module';
+import { PolicyApiModule } from './policies/policy-api.module';
+import { SkillsModule } from './skills/skills.module';
 import { RedactionModule } from './redaction/redaction.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { StorageModule } from './storage/storage.module';
@@ -181,6 +183,8 @@ export class AppModule {
         KernelsModule,
         ToolsModule,
         McpModule,
+        PolicyApiModule,
+        SkillsModule,
         GraphModule,
         HealthModule,
         MetricsModule,

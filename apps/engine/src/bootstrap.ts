@@ -80,7 +80,7 @@ export async function createEngineApp(
     if (availability.available) log.log({ msg: 'tier available', tier });
     else log.warn({ msg: 'tier unavailable: its actions will be denied', tier, reason: availability.reason });
   }
-  if (config.apiKeys.length === 0) {
+  if (config.apiKeys.length === 0 && config.policy.adminKeys.length === 0) {
     log.warn(
       '!!! SWITCHYARD_API_KEYS is not set: the API is OPEN to anyone who can reach ' +
         `${config.host}:${config.port}. Set SWITCHYARD_API_KEYS before exposing it. !!!`,

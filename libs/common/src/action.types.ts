@@ -2,6 +2,11 @@
 
 export const ACTION_STATUSES = [
   'running',
+  /**
+   * Held before it runs: a policy rule asked a person to decide. Approved, it becomes `running`; rejected or
+   * expired, it ends `denied`.
+   */
+  'awaiting_approval',
   'succeeded',
   'failed',
   'timed_out',
@@ -12,10 +17,11 @@ export const ACTION_STATUSES = [
   'interrupted',
 ] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
-/** Statuses an action can end in (everything but `running`). */
-export type FinalActionStatus = Exclude<ActionStatus, 'running'>;
+/** Statuses an action can end in (everything but `running` and `awaiting_approval`). */
+export type FinalActionStatus = Exclude<ActionStatus, 'running' | 'awaiting_approval'>;
 
-export const ACTION_TYPES = ['code', 'file', 'browser', 'process', 'kernel'] as const;
+/** What an action does; a `skill` is a tool made of other tools (the actions it calls record it as their caller). */
+export const ACTION_TYPES = ['code', 'file', 'browser', 'process', 'kernel', 'skill'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 
 /** Why the engine itself (not the user's code) failed an action. */
@@ -116,6 +122,8 @@ export interface ActionResult {
   checkpoint?: { id: string; createdAt: string };
   /** The checkpoint it put the workspace back to before it ran (a retry with `restore: true`), and how. */
   restored?: RestoredCheckpoint;
+  /** What before-action hooks noted on it (their `annotations`), by hook name. */
+  annotations?: Record<string, unknown>;
 }
 
 /** A restore of the workspace to a checkpoint: entries written back, removed and kept as they were. */

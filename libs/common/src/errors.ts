@@ -5,6 +5,8 @@
 export type ErrorKind =
   | 'invalid_input'
   | 'not_found'
+  /** Authenticated, but not allowed to do this (an admin-only operation, an approval by a non-approver). */
+  | 'forbidden'
   | 'conflict'
   /** Well-formed, but cannot be processed as sent (an idempotency key reused with another body). */
   | 'unprocessable'
@@ -45,6 +47,17 @@ export class InvalidInputError extends SwitchyardError {
 
   get field(): string {
     return this.details.field as string;
+  }
+}
+
+/** The caller may not do this; the message says who may. */
+export class ForbiddenError extends SwitchyardError {
+  readonly code: string;
+  readonly kind = 'forbidden' as const;
+
+  constructor(message: string, code = 'FORBIDDEN', details: Record<string, unknown> = {}) {
+    super(message, details);
+    this.code = code;
   }
 }
 

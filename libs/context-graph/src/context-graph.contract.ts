@@ -7,6 +7,7 @@ import {
 } from './context-graph.errors';
 import { at, completion, edgeSet, listAll, session, start, uid } from './context-graph-records.contract';
 import { describeActivityContract } from './context-graph-activity.contract';
+import { describeApprovalContract } from './context-graph-approvals.contract';
 import { describeCheckpointContract } from './context-graph-checkpoints.contract';
 import { describeStatefulContract } from './context-graph-stateful.contract';
 import type { ContextGraph } from './context-graph.port';
@@ -1010,6 +1011,7 @@ export function describeContextGraphContract(
     describeStatefulContract(context);
     describeCheckpointContract(context);
     describeActivityContract(context);
+    describeApprovalContract(context);
 
     describe('recovery and lifecycle', () => {
       it('markRunningInterrupted ends only running actions, and returns how many', async () => {

@@ -25,6 +25,25 @@ export class ActionAlreadyCompletedError extends SwitchyardError {
   }
 }
 
+/**
+ * An approval decision named an action with nothing to decide: it waits for no approval (none was asked for, or
+ * it has ended), or its approval was decided already (the first decision is the audit trail and is never
+ * overwritten).
+ */
+export class ApprovalNotPendingError extends SwitchyardError {
+  readonly code = 'APPROVAL_NOT_PENDING';
+  readonly kind = 'conflict' as const;
+
+  constructor(actionId: string, status: string, decision?: string) {
+    super(
+      decision === undefined
+        ? `action ${actionId} has no approval pending (status ${status})`
+        : `the approval of action ${actionId} was already decided: ${decision}`,
+      decision === undefined ? { actionId, status } : { actionId, status, decision },
+    );
+  }
+}
+
 /** An action was started in (or `endSession` named) a session that was never recorded. */
 export class SessionNotRecordedError extends SwitchyardError {
   readonly code = 'SESSION_NOT_RECORDED';

@@ -2,6 +2,7 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  ApprovalDecision,
   CheckpointRecord,
   CheckpointState,
   FailureContext,
@@ -27,9 +28,17 @@ import type {
  * - `recordActionStarted` creates the `Action` node with status `running`, a `HAS_ACTION` edge from the
  *   session and a `NEXT` edge from the session's previous action; actions get a per-session `seq`
  *   (1, 2, …) in the order their starts were recorded.
+ * - `approval` on a start records the action `awaiting_approval` instead, with a `HAS_APPROVAL` edge (no
+ *   properties) to an `Approval` node (id `approval:<actionId>`, properties `actionId`, `rule`, `layer`,
+ *   `reasons` (JSON text), `requestedAt`, `expiresAt`, and once decided `decision`, `decidedAt`, `decidedBy`,
+ *   `reason` as far as set). `recordApprovalDecision` records the decision on it: `approved` makes the action
+ *   `running`; `rejected` and `expired` leave it `awaiting_approval` until the engine completes it (`denied`).
+ *   The record then carries it as `approval` (request and decision).
  * - `recordActionCompleted` sets the final fields and adds `READ`/`WROTE` edges to `File` nodes
  *   (one `File` node per session and path, id `file:<sessionId>:<path>`).
  * - `RETRY_OF` goes from the retry to the original when `retryOf` is set, with `{reason}` when `retryReason` is.
+ * - `CALLED_BY` goes from an action to the action of its session that called it when `calledBy` is set (a
+ *   skill calling tools), with `{depth}`; the record carries it as `calledBy`, a summary as the caller's id.
  * - `sandbox` on completion adds a `RAN_IN` edge to a `Sandbox` node (id `sandbox:<containerId>`, one per
  *   container, so a pooled container collects every action of its session).
  * - `kernel` on completion adds a `RAN_IN` edge with properties `{executionCount, started}` to a `Kernel` node
@@ -49,8 +58,8 @@ import type {
  *   `deleteReason` on it. `recordRestore` adds a `RESTORED` edge `{restoredAt, planId?}` from the restoring action
  *   (else the session) to the checkpoint. `recordFork` adds a `FORKED_FROM` edge `{forkedAt, seq, checkpointId?}`
  *   from the new session to its source; the new session's file lineage then begins with the source's.
- * - Node ids: the session id, the action id, the file id, the sandbox, kernel, process and checkpoint ids, the
- *   plan id and the step id above.
+ * - Node ids: the session id, the action id, the file id, the sandbox, kernel, process, approval and checkpoint
+ *   ids, the plan id and the step id above.
  * - Every query answers the same on every adapter (same values, same order); on a remote store each query is
  *   one round trip.
  */
@@ -61,12 +70,20 @@ export abstract class ContextGraph {
   abstract recordSession(session: SessionRecord): Promise<void>;
 
   /**
-   * Throws `SessionNotRecordedError` for an unknown session, `ActionNotRecordedError` when `retryOf` is
-   * not an action of the same session.
+   * Throws `SessionNotRecordedError` for an unknown session, `ActionNotRecordedError` when `retryOf` or
+   * `calledBy.actionId` is not an action of the same session.
    */
   abstract recordActionStarted(action: ActionStart): Promise<void>;
 
   /**
+   * Records the decision on an action's approval (see above); the action must be `awaiting_approval` with no
+   * decision yet. Throws `ActionNotRecordedError` when the action was never started, `ApprovalNotPendingError`
+   * when it has no approval, its approval was decided already, or it has ended.
+   */
+  abstract recordApprovalDecision(actionId: string, decision: ApprovalDecision): Promise<void>;
+
+  /**
+   * Ends an action that is `running` or `awaiting_approval` (a rejected or expired approval ends `denied`).
    * Throws `ActionNotRecordedError` when the action was never started, `ActionAlreadyCompletedError` when it
    * has already ended (including `interrupted`).
    */
@@ -132,25 +149,27 @@ export abstract class ContextGraph {
 
   /**
    * Session node, then actions by `seq`, files by path, sandboxes by id, kernels by id, processes by id,
-   * checkpoints by `createdAt` then id, plans by `createdAt` then id, steps by plan, step id and version, and
-   * last the other sessions of `FORKED_FROM` edges (the source, then the sessions forked from this one by
-   * `forkedAt` then id). Edges grouped by type: `HAS_ACTION`, `NEXT`, `READ`/`WROTE`, `RETRY_OF`, `RAN_IN`,
-   * `STARTED`, each group by the action's `seq` — `RAN_IN` to sandboxes and kernels together, by `seq` then
-   * target node id; then `HAS_CHECKPOINT` and `BEFORE`, each by the checkpoint's `createdAt` then id; `RESTORED`
-   * by `restoredAt`, then checkpoint id, then the node it starts at; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`,
-   * `ATTEMPT`, `REPLACES`, each by plan and step; last `FORKED_FROM`, this session's to its source first, then
-   * those of its forks in their node order. Empty for an unknown session. `filter` narrows it (see
-   * {@link GraphFilter}): checkpoints, plans and forks stay, `BEFORE` and an action's `RESTORED` only for
-   * included actions. Throws `InvalidInputError` (field `since`, `types`, `status` or `limit`) for a filter that
-   * cannot be applied.
+   * approvals by their action's `seq`, checkpoints by `createdAt` then id, plans by `createdAt` then id, steps by
+   * plan, step id and version, and last the other sessions of `FORKED_FROM` edges (the source, then the sessions
+   * forked from this one by `forkedAt` then id). Edges grouped by type: `HAS_ACTION`, `NEXT`, `READ`/`WROTE`,
+   * `RETRY_OF`, `CALLED_BY`, `RAN_IN`, `STARTED`, `HAS_APPROVAL`, each group by the action's `seq` (the callee's
+   * for `CALLED_BY`) — `RAN_IN` to sandboxes and kernels together, by `seq` then target node id; then
+   * `HAS_CHECKPOINT` and `BEFORE`, each by the checkpoint's `createdAt` then id; `RESTORED` by `restoredAt`, then
+   * checkpoint id, then the node it starts at; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`, `REPLACES`,
+   * each by plan and step; last `FORKED_FROM`, this session's to its source first, then those of its forks in
+   * their node order. Empty for an unknown session. `filter` narrows it (see {@link GraphFilter}): checkpoints,
+   * plans and forks stay, an approval only with its action, `CALLED_BY` only when both actions are included,
+   * `BEFORE` and an action's `RESTORED` only for included actions. Throws `InvalidInputError` (field `since`,
+   * `types`, `status` or `limit`) for a filter that cannot be applied.
    */
   abstract sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView>;
 
   /**
    * The failure context of one action (see {@link FailureContext}), including the kernel it ran in (`null`
-   * outside kernels; `started: true` when its state was fresh) and the checkpoint a retry with `restore: true`
-   * would restore (`null` when none); `undefined` when the session has no such action. Throws
-   * `InvalidInputError` (field `before`) unless `before` is an integer 0–100.
+   * outside kernels; `started: true` when its state was fresh), the checkpoint a retry with `restore: true`
+   * would restore (`null` when none), its callers up to the top-level action and the actions it called, and its
+   * approval (`null` when none); `undefined` when the session has no such action. Throws `InvalidInputError`
+   * (field `before`) unless `before` is an integer 0–100.
    */
   abstract failureContext(
     sessionId: string,
@@ -176,7 +195,10 @@ export abstract class ContextGraph {
   /** The store's state; cheap enough to call on every read (remote checks are cached briefly). */
   abstract health(): Promise<GraphHealth>;
 
-  /** Marks actions left `running` by a crash as `interrupted`; returns how many. */
+  /**
+   * Marks actions left `running` or `awaiting_approval` by a crash as `interrupted` (an approval left undecided
+   * keeps no decision); returns how many.
+   */
   abstract markRunningInterrupted(endedAt: string): Promise<number>;
 
   /**

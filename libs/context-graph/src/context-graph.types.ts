@@ -5,6 +5,7 @@ import type {
   ActionTier,
   ActionType,
   FileTouch,
+  FinalActionStatus,
   RiskAssessment,
 } from '@switchyard/common';
 
@@ -35,6 +36,46 @@ export interface ActionStart {
   retryOf?: string;
   /** Why it is retried, kept as the `reason` property of the `RETRY_OF` edge. */
   retryReason?: string;
+  /**
+   * A policy rule holds it for a person's decision: it is recorded `awaiting_approval` (not `running`), with an
+   * `Approval` node (`HAS_APPROVAL` from the action).
+   */
+  approval?: ApprovalRequest;
+  /** The action of the same session that called it (a skill's `ctx.call`): a `CALLED_BY` edge to it. */
+  calledBy?: CallerRef;
+}
+
+/** Why an action waits for a decision: the policy rule that asked, and until when. */
+export interface ApprovalRequest {
+  /** The rule as written (JSON text) and the policy layer it came from: engine, tenant, session or plan. */
+  rule: string;
+  layer: string;
+  /** Why it asks, for the person deciding (the rule's words, the action's risk reasons). */
+  reasons: string[];
+  /** ISO 8601. */
+  requestedAt: string;
+  /** ISO 8601. */
+  expiresAt: string;
+}
+
+/** What became of an approval request; the first decision is the one kept. */
+export interface ApprovalDecision {
+  decision: 'approved' | 'rejected' | 'expired';
+  /** ISO 8601. */
+  decidedAt: string;
+  /** Who decided (an opaque principal string such as `admin:3f2a…`); absent for `expired`. */
+  decidedBy?: string;
+  reason?: string;
+}
+
+/** An approval as recorded: the request, and its decision once made (absent, not null, until then). */
+export type ApprovalRecord = ApprovalRequest & Partial<ApprovalDecision>;
+
+/** The action that called another one: a `CALLED_BY` edge from the callee, with property `depth`. */
+export interface CallerRef {
+  actionId: string;
+  /** How deep the callee sits: 1 when called by a top-level action, one more for each call further down. */
+  depth: number;
 }
 
 /** The container an action ran in (container tiers only). One `Sandbox` node per container. */
@@ -77,7 +118,7 @@ export interface ProcessGraphRef {
 
 /** What is known when it ends. `result` is the full envelope returned to the caller. */
 export interface ActionCompletion {
-  status: Exclude<ActionStatus, 'running'>;
+  status: FinalActionStatus;
   endedAt: string;
   durationMs: number;
   tier: ActionTier;
@@ -121,6 +162,10 @@ export interface ActionRecord {
   kernel?: KernelRunRef;
   /** The background process it started, as recorded on completion. */
   startedProcess?: ProcessGraphRef;
+  /** Its approval as recorded: the request, and the decision once made. */
+  approval?: ApprovalRecord;
+  /** The action that called it, and how deep. */
+  calledBy?: CallerRef;
   /**
    * The checkpoint taken just before it (a `BEFORE` edge to it); absent when none. Should several name it, the
    * latest (by `createdAt`, then id) is the one that holds the workspace as the action found it.
@@ -137,7 +182,7 @@ export type ActivityTier = Exclude<ActionTier, 'none'>;
 
 /**
  * What a session has run, in short (for lists of sessions): counted over every action recorded in it, running ones
- * included. A forked session counts its own actions only.
+ * and those awaiting approval included. A forked session counts its own actions only.
  */
 export interface SessionActivity {
   /** Actions recorded in the session. */
@@ -233,15 +278,26 @@ export interface ListActionsQuery {
 }
 
 export type GraphNodeLabel =
-  'Session' | 'Action' | 'File' | 'Sandbox' | 'Kernel' | 'Process' | 'Checkpoint' | 'Plan' | 'Step';
+  | 'Session'
+  | 'Action'
+  | 'File'
+  | 'Sandbox'
+  | 'Kernel'
+  | 'Process'
+  | 'Approval'
+  | 'Checkpoint'
+  | 'Plan'
+  | 'Step';
 export type GraphEdgeType =
   | 'HAS_ACTION'
   | 'NEXT'
   | 'READ'
   | 'WROTE'
   | 'RETRY_OF'
+  | 'CALLED_BY'
   | 'RAN_IN'
   | 'STARTED'
+  | 'HAS_APPROVAL'
   | 'HAS_CHECKPOINT'
   | 'BEFORE'
   | 'RESTORED'
@@ -313,9 +369,10 @@ export interface GraphView {
 /**
  * Narrows `sessionGraph` to a compact picture of a long session. The Session node is always included, and so
  * are the session's checkpoints, its plans and their steps, and the sessions it was forked from or into (the
- * filter narrows actions only); files, sandboxes, kernels and processes are those of the included actions, and
- * an edge is kept only when both its ends are included (so `NEXT` links only consecutive included actions,
- * `ATTEMPT` only reaches included actions, and `BEFORE` and an action's `RESTORED` only leave included ones).
+ * filter narrows actions only); files, sandboxes, kernels, processes and approvals are those of the included
+ * actions, and an edge is kept only when both its ends are included (so `NEXT` links only consecutive included
+ * actions, `CALLED_BY` only a callee and a caller both included, `ATTEMPT` only reaches included actions, and
+ * `BEFORE` and an action's `RESTORED` only leave included ones).
  */
 export interface GraphFilter {
   /** Only actions started at or after this instant (ISO 8601, compared as an instant). */
@@ -345,6 +402,8 @@ export interface ActionSummary {
   error?: ActionError;
   retryOf?: string;
   retryReason?: string;
+  /** The id of the action that called it. */
+  calledBy?: string;
 }
 
 /** One action of a retry chain, and where it stands relative to the action asked about. */
@@ -387,6 +446,15 @@ export interface FailureContext {
    * one keeps its `deletedAt`: it cannot be restored, so the action cannot be undone that way.
    */
   checkpoint: CheckpointRef | null;
+  /**
+   * Who called it (`CALLED_BY` paths): its direct caller, that one's caller, … up to the top-level action
+   * (nearest first); empty when it was not called by another action.
+   */
+  callers: ActionSummary[];
+  /** The actions it called directly (a skill's tools), by `seq`. */
+  calls: ActionSummary[];
+  /** Its approval as recorded (request and decision); `null` when no policy rule asked for one. */
+  approval: ApprovalRecord | null;
 }
 
 export interface FailureContextQuery {

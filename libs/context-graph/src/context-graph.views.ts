@@ -1,17 +1,11 @@
-import {
-  ACTION_STATUSES,
-  ACTION_TYPES,
-  type ActionError,
-  type FileTouch,
-  InvalidInputError,
-} from '@switchyard/common';
+import { type ActionError, type FileTouch, InvalidInputError } from '@switchyard/common';
+import { approvalGraph, callContext } from './context-graph.approvals';
 import {
   type CheckpointGraphInput,
   checkpointGraph,
   NO_CHECKPOINTS,
   restorableCheckpoint,
 } from './context-graph.checkpoints';
-import { assertLimit } from './context-graph.cursor';
 import type {
   ActionRecord,
   ActionSummary,
@@ -22,7 +16,6 @@ import type {
   FileLineage,
   FileLineageEntry,
   GraphEdge,
-  GraphFilter,
   GraphNode,
   GraphView,
   PlanGraphRecord,
@@ -196,6 +189,7 @@ export function summarize(a: ActionRecord): ActionSummary {
     error: a.error,
     retryOf: a.retryOf,
     retryReason: a.retryReason,
+    calledBy: a.calledBy?.actionId,
   });
 }
 
@@ -204,10 +198,11 @@ export type SessionCheckpoints = CheckpointGraphInput<SessionState>;
 
 /**
  * The graph view of a session and the given actions (in `seq` order, already filtered). Files, sandboxes,
- * kernels and processes come from the actions' touches, `sandbox`, `kernel` and `startedProcess`; edges whose
- * far end is not in the view are left out. A kernel or process met twice keeps its first action's values (the
- * stores keep one node per id, written by its first action). Checkpoints and forks are laid out by
- * `checkpointGraph`; the sessions at the far end of `FORKED_FROM` edges come last.
+ * kernels, processes and approvals come from the actions' touches, `sandbox`, `kernel`, `startedProcess` and
+ * `approval`; edges whose far end is not in the view are left out. A kernel or process met twice keeps its
+ * first action's values (the stores keep one node per id, written by its first action). Approvals and calls are
+ * laid out by `approvalGraph`, checkpoints and forks by `checkpointGraph`; the sessions at the far end of
+ * `FORKED_FROM` edges come last.
  */
 export function buildGraphView(
   session: SessionState,
@@ -243,6 +238,7 @@ export function buildGraphView(
   const included = new Set(actions.map((a) => a.id));
   const seqOf = new Map(actions.map((a) => [a.id, a.seq]));
   const saved = checkpointGraph(session.id, included, checkpoints);
+  const approvals = approvalGraph(actions);
   const plans = sortPlans(storedPlans);
   const steps = plans.flatMap((p) => p.steps.map((s) => ({ plan: p, step: s })));
   const edge = (
@@ -260,6 +256,7 @@ export function buildGraphView(
     ...[...sandboxes.values()].sort((a, b) => byString(a.id, b.id)),
     ...[...kernels.values()].sort((a, b) => byString(a.id, b.id)),
     ...[...processes.values()].sort((a, b) => byString(a.id, b.id)),
+    ...approvals.nodes,
     ...saved.nodes,
     ...plans.map((p): GraphNode => ({ id: p.id, label: 'Plan', properties: planNodeProperties(p) })),
     ...steps.map(({ step }): GraphNode => ({
@@ -286,6 +283,7 @@ export function buildGraphView(
         ? [edge(a.id, a.retryOf, 'RETRY_OF', compact({ reason: a.retryReason }))]
         : [],
     ),
+    ...approvals.callEdges,
     // RAN_IN by the action's seq, then by target id (an action may run in a kernel inside a container).
     ...actions.flatMap((a) =>
       [
@@ -303,6 +301,7 @@ export function buildGraphView(
     ...actions.flatMap((a) =>
       a.startedProcess ? [edge(a.id, processNodeId(a.startedProcess.id), 'STARTED')] : [],
     ),
+    ...approvals.approvalEdges,
     ...saved.edges,
     ...plans.map((p) => edge(session.id, p.id, 'HAS_PLAN')),
     ...steps.map(({ plan, step }) => edge(plan.id, step.id, 'HAS_STEP')),
@@ -323,73 +322,6 @@ export function buildGraphView(
   return { nodes, edges };
 }
 
-/** A filter checked and normalised (`since` as `toISOString()`, so stores compare it as text). */
-export interface CheckedGraphFilter {
-  since?: string;
-  types?: string[];
-  status?: string[];
-  limit?: number;
-}
-
-// A date, or a date-time as ISO 8601 and RFC 3339 write it (`t`/`z` in either case, a leap second's `:60`).
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}([Tt]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})?)?$/;
-
-/** Milliseconds of an ISO instant; NaN when it is none. A leap second counts as the one before it. */
-function instantMs(text: string): number {
-  if (!ISO_INSTANT.test(text)) return NaN;
-  return Date.parse(text.replace(/^(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}):60/, '$1:59'));
-}
-
-/** Validates a `GraphFilter`; `undefined` when it filters nothing. */
-export function checkGraphFilter(filter: GraphFilter | undefined): CheckedGraphFilter | undefined {
-  if (!filter) return undefined;
-  const out: CheckedGraphFilter = {};
-  if (filter.since !== undefined) {
-    const ms = instantMs(filter.since);
-    if (Number.isNaN(ms)) {
-      throw new InvalidInputError('since', 'since must be an ISO 8601 date-time', 'INVALID_SINCE', {
-        since: filter.since,
-      });
-    }
-    out.since = new Date(ms).toISOString();
-  }
-  const members = (
-    field: 'types' | 'status',
-    values: readonly string[] | undefined,
-    allowed: readonly string[],
-  ) => {
-    if (values === undefined) return undefined;
-    const bad = values.filter((v) => !allowed.includes(v));
-    if (bad.length > 0 || values.length === 0) {
-      throw new InvalidInputError(
-        field,
-        `${field} must be a non-empty list of: ${allowed.join(', ')}`,
-        'INVALID_FILTER',
-        {
-          [field]: values,
-        },
-      );
-    }
-    return [...new Set(values)];
-  };
-  out.types = members('types', filter.types, ACTION_TYPES);
-  out.status = members('status', filter.status, ACTION_STATUSES);
-  if (filter.limit !== undefined) {
-    assertLimit(filter.limit);
-    out.limit = filter.limit;
-  }
-  return compact(out);
-}
-
-/** Whether an action passes a checked filter's predicates (`limit` is applied by the caller). */
-export function matchesFilter(a: ActionRecord, f: CheckedGraphFilter): boolean {
-  return (
-    (f.since === undefined || a.startedAt >= f.since) &&
-    (f.types === undefined || f.types.includes(a.type)) &&
-    (f.status === undefined || f.status.includes(a.status))
-  );
-}
-
 export function assertFailureContextQuery(query: FailureContextQuery): void {
   const n = query.before;
   if (!Number.isInteger(n) || n < 0 || n > MAX_FAILURE_CONTEXT_BEFORE) {
@@ -404,8 +336,9 @@ export function assertFailureContextQuery(query: FailureContextQuery): void {
 
 /**
  * Assembles a failure context from the action, its RETRY_OF ancestors and descendants and the actions before
- * it (any order), the latest earlier writer of each path it touched, and the checkpoints taken before its
- * ancestors (by action id; the action's own is on its record).
+ * it (any order), the latest earlier writer of each path it touched, the checkpoints taken before its
+ * ancestors (by action id; the action's own is on its record), and its callers up the CALLED_BY chain and the
+ * actions it called (any order).
  */
 export function buildFailureContext(
   action: ActionRecord,
@@ -415,6 +348,8 @@ export function buildFailureContext(
   lastWriters: ReadonlyMap<string, ActionSummary>,
   planSteps: PlanStepRef[] = [],
   ancestorCheckpoints: ReadonlyMap<string, CheckpointRef> = new Map(),
+  callers: ActionSummary[] = [],
+  calls: ActionSummary[] = [],
 ): FailureContext {
   const bySeq = (a: ActionSummary, b: ActionSummary): number => a.seq - b.seq;
   const retryChain: RetryChainEntry[] = [
@@ -444,6 +379,7 @@ export function buildFailureContext(
     planStep: planStep ?? null,
     kernel: action.kernel ? kernelRunRef(action.kernel) : null,
     checkpoint: restorableCheckpoint(action, ancestors, ancestorCheckpoints),
+    ...callContext(action, callers, calls),
   };
 }
 

@@ -57,6 +57,14 @@ export function validateCodeRequest(
       'STDIN_WITH_SESSION_STATE',
     );
   }
+  if (req.channel !== undefined && state === 'session') {
+    // A kernel outlives the action; a channel belongs to one action's sandbox, made for it and gone with it.
+    throw new InvalidInputError(
+      'state',
+      'a call channel cannot be given with state "session" (a kernel cell runs in a sandbox that outlives the action); use state "fresh"',
+      'CHANNEL_WITH_SESSION_STATE',
+    );
+  }
   const timeoutMs = req.timeoutMs ?? limits.defaultTimeoutMs;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > limits.maxTimeoutMs) {
     throw new InvalidInputError(

@@ -1,4 +1,5 @@
 import { InvalidInputError, type Language } from '@switchyard/common';
+import { CALL_SOCKET_ENV } from './sandbox.types';
 
 /**
  * The environment a sandboxed child sees is built from scratch: `BASE_ENV`, a few per-language entries and the
@@ -11,6 +12,9 @@ import { InvalidInputError, type Language } from '@switchyard/common';
  *
  * `HOME` is denied too: it decides where interpreters look for per-user startup code (Python's user
  * site-packages `.pth` files, `~/.node_modules`), so it stays fixed at `/tmp`.
+ *
+ * `SWITCHYARD_CALL_SOCKET` is the tier's to set (the action's call channel): a caller's own would point code that
+ * trusts it at a socket the engine never made.
  */
 export const ENV_LIMITS = Object.freeze({
   maxEntries: 64,
@@ -93,6 +97,7 @@ const DENIED_KEYS = new Set([
   'RUBYLIB',
   'JAVA_TOOL_OPTIONS',
   '_JAVA_OPTIONS',
+  CALL_SOCKET_ENV,
 ]);
 
 /** Dynamic loader (`LD_PRELOAD`, `LD_AUDIT`, …) and bash's own knobs (`BASH_ENV`, `BASH_XTRACEFD`, …). */

@@ -7,6 +7,7 @@ export * from './sandbox.options';
 export * from './sandbox.module';
 export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
 export { BASE_ENV, ENV_LIMITS, EGRESS_PROXY_URL, buildChildEnv, egressEnv, validateEnv } from './env-policy';
+export { CALL_DIR_TARGET, CALL_SOCKET_NAME, CALL_SOCKET_TARGET } from './call-channel';
 export { OutputCollector, RedactingDecoder, REDACTED } from './output-collector';
 export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';
 export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/risk-rules';

@@ -73,7 +73,8 @@ export class SandboxManager {
 
   /**
    * Validates (throwing `InvalidInputError` naming the field), scores and routes a request, once. The answer holds
-   * everything `execute` needs; a `denial` in it means the action is recorded `denied` without running.
+   * everything `execute` needs; a `denial` in it means the action is recorded `denied` without running. A call
+   * channel with `state: "session"` is refused (field `state`): a kernel cell cannot have a per-action channel.
    */
   prepare(req: CodeRequest, options: PrepareOptions = {}): RoutedCode {
     const { timeoutMs, env } = validateCodeRequest(req, this.options);
@@ -206,6 +207,8 @@ export class SandboxManager {
           workspaceDir: req.workspaceDir,
           ...(req.egress && { egress: req.egress }),
           ...(req.image && isContainerTier(tierName) && { image: req.image.ref }),
+          // Fresh runs only (`prepare` refused one with state "session"): the tier sets the socket's path.
+          ...(req.channel && { channel: req.channel }),
           output: this.options.tierLimits[tierName].output,
           onOutput: hooks.onOutput,
         },

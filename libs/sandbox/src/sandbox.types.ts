@@ -34,6 +34,20 @@ export interface SessionEgressAccess {
 }
 
 /**
+ * A way back to the engine for the code of one action (a skill's `ctx.call`): a Unix socket in a directory only that
+ * action's sandbox sees, never the network. The tier puts its path inside the sandbox in the child's environment as
+ * SWITCHYARD_CALL_SOCKET. Its sockets must accept any user (mode 0666, in a directory of mode 0755): the sandbox
+ * user is not the engine's.
+ */
+export interface CallChannel {
+  /** Host directory holding the channel's socket `call.sock` (one-off containers and bubblewrap sandboxes mount it read-only at /run/switchyard-call). */
+  socketDir: string;
+  /** The channel also answers at `socketPath` (a pooled container's own directory) until the returned stop. */
+  listen(socketPath: string): Promise<() => Promise<void>>;
+}
+export const CALL_SOCKET_ENV = 'SWITCHYARD_CALL_SOCKET';
+
+/**
  * A session's own image for the container tiers (a sandbox template's), instead of the default sandbox image: the
  * template's packages exist only there.
  */
@@ -57,6 +71,8 @@ export interface CodeRequest extends CodeSpec {
   egress?: SessionEgressAccess;
   /** The session's image (container tiers only); the default sandbox image when absent. */
   image?: SessionImage;
+  /** This action's way back to the engine (every tier; fresh runs only: a kernel cell cannot have one). */
+  channel?: CallChannel;
 }
 
 /** Where the policy sends a request, decided before anything runs. */
@@ -129,6 +145,8 @@ export interface TierJob {
   egress?: SessionEgressAccess;
   /** The image to run in (container tiers): a template's; the tier's default image when absent. */
   image?: string;
+  /** This run's way back to the engine: the tier makes its socket reachable and names it in `CALL_SOCKET_ENV`. */
+  channel?: CallChannel;
   output: OutputLimits;
   /**
    * Called with decoded output as it arrives (only what fits within `output`), so a caller can stream it

@@ -4,24 +4,34 @@ import type {
   Action,
   ActionInput,
   ActionPage,
+  ApprovalDecision,
+  Caller,
   Checkpoint,
   CheckpointDiff,
   CheckpointRestore,
   CreateCheckpointRequest,
   CreatePlanRequest,
   CreateSessionRequest,
+  EffectivePolicy,
   FailureContext,
   FileLineage,
   ForkSessionRequest,
   Graph,
   GraphQuery,
+  HookDelivery,
+  HookList,
   Kernel,
   KernelInterrupt,
+  PendingApproval,
   Plan,
+  PolicyInput,
   ReplanRequest,
   RetryRequest,
   Session,
   SessionEvent,
+  Skill,
+  SkillInput,
+  TenantPolicy,
   Tool,
   ToolCall,
   ToolCallAnswer,
@@ -101,11 +111,11 @@ export class SwitchyardClient {
         body: { ...action, wait: false, ...(options.checkpoint && { checkpoint: options.checkpoint }) },
         headers: idempotency(options.idempotencyKey),
       }),
-    /** Polls the action until it is no longer `running`. */
+    /** Polls the action until it ends (no longer `running` or `awaiting_approval`). */
     waitFor: (sessionId: string, actionId: string, options: WaitOptions = {}) =>
       this.poll(
         () => this.actions.get(sessionId, actionId),
-        (a) => a.status !== 'running',
+        (a) => a.status !== 'running' && a.status !== 'awaiting_approval',
         options,
         `action ${actionId}`,
       ),
@@ -206,16 +216,69 @@ export class SwitchyardClient {
   };
 
   readonly tools = {
-    /** The tool catalog in a model API's shape; `strict` (OpenAI only) for strict function calling. */
-    list: async (options: { format?: 'openai' | 'anthropic'; strict?: boolean } = {}) =>
+    /**
+     * The tool catalog in a model API's shape; `strict` (OpenAI only) for strict function calling; with `sessionId`,
+     * what that session's policy offers (its skills included).
+     */
+    list: async (options: { format?: 'openai' | 'anthropic'; strict?: boolean; sessionId?: string } = {}) =>
       (
         await this.request<{ tools: Tool[] }>('GET', '/v1/tools', {
-          query: { format: options.format, strict: options.strict },
+          query: { format: options.format, strict: options.strict, sessionId: options.sessionId },
         })
       ).tools,
     /** Runs one tool call (answers one result) or an array of them in order (answers an array). */
     call: (sessionId: string, calls: ToolCall) =>
       this.request<ToolCallAnswer>('POST', `${sessionPath(sessionId)}/tool-calls`, { body: calls }),
+  };
+
+  readonly approvals = {
+    /** Actions waiting for a decision that the caller may see (an admin key: every tenant's). */
+    list: async () =>
+      (await this.request<{ approvals: PendingApproval[] }>('GET', '/v1/approvals')).approvals,
+    approve: (sessionId: string, actionId: string, reason?: string) =>
+      this.request<ApprovalDecision>('POST', `${sessionPath(sessionId)}/actions/${enc(actionId)}/approve`, {
+        body: reason === undefined ? {} : { reason },
+      }),
+    reject: (sessionId: string, actionId: string, reason?: string) =>
+      this.request<ApprovalDecision>('POST', `${sessionPath(sessionId)}/actions/${enc(actionId)}/reject`, {
+        body: reason === undefined ? {} : { reason },
+      }),
+  };
+
+  readonly policies = {
+    /** Who the caller is: its tenant, whether it is an admin, whether it decides approvals. */
+    whoami: () => this.request<Caller>('GET', '/v1/whoami'),
+    /** A session's effective policy: every layer with its source, and the tools it hides. */
+    session: (sessionId: string) => this.request<EffectivePolicy>('GET', `${sessionPath(sessionId)}/policy`),
+    tenant: (tenant: string) => this.request<TenantPolicy>('GET', `/v1/tenants/${enc(tenant)}/policy`),
+    /** Sets a tenant's layer (admin keys only). */
+    setTenant: (tenant: string, policy: PolicyInput) =>
+      this.request<TenantPolicy>('PUT', `/v1/tenants/${enc(tenant)}/policy`, { body: policy }),
+    deleteTenant: (tenant: string) => this.request<void>('DELETE', `/v1/tenants/${enc(tenant)}/policy`),
+  };
+
+  readonly skills = {
+    list: async () => (await this.request<{ skills: Skill[] }>('GET', '/v1/skills')).skills,
+    get: (name: string) => this.request<Skill>('GET', `/v1/skills/${enc(name)}`),
+    /** Adds a skill for the caller's tenant. */
+    add: (skill: SkillInput) => this.request<Skill>('POST', '/v1/skills', { body: skill }),
+    delete: (name: string) => this.request<void>('DELETE', `/v1/skills/${enc(name)}`),
+  };
+
+  readonly hooks = {
+    /** The configured hooks and their deliveries by status (admin keys only). */
+    list: () => this.request<HookList>('GET', '/v1/hooks'),
+    deliveries: async (query: { limit?: number } = {}) =>
+      (await this.request<{ deliveries: HookDelivery[] }>('GET', '/v1/hooks/deliveries', { query }))
+        .deliveries,
+    /** How the hooks were told of one action. */
+    forAction: async (sessionId: string, actionId: string) =>
+      (
+        await this.request<{ deliveries: HookDelivery[] }>(
+          'GET',
+          `${sessionPath(sessionId)}/actions/${enc(actionId)}/hooks`,
+        )
+      ).deliveries,
   };
 
   /**

@@ -60,6 +60,20 @@ export type Kernel = Schemas['Kernel'];
 export type KernelInterrupt = Schemas['KernelInterrupt'];
 export type Template = Schemas['Template'];
 export type Health = Schemas['Health'];
+export type PendingApproval = Schemas['PendingApproval'];
+export type ApprovalDecision = Schemas['ApprovalDecision'];
+export type Caller = Schemas['Caller'];
+export type EffectivePolicy = Schemas['EffectivePolicy'];
+export type TenantPolicy = Schemas['TenantPolicy'];
+export type PolicyInput = Schemas['PolicyDto'];
+export type Skill = Schemas['Skill'];
+/** A skill to add (`POST /v1/skills`): its schemas are free-form JSON Schema objects. */
+export type SkillInput = Omit<Schemas['Skill'], 'source' | 'createdAt' | 'inputSchema' | 'outputSchema'> & {
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+};
+export type HookList = Schemas['HookList'];
+export type HookDelivery = Schemas['HookDelivery'];
 
 /** Hand-written: one tool of the catalog, in the asked format (its shape is the model API's). */
 export type Tool = Record<string, unknown>;
@@ -68,6 +82,8 @@ export type SessionEventType =
   | 'action.started'
   | 'action.output'
   | 'action.completed'
+  | 'action.awaiting_approval'
+  | 'action.approval'
   | 'plan.started'
   | 'plan.step.started'
   | 'plan.step.completed'

@@ -7,7 +7,7 @@ import { Cyto } from './cyto';
 import { STATUSES } from './status';
 import { Problem, useLoad } from './use-load';
 
-const TYPES = ['code', 'file', 'browser', 'process', 'kernel'] as const;
+const TYPES = ['code', 'file', 'browser', 'process', 'kernel', 'skill'] as const;
 /** Past this many actions the graph shows the latest ones (the API's `limit`), so a long session stays quick. */
 const DEFAULT_LIMIT = 300;
 
@@ -26,6 +26,8 @@ export function nodeName(node: GraphNode): string {
       return `plan ${text(p.goal ?? p.id ?? node.id)}`;
     case 'Step':
       return `step ${text(p.stepId ?? node.id)}`;
+    case 'Approval':
+      return `approval ${text(p.decision ?? 'pending')}`;
     case 'Session':
     case 'Sandbox':
     case 'Kernel':

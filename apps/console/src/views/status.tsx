@@ -2,6 +2,7 @@ import type { ActionStatus } from '../../../../packages/client/src/types';
 
 export const STATUSES: ActionStatus[] = [
   'running',
+  'awaiting_approval',
   'succeeded',
   'failed',
   'timed_out',
@@ -13,7 +14,7 @@ export const STATUSES: ActionStatus[] = [
 
 /** A status as a coloured, labelled badge (the colour is never the only signal). */
 export function StatusBadge({ status }: { status: string }) {
-  return <span class={`badge status-${status}`}>{status.replace('_', ' ')}</span>;
+  return <span class={`badge status-${status}`}>{status.replaceAll('_', ' ')}</span>;
 }
 
 export function RiskBadge({ risk }: { risk?: { score: number; level: string; reasons: string[] } | null }) {

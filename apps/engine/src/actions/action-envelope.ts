@@ -18,6 +18,8 @@ export interface EnvelopeFields {
   /** The checkpoint taken before it ran, and the one it restored first. */
   checkpoint?: ActionResult['checkpoint'];
   restored?: ActionResult['restored'];
+  /** What before-action hooks noted on it. */
+  annotations?: ActionResult['annotations'];
 }
 
 /**
@@ -60,6 +62,7 @@ export class ActionEnvelopes {
       ...(o.hints !== undefined && o.hints.length > 0 && { hints: o.hints }),
       ...(at.checkpoint !== undefined && { checkpoint: at.checkpoint }),
       ...(at.restored !== undefined && { restored: at.restored }),
+      ...(at.annotations !== undefined && { annotations: at.annotations }),
     };
   }
 

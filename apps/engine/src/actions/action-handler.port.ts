@@ -53,11 +53,26 @@ export interface ActionContext {
   onOutput?: OutputListener;
   /** The weakest tier a code action may run in: a retry never runs weaker than its original. */
   minTier?: Tier;
+  /** How deep in a call tree the action is: 0 for one a caller submitted, n for one a skill called at depth n. */
+  depth: number;
+  /**
+   * Runs another action of the session as a call of this one (a skill's `ctx.call`): recorded with a `CALLED_BY`
+   * edge, one level deeper, under the same policies, without waiting for a slot (this action holds its session's).
+   */
+  call(request: ActionRequest): Promise<NestedCall>;
+}
+
+/** A call an action made: its id, and its end (its envelope, or the input refusal that ended it). */
+export interface NestedCall {
+  id: string;
+  completion: Promise<{ result: ActionResult; inputRefusal?: SwitchyardError }>;
 }
 
 interface Routed {
   tier: ActionTier;
   risk: RiskAssessment;
+  /** The language its code runs in, when the request does not say (a skill's body): what policies match. */
+  language?: string;
 }
 
 /** Refused when prepared: recorded `denied` with the reasons, never run. */

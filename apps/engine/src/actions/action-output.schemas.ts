@@ -233,13 +233,15 @@ const KERNEL_RESTART_OUTPUT: SchemaObject = object(
 const ACTION_OUTPUT: SchemaObject = {
   description:
     'Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a ' +
-    'browser op, a process and its logs, restarted kernels. Absent for fresh code actions and most failures.',
+    'browser op, a process and its logs, restarted kernels, a skill’s returned value. Absent for fresh code actions ' +
+    'and most failures.',
   anyOf: [
     ref('CodeCellOutput'),
     ref('FileOutput'),
     ref('BrowserOutput'),
     ref('ProcessOutput'),
     ref('KernelRestartOutput'),
+    ref('SkillOutput'),
   ],
 };
 

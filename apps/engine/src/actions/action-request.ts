@@ -34,8 +34,16 @@ export type ProcessActionRequest = { type: 'process' } & ProcessOperation;
 /** Kernels are driven by the session's code actions; this restarts them (state cleared). */
 export type KernelActionRequest = { type: 'kernel'; op: 'restart'; language: Language; tier?: StatefulTier };
 
+/** A skill (a tool made of other tools) called by name with its input; the skill's schema checks the input. */
+export type SkillActionRequest = { type: 'skill'; name: string; input: Record<string, unknown> };
+
 export type ActionRequest =
-  CodeActionRequest | FileActionRequest | BrowserActionRequest | ProcessActionRequest | KernelActionRequest;
+  | CodeActionRequest
+  | FileActionRequest
+  | BrowserActionRequest
+  | ProcessActionRequest
+  | KernelActionRequest
+  | SkillActionRequest;
 
 /** A request of one type. */
 export type RequestOf<T extends ActionRequest['type']> = Extract<ActionRequest, { type: T }>;

@@ -63,6 +63,11 @@ const ACTION_RESULT_PROPERTIES: Record<string, SchemaOrRef> = {
     properties: { id: { type: 'string' }, createdAt: TIMESTAMP },
   },
   restored: ref('RestoredCheckpoint'),
+  annotations: {
+    type: 'object',
+    additionalProperties: true,
+    description: 'What before-action hooks noted on it (their `annotations`), by hook name',
+  },
 };
 
 const ACTION_RESULT_REQUIRED = [
@@ -86,13 +91,52 @@ const ACTION_RESULT_SCHEMA: SchemaObject = {
 
 const ACCEPTED_ACTION_SCHEMA: SchemaObject = {
   type: 'object',
-  description: '`"wait": false`: the action is recorded and running (or queued)',
+  description:
+    '`"wait": false`: the action is recorded and running (or queued); or a policy rule holds it for approval ' +
+    '(`awaiting_approval`, whatever `wait` said): it runs once approved, ends `denied` when rejected or expired',
   required: ['id', 'sessionId', 'type', 'status'],
   properties: {
     id: { type: 'string' },
     sessionId: { type: 'string' },
     type: { type: 'string', enum: [...ACTION_TYPES] },
-    status: { type: 'string', enum: ['running'] },
+    status: { type: 'string', enum: ['running', 'awaiting_approval'] },
+    approval: ref('ApprovalRequest'),
+  },
+};
+
+const APPROVAL_REQUEST_PROPERTIES: Record<string, SchemaOrRef> = {
+  rule: { type: 'string', description: 'The rule that asks, as written (JSON)' },
+  layer: {
+    type: 'string',
+    enum: ['engine', 'tenant', 'session', 'plan'],
+    description: 'The policy layer of the rule',
+  },
+  reasons: {
+    type: 'array',
+    items: { type: 'string' },
+    description: 'Why it asks: the rule, the risk reasons',
+  },
+  requestedAt: TIMESTAMP,
+  expiresAt: { ...TIMESTAMP, description: 'When it ends `denied` (expired) unless decided' },
+};
+
+const APPROVAL_REQUEST_SCHEMA: SchemaObject = {
+  type: 'object',
+  description: 'Why an action waits for a decision, and until when',
+  required: ['rule', 'layer', 'reasons', 'requestedAt', 'expiresAt'],
+  properties: APPROVAL_REQUEST_PROPERTIES,
+};
+
+export const APPROVAL_RECORD_SCHEMA: SchemaObject = {
+  type: 'object',
+  description: 'An approval as recorded: the request, and the decision once made',
+  required: ['rule', 'layer', 'reasons', 'requestedAt', 'expiresAt'],
+  properties: {
+    ...APPROVAL_REQUEST_PROPERTIES,
+    decision: { type: 'string', enum: ['approved', 'rejected', 'expired'] },
+    decidedAt: TIMESTAMP,
+    decidedBy: { type: 'string', description: 'Who decided: `admin:<tenant>`, `tenant:<tenant>` or `open`' },
+    reason: { type: 'string' },
   },
 };
 
@@ -137,6 +181,13 @@ const ACTION_VIEW_SCHEMA: SchemaObject = {
     files: FILE_TOUCHES_SCHEMA,
     retryOf: { type: 'string', description: 'The action this one retried' },
     sandbox: SANDBOX_SCHEMA,
+    approval: ref('ApprovalRecord'),
+    calledBy: {
+      type: 'object',
+      required: ['actionId', 'depth'],
+      description: 'The action that called it (a skill’s `ctx.call`): a `CALLED_BY` edge',
+      properties: { actionId: { type: 'string' }, depth: { type: 'integer', minimum: 1 } },
+    },
   },
 };
 
@@ -152,6 +203,8 @@ const ACTION_PAGE_SCHEMA: SchemaObject = {
 export const ACTION_SCHEMAS = {
   ActionResult: ACTION_RESULT_SCHEMA,
   AcceptedAction: ACCEPTED_ACTION_SCHEMA,
+  ApprovalRequest: APPROVAL_REQUEST_SCHEMA,
+  ApprovalRecord: APPROVAL_RECORD_SCHEMA,
   ActionView: ACTION_VIEW_SCHEMA,
   ActionPage: ACTION_PAGE_SCHEMA,
 } satisfies Record<string, SchemaObject>;

@@ -11,6 +11,10 @@ export type ActionView = ActionResult & {
   retryOf?: string;
   /** The container it ran in (container tiers only). */
   sandbox?: ActionRecord['sandbox'];
+  /** Why it waited for approval, and the decision once made. */
+  approval?: ActionRecord['approval'];
+  /** The action that called it (a skill's `ctx.call`), and how deep. */
+  calledBy?: ActionRecord['calledBy'];
 };
 
 /** The stored envelope, or one rebuilt from the record for actions that never completed normally. */
@@ -39,5 +43,7 @@ export function toActionView(r: ActionRecord, withInput: boolean): ActionView {
     files: r.files,
     ...(r.retryOf !== undefined && { retryOf: r.retryOf }),
     ...(r.sandbox && { sandbox: r.sandbox }),
+    ...(r.approval && { approval: r.approval }),
+    ...(r.calledBy && { calledBy: r.calledBy }),
   };
 }

@@ -27,7 +27,7 @@ import type { Response } from 'express';
 import { RequestId } from '../http/request-id.decorator';
 import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
 import { SecretRedactor } from '../redaction/secret-redactor';
-import { ContextGraph } from '@switchyard/context-graph';
+import { type ApprovalRequest, ContextGraph } from '@switchyard/context-graph';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { schemaRef } from '../http/openapi';
 import { jsonBody } from '../http/response-schemas';
@@ -41,12 +41,16 @@ import { RetryActionDto } from './dto/retry-action.dto';
 import { ExecutionEngine, type SubmittedAction } from './execution-engine.service';
 import { ApiIdempotencyKey } from '../idempotency/api-idempotency-key';
 
-/** Answer to `"wait": false`: the action is recorded and running (or queued). */
+/**
+ * Answer to `"wait": false`: the action is recorded and running (or queued); and to any action a policy rule holds
+ * for approval (`awaiting_approval`, with when it expires).
+ */
 export interface AcceptedAction {
   id: string;
   sessionId: string;
   type: ActionType;
-  status: 'running';
+  status: 'running' | 'awaiting_approval';
+  approval?: ApprovalRequest;
 }
 
 /** Where an action's answer leads: operations of the same action, by the ids in its body. */
@@ -75,19 +79,24 @@ const ApiActionAnswers = (ended: string): MethodDecorator =>
   applyDecorators(
     ApiOkResponse({ description: ended, ...jsonBody('ActionResult'), links: ACTION_LINKS }),
     ApiAcceptedResponse({
-      description: '`"wait": false`: recorded and running',
+      description: '`"wait": false`: recorded and running; or held for approval (`awaiting_approval`)',
       ...jsonBody('AcceptedAction'),
-      links: { GetAction: ACTION_LINKS.GetAction },
+      links: {
+        GetAction: ACTION_LINKS.GetAction,
+        ApproveAction: actionLink('ApprovalsController_approve', 'Approve it, when it waits for approval'),
+        RejectAction: actionLink('ApprovalsController_reject', 'Reject it, when it waits for approval'),
+      },
     }),
     ApiBodyErrors(),
     ApiErrors(404, 409, 422, 429, 503),
   );
 
-const accepted = (id: string, sessionId: string, type: ActionType): AcceptedAction => ({
+const accepted = ({ id, type, approval }: SubmittedAction, sessionId: string): AcceptedAction => ({
   id,
   sessionId,
   type,
-  status: 'running',
+  status: approval ? 'awaiting_approval' : 'running',
+  ...(approval && { approval }),
 });
 
 /**
@@ -299,14 +308,15 @@ export class ActionsController {
       { method: 'POST', path: request.path, body: request.body },
       async () => {
         const submitted = await submit();
-        if (wait) {
+        // A person decides when it runs: the answer cannot wait for that.
+        if (wait && !submitted.approval) {
           const { result, inputRefusal } = await submitted.completion;
           // Recorded as denied; answered as the 4xx its input would have been had the lexical checks seen it.
           if (inputRefusal) throw inputRefusal;
           return { statusCode: 200, body: result };
         }
         submitted.completion.catch(() => undefined);
-        return { statusCode: 202, body: accepted(submitted.id, request.sessionId, submitted.type) };
+        return { statusCode: 202, body: accepted(submitted, request.sessionId) };
       },
     );
     return sendIdempotentStatus(res, answer);

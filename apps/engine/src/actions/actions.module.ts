@@ -8,7 +8,11 @@ import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../metrics/metrics.service';
 import { SessionsModule } from '../sessions/sessions.module';
+import { ApprovalsModule } from '../approvals/approvals.module';
+import { HooksModule } from '../hooks/hooks.module';
+import { PoliciesModule } from '../policies/policies.module';
 import { ActionCheckpoints } from './action-checkpoints';
+import { ActionGates } from './action-gates';
 import { ActionEnvelopes } from './action-envelope';
 import { ACTION_HANDLERS, type ActionHandler } from './action-handler.port';
 import { ActionScheduler } from './action-scheduler';
@@ -19,6 +23,8 @@ import { CodeActionHandler } from './handlers/code-action.handler';
 import { FileActionHandler } from './handlers/file-action.handler';
 import { KernelActionHandler } from './handlers/kernel-action.handler';
 import { ProcessActionHandler } from './handlers/process-action.handler';
+import { SkillActionHandler } from './handlers/skill-action.handler';
+import { SkillsModule } from '../skills/skills.module';
 import { InFlightActions } from './in-flight-actions';
 import { RetryPolicy } from './retry-policy';
 
@@ -29,11 +35,23 @@ const HANDLERS = [
   BrowserActionHandler,
   ProcessActionHandler,
   KernelActionHandler,
+  SkillActionHandler,
 ];
 
 /** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
 @Module({
-  imports: [SessionsModule, EventsModule, MetricsModule, IdempotencyModule, NetworkModule, CheckpointsModule],
+  imports: [
+    SessionsModule,
+    EventsModule,
+    MetricsModule,
+    IdempotencyModule,
+    NetworkModule,
+    CheckpointsModule,
+    PoliciesModule,
+    ApprovalsModule,
+    HooksModule,
+    SkillsModule,
+  ],
   controllers: [ActionsController],
   providers: [
     ...HANDLERS,
@@ -50,6 +68,7 @@ const HANDLERS = [
     InFlightActions,
     RetryPolicy,
     ActionCheckpoints,
+    ActionGates,
     ActionEnvelopes,
     ExecutionEngine,
   ],

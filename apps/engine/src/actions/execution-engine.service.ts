@@ -8,8 +8,11 @@ import {
   SwitchyardError,
   type Tier,
 } from '@switchyard/common';
-import { ContextGraph } from '@switchyard/context-graph';
+import { type ApprovalRequest, ContextGraph } from '@switchyard/context-graph';
+import type { PolicyLayer } from '../policies/policy.types';
 import { randomBytes } from 'node:crypto';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
 import { SessionNetwork } from '../egress/session-network';
 import { SessionEvents } from '../events/session-events';
 import { MetricsService } from '../metrics/metrics.service';
@@ -17,6 +20,8 @@ import { SecretRedactor } from '../redaction/secret-redactor';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
 import { ActionCheckpoints, type WorkspacePrepared, type WorkspaceSteps } from './action-checkpoints';
+import { ActionGates } from './action-gates';
+import type { HookedAction } from '../hooks/hooked-action';
 import { ActionEnvelopes } from './action-envelope';
 import {
   ACTION_HANDLERS,
@@ -26,7 +31,7 @@ import {
   type PreparedAction,
 } from './action-handler.port';
 import { type ActionRequest, plainInput } from './action-request';
-import { ActionScheduler } from './action-scheduler';
+import { ActionScheduler, type SchedulerTicket } from './action-scheduler';
 import { hashInput } from './input-hash';
 import { ActionAlreadyEndedError, EngineShuttingDownError } from './engine.errors';
 import { InFlightActions } from './in-flight-actions';
@@ -43,7 +48,17 @@ export interface SubmitOptions {
   requestId?: string;
   /** Workspace steps at its turn, before it runs: a restore (a retry with `restore: true`), then a checkpoint. */
   workspace?: WorkspaceSteps;
+  /** The policy layer of the plan it is a step of (under the engine's, tenant's and session's). */
+  policy?: PolicyLayer;
+  /**
+   * The action that called it (a skill's `ctx.call`) and the depth of this call: a `CALLED_BY` edge. A call runs
+   * inside its caller's turn, so it takes no place in the queues; past SWITCHYARD_SKILL_MAX_DEPTH it is refused.
+   */
+  calledBy?: { actionId: string; depth: number };
 }
+
+/** The place a call inside a running action takes: none, its caller already holds the session's slot. */
+const INSIDE_CALLER: SchedulerTicket = { turn: () => Promise.resolve(), release: () => undefined };
 
 /** How an action ended: its envelope, and the input refusal behind a `denied` found only while running. */
 export interface ActionCompletion {
@@ -54,6 +69,8 @@ export interface ActionCompletion {
 export interface SubmittedAction {
   id: string;
   type: ActionType;
+  /** Set when a policy rule asks for approval: the action waits for a decision before it runs. */
+  approval?: ApprovalRequest;
   /** Settles when the action's completion is recorded; rejects only for a fault of the engine (the graph write). */
   completion: Promise<ActionCompletion>;
 }
@@ -94,6 +111,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     @Inject(ACTION_HANDLERS) handlers: ActionHandler[],
     private readonly sessions: SessionsService,
     private readonly graph: ContextGraph,
@@ -106,6 +124,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly metrics: MetricsService,
     private readonly network: SessionNetwork,
     private readonly actionCheckpoints: ActionCheckpoints,
+    private readonly gates: ActionGates,
   ) {
     for (const h of handlers) this.handlers.set(h.type, h);
   }
@@ -216,8 +235,16 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     }
     const id = `act_${randomBytes(12).toString('hex')}`;
     const handler = this.handlerFor(request);
-    const prepared = this.prepare(session, id, request, options);
-    const ticket = this.scheduler.admit(session.id, session.maxConcurrentActions);
+    const gated = this.gates.check(
+      session,
+      request,
+      this.prepare(session, id, request, options),
+      options.policy,
+    );
+    const { prepared, approval } = gated;
+    const ticket = options.calledBy
+      ? INSIDE_CALLER
+      : this.scheduler.admit(session.id, session.maxConcurrentActions);
     const input = plainInput(request);
     const summary = this.redactor.text(clip(handler.summary(request))).text;
     const operation = handler.operation(request);
@@ -250,6 +277,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         risk: prepared.risk,
         ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
         ...(options.retryReason !== undefined && { retryReason: options.retryReason }),
+        ...(approval && { approval }),
+        ...(options.calledBy && { calledBy: options.calledBy }),
       });
     } catch (err) {
       end();
@@ -260,23 +289,44 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       type: request.type,
       operation,
       tier: prepared.tier,
+      status: approval ? 'awaiting_approval' : 'running',
       ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
     });
+    const hooked: HookedAction = {
+      id,
+      sessionId: session.id,
+      tenant: session.tenant,
+      type: request.type,
+      tool: gated.facts.tool,
+      operation,
+      inputSummary: summary,
+      input: this.redactor.value(input).value,
+      tier: prepared.tier,
+      risk: prepared.risk,
+      startedAt,
+      ...(options.retryOf !== undefined && { retryOf: options.retryOf }),
+      ...(options.calledBy && { calledBy: options.calledBy }),
+    };
+    this.gates.announce(session, hooked, gated);
 
     const completion = (async (): Promise<ActionCompletion> => {
       try {
         let workspace: WorkspacePrepared = {};
-        const outcome = await ticket.turn(abort.signal).then(
-          async (): Promise<Outcome> => {
-            if (options.workspace) {
-              workspace = await this.actionCheckpoints.beforeRun(session, id, options.workspace);
-              const { refusal } = workspace;
-              if (refusal) return { ...refusal, tier: prepared.tier, risk: prepared.risk, files: [] };
-            }
-            return this.execute(prepared, abort.signal);
-          },
-          (): Outcome => ({ status: 'error', tier: prepared.tier, risk: prepared.risk, files: [] }),
-        );
+        // An approval and the before-hooks come before the action queues for its turn: it holds no slot meanwhile.
+        const { refusal, annotations } = await this.gates.pass(session, hooked, gated, abort.signal);
+        const outcome =
+          refusal ??
+          (await ticket.turn(abort.signal).then(
+            async (): Promise<Outcome> => {
+              if (options.workspace) {
+                workspace = await this.actionCheckpoints.beforeRun(session, id, options.workspace);
+                const { refusal } = workspace;
+                if (refusal) return { ...refusal, tier: prepared.tier, risk: prepared.risk, files: [] };
+              }
+              return this.execute(prepared, abort.signal);
+            },
+            (): Outcome => ({ status: 'error', tier: prepared.tier, risk: prepared.risk, files: [] }),
+          ));
         const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
         const durationMs = Math.round(this.clock.monotonic() - t0);
         // Whatever of the session reached for the network while the action ran (its code, or its processes).
@@ -292,6 +342,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
             ...(egress && { egress }),
             ...(workspace.checkpoint && { checkpoint: workspace.checkpoint }),
             ...(workspace.restored && { restored: workspace.restored }),
+            ...(annotations && { annotations }),
           },
           final,
         );
@@ -312,6 +363,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         });
         this.envelopes.log(result, summary);
         this.metrics.actionCompleted(result);
+        this.gates.ended(hooked, gated, result);
         this.events.publish(session.id, 'action.completed', {
           actionId: id,
           status: result.status,
@@ -324,7 +376,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
         end();
       }
     })();
-    return { id, type: request.type, completion };
+    return { id, type: request.type, ...(approval && { approval }), completion };
   }
 
   /**
@@ -363,6 +415,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     request: ActionRequest,
     options: SubmitOptions,
   ): PreparedAction {
+    const depth = options.calledBy?.depth ?? 0;
     const ctx: ActionContext = {
       session,
       actionId,
@@ -370,8 +423,25 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
       onOutput: (stream, chunk) =>
         this.events.publish(session.id, 'action.output', { actionId, stream, chunk }),
       ...(options.minTier !== undefined && { minTier: options.minTier }),
+      depth,
+      call: (nested) =>
+        this.submit(session, nested, { calledBy: { actionId, depth: depth + 1 }, policy: options.policy }),
     };
-    return this.handlerFor(request).prepare(request, ctx);
+    const prepared = this.handlerFor(request).prepare(request, ctx);
+    if (depth > this.config.skills.maxDepth && !prepared.denial) {
+      return {
+        tier: prepared.tier,
+        risk: prepared.risk,
+        denial: {
+          class: 'policy',
+          code: 'CALL_DEPTH',
+          message:
+            `a call ${depth} deep is refused: calls nest at most ${this.config.skills.maxDepth} deep ` +
+            '(SWITCHYARD_SKILL_MAX_DEPTH); a skill calling itself without end stops here',
+        },
+      };
+    }
+    return prepared;
   }
 
   /** Records a denial, or runs the action; an unexpected fault becomes an `error` outcome instead of losing the record. */

@@ -5,6 +5,9 @@ import { parseEngineEnv } from './engine-env';
 import { type GraphConfig, graphConfig } from './graph-env';
 import { type HttpConfig, httpConfig } from './http-env';
 import { type NetworkConfig, networkConfig } from './network-env';
+import { type HooksConfig, hooksConfig } from './hooks-env';
+import { type PolicyConfig, policyConfig } from './policy-env';
+import { type SkillsConfig, skillsConfig } from './skills-env';
 import { type RedactionConfig, redactionConfig } from './redaction-env';
 import { type SandboxConfig, sandboxConfig } from './sandbox-env';
 import { type StatefulConfig, statefulConfig } from './stateful-env';
@@ -31,6 +34,9 @@ export interface EngineConfig extends HttpConfig {
   graph: GraphConfig;
   network: NetworkConfig;
   templates: TemplatesConfig;
+  policy: PolicyConfig;
+  hooks: HooksConfig;
+  skills: SkillsConfig;
 }
 
 /**
@@ -56,5 +62,8 @@ export function loadEngineConfig(
     graph: graphConfig(parsed),
     network: networkConfig(parsed),
     templates: templatesConfig(parsed, cwd, parsed.SWITCHYARD_SANDBOX_IMAGE),
+    policy: policyConfig(parsed, cwd),
+    hooks: hooksConfig(parsed, cwd),
+    skills: skillsConfig(parsed, cwd),
   };
 }

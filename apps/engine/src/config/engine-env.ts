@@ -6,6 +6,9 @@ import { parseEnvSection } from './env-parsing';
 import { GraphEnv } from './graph-env';
 import { HttpEnv } from './http-env';
 import { NetworkEnv } from './network-env';
+import { HooksEnv } from './hooks-env';
+import { PolicyEnv } from './policy-env';
+import { SkillsEnv } from './skills-env';
 import { RedactionEnv } from './redaction-env';
 import { SandboxEnv } from './sandbox-env';
 import { StatefulEnv } from './stateful-env';
@@ -28,6 +31,9 @@ export const ENGINE_ENV_SCHEMAS = [
   ActionsEnv,
   RedactionEnv,
   GraphEnv,
+  PolicyEnv,
+  HooksEnv,
+  SkillsEnv,
 ] as const;
 
 /** The whole environment, parsed. */
@@ -41,7 +47,10 @@ export type EngineEnv = HttpEnv &
   BrowserEnv &
   ActionsEnv &
   RedactionEnv &
-  GraphEnv;
+  GraphEnv &
+  PolicyEnv &
+  HooksEnv &
+  SkillsEnv;
 
 type NumericVariable = {
   [K in keyof EngineEnv]-?: EngineEnv[K] extends number | undefined ? K : never;

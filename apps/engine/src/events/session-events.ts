@@ -3,6 +3,8 @@ export type SessionEventType =
   | 'action.started'
   | 'action.output'
   | 'action.completed'
+  | 'action.awaiting_approval'
+  | 'action.approval'
   | 'plan.started'
   | 'plan.step.started'
   | 'plan.step.completed'

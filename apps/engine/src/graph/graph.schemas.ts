@@ -1,7 +1,11 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { ACTION_STATUSES, ACTION_TYPES } from '@switchyard/common';
 import type { GraphEdgeType, GraphNodeLabel } from '@switchyard/context-graph';
-import { FILE_TOUCHES_SCHEMA, SANDBOX_SCHEMA } from '../actions/action.schemas';
+import {
+  APPROVAL_RECORD_SCHEMA as APPROVAL_RECORD,
+  FILE_TOUCHES_SCHEMA,
+  SANDBOX_SCHEMA,
+} from '../actions/action.schemas';
 import {
   ACTION_TIER,
   FREE_OBJECT,
@@ -29,6 +33,7 @@ const NODE_LABELS: Record<GraphNodeLabel, true> = {
   Checkpoint: true,
   Plan: true,
   Step: true,
+  Approval: true,
 };
 const EDGE_TYPES: Record<GraphEdgeType, true> = {
   HAS_ACTION: true,
@@ -36,7 +41,9 @@ const EDGE_TYPES: Record<GraphEdgeType, true> = {
   READ: true,
   WROTE: true,
   RETRY_OF: true,
+  CALLED_BY: true,
   RAN_IN: true,
+  HAS_APPROVAL: true,
   STARTED: true,
   HAS_CHECKPOINT: true,
   BEFORE: true,
@@ -97,6 +104,7 @@ const SUMMARY_PROPERTIES: Record<string, SchemaOrRef> = {
   error: ref('ActionError'),
   retryOf: { type: 'string' },
   retryReason: { type: 'string' },
+  calledBy: { type: 'string', description: 'The action that called it (a skill’s `ctx.call`)' },
 };
 const SUMMARY_REQUIRED = [
   'id',
@@ -143,6 +151,12 @@ const ACTION_RECORD_SCHEMA: SchemaObject = object(
       'The background process it started',
     ),
     checkpoint: { ...CHECKPOINT_REF_SCHEMA, description: 'The checkpoint taken just before it' },
+    approval: ref('ApprovalRecord'),
+    calledBy: object(
+      ['actionId', 'depth'],
+      { actionId: { type: 'string' }, depth: { type: 'integer', minimum: 1 } },
+      'The action that called it (a skill’s `ctx.call`), and how deep',
+    ),
     files: FILE_TOUCHES_SCHEMA,
     result: ref('ActionResult'),
   },
@@ -151,7 +165,18 @@ const ACTION_RECORD_SCHEMA: SchemaObject = object(
 );
 
 const FAILURE_CONTEXT_SCHEMA: SchemaObject = object(
-  ['action', 'retryChain', 'before', 'files', 'planStep', 'kernel', 'checkpoint'],
+  [
+    'action',
+    'retryChain',
+    'before',
+    'files',
+    'planStep',
+    'kernel',
+    'checkpoint',
+    'callers',
+    'calls',
+    'approval',
+  ],
   {
     action: ref('ActionRecord'),
     retryChain: {
@@ -189,6 +214,21 @@ const FAILURE_CONTEXT_SCHEMA: SchemaObject = object(
       description:
         'What a retry with `restore: true` would restore (taken before it or its nearest retried ancestor); null ' +
         'when none. A deleted one keeps `deletedAt`',
+    }),
+    callers: {
+      type: 'array',
+      items: ref('ActionSummary'),
+      description:
+        'The actions that called it (a skill’s `ctx.call`), nearest first, up to the top-level one',
+    },
+    calls: {
+      type: 'array',
+      items: ref('ActionSummary'),
+      description: 'The actions it called (a skill’s tools and skills), by `seq`',
+    },
+    approval: nullable({
+      ...APPROVAL_RECORD,
+      description: 'Why it waited for approval and the decision; null when no rule asked',
     }),
   },
   'What a reflection loop needs to revise an action, in one answer',

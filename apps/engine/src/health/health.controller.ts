@@ -54,7 +54,7 @@ export class HealthController {
     if (!this.keys.trusted(req)) return { status: 'ok' };
     return {
       status: 'ok',
-      auth: this.config.apiKeys.length > 0 ? 'api-keys' : 'open',
+      auth: this.keys.open ? 'open' : 'api-keys',
       tiers: await tierAvailability(this.sandbox, this.browser),
       graph: await this.graph.health(),
     };

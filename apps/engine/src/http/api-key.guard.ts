@@ -1,11 +1,12 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { ApiKeys } from './api-keys';
+import { ApiKeys, type Principal } from './api-keys';
 
 export { OPEN_TENANT } from './api-keys';
 
 export interface TenantRequest extends Request {
   tenant?: string;
+  principal?: Principal;
 }
 
 /** Bearer-token auth for `/v1`: the request runs as the tenant of its key (401 without a valid one). */
@@ -15,7 +16,8 @@ export class ApiKeyGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<TenantRequest>();
-    req.tenant = this.keys.authenticate(req);
+    req.principal = this.keys.principal(req);
+    req.tenant = req.principal.tenant;
     return true;
   }
 }

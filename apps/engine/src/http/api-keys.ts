@@ -10,18 +10,39 @@ export const OPEN_TENANT = 'open';
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
 /**
- * The configured bearer keys. Each key is a tenant, identified by a hash of the key so the key itself is never
- * stored next to the data it guards.
+ * Who made a request: the tenant its key stands for, whether the key is an admin's, and an id safe to record (it
+ * names the key by a hash prefix, never the key).
+ */
+export interface Principal {
+  tenant: string;
+  admin: boolean;
+  id: string;
+}
+
+interface Key {
+  digest: Buffer;
+  tenant: string;
+  admin: boolean;
+}
+
+/**
+ * The configured bearer keys (SWITCHYARD_API_KEYS and the admins' SWITCHYARD_ADMIN_KEYS). Each key is a tenant,
+ * identified by a hash of the key so the key itself is never stored next to the data it guards.
  */
 @Injectable()
 export class ApiKeys {
-  private readonly keys: { digest: Buffer; tenant: string }[];
+  private readonly keys: Key[];
 
   constructor(@Inject(ENGINE_CONFIG) config: EngineConfig) {
-    this.keys = config.apiKeys.map((key) => ({
-      digest: digest(key),
-      tenant: `t_${digest(key).toString('hex').slice(0, 16)}`,
-    }));
+    const key = (k: string, admin: boolean): Key => ({
+      digest: digest(k),
+      tenant: `t_${digest(k).toString('hex').slice(0, 16)}`,
+      admin,
+    });
+    this.keys = [
+      ...config.apiKeys.map((k) => key(k, false)),
+      ...config.policy.adminKeys.map((k) => key(k, true)),
+    ];
   }
 
   /** No keys configured: every request is the open tenant. */
@@ -31,18 +52,29 @@ export class ApiKeys {
 
   /** The request's tenant; 401 for a missing or unknown bearer token when keys are configured. */
   authenticate(req: Request): string {
-    if (this.open) return OPEN_TENANT;
+    return this.principal(req).tenant;
+  }
+
+  /**
+   * Who made the request; 401 for a missing or unknown bearer token when keys are configured. With no keys at all
+   * the API is open: every request is the open tenant, with an admin's rights (there is no one else to have them).
+   */
+  principal(req: Request): Principal {
+    if (this.open) return { tenant: OPEN_TENANT, admin: true, id: OPEN_TENANT };
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (!match) throw new UnauthorizedException({ message: 'missing bearer token', code: 'UNAUTHENTICATED' });
     const presented = digest(match[1]);
     // Compare against every key in constant time so timing does not reveal which prefix matched.
-    let tenant: string | undefined;
+    let found: Key | undefined;
     for (const key of this.keys) {
-      if (timingSafeEqual(key.digest, presented)) tenant = key.tenant;
+      if (timingSafeEqual(key.digest, presented)) found = key;
     }
-    if (!tenant)
-      throw new UnauthorizedException({ message: 'invalid bearer token', code: 'UNAUTHENTICATED' });
-    return tenant;
+    if (!found) throw new UnauthorizedException({ message: 'invalid bearer token', code: 'UNAUTHENTICATED' });
+    return {
+      tenant: found.tenant,
+      admin: found.admin,
+      id: `${found.admin ? 'admin' : 'tenant'}:${found.tenant}`,
+    };
   }
 
   /** True when the request may see operator details: the API is open, or it carries a valid key. */

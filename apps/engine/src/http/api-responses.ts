@@ -59,6 +59,7 @@ export const ERROR_RESPONSE_SCHEMA: SchemaObject = {
 const ERROR_DESCRIPTIONS = {
   400: 'Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them)',
   401: 'Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set)',
+  403: 'Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it',
   404: 'No such session, or no such resource in it',
   409: 'Conflicts with the current state (see `error.code`)',
   413: 'Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached',

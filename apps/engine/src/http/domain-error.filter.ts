@@ -7,6 +7,7 @@ import { ErrorBody, errorBody } from './error-body';
 const STATUS_BY_KIND: Record<ErrorKind, number> = {
   invalid_input: HttpStatus.BAD_REQUEST,
   not_found: HttpStatus.NOT_FOUND,
+  forbidden: HttpStatus.FORBIDDEN,
   conflict: HttpStatus.CONFLICT,
   unprocessable: HttpStatus.UNPROCESSABLE_ENTITY,
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,

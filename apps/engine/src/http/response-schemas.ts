@@ -1,12 +1,16 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { ACTION_OUTPUT_SCHEMAS } from '../actions/action-output.schemas';
 import { ACTION_SCHEMAS } from '../actions/action.schemas';
+import { APPROVAL_SCHEMAS } from '../approvals/approval.schemas';
 import { CHECKPOINT_SCHEMAS } from '../checkpoints/checkpoint.schemas';
 import { GRAPH_SCHEMAS } from '../graph/graph.schemas';
 import { HEALTH_SCHEMAS } from '../health/health.schemas';
+import { HOOK_SCHEMAS } from '../hooks/hook.schemas';
 import { KERNEL_SCHEMAS } from '../kernels/kernel.schemas';
 import { PLAN_SCHEMAS } from '../plans/plan.schemas';
+import { POLICY_SCHEMAS } from '../policies/policy.schemas';
 import { SESSION_SCHEMAS } from '../sessions/session.schemas';
+import { SKILL_SCHEMAS } from '../skills/skill.schemas';
 import { TEMPLATE_SCHEMAS } from '../templates/template.schemas';
 import { TOOL_SCHEMAS } from '../tools/tool.schemas';
 import { COMMON_SCHEMAS, ref } from './common.schemas';
@@ -22,6 +26,10 @@ export const RESPONSE_SCHEMAS = {
   ...SESSION_SCHEMAS,
   ...ACTION_SCHEMAS,
   ...ACTION_OUTPUT_SCHEMAS,
+  ...APPROVAL_SCHEMAS,
+  ...POLICY_SCHEMAS,
+  ...HOOK_SCHEMAS,
+  ...SKILL_SCHEMAS,
   ...PLAN_SCHEMAS,
   ...GRAPH_SCHEMAS,
   ...CHECKPOINT_SCHEMAS,

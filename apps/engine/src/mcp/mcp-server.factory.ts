@@ -26,7 +26,9 @@ export class McpServerFactory {
       capabilities: { tools: {} },
       instructions: mcpInstructions(engineSessionId),
     });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.tools.list() }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: this.tools.list(tenant, engineSessionId),
+    }));
     server.setRequestHandler(CallToolRequestSchema, (request) =>
       this.tools.call(tenant, engineSessionId, request.params.name, request.params.arguments),
     );

@@ -6,6 +6,9 @@ import type { ToolCallsService } from '../tools/tool-calls.service';
 import { ToolsService } from '../tools/tools.service';
 import type { McpImages } from './mcp-images.service';
 import type { Artifact } from './mcp-tool-result';
+import { policyServiceForTests } from '../policies/policy.testing';
+import { skillsForTests } from '../skills/skill-registry.testing';
+import type { SessionsService } from '../sessions/sessions.service';
 import { McpToolCalls } from './mcp-tool-calls.service';
 
 /** Tool calls answered from a script, recorded. */
@@ -30,13 +33,19 @@ class FakeImages {
   }
 }
 
-const tools = new ToolsService({ tools: {} } as EngineConfig);
+const tools = new ToolsService({ tools: {} } as EngineConfig, policyServiceForTests(), skillsForTests());
+const sessions = { find: () => undefined } as unknown as SessionsService;
 const shotText = JSON.stringify({ artifacts: [{ path: 's.png', bytes: 3, mimeType: 'image/png' }] });
 
 function build(answer: (name: string) => { content: string; is_error: boolean } | Error) {
   const calls = new FakeToolCalls(answer);
   const images = new FakeImages();
-  const mcp = new McpToolCalls(tools, calls as unknown as ToolCallsService, images as unknown as McpImages);
+  const mcp = new McpToolCalls(
+    tools,
+    calls as unknown as ToolCallsService,
+    images as unknown as McpImages,
+    sessions,
+  );
   return { mcp, calls, images };
 }
 
@@ -51,7 +60,7 @@ describe('McpToolCalls', () => {
       description: string;
       input_schema: unknown;
     }[];
-    expect(mcp.list()).toEqual(
+    expect(mcp.list('open', 'ses_x')).toEqual(
       anthropic.map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema })),
     );
   });

@@ -3,6 +3,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { NotFoundError } from '@switchyard/common';
 import { ToolCallsService, type ToolAnswer } from '../tools/tool-calls.service';
 import { ToolsService } from '../tools/tools.service';
+import { SessionsService } from '../sessions/sessions.service';
 import { McpImages } from './mcp-images.service';
 import { imageArtifacts, mcpErrorResult, toMcpResult } from './mcp-tool-result';
 
@@ -19,12 +20,18 @@ export class McpToolCalls {
     private readonly tools: ToolsService,
     private readonly toolCalls: ToolCallsService,
     private readonly images: McpImages,
+    private readonly sessions: SessionsService,
   ) {}
 
-  /** The catalog in Anthropic's shape, which is MCP's but for the schema's key. */
-  list(): Tool[] {
+  /**
+   * The catalog in Anthropic's shape, which is MCP's but for the schema's key: what the engine session's policy offers
+   * (its engine, tenant and session layers).
+   */
+  list(tenant: string, engineSessionId: string): Tool[] {
+    const session = this.sessions.find(engineSessionId);
+    const scope = { tenant, ...(session && { session }) };
     return (
-      this.tools.list('anthropic') as { name: string; description: string; input_schema: unknown }[]
+      this.tools.list('anthropic', scope) as { name: string; description: string; input_schema: unknown }[]
     ).map((t) => ({
       name: t.name,
       description: t.description,
@@ -56,7 +63,7 @@ export class McpToolCalls {
       });
       throw err;
     }
-    const browser = this.tools.find(name)?.kind === 'browser';
+    const browser = this.tools.find(name, tenant)?.kind === 'browser';
     const images =
       browser && !answer.is_error
         ? await this.images.read(tenant, engineSessionId, imageArtifacts(answer.content))

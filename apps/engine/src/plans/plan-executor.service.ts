@@ -102,6 +102,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       status: 'running',
       maxParallel: spec.maxParallel ?? 1,
       checkpoints: spec.checkpoints ?? 'none',
+      ...(spec.policy && { policy: spec.policy }),
       createdAt: now,
       updatedAt: now,
       steps: spec.steps.map((s) => this.toStep(s, 1, spec.checkpoints)),
@@ -387,6 +388,9 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
         submitted = await this.engine.submit(session, step.action, {
           ...(retryOf && { retryOf }),
           ...(workspace && { workspace }),
+          ...(plan.policy && {
+            policy: { layer: 'plan', source: `plan ${plan.id}`, rules: plan.policy.rules },
+          }),
         });
         break;
       } catch (err) {

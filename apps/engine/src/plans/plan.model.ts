@@ -1,3 +1,4 @@
+import type { PolicyRule } from '../policies/policy.types';
 import type { ActionError, ActionStatus } from '@switchyard/common';
 import type { PlanGraphRecord, PlanGraphStep } from '@switchyard/context-graph';
 import type { ActionRequest } from '../actions/action-request';
@@ -39,6 +40,8 @@ export interface PlanSpec {
   steps: PlanStepSpec[];
   maxParallel?: number;
   checkpoints?: 'each-step' | 'none';
+  /** The plan's policy layer for its steps. */
+  policy?: { rules: PolicyRule[] };
 }
 
 export interface PlanStep {
@@ -70,6 +73,8 @@ export interface Plan {
   maxParallel: number;
   /** `each-step`: every step checkpoints the workspace before it runs. */
   checkpoints: 'each-step' | 'none';
+  /** The plan's own policy layer: its steps are decided under it too. */
+  policy?: { rules: PolicyRule[] };
   createdAt: string;
   updatedAt: string;
   endedAt?: string;

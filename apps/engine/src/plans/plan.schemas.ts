@@ -115,6 +115,7 @@ const PLAN_SCHEMA: SchemaObject = object(
     },
     maxParallel: { type: 'integer' },
     checkpoints: { type: 'string', enum: ['each-step', 'none'] },
+    policy: ref('PolicyDto'),
     createdAt: TIMESTAMP,
     updatedAt: TIMESTAMP,
     endedAt: TIMESTAMP,

@@ -16,6 +16,7 @@ import { Tenant } from '../http/tenant.decorator';
 import { validateDto } from '../http/validate-dto';
 import { IdempotencyService, sendIdempotentStatus } from '../idempotency/idempotency.service';
 import { SessionsService } from '../sessions/sessions.service';
+import { readPolicy } from '../policies/policy-rules';
 import { CreatePlanDto, ReplanDto } from './dto/plan.dto';
 import { parsePlanSteps } from './dto/plan-steps';
 import { PlanExecutor } from './plan-executor.service';
@@ -83,6 +84,7 @@ export class PlansController {
       maxParallel: dto.maxParallel,
       steps: parsePlanSteps(dto.steps),
       ...(dto.checkpoints !== undefined && { checkpoints: dto.checkpoints }),
+      ...(dto.policy !== undefined && { policy: { rules: readPolicy(dto.policy, 'policy') } }),
     };
     const answer = await this.idempotency.run<Plan>(
       tenant,

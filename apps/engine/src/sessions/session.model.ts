@@ -1,3 +1,5 @@
+import type { PolicyRule } from '../policies/policy.types';
+
 /** A live session. `expiresAt` slides forward with activity. */
 export interface Session {
   id: string;
@@ -14,6 +16,8 @@ export interface Session {
   template?: string;
   /** The session it was forked from, and the checkpoint its workspace was copied at (none: as it was then). */
   forkedFrom?: { sessionId: string; checkpointId?: string };
+  /** The session's own policy layer (allow/deny/ask rules under the engine's and its tenant's). */
+  policy?: { rules: PolicyRule[] };
 }
 
 export const expiresAt = (s: Session): Date => new Date(s.lastActiveAt.getTime() + s.ttlSeconds * 1000);

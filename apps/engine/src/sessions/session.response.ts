@@ -1,5 +1,6 @@
 import type { ActionStatus } from '@switchyard/common';
 import type { ActivityTier, SessionActivity } from '@switchyard/context-graph';
+import type { PolicyRule } from '../policies/policy.types';
 import { expiresAt, type Session } from './session.model';
 
 /** What a session has run: its actions counted by status, the tiers they ran in, and the latest one's start. */
@@ -22,6 +23,7 @@ export interface SessionResponse {
   network: { allow: string[] };
   template?: string;
   forkedFrom?: { sessionId: string; checkpointId?: string };
+  policy?: { rules: PolicyRule[] };
   activity: SessionActivityResponse;
 }
 
@@ -41,6 +43,7 @@ export const toSessionResponse = (s: Session, activity: SessionActivity = NO_ACT
   network: { allow: [...s.network.allow] },
   ...(s.template !== undefined && { template: s.template }),
   ...(s.forkedFrom !== undefined && { forkedFrom: { ...s.forkedFrom } }),
+  ...(s.policy !== undefined && { policy: { rules: s.policy.rules } }),
   activity: {
     actions: activity.actions,
     byStatus: { ...activity.byStatus },

@@ -75,6 +75,7 @@ const SESSION_SCHEMA: SchemaObject = {
       description: 'The session (and checkpoint) it was forked from',
       properties: { sessionId: { type: 'string' }, checkpointId: { type: 'string' } },
     },
+    policy: ref('PolicyDto'),
     activity: ref('SessionActivity'),
   },
 };

@@ -6,6 +6,7 @@ import { WorkspaceManager } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { readPolicy } from '../policies/policy-rules';
 import { TemplateRegistry } from '../templates/template-registry';
 import { type Session } from './session.model';
 import { SessionStore } from './session.store';
@@ -84,6 +85,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       maxConcurrentActions?: number;
       network?: { allow: string[] };
       template?: string;
+      policy?: unknown;
     },
     origin?: { forkedFrom: NonNullable<Session['forkedFrom']>; workspace: (id: string) => Promise<void> },
   ): Promise<Session> {
@@ -99,6 +101,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       throw new InvalidInputError('metadata', `metadata must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
     }
     const network = this.networkPolicy(input.network);
+    const policy = input.policy === undefined ? undefined : { rules: readPolicy(input.policy, 'policy') };
     if (input.template !== undefined) this.templates.require(input.template);
     if (this.sessions.size >= this.config.sessions.maxSessions) {
       throw new SessionLimitError(
@@ -117,6 +120,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       network: { allow: network.allow },
       ...(input.template !== undefined && { template: input.template }),
       ...(origin && { forkedFrom: origin.forkedFrom }),
+      ...(policy && { policy }),
     };
     if (origin) await origin.workspace(session.id);
     else await this.workspaces.create(session.id);
@@ -162,6 +166,11 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       throw new NotFoundError(`session ${id} not found`, { sessionId: id });
     }
     return s;
+  }
+
+  /** A live session whatever its tenant (for admins); `undefined` when it does not exist or is ending. */
+  find(id: string): Session | undefined {
+    return this.ending.has(id) ? undefined : this.sessions.get(id);
   }
 
   /** The session exists and is not ending: events about it still have a stream to go to. */

@@ -12,7 +12,7 @@ interface SessionRow {
   ttl_seconds: number;
   metadata: string;
   max_concurrent_actions: number;
-  /** JSON: the session's options (`{"network":{"allow":[…]},"template":"…","forkedFrom":{…}}`). */
+  /** JSON: the session's options (`{"network":{"allow":[…]},"template":"…","forkedFrom":{…},"policy":{…}}`). */
   options: string;
 }
 
@@ -53,6 +53,7 @@ export class SqliteSessionStore extends SessionStore {
     return rows.map((r) => ({
       ...template(r.options),
       ...forkedFrom(r.options),
+      ...policy(r.options),
       id: r.id,
       tenant: r.tenant,
       createdAt: new Date(r.created_at),
@@ -82,6 +83,7 @@ export class SqliteSessionStore extends SessionStore {
           network: s.network,
           ...(s.template !== undefined && { template: s.template }),
           ...(s.forkedFrom !== undefined && { forkedFrom: s.forkedFrom }),
+          ...(s.policy !== undefined && { policy: s.policy }),
         }),
       );
   }
@@ -121,4 +123,10 @@ function forkedFrom(options: string): { forkedFrom?: Session['forkedFrom'] } {
       ...(typeof from.checkpointId === 'string' && { checkpointId: from.checkpointId }),
     },
   };
+}
+
+/** The session's policy layer, when it set one (validated when the session was created). */
+function policy(options: string): { policy?: Session['policy'] } {
+  const value = (JSON.parse(options) as { policy?: Session['policy'] }).policy;
+  return Array.isArray(value?.rules) ? { policy: { rules: value.rules } } : {};
 }

@@ -2,11 +2,14 @@ import * as fc from 'fast-check';
 import { type ActionResult, InvalidInputError, NO_RISK, NotFoundError } from '@switchyard/common';
 import { parseActionRequest } from '../actions/dto/action-body';
 import type { ActionRequest } from '../actions/action-request';
-import type { ActionCompletion, ExecutionEngine } from '../actions/execution-engine.service';
+import type { ActionCompletion, ExecutionEngine, SubmittedAction } from '../actions/execution-engine.service';
+import type { ApprovalRequest } from '@switchyard/context-graph';
 import type { EngineConfig } from '../config/engine-config';
 import { RequestValidationError } from '../http/request-validation.error';
 import type { Session } from '../sessions/session.model';
 import type { SessionsService } from '../sessions/sessions.service';
+import { policyServiceForTests } from '../policies/policy.testing';
+import { skillsForTests } from '../skills/skill-registry.testing';
 import { ToolCallsService } from './tool-calls.service';
 import { ToolsService } from './tools.service';
 
@@ -62,9 +65,13 @@ class RecordingEngine {
   readonly requests: ActionRequest[] = [];
   answer: (request: ActionRequest) => ActionCompletion = (request) => ({ result: succeeded(request) });
 
-  async run(_session: Session, request: ActionRequest): Promise<ActionCompletion> {
+  approval?: ApprovalRequest;
+
+  async submit(_session: Session, request: ActionRequest): Promise<Partial<SubmittedAction>> {
     this.requests.push(request);
-    return this.answer(request);
+    if (this.approval)
+      return { id: 'act_1', approval: this.approval, completion: new Promise(() => undefined) };
+    return { id: 'act_1', completion: Promise.resolve().then(() => this.answer(request)) };
   }
 }
 
@@ -82,7 +89,11 @@ const succeeded = (request: ActionRequest): ActionResult => ({
 });
 
 function setup(): { service: ToolCallsService; engine: RecordingEngine; tools: ToolsService } {
-  const tools = new ToolsService({ tools: {} } as unknown as EngineConfig);
+  const tools = new ToolsService(
+    { tools: {} } as unknown as EngineConfig,
+    policyServiceForTests(),
+    skillsForTests(),
+  );
   const engine = new RecordingEngine();
   const sessions = {
     get: (tenant: string, id: string) => {
@@ -225,6 +236,32 @@ describe('ToolCallsService', () => {
       expect((answer as { content: string }).content).toBe(
         'invalid input for browser_wait_for: wait_for needs exactly one of selector, text, url, loadState',
       );
+    });
+  });
+
+  describe('approvals', () => {
+    it('answers a call a policy holds for approval at once, with a pending result naming the action', async () => {
+      const { service, engine } = setup();
+      engine.approval = {
+        rule: '{"effect":"ask","match":{"risk":"high"}}',
+        layer: 'session',
+        reasons: ["python needs approval: the session policy's rule 1 asks for it"],
+        requestedAt: '2026-01-01T00:00:00.000Z',
+        expiresAt: '2026-01-01T00:15:00.000Z',
+      };
+      const answer = (await service.run('default', session.id, {
+        id: 'p',
+        name: 'python',
+        input: { code: 'x' },
+      })) as {
+        content: string;
+        is_error: boolean;
+      };
+      expect(answer.is_error).toBe(false);
+      expect(answer.content).toMatch(/^\[pending approval\]\npython was not run yet/);
+      expect(answer.content).toContain(`POST /v1/sessions/${session.id}/actions/act_1/approve`);
+      expect(answer.content).toContain('2026-01-01T00:15:00.000Z');
+      expect(answer.content).toContain("the session policy's rule 1 asks for it");
     });
   });
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { type ActionResult, type ActionType, SwitchyardError } from '@switchyard/common';
 import { parseActionRequest } from '../actions/dto/action-body';
 import { ExecutionEngine } from '../actions/execution-engine.service';
+import type { ApprovalRequest } from '@switchyard/context-graph';
 import { RequestValidationError } from '../http/request-validation.error';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
@@ -51,10 +52,10 @@ export class ToolCallsService {
     if (call.invalid && call.invalid.field !== 'arguments') {
       return error(`${call.invalid.field}: ${call.invalid.message}`);
     }
-    const tool = typeof call.name === 'string' ? this.tools.find(call.name) : undefined;
+    const tool = typeof call.name === 'string' ? this.tools.find(call.name, session.tenant) : undefined;
     if (!tool) {
       return error(
-        `unknown tool ${JSON.stringify(call.name)}; available tools: ${this.tools.names().join(', ')}`,
+        `unknown tool ${JSON.stringify(call.name)}; available tools: ${this.tools.names(session.tenant).join(', ')}`,
       );
     }
     if (call.invalid) {
@@ -68,7 +69,10 @@ export class ToolCallsService {
     let result: ActionResult;
     try {
       const request = parseActionRequest(tool.toAction(reading.input));
-      const completion = await this.engine.run(session, request);
+      const submitted = await this.engine.submit(session, request);
+      // A person decides when it runs: the model hears at once, and can carry on or check back.
+      if (submitted.approval) return pending(tool.name, session.id, submitted.id, submitted.approval);
+      const completion = await submitted.completion;
       // A refusal of the input found only while running reads like one found before it.
       if (completion.inputRefusal) throw completion.inputRefusal;
       result = completion.result;
@@ -87,6 +91,24 @@ export class ToolCallsService {
     }
     return toContent(tool.kind, result);
   }
+}
+
+/** What a model reads when its call waits for a person: the action, why, until when, and where its result will be. */
+function pending(
+  tool: string,
+  sessionId: string,
+  actionId: string,
+  approval: ApprovalRequest,
+): Omit<ToolResult, 'tool_use_id'> {
+  const actions = `/v1/sessions/${sessionId}/actions/${actionId}`;
+  return {
+    content:
+      `[pending approval]\n${tool} was not run yet: it waits for a person's approval (action ${actionId}).\n` +
+      `${approval.reasons[0]}.\n` +
+      `It runs once approved (POST ${actions}/approve) and ends denied if rejected or not decided by ` +
+      `${approval.expiresAt}. Its result: GET ${actions}. Carry on with other work, or ask the user to approve it.`,
+    is_error: false,
+  };
 }
 
 /** The call's id, or a 400: without an id there is nothing to answer a model with. */

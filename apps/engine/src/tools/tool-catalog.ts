@@ -29,6 +29,10 @@ export interface ToolDefinition {
   /** Fields the tool takes. */
   fields: string[];
   kind: ActionType;
+  /** Its input is checked by its own schema only (a skill's): fields beyond `fields` are not refused here. */
+  openInput?: boolean;
+  /** The language it runs (a skill's body), for policies that match on it. */
+  language?: string;
 }
 
 type SchemaObject = { properties?: Record<string, unknown>; required?: string[]; description?: string };

@@ -44,7 +44,7 @@ export function readToolInput(tool: ToolDefinition, raw: unknown): ToolInputRead
     };
   }
   const input = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null));
-  const unknown = Object.keys(input).filter((k) => !tool.fields.includes(k));
+  const unknown = tool.openInput ? [] : Object.keys(input).filter((k) => !tool.fields.includes(k));
   if (unknown.length > 0) {
     return fail(
       `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ` +

@@ -34,8 +34,9 @@ const OPENAI_TOOL_SCHEMA: SchemaObject = object(
 
 const TOOL_LIST_SCHEMA: SchemaObject = object(['tools'], {
   tools: {
-    description: 'Every tool, in the format asked for',
-    oneOf: [
+    // anyOf, not oneOf: an empty list (a policy that leaves no tool) is a list of either format.
+    description: 'Every tool the caller’s policy offers, in the format asked for',
+    anyOf: [
       { type: 'array', items: ref('AnthropicTool'), title: 'format=anthropic' },
       { type: 'array', items: ref('OpenAiTool'), title: 'format=openai' },
     ],

@@ -9,6 +9,8 @@ import { TOOL_CALL_ANSWER } from './tool.schemas';
 import { ToolCallsService, type ToolAnswer } from './tool-calls.service';
 import { parseToolListQuery } from './tool-list.query';
 import { ToolsService } from './tools.service';
+import { InvalidInputError } from '@switchyard/common';
+import { SessionsService } from '../sessions/sessions.service';
 
 @ApiTags('tools')
 @ApiBearerAuth()
@@ -19,6 +21,7 @@ export class ToolsController {
   constructor(
     private readonly tools: ToolsService,
     private readonly calls: ToolCallsService,
+    private readonly sessions: SessionsService,
   ) {}
 
   @Get('v1/tools')
@@ -45,10 +48,28 @@ export class ToolsController {
       'OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic ' +
       '(or no format) is a 400 naming `strict`.',
   })
+  @ApiQuery({
+    name: 'sessionId',
+    schema: { type: 'string', minLength: 1 },
+    required: false,
+    description:
+      'List what this session’s policy offers (its own layer too); without it, what the engine’s and the ' +
+      'caller’s tenant’s policies offer. A tool whose every call a policy denies is left out.',
+  })
   @ApiOkResponse({ description: 'The tools, in the format asked for', ...jsonBody('ToolList') })
-  @ApiErrors(400)
-  list(@Query('format') format: unknown, @Query('strict') strict: unknown): { tools: unknown[] } {
-    return { tools: this.tools.list(parseToolListQuery(format, strict)) };
+  @ApiErrors(400, 404)
+  list(
+    @Tenant() tenant: string,
+    @Query('format') format: unknown,
+    @Query('strict') strict: unknown,
+    @Query('sessionId') sessionId: unknown,
+  ): { tools: unknown[] } {
+    const parsed = parseToolListQuery(format, strict);
+    if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId.length === 0)) {
+      throw new InvalidInputError('sessionId', 'sessionId must be a session id');
+    }
+    const session = typeof sessionId === 'string' ? this.sessions.get(tenant, sessionId) : undefined;
+    return { tools: this.tools.list(parsed, { tenant, ...(session && { session }) }) };
   }
 
   @Post('v1/sessions/:sessionId/tool-calls')

@@ -5,6 +5,8 @@ import * as path from 'node:path';
 import { strictModeViolations } from '../../../../test/support/openai-strict-rules';
 import type { EngineConfig } from '../config/engine-config';
 import type { ToolFormat } from './tool-list.query';
+import { policyServiceForTests } from '../policies/policy.testing';
+import { skillsForTests } from '../skills/skill-registry.testing';
 import { ToolsService } from './tools.service';
 
 /**
@@ -16,7 +18,11 @@ const GOLDEN_DIR = path.join(__dirname, 'golden');
 const golden = (format: ToolFormat): string => path.join(GOLDEN_DIR, `tools.${format}.json`);
 
 const service = (descriptionsFile?: string): ToolsService =>
-  new ToolsService({ tools: { descriptionsFile } } as unknown as EngineConfig);
+  new ToolsService(
+    { tools: { descriptionsFile } } as unknown as EngineConfig,
+    policyServiceForTests(),
+    skillsForTests(),
+  );
 
 interface OpenAiTool {
   type: string;

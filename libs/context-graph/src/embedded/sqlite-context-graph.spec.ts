@@ -377,6 +377,104 @@ describe('SqliteContextGraph', () => {
       check.close();
     });
 
+    it('migrates a file from before approvals and calls in place: keeps its data and outbox, then takes both', async () => {
+      const fresh = new DatabaseSync(join(fixture.dir, 'nested', 'graph.sqlite'));
+      const current = fresh.prepare('PRAGMA user_version').get();
+      fresh.close();
+      const g = await open(true, 'v7.sqlite');
+      await g.recordSession(session);
+      await g.recordActionStarted(start('a1', 's'));
+      await g.recordActionCompleted('a1', completion('a1', { files: [{ path: 'f', access: 'write' }] }));
+      await g.recordActionStarted({ ...start('a2', 's'), type: 'skill', operation: 'fix' });
+      const before = await g.getAction('s', 'a1');
+      const view = await g.sessionGraph('s');
+      await g.close();
+      // Back to the shape a version-7 engine wrote: no approval or call tables, no index for awaiting actions.
+      const v7 = new DatabaseSync(join(fixture.dir, 'v7.sqlite'));
+      v7.exec(`DROP TABLE approvals; DROP TABLE action_calls; DROP INDEX actions_awaiting_approval;
+        PRAGMA user_version = 7;`);
+      v7.close();
+
+      const migrated = await open(true, 'v7.sqlite');
+      expect(await migrated.getAction('s', 'a1')).toEqual(before);
+      expect(await migrated.sessionGraph('s')).toEqual(view);
+      expect(migrated.outboxSize()).toBe(4);
+      const approval = {
+        rule: '{"effect":"ask"}',
+        layer: 'engine',
+        reasons: ['writes outside the workspace'],
+        requestedAt: at,
+        expiresAt: '2025-01-01T00:15:01.000Z',
+      };
+      await migrated.recordActionStarted({
+        ...start('a3', 's'),
+        calledBy: { actionId: 'a2', depth: 1 },
+        approval,
+      });
+      expect(await migrated.getAction('s', 'a3')).toMatchObject({
+        status: 'awaiting_approval',
+        approval,
+        calledBy: { actionId: 'a2', depth: 1 },
+      });
+      await migrated.recordApprovalDecision('a3', {
+        decision: 'approved',
+        decidedAt: at,
+        decidedBy: 'admin:1',
+      });
+      expect((await migrated.failureContext('s', 'a2', { before: 0 }))?.calls.map((c) => c.id)).toEqual([
+        'a3',
+      ]);
+      expect(migrated.outboxBatch(100).actions.map((a) => [a.id, a.status, a.approval?.decision])).toEqual([
+        ['a1', 'succeeded', undefined],
+        ['a2', 'running', undefined],
+        ['a3', 'running', 'approved'],
+      ]);
+      await migrated.close();
+      const check = new DatabaseSync(join(fixture.dir, 'v7.sqlite'));
+      expect(check.prepare('PRAGMA user_version').get()).toEqual(current);
+      expect(
+        check
+          .prepare(
+            `SELECT name FROM sqlite_master WHERE name IN ('approvals', 'action_calls', 'actions_awaiting_approval')
+            ORDER BY name`,
+          )
+          .all()
+          .map((r) => r.name),
+      ).toEqual(['action_calls', 'actions_awaiting_approval', 'approvals']);
+      check.close();
+    });
+
+    it('queues a decision as its action (carrying its approval), and the awaiting actions a restart interrupts', async () => {
+      const g = await open(true);
+      await g.recordSession(session);
+      const approval = {
+        rule: '{}',
+        layer: 'session',
+        reasons: [],
+        requestedAt: at,
+        expiresAt: at,
+      };
+      await g.recordActionStarted({ ...start('a1', 's'), type: 'skill', approval });
+      await g.recordActionStarted({ ...start('a2', 's'), calledBy: { actionId: 'a1', depth: 1 } });
+      await g.recordActionStarted({ ...start('a3', 's'), approval });
+      await g.outboxAck(g.outboxBatch(10).lastId);
+      await g.recordApprovalDecision('a1', { decision: 'expired', decidedAt: at });
+      const decided = g.outboxBatch(10);
+      expect(decided.entries).toBe(1);
+      expect(decided.actions.map((a) => [a.id, a.status, a.approval])).toEqual([
+        ['a1', 'awaiting_approval', { ...approval, decision: 'expired', decidedAt: at }],
+      ]);
+      await g.outboxAck(decided.lastId);
+      expect(await g.markRunningInterrupted('2025-01-01T00:02:00.000Z')).toBe(3);
+      const batch = g.outboxBatch(10);
+      expect(batch.actions.map((a) => [a.id, a.status, a.prevId, a.calledBy?.actionId])).toEqual([
+        ['a1', 'interrupted', undefined, undefined],
+        ['a2', 'interrupted', 'a1', 'a1'],
+        ['a3', 'interrupted', 'a2', undefined],
+      ]);
+      await g.close();
+    });
+
     it('queues a checkpoint once per change, carrying its deletion and every restore; a fork once', async () => {
       const g = await open(true);
       await g.recordSession(session);

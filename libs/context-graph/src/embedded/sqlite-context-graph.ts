@@ -9,6 +9,7 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  ApprovalDecision,
   CheckpointRecord,
   CheckpointState,
   FailureContext,
@@ -27,6 +28,7 @@ import type {
 } from '../context-graph.types';
 import type { OutboxBatch } from '../replication/replication.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
+import { decideApproval } from './sqlite-approvals';
 import {
   insertCheckpoint,
   insertFork,
@@ -103,7 +105,7 @@ export interface SqlitePragmas {
  * This class owns the connection, the write queue and the statement cache; the SQL lives in the files beside
  * it: the tables (sqlite-schema), rows to records (sqlite-rows), writes (sqlite-writes), queries
  * (sqlite-queries), the outbox (sqlite-outbox), kernels and processes (sqlite-stateful), checkpoints and forks
- * (sqlite-checkpoints).
+ * (sqlite-checkpoints), approvals and calls (sqlite-approvals).
  */
 export class SqliteContextGraph extends ContextGraph {
   private db: DatabaseSync | undefined;
@@ -155,6 +157,14 @@ export class SqliteContextGraph extends ContextGraph {
     return this.write(() => {
       insertActionStart(this.prepared, a);
       this.queueForReplica('action', a.id, a.sessionId);
+    });
+  }
+
+  /** The decision travels with its action: the action's outbox entry carries its approval. */
+  override recordApprovalDecision(actionId: string, decision: ApprovalDecision): Promise<void> {
+    return this.write(() => {
+      const sessionId = decideApproval(this.prepared, actionId, decision);
+      this.queueForReplica('action', actionId, sessionId);
     });
   }
 

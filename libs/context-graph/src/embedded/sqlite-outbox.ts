@@ -3,6 +3,7 @@ import type { StoredCheckpoint } from '../context-graph.checkpoints';
 import type { ForkRecord } from '../context-graph.types';
 import type { SessionState, StoredPlan } from '../context-graph.views';
 import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
+import { OPEN_ACTION } from './sqlite-approvals';
 import { FORK_RELATED_SESSIONS, readCheckpoints, readFork } from './sqlite-checkpoints';
 import {
   ACTION_COLUMNS,
@@ -54,11 +55,11 @@ export function appendToOutbox(sql: Sql, kind: OutboxKind, key: string, sessionI
   sql('INSERT INTO outbox (kind, key, session_id) VALUES (?, ?, ?)').run(kind, key, sessionId);
 }
 
-/** Inside a write, before they change: names every running action, in session and seq order. */
+/** Inside a write, before they change: names every running or awaiting action, in session and seq order. */
 export function appendRunningActions(sql: Sql): void {
   sql(
     `INSERT INTO outbox (kind, key, session_id)
-     SELECT 'action', id, session_id FROM actions WHERE status = 'running' ORDER BY session_id, seq`,
+     SELECT 'action', id, session_id FROM actions WHERE ${OPEN_ACTION} ORDER BY session_id, seq`,
   ).run();
 }
 
@@ -135,7 +136,8 @@ export function readOutboxBatch(sql: Sql, maxEntries: number, maxBytes: number):
       actionRow.input.length +
       (actionRow.result?.length ?? 0) +
       (actionRow.output_excerpt?.length ?? 0) +
-      (record.startedProcess?.command.length ?? 0);
+      (record.startedProcess?.command.length ?? 0) +
+      (record.approval?.rule.length ?? 0);
   }
   return {
     lastId,

@@ -13,12 +13,12 @@ import type {
   Page,
   SessionActivity,
 } from '../context-graph.types';
+import { checkGraphFilter } from '../context-graph.filter';
 import {
   assertFailureContextQuery,
   buildFailureContext,
   buildFileLineage,
   buildGraphView,
-  checkGraphFilter,
   fileNodeId,
   summarize,
 } from '../context-graph.views';
@@ -124,6 +124,16 @@ export function readFailureContext(
     `SELECT s.plan_id AS planId, s.step_id AS stepId, s.version AS version
      FROM step_attempts t JOIN plan_steps s ON s.id = t.step_id WHERE t.action_id = ?`,
   ).all(actionId) as { planId: string; stepId: string; version: number }[];
+  const callers = sql(
+    `WITH RECURSIVE up(id) AS (
+       SELECT caller_id FROM action_calls WHERE action_id = ?
+       UNION SELECT c.caller_id FROM action_calls c JOIN up ON c.action_id = up.id)
+     SELECT ${ACTION_COLUMNS} FROM actions WHERE id IN (SELECT id FROM up)`,
+  ).all(actionId) as ActionRow[];
+  const calls = sql(
+    `SELECT ${ACTION_COLUMNS} FROM actions
+     WHERE id IN (SELECT action_id FROM action_calls WHERE caller_id = ?) ORDER BY seq`,
+  ).all(actionId) as ActionRow[];
   return buildFailureContext(
     action,
     ancestorRecords.map(summarize),
@@ -134,6 +144,8 @@ export function readFailureContext(
     new Map(
       ancestorRecords.flatMap((a): [string, CheckpointRef][] => (a.checkpoint ? [[a.id, a.checkpoint]] : [])),
     ),
+    summaries(callers),
+    summaries(calls),
   );
 }
 

@@ -9,6 +9,7 @@ import type {
 import type { StatementSync } from 'node:sqlite';
 import type { ActionRecord, CheckpointRef, SandboxRef } from '../context-graph.types';
 import { type SessionState, sortTouches, type StoredPlan } from '../context-graph.views';
+import { type ApprovalRefs, readApprovalRefs } from './sqlite-approvals';
 import { readCheckpointRefs } from './sqlite-checkpoints';
 import { readStatefulRefs, type StatefulRefs } from './sqlite-stateful';
 
@@ -146,8 +147,8 @@ export function readPlans(sql: Sql, select: string, param: string): StoredPlan[]
 }
 
 /**
- * Rows to records, with files, sandboxes, kernels, processes and checkpoints fetched in one query each for all
- * of them.
+ * Rows to records, with files, sandboxes, kernels, processes, approvals, callers and checkpoints fetched in one
+ * query each for all of them.
  */
 export function hydrate(sql: Sql, rows: ActionRow[]): ActionRecord[] {
   if (rows.length === 0) return [];
@@ -182,6 +183,7 @@ export function hydrate(sql: Sql, rows: ActionRow[]): ActionRecord[] {
         ),
   );
   const stateful = readStatefulRefs(sql, ids);
+  const approvals = readApprovalRefs(sql, ids);
   const checkpoints = readCheckpointRefs(sql, ids);
   return rows.map((row) =>
     toRecord(
@@ -189,6 +191,7 @@ export function hydrate(sql: Sql, rows: ActionRow[]): ActionRecord[] {
       touches.get(row.id) ?? [],
       row.sandbox_id === null ? undefined : sandboxes.get(row.sandbox_id),
       stateful.get(row.id) ?? {},
+      approvals.get(row.id) ?? {},
       checkpoints.get(row.id),
     ),
   );
@@ -199,6 +202,7 @@ function toRecord(
   files: FileTouch[],
   sandbox: SandboxRef | undefined,
   { kernel, startedProcess }: StatefulRefs,
+  { approval, calledBy }: ApprovalRefs,
   checkpoint: CheckpointRef | undefined,
 ): ActionRecord {
   return {
@@ -224,6 +228,8 @@ function toRecord(
     sandbox,
     kernel,
     startedProcess,
+    approval,
+    calledBy,
     checkpoint,
     files: sortTouches(files),
     result: parseOpt(row.result),

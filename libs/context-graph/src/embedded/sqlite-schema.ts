@@ -1,4 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { APPROVAL_SCHEMA } from './sqlite-approvals';
 import { CHECKPOINT_SCHEMA } from './sqlite-checkpoints';
 import { STATEFUL_SCHEMA } from './sqlite-stateful';
 
@@ -100,6 +101,7 @@ CREATE TABLE IF NOT EXISTS step_attempts (
 CREATE INDEX IF NOT EXISTS step_attempts_by_action ON step_attempts(action_id);
 ${STATEFUL_SCHEMA}
 ${CHECKPOINT_SCHEMA}
+${APPROVAL_SCHEMA}
 ${outboxTable('outbox')}
 CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox(session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -113,7 +115,9 @@ const SCHEMA_VERSION = 7;
  * actions it holds have neither, and kernels and processes travel in their action's outbox entry); version 5 kept
  * no container runtime on sandboxes (its sandboxes keep none: runc was the only one then); version 6 had no
  * checkpoints, restores or forks (new tables), and its outbox took no `checkpoint` or `fork` entries (rebuilt as
- * for version 3, keeping its entries).
+ * for version 3, keeping its entries). Approvals and calls between actions (sqlite-approvals) came later as new
+ * tables and a new index only, which SCHEMA creates at every open, and travel in their action's outbox entry: a
+ * version-7 file without them gains them in place, with no step of its own.
  */
 const MIGRATIONS: Record<number, string> = {
   1: 'ALTER TABLE actions ADD COLUMN sandbox_id TEXT;',

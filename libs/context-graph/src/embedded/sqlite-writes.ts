@@ -1,4 +1,5 @@
 import type { ActionStatus } from '@switchyard/common';
+import { isOpen, startStatus } from '../context-graph.approvals';
 import {
   ActionAlreadyCompletedError,
   ActionNotRecordedError,
@@ -12,6 +13,7 @@ import {
   sandboxNodeId,
   type StoredPlan,
 } from '../context-graph.views';
+import { assertCaller, OPEN_ACTION, writeStartRefs } from './sqlite-approvals';
 import { list, type Sql } from './sqlite-rows';
 import { writeStatefulRefs } from './sqlite-stateful';
 
@@ -38,17 +40,19 @@ export function insertActionStart(sql: Sql, a: ActionStart): void {
   ) {
     throw new ActionNotRecordedError(a.retryOf, a.sessionId);
   }
+  assertCaller(sql, a);
   // seq is allocated inside the write transaction, so it follows commit order and has no gaps.
   sql(
     `INSERT INTO actions (id, session_id, seq, type, operation, status, input, input_summary, input_hash,
        started_at, tier, risk, retry_of, retry_reason)
-     SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?
+     SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
      FROM actions WHERE session_id = ?`,
   ).run(
     a.id,
     a.sessionId,
     a.type,
     a.operation,
+    startStatus(a.approval),
     JSON.stringify(a.input),
     a.inputSummary,
     a.inputHash,
@@ -59,14 +63,18 @@ export function insertActionStart(sql: Sql, a: ActionStart): void {
     a.retryOf === undefined ? null : (a.retryReason ?? null),
     a.sessionId,
   );
+  writeStartRefs(sql, a);
 }
 
-/** Completes a running action with its sandbox, kernel, process and files. Returns the action's session. */
+/**
+ * Completes a running (or still awaiting) action with its sandbox, kernel, process and files. Returns the
+ * action's session.
+ */
 export function completeAction(sql: Sql, actionId: string, c: ActionCompletion): string {
   const row = sql('SELECT session_id, status FROM actions WHERE id = ?').get(actionId) as
     { session_id: string; status: ActionStatus } | undefined;
   if (!row) throw new ActionNotRecordedError(actionId);
-  if (row.status !== 'running') throw new ActionAlreadyCompletedError(actionId, row.status);
+  if (!isOpen(row.status)) throw new ActionAlreadyCompletedError(actionId, row.status);
   const sandboxId = c.sandbox && sandboxNodeId(c.sandbox.containerId);
   if (c.sandbox) {
     sql(
@@ -154,10 +162,10 @@ export function writePlan(sql: Sql, record: PlanGraphRecord): StoredPlan {
   return plan;
 }
 
-/** Marks every running action interrupted. Returns how many. */
+/** Marks every running or awaiting action interrupted (an undecided approval stays so). Returns how many. */
 export function interruptRunning(sql: Sql, endedAt: string): number {
   return Number(
-    sql(`UPDATE actions SET status = 'interrupted', ended_at = ?, error = ? WHERE status = 'running'`).run(
+    sql(`UPDATE actions SET status = 'interrupted', ended_at = ?, error = ? WHERE ${OPEN_ACTION}`).run(
       endedAt,
       JSON.stringify(INTERRUPTED_ERROR),
     ).changes,

@@ -312,6 +312,66 @@ describe('Neo4jContextGraph', () => {
     ]);
   });
 
+  it('keeps approvals as Approval nodes (reasons as JSON text), calls as CALLED_BY {depth} integers; one statement per write', async () => {
+    await seed();
+    const statements = async (write: () => Promise<unknown>): Promise<number> => {
+      const before = graph.statementCount();
+      await write();
+      return graph.statementCount() - before;
+    };
+    const approval = {
+      rule: '{"effect":"ask"}',
+      layer: 'tenant',
+      reasons: ['network', 'shell'],
+      requestedAt: at(3),
+      expiresAt: at(903),
+    };
+    const skill = start('a3', 's', { type: 'skill', operation: 'fix' });
+    expect(await statements(() => graph.recordActionStarted(skill))).toBe(1);
+    const called = start('a4', 's', { calledBy: { actionId: 'a3', depth: 1 }, approval });
+    expect(await statements(() => graph.recordActionStarted(called))).toBe(1);
+    expect(
+      await statements(() => graph.recordApprovalDecision('a4', { decision: 'expired', decidedAt: at(903) })),
+    ).toBe(1);
+    expect(await statements(() => graph.failureContext('s', 'a3', { before: 10 }))).toBe(1);
+
+    const { records } = await testNeo4j.admin().executeQuery(
+      `MATCH (a:Action)-[h:HAS_APPROVAL]->(ap:Approval), (a)-[c:CALLED_BY]->(caller:Action)
+       RETURN a.id AS action, a.status AS status, ap {.*} AS ap, h {.*} AS h, caller.id AS caller,
+         c {.*} AS c, valueType(c.depth) AS depthType`,
+    );
+    expect(records.map((r) => r.toObject())).toEqual([
+      {
+        action: 'a4',
+        status: 'awaiting_approval',
+        ap: {
+          id: 'approval:a4',
+          actionId: 'a4',
+          sessionId: 's',
+          rule: '{"effect":"ask"}',
+          layer: 'tenant',
+          reasons: '["network","shell"]',
+          requestedAt: at(3),
+          expiresAt: at(903),
+          decision: 'expired',
+          decidedAt: at(903),
+        },
+        h: {},
+        caller: 'a3',
+        c: { depth: 1 },
+        depthType: 'INTEGER NOT NULL',
+      },
+    ]);
+    const constraints = await testNeo4j
+      .admin()
+      .executeQuery(
+        "SHOW CONSTRAINTS YIELD labelsOrTypes, properties, type WHERE labelsOrTypes = ['Approval']",
+      );
+    expect(
+      constraints.records.map((r) => [r.get('labelsOrTypes'), r.get('properties'), r.get('type')]),
+    ).toEqual([[['Approval'], ['id'], 'UNIQUENESS']]);
+  });
+
   it('answers every query with one statement (no N+1)', async () => {
     await seed();
     const statements = async (query: () => Promise<unknown>): Promise<number> => {

@@ -1,12 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type {
-  ActionError,
-  ActionStatus,
-  ActionTier,
-  ActionType,
-  FileTouch,
-  RiskAssessment,
-} from '@switchyard/common';
+import type { ActionStatus } from '@switchyard/common';
 import neo4j, {
   type Driver,
   type ManagedTransaction,
@@ -15,6 +8,7 @@ import neo4j, {
   type RecordShape,
 } from 'neo4j-driver';
 import { type ActivityRow, buildSessionActivity, distinctSessionIds } from '../context-graph.activity';
+import { isOpen, OPEN_STATUSES } from '../context-graph.approvals';
 import { checkpointNodeId, checkpointState } from '../context-graph.checkpoints';
 import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
@@ -25,12 +19,14 @@ import {
   type GraphStoreSetting,
   SessionNotRecordedError,
 } from '../context-graph.errors';
+import { checkGraphFilter } from '../context-graph.filter';
 import { ContextGraph } from '../context-graph.port';
 import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
   ActionSummary,
+  ApprovalDecision,
   CheckpointRecord,
   CheckpointState,
   FailureContext,
@@ -44,7 +40,6 @@ import type {
   Page,
   PlanGraphRecord,
   RestoreRecord,
-  SandboxRef,
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
@@ -53,19 +48,12 @@ import {
   buildFailureContext,
   buildFileLineage,
   buildGraphView,
-  checkGraphFilter,
   INTERRUPTED_ERROR,
   resolvePlan,
-  sandboxNodeId,
-  type SessionState,
-  sortTouches,
-  type StoredPlan,
-  type StoredPlanStep,
-  summarize,
 } from '../context-graph.views';
-import type { ReplicaAction, ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
+import type { ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
+import { startApprovalParams, writeApprovalDecision } from './neo4j-approvals';
 import {
-  checkpointRefOf,
   checkpointReplicaParam,
   forkReplicaParam,
   toAncestorCheckpoints,
@@ -78,7 +66,19 @@ import {
   writeRestore,
 } from './neo4j-checkpoints';
 import * as Q from './neo4j-cypher';
-import { statefulParams, statefulRefs } from './neo4j-stateful';
+import {
+  completionProperties,
+  planParam,
+  replicaParam,
+  sandboxParam,
+  startProperties,
+  toPlan,
+  toRecord,
+  toSession,
+  toSummary,
+  touchParams,
+} from './neo4j-records';
+import { statefulParams } from './neo4j-stateful';
 
 export interface Neo4jContextGraphOptions {
   /** `bolt://host:7687`, `neo4j://…`, or their `+s`/`+ssc` TLS forms. */
@@ -104,10 +104,6 @@ type Props = Record<string, unknown>;
 
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 const NO_AUTH_HINT = 'check the user name and password';
-
-/** Integers travel as Neo4j integers (floats would show as `1.0` to Cypher users); other numbers as floats. */
-const num = (n: number | undefined): unknown =>
-  n === undefined ? null : Number.isInteger(n) ? neo4j.int(n) : n;
 
 /**
  * `ContextGraph` on Neo4j through the official driver: one driver (closed by `close()`), managed transactions
@@ -182,12 +178,18 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
           retryOf: a.retryOf ?? null,
           retryReason: a.retryReason ?? null,
           props: startProperties(a),
+          ...startApprovalParams(a),
         }),
       );
       const row = result.records[0];
       if (!row) throw new SessionNotRecordedError(a.sessionId);
       if (!row.get('hasOriginal')) throw new ActionNotRecordedError(a.retryOf!, a.sessionId);
+      if (!row.get('hasCaller')) throw new ActionNotRecordedError(a.calledBy!.actionId, a.sessionId);
     });
+  }
+
+  override recordApprovalDecision(actionId: string, decision: ApprovalDecision): Promise<void> {
+    return this.track(() => writeApprovalDecision(this.writeStatement, actionId, decision));
   }
 
   override recordActionCompleted(actionId: string, c: ActionCompletion): Promise<void> {
@@ -199,11 +201,12 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
           ...touchParams(c.files),
           sandbox: c.sandbox ? [sandboxParam(c.sandbox)] : [],
           ...statefulParams(c.kernel, c.startedProcess),
+          open: OPEN_STATUSES,
         }),
       );
       const before = result.records[0]?.get('before') as ActionStatus | undefined;
       if (before === undefined) throw new ActionNotRecordedError(actionId);
-      if (before !== 'running') throw new ActionAlreadyCompletedError(actionId, before);
+      if (!isOpen(before)) throw new ActionAlreadyCompletedError(actionId, before);
     });
   }
 
@@ -327,6 +330,8 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         new Map(writers.map((w) => [w.path, toSummary(w.writer)])),
         row.get('planSteps') as { planId: string; stepId: string; version: number }[],
         toAncestorCheckpoints(row.get('ancestorCheckpoints') as Props[]),
+        summaries('callers'),
+        summaries('calls'),
       );
     });
   }
@@ -381,6 +386,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     return this.track(async () => {
       const result = await this.write((tx) =>
         this.run(tx, Q.MARK_RUNNING_INTERRUPTED, {
+          open: OPEN_STATUSES,
           endedAt,
           errorClass: INTERRUPTED_ERROR.class,
           errorMessage: INTERRUPTED_ERROR.message,
@@ -561,211 +567,4 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function startProperties(a: ActionStart): Props {
-  return {
-    id: a.id,
-    sessionId: a.sessionId,
-    type: a.type,
-    operation: a.operation,
-    status: 'running',
-    input: JSON.stringify(a.input),
-    inputSummary: a.inputSummary,
-    inputHash: a.inputHash,
-    startedAt: a.startedAt,
-    tier: a.tier,
-    ...riskProperties(a.risk),
-  };
-}
-
-function riskProperties(risk: RiskAssessment): Props {
-  return { riskScore: num(risk.score), riskLevel: risk.level, riskReasons: risk.reasons };
-}
-
-/** Final fields; nulls remove what a completion does not have. */
-function completionProperties(c: ActionCompletion): Props {
-  return {
-    status: c.status,
-    endedAt: c.endedAt,
-    durationMs: num(c.durationMs),
-    tier: c.tier,
-    ...riskProperties(c.risk),
-    exitCode: num(c.exitCode),
-    ...errorProperties(c.error),
-    outputExcerpt: c.outputExcerpt,
-    result: JSON.stringify(c.result),
-  };
-}
-
-function errorProperties(error: ActionError | undefined): Props {
-  return {
-    errorClass: error?.class ?? null,
-    errorMessage: error?.message ?? null,
-    errorCode: error?.code ?? null,
-  };
-}
-
-/** Paths read and written, each once and sorted (one lock order for every writer). */
-function touchParams(files: FileTouch[]): { reads: string[]; writes: string[] } {
-  const paths = (access: FileTouch['access']): string[] =>
-    [...new Set(files.filter((f) => f.access === access).map((f) => f.path))].sort();
-  return { reads: paths('read'), writes: paths('write') };
-}
-
-function sandboxParam(sandbox: SandboxRef): Props {
-  return {
-    id: sandboxNodeId(sandbox.containerId),
-    tier: sandbox.tier,
-    containerId: sandbox.containerId,
-    runtime: sandbox.runtime ?? null,
-  };
-}
-
-/** A replica action as parameters: every property (null = absent) and the edges to make. */
-function replicaParam(a: ReplicaAction): Props {
-  return {
-    id: a.id,
-    sessionId: a.sessionId,
-    props: {
-      ...startProperties(a),
-      seq: neo4j.int(a.seq),
-      status: a.status,
-      endedAt: a.endedAt ?? null,
-      durationMs: num(a.durationMs),
-      exitCode: num(a.exitCode),
-      ...errorProperties(a.error),
-      outputExcerpt: a.outputExcerpt ?? null,
-      result: a.result === undefined ? null : JSON.stringify(a.result),
-    },
-    prev: a.prevId === undefined ? [] : [a.prevId],
-    retryOf: a.retryOf === undefined ? [] : [a.retryOf],
-    retryReason: a.retryReason ?? null,
-    ...touchParams(a.files),
-    sandbox: a.sandbox ? [sandboxParam(a.sandbox)] : [],
-    ...statefulParams(a.kernel, a.startedProcess),
-  };
-}
-
-/** A stored plan as parameters: node properties (null = absent) and the steps' edges as ids. */
-function planParam(p: StoredPlan): Props {
-  return {
-    id: p.id,
-    sessionId: p.sessionId,
-    props: {
-      sessionId: p.sessionId,
-      goal: p.goal ?? null,
-      status: p.status,
-      maxParallel: num(p.maxParallel),
-      createdAt: p.createdAt,
-      endedAt: p.endedAt ?? null,
-    },
-    steps: p.steps.map((s) => ({
-      id: s.id,
-      props: {
-        planId: p.id,
-        stepId: s.stepId,
-        version: num(s.version),
-        status: s.status,
-        allowFailure: s.allowFailure,
-      },
-      dependsOn: s.dependsOn,
-      attempts: s.attempts,
-      replaces: s.replaces === undefined ? [] : [s.replaces],
-    })),
-  };
-}
-
-const opt = <T>(v: unknown): T | undefined => (v === null || v === undefined ? undefined : (v as T));
-
-function toError(p: Props): ActionError | undefined {
-  if (p.errorClass === null || p.errorClass === undefined) return undefined;
-  const code = opt<string>(p.errorCode);
-  return {
-    class: p.errorClass as ActionError['class'],
-    message: p.errorMessage as string,
-    ...(code !== undefined && { code }),
-  };
-}
-
-function toRecord(p: Props): ActionRecord {
-  const sandbox = opt<SandboxRef>(p.sandbox);
-  return {
-    id: p.id as string,
-    sessionId: p.sessionId as string,
-    seq: p.seq as number,
-    type: p.type as ActionType,
-    operation: p.operation as string,
-    status: p.status as ActionStatus,
-    input: JSON.parse(p.input as string) as Record<string, unknown>,
-    inputSummary: p.inputSummary as string,
-    inputHash: p.inputHash as string,
-    startedAt: p.startedAt as string,
-    endedAt: opt(p.endedAt),
-    durationMs: opt(p.durationMs),
-    tier: p.tier as ActionTier,
-    risk: {
-      score: p.riskScore as number,
-      level: p.riskLevel as RiskAssessment['level'],
-      reasons: (p.riskReasons as string[] | null) ?? [],
-    },
-    exitCode: opt(p.exitCode),
-    error: toError(p),
-    outputExcerpt: opt(p.outputExcerpt),
-    retryOf: opt(p.retryOf),
-    retryReason: opt(p.retryReason),
-    sandbox: sandbox && {
-      tier: sandbox.tier,
-      containerId: sandbox.containerId,
-      ...(sandbox.runtime !== null && sandbox.runtime !== undefined && { runtime: sandbox.runtime }),
-    },
-    ...statefulRefs(p),
-    checkpoint: checkpointRefOf(p),
-    files: sortTouches((p.files as ActionRecord['files'] | undefined) ?? []),
-    result:
-      p.result === null || p.result === undefined
-        ? undefined
-        : (JSON.parse(p.result as string) as ActionRecord['result']),
-  };
-}
-
-/** A summary from the slim projection (no input or result), shaped exactly as `summarize` shapes it. */
-function toSummary(p: Props): ActionSummary {
-  return summarize({
-    ...toRecord({ ...p, input: '{}', files: [] }),
-    risk: { score: 0, level: 'low', reasons: [] },
-  });
-}
-
-function toPlan(p: Props, sessionId: string): StoredPlan {
-  return {
-    id: p.id as string,
-    sessionId,
-    ...(opt(p.goal) !== undefined && { goal: p.goal as string }),
-    status: p.status as string,
-    maxParallel: p.maxParallel as number,
-    createdAt: p.createdAt as string,
-    ...(opt(p.endedAt) !== undefined && { endedAt: p.endedAt as string }),
-    steps: (p.steps as Props[]).map((s): StoredPlanStep => ({
-      id: s.id as string,
-      stepId: s.stepId as string,
-      version: s.version as number,
-      status: s.status as string,
-      allowFailure: s.allowFailure as boolean,
-      dependsOn: s.dependsOn as string[],
-      attempts: s.attempts as string[],
-      ...(opt(s.replaces) !== undefined && { replaces: s.replaces as string }),
-    })),
-  };
-}
-
-function toSession(p: Props): SessionState {
-  return {
-    id: p.id as string,
-    tenant: p.tenant as string,
-    createdAt: p.createdAt as string,
-    metadata: JSON.parse(p.metadata as string) as Record<string, unknown>,
-    ...(opt(p.endedAt) !== undefined && { endedAt: p.endedAt as string }),
-    ...(opt(p.endReason) !== undefined && { endReason: p.endReason as 'deleted' | 'expired' }),
-  };
 }

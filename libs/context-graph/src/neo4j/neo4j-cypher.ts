@@ -1,3 +1,10 @@
+import {
+  approvalProjection,
+  callerProjection,
+  replicaApprovalEdges,
+  startApprovalEdges,
+} from './neo4j-approvals';
+
 // Every statement the Neo4j adapter runs. Values always travel as parameters; the only text put together
 // here is the fixed projections and fragments below, so no caller input ever reaches the Cypher text.
 //
@@ -6,7 +13,8 @@
 // started}]->(:Kernel), (:Action)-[:STARTED]->(:Process), (:Session)-[:HAS_CHECKPOINT]->(:Checkpoint)
 // -[:BEFORE]->(:Action), (:Session|Action)-[:RESTORED {restoredAt, planId}]->(:Checkpoint), (:Session)
 // -[:FORKED_FROM {forkedAt, seq, checkpointId}]->(:Session), (:Session)-[:HAS_PLAN]->(:Plan)-[:HAS_STEP]->(:Step),
-// (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action). Actions carry `sessionId` so one
+// (:Step)-[:DEPENDS_ON|REPLACES]->(:Step), (:Step)-[:ATTEMPT]->(:Action), and approvals and calls (see
+// neo4j-approvals.ts). Actions carry `sessionId` so one
 // composite index answers every per-session lookup; the session's `lastSeq` hands out gapless seqs; WROTE edges
 // carry the file's id and the writer's seq, indexed, for last-writer lookups.
 
@@ -18,6 +26,7 @@ export const SCHEMA: readonly string[] = [
   'CREATE CONSTRAINT sandbox_id IF NOT EXISTS FOR (b:Sandbox) REQUIRE b.id IS UNIQUE',
   'CREATE CONSTRAINT kernel_id IF NOT EXISTS FOR (k:Kernel) REQUIRE k.id IS UNIQUE',
   'CREATE CONSTRAINT process_id IF NOT EXISTS FOR (pr:Process) REQUIRE pr.id IS UNIQUE',
+  'CREATE CONSTRAINT approval_id IF NOT EXISTS FOR (ap:Approval) REQUIRE ap.id IS UNIQUE',
   'CREATE CONSTRAINT checkpoint_id IF NOT EXISTS FOR (c:Checkpoint) REQUIRE c.id IS UNIQUE',
   'CREATE CONSTRAINT plan_id IF NOT EXISTS FOR (p:Plan) REQUIRE p.id IS UNIQUE',
   'CREATE CONSTRAINT step_id IF NOT EXISTS FOR (st:Step) REQUIRE st.id IS UNIQUE',
@@ -36,8 +45,8 @@ const checkpointRefs = (v: string): string =>
   `[(${v})<-[:BEFORE]-(c:Checkpoint) | c {id: c.checkpointId, .label, .createdAt, .auto, .deletedAt}]`;
 
 /**
- * An action as a map with its files, original, sandbox, kernel, started process and checkpoints: everything an
- * `ActionRecord` holds.
+ * An action as a map with its files, original, sandbox, kernel, started process, caller, approval and
+ * checkpoints: everything an `ActionRecord` holds.
  */
 const actionMap = (v: string): string => `${v} {.*,
   files: [(${v})-[r:READ|WROTE]->(f:File) | {path: f.path, access: CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END}],
@@ -48,6 +57,8 @@ const actionMap = (v: string): string => `${v} {.*,
     executionCount: r.executionCount, started: r.started}][0],
   startedProcess: [(${v})-[:STARTED]->(pr:Process) | {id: pr.processId, name: pr.name, command: pr.command,
     tier: pr.tier, startedAt: pr.startedAt}][0],
+  ${callerProjection(v)},
+  ${approvalProjection(v)},
   checkpoints: ${checkpointRefs(v)}}`;
 
 /** A checkpoint with its `BEFORE` action and every restore of it: everything a `StoredCheckpoint` holds. */
@@ -72,6 +83,10 @@ const statefulEdges = (a: string, kernels: string, processes: string, sessionId:
         pn.command = p.command, pn.tier = p.tier, pn.startedAt = p.startedAt
     MERGE (${a})-[:STARTED]->(pn))`;
 
+/** How far an action's status has come: 0 none yet, 1 awaiting approval, 2 running, 3 ended. */
+const statusRank = (s: string): string =>
+  `CASE WHEN ${s} IS NULL THEN 0 WHEN ${s} = 'awaiting_approval' THEN 1 WHEN ${s} = 'running' THEN 2 ELSE 3 END`;
+
 /** A plan with its steps and their edges: everything a `StoredPlan` holds. */
 const planMap = (v: string): string => `${v} {.*, steps: [(${v})-[:HAS_STEP]->(st:Step) | st {.*,
   dependsOn: [(st)-[:DEPENDS_ON]->(d:Step) | d.id],
@@ -82,7 +97,7 @@ const planMap = (v: string): string => `${v} {.*, steps: [(${v})-[:HAS_STEP]->(s
 const summaryMap = (v: string): string => `${v} {.id, .sessionId, .seq, .type, .operation, .status,
   .inputSummary, .inputHash, .startedAt, .endedAt, .durationMs, .tier, .riskScore, .riskLevel, .exitCode,
   .errorClass, .errorMessage, .errorCode, retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
-  retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0]}`;
+  retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0], ${callerProjection(v)}}`;
 
 export const RECORD_SESSION = `
 CREATE (s:Session {id: $id, tenant: $tenant, createdAt: $createdAt, metadata: $metadata, lastSeq: 0})`;
@@ -96,24 +111,27 @@ SET s._lock = true
 REMOVE s._lock
 WITH s
 OPTIONAL MATCH (o:Action {id: $retryOf}) WHERE o.sessionId = $sessionId
-WITH s, o, ($retryOf IS NULL OR o IS NOT NULL) AS hasOriginal
-CALL (s, o, hasOriginal) {
-  WITH s, o WHERE hasOriginal
+OPTIONAL MATCH (c:Action {id: $callerId}) WHERE c.sessionId = $sessionId
+WITH s, o, c, ($retryOf IS NULL OR o IS NOT NULL) AS hasOriginal, ($callerId IS NULL OR c IS NOT NULL) AS hasCaller
+CALL (s, o, c, hasOriginal, hasCaller) {
+  WITH s, o, c WHERE hasOriginal AND hasCaller
   SET s.lastSeq = coalesce(s.lastSeq, 0) + 1
-  WITH s, o, s.lastSeq AS seq
+  WITH s, o, c, s.lastSeq AS seq
   CREATE (a:Action)
   SET a = $props, a.seq = seq
   CREATE (s)-[:HAS_ACTION]->(a)
   FOREACH (_ IN CASE WHEN o IS NULL THEN [] ELSE [1] END | CREATE (a)-[:RETRY_OF {reason: $retryReason}]->(o))
+  ${startApprovalEdges('a', 'c')}
   WITH s, a, seq
   OPTIONAL MATCH (p:Action {sessionId: s.id, seq: seq - 1})
   FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | CREATE (p)-[:NEXT]->(a))
   RETURN collect(seq) AS seqs
 }
-RETURN hasOriginal, seqs`;
+RETURN hasOriginal, hasCaller, seqs`;
 
 // The `_lock` write takes the action's write lock before its status is read, so two completions of one
-// action cannot both see `running`. Paths come sorted, so concurrent completions lock files in one order.
+// action cannot both see it open (`$open`: running or awaiting approval). Paths come sorted, so concurrent
+// completions lock files in one order.
 export const RECORD_ACTION_COMPLETED = `
 MATCH (a:Action {id: $id})
 SET a._lock = true
@@ -121,7 +139,7 @@ WITH a, a.status AS before
 REMOVE a._lock
 WITH a, before
 CALL (a, before) {
-  WITH a WHERE before = 'running'
+  WITH a WHERE before IN $open
   SET a += $props
   FOREACH (path IN $reads |
     MERGE (f:File {id: 'file:' + a.sessionId + ':' + path}) ON CREATE SET f.sessionId = a.sessionId, f.path = path
@@ -136,8 +154,9 @@ CALL (a, before) {
 }
 RETURN before`;
 
+// `$open`: running or awaiting approval (an undecided approval stays undecided).
 export const MARK_RUNNING_INTERRUPTED = `
-MATCH (a:Action) WHERE a.status = 'running'
+MATCH (a:Action) WHERE a.status IN $open
 SET a.status = 'interrupted', a.endedAt = $endedAt, a.errorClass = $errorClass, a.errorMessage = $errorMessage
 REMOVE a.errorCode
 RETURN count(a) AS n`;
@@ -201,6 +220,15 @@ CALL (a) {
   RETURN collect(${summaryMap('x')}) AS before
 }
 CALL (a) {
+  OPTIONAL MATCH (a)-[:CALLED_BY*1..]->(x:Action)
+  WITH DISTINCT x
+  RETURN collect(${summaryMap('x')}) AS callers
+}
+CALL (a) {
+  OPTIONAL MATCH (x:Action)-[:CALLED_BY]->(a)
+  RETURN collect(${summaryMap('x')}) AS calls
+}
+CALL (a) {
   UNWIND [(a)-[:READ|WROTE]->(f:File) | f.id] AS fileId
   WITH DISTINCT fileId
   CALL (a, fileId) {
@@ -210,7 +238,7 @@ CALL (a) {
   }
   RETURN collect({path: f.path, writer: ${summaryMap('x')}}) AS writers
 }
-RETURN ${actionMap('a')} AS action, ancestors, ancestorCheckpoints, descendants, before, writers,
+RETURN ${actionMap('a')} AS action, ancestors, ancestorCheckpoints, descendants, before, callers, calls, writers,
   [(a)<-[:ATTEMPT]-(st:Step) | st {.planId, .stepId, .version}] AS planSteps`;
 
 // The session's own touches of the file, and each fork origin's (`depth` forks up) up to the seq of the fork
@@ -228,7 +256,8 @@ WITH source, x, collect(CASE type(r) WHEN 'READ' THEN 'read' ELSE 'write' END) A
 RETURN ${summaryMap('x')} AS action, access, source.depth AS depth`;
 
 // Replication: idempotent upserts of the current state of records (MERGE on ids). A stale copy never undoes
-// a newer one: an action that has ended is not made `running` again, and a session keeps its first end.
+// a newer one: an action only moves on (awaiting approval, then running, then ended: `statusRank`), an
+// approval keeps its first decision, and a session keeps its first end.
 export const REPLICATE_SESSIONS = `
 UNWIND $sessions AS x
 MERGE (s:Session {id: x.id})
@@ -240,7 +269,7 @@ export const REPLICATE_ACTIONS = `
 UNWIND $actions AS x
 MERGE (s:Session {id: x.sessionId})
 MERGE (a:Action {id: x.id})
-WITH s, a, x, (a.status IS NULL OR a.status = 'running' OR x.props.status <> 'running') AS newer
+WITH s, a, x, ${statusRank('x.props.status')} >= ${statusRank('a.status')} AS newer
 SET a += CASE WHEN newer THEN x.props ELSE {} END
 SET s.lastSeq = CASE WHEN coalesce(s.lastSeq, 0) < x.props.seq THEN x.props.seq ELSE s.lastSeq END
 MERGE (s)-[:HAS_ACTION]->(a)
@@ -255,7 +284,8 @@ FOREACH (path IN x.writes |
 FOREACH (b IN x.sandbox |
   MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.runtime = b.runtime,
     sb.sessionId = x.sessionId
-  MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId')}`;
+  MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId')}
+${replicaApprovalEdges('a', 'x')}`;
 
 // Upserts plan snapshots (recordPlan, one plan; the replica, each plan of a batch): MERGE on ids, then each
 // step's outgoing edges are replaced by the record's, so replaying any snapshot converges on it. Steps are

@@ -437,6 +437,81 @@ describe('ReplicatedContextGraph on Neo4j', () => {
     );
   });
 
+  it('copies approvals and calls; a stale copy never undoes a decision or moves an action back', async () => {
+    const approval = {
+      rule: '{"match":{"type":"code"},"effect":"ask"}',
+      layer: 'plan',
+      reasons: ['network'],
+      requestedAt: at(2),
+      expiresAt: at(902),
+    };
+    const copy = async (id: string) => (await f.local.getAction('s', id))!;
+    await f.graph.recordSession({ id: 's', tenant: 't', createdAt: at(0), metadata: {} });
+    const skill = start('a1', 's', { type: 'skill', operation: 'release' });
+    await f.graph.recordActionStarted(skill);
+    const tool = start('a2', 's', { startedAt: at(2), calledBy: { actionId: 'a1', depth: 1 }, approval });
+    await f.graph.recordActionStarted(tool);
+    expect(await f.graph.drain(10_000)).toBe(true);
+    const awaiting = await copy('a2');
+    await f.graph.recordApprovalDecision('a2', {
+      decision: 'approved',
+      decidedAt: at(3),
+      decidedBy: 'admin:1',
+      reason: 'ok',
+    });
+    expect(await f.graph.drain(10_000)).toBe(true);
+    const approved = await copy('a2');
+    const inner = start('a3', 's', { startedAt: at(4), calledBy: { actionId: 'a2', depth: 2 }, approval });
+    await f.graph.recordActionStarted(inner);
+    const undecided = await copy('a3');
+    await f.graph.recordApprovalDecision('a3', {
+      decision: 'rejected',
+      decidedAt: at(5),
+      decidedBy: 'admin:2',
+    });
+    await f.graph.recordActionCompleted(
+      'a3',
+      completion(inner, { status: 'denied', error: { class: 'policy', message: 'rejected' } }),
+    );
+    await f.graph.recordActionCompleted('a2', completion(tool, { status: 'failed', exitCode: 1 }));
+    await f.graph.recordActionCompleted('a1', completion(skill));
+    await f.graph.recordActionStarted(start('a4', 's', { startedAt: at(6), approval }));
+    expect(await f.graph.drain(10_000)).toBe(true);
+
+    const expected = await f.local.sessionGraph('s');
+    expect(expected.nodes.filter((n) => n.label === 'Approval')).toHaveLength(3);
+    expect(expected.edges.filter((e) => e.type === 'CALLED_BY')).toHaveLength(2);
+    expect(await f.remote.sessionGraph('s')).toEqual(expected);
+    for (const id of ['a1', 'a2', 'a3', 'a4']) {
+      expect(await f.remote.getAction('s', id)).toStrictEqual(await f.local.getAction('s', id));
+      expect(await f.remote.failureContext('s', id, { before: 5 })).toStrictEqual(
+        await f.local.failureContext('s', id, { before: 5 }),
+      );
+    }
+    for (const filter of [
+      { status: ['awaiting_approval' as const] },
+      { types: ['code' as const] },
+      { limit: 2 },
+    ]) {
+      expect(await f.remote.sessionGraph('s', filter)).toEqual(await f.local.sessionGraph('s', filter));
+    }
+    expect([...(await f.remote.sessionActivity(['s']))]).toStrictEqual([
+      ...(await f.local.sessionActivity(['s'])),
+    ]);
+
+    // Copies taken before the decisions and completions, replayed late: nothing moves back.
+    await f.remote.applyReplica({ sessions: [], actions: [awaiting, undecided] });
+    await f.remote.applyReplica({ sessions: [], actions: [approved] });
+    expect(await f.remote.sessionGraph('s')).toEqual(expected);
+    const counts = await testNeo4j
+      .admin()
+      .executeQuery('MATCH (n) WITH count(n) AS nodes MATCH ()-[r]->() RETURN nodes, count(r) AS edges');
+    expect(counts.records[0].toObject()).toEqual({
+      nodes: expected.nodes.length,
+      edges: expected.edges.length,
+    });
+  });
+
   it('reads from Neo4j when it holds the whole session, from the local file otherwise', async () => {
     await f.graph.recordSession({ id: 's', tenant: 't', createdAt: at(0), metadata: {} });
     expect(await f.graph.drain(10_000)).toBe(true);

@@ -5,6 +5,7 @@ import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
+  ApprovalDecision,
   CheckpointRecord,
   CheckpointState,
   FailureContext,
@@ -75,6 +76,10 @@ export class ReplicatedContextGraph extends ContextGraph {
 
   override recordActionStarted(action: ActionStart): Promise<void> {
     return this.written(this.local.recordActionStarted(action));
+  }
+
+  override recordApprovalDecision(actionId: string, decision: ApprovalDecision): Promise<void> {
+    return this.written(this.local.recordApprovalDecision(actionId, decision));
   }
 
   override recordActionCompleted(actionId: string, completion: ActionCompletion): Promise<void> {

@@ -2,7 +2,10 @@ import type { StoredCheckpoint } from '../context-graph.checkpoints';
 import type { ActionRecord, ForkRecord } from '../context-graph.types';
 import type { SessionState, StoredPlan } from '../context-graph.views';
 
-/** An action as copied to a replica: its full current record, and the action before it (for `NEXT`). */
+/**
+ * An action as copied to a replica: its full current record (with its approval and caller: a decision re-sends
+ * the action), and the action before it (for `NEXT`).
+ */
 export interface ReplicaAction extends ActionRecord {
   /** The session's action with `seq - 1`, if any. */
   prevId?: string;

@@ -1,5 +1,6 @@
 import type { ContainerCreateOptions } from 'dockerode';
 import type { Language } from '@switchyard/common';
+import { CALL_DIR_TARGET, CALL_SOCKET_TARGET, withCallSocket } from '../call-channel';
 import type { TierJob } from '../sandbox.types';
 import {
   CONTAINER_TIER_LABEL,
@@ -46,7 +47,10 @@ const PYTHON_BOOTSTRAP =
   `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
 
 export interface ContainerSpecInput {
-  job: Pick<TierJob, 'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir' | 'egress'>;
+  job: Pick<
+    TierJob,
+    'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir' | 'egress' | 'channel'
+  >;
   image: string;
   options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'>;
   /** Container name; Docker picks one when absent. */
@@ -57,7 +61,8 @@ export interface ContainerSpecInput {
 
 /**
  * Create options of one run's container: every setting of SECURITY.md's container section, and nothing from the
- * engine's own environment (`Env` is exactly `job.env`, on top of the image's `ENV`).
+ * engine's own environment (`Env` is exactly `job.env`, on top of the image's `ENV`, plus the path of the run's call
+ * channel socket when it has one).
  */
 export function buildContainerSpec({
   job,
@@ -81,7 +86,9 @@ export function buildContainerSpec({
       CODE_TARGET[job.language],
       ...interpreterArgv(job.language, options.interpreters[job.language]),
     ],
-    Env: Object.entries(job.env).map(([key, value]) => `${key}=${value}`),
+    Env: Object.entries(withCallSocket(job.env, job.channel && CALL_SOCKET_TARGET)).map(
+      ([key, value]) => `${key}=${value}`,
+    ),
     Labels: {
       [LABEL_ENGINE]: options.engineInstanceId,
       [LABEL_SESSION]: job.sessionId,
@@ -96,6 +103,9 @@ export function buildContainerSpec({
         `${job.workspaceDir}:${WORKSPACE_TARGET}:rw`,
         // The session's proxy socket; nothing else of the host. Read-only: it can be connected to, not replaced.
         ...(job.egress ? [`${job.egress.socketDir}:${EGRESS_TARGET}:ro`] : []),
+        // The action's call channel, the same way: its socket and nothing else, never a network (runsc reaches a
+        // host socket through `--host-uds=open`, which the daemon registers it with).
+        ...(job.channel ? [`${job.channel.socketDir}:${CALL_DIR_TARGET}:ro`] : []),
       ],
       ...sandboxHostConfig({
         memoryBytes: limits.memoryBytes,

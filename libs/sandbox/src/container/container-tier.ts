@@ -9,6 +9,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { CLOCK, type Clock, systemClock } from '@switchyard/common';
+import { checkCallSocketDir } from '../call-channel';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { SandboxTier } from '../sandbox-tier.port';
 import type { TierAvailability, TierJob, TierRunResult } from '../sandbox.types';
@@ -94,6 +95,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       throw new SandboxUnavailableError(`container tier: ${availability.reason ?? 'not available'}`);
     }
     checkWorkspace(job.workspaceDir);
+    if (job.channel) checkCallSocketDir(job.channel);
 
     let finish!: () => void;
     const active: ActiveRun = {

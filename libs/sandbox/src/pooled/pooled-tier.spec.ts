@@ -15,7 +15,7 @@ import {
   type LabelFilter,
 } from '../container/docker-client';
 import { DockerNotFoundError, DockerUnavailableError } from '../container/docker.errors';
-import type { TierJob } from '../sandbox.types';
+import { CALL_SOCKET_ENV, type CallChannel, type TierJob } from '../sandbox.types';
 import { POOLED_LABELS } from './container-config';
 import { HostMounts } from './host-mounts';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
@@ -571,6 +571,54 @@ describe('PooledTier', () => {
     await expect(hung).rejects.toBeInstanceOf(RunnerLostError);
     await expect(hung).rejects.toMatchObject({ code: 'RUNNER_UNRESPONSIVE' });
     expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it("opens a run's call channel in its container's directory for that run only, however it ends", async () => {
+    await make();
+    const listened: string[] = [];
+    let stops = 0;
+    const channel: CallChannel = {
+      socketDir: '/not/used/by/pooled',
+      listen: async (socketPath) => {
+        listened.push(socketPath);
+        fs.writeFileSync(socketPath, ''); // stands in for the socket; a stop that leaves it behind
+        return async () => {
+          stops++;
+        };
+      },
+    };
+    const succeeding = docker.script;
+    await tier.run(job('s1', { actionId: 'act_1', channel, env: { [CALL_SOCKET_ENV]: '/tmp/forged.sock' } }));
+    const first = holder('s1')!;
+    expect(docker.get(first).runner!.runs[0].env).toEqual({
+      [CALL_SOCKET_ENV]: '/run/switchyard-egress/call-act_1.sock',
+    });
+    expect(listened).toEqual([expect.stringMatching(/\/pool\/[0-9a-f]+\.egress\/call-act_1\.sock$/)]);
+    expect(stops).toBe(1);
+    expect(fs.existsSync(listened[0])).toBe(false);
+
+    docker.script = () => {
+      setTimeout(() => docker.get(first).die(), 5);
+      return 'never';
+    };
+    await expect(tier.run(job('s1', { actionId: 'act_2', channel }))).rejects.toMatchObject({
+      code: 'RUNNER_LOST',
+    });
+    expect(stops).toBe(2);
+    docker.script = () => 'never';
+    await expect(tier.run(job('s1', { actionId: 'act_3', channel, timeoutMs: 50 }))).rejects.toMatchObject({
+      code: 'RUNNER_UNRESPONSIVE',
+    });
+    expect(stops).toBe(3);
+
+    // A channel that cannot answer there fails the run before anything of it starts.
+    docker.script = succeeding;
+    const broken: CallChannel = { ...channel, listen: () => Promise.reject(new Error('EADDRINUSE')) };
+    await expect(tier.run(job('s1', { actionId: 'act_4', channel: broken }))).rejects.toMatchObject({
+      code: 'CALL_SOCKET',
+      retriable: true,
+    });
+    expect(docker.get(holder('s1')!).runner!.runs).toHaveLength(0);
   });
 
   it('replaces a claimed container whose runner died between actions', async () => {

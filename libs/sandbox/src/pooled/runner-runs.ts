@@ -1,13 +1,18 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
+import { MAX_SOCKET_PATH_BYTES, pooledCallSocketName, withCallSocket } from '../call-channel';
 import type { DockerClient } from '../container/docker-client';
 import { SandboxInternalError } from '../sandbox.errors';
-import type { TierJob, TierRunResult } from '../sandbox.types';
+import type { CallChannel, TierJob, TierRunResult } from '../sandbox.types';
 import { signalExit } from '../supervision/exit-status';
 import { emptyResult, enforcedLimit, formatBytes, outOfMemory } from '../supervision/limit-messages';
 import { RunSupervisor } from '../supervision/run-supervisor';
 import { RunnerLostError } from './pooled.errors';
 import type { ResolvedPooledOptions } from './pooled.options';
+import { EGRESS_TARGET, egressDirOf } from './container-config';
+import type { PooledContainer } from './pooled-container';
 import { RunnerRefusedError, type RunnerExit } from '../runner/runner-connection';
 import type { Lease, SessionLeases } from './session-leases';
 
@@ -16,11 +21,20 @@ const CAP_SLACK_BYTES = 64 * 1024;
 const SIGXCPU_EXIT = signalExit('SIGXCPU');
 const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
+/** A run's call channel answering in its container's own directory, until `close`. */
+interface OpenCall {
+  /** The socket's path inside the container. */
+  inside: string;
+  /** Stops the channel answering there and removes the socket. Never throws. */
+  close(): Promise<void>;
+}
+
 /**
  * One run on a leased container, through its runner's protocol (docker/sandbox/runner/runner.py): the runner
  * enforces the timeout and output caps and kills every process the run left; the engine keeps the exact caps and
  * redaction (`RunSupervisor`), the caller's abort, and a hard deadline of timeout + `runnerGraceMs`, past which the
- * container is destroyed. A runner lost during a run takes its container with it.
+ * container is destroyed. A runner lost during a run takes its container with it. A run with a call channel has its
+ * socket in the container's egress directory for exactly as long as the run lasts.
  */
 export class RunnerRuns {
   constructor(
@@ -54,13 +68,14 @@ export class RunnerRuns {
       return this.runnerLost(lease, job, new Error('the runner was already gone'), supervisor);
     }
     await this.leases.ensureWorkspace(lease, job.workspaceDir);
+    const call = job.channel && (await this.openCall(container, job.actionId, job.channel));
 
     const { id, exit } = container.connection.run(
       {
         language: job.language,
         code: job.code,
         stdin: job.stdin,
-        env: job.env,
+        env: withCallSocket(job.env, call?.inside),
         timeoutMs: job.timeoutMs,
         cpuSeconds: Math.ceil(job.timeoutMs / 1000) + 1,
         capBytes: job.output.maxBytes + CAP_SLACK_BYTES,
@@ -92,6 +107,8 @@ export class RunnerRuns {
     } finally {
       clearTimeout(deadline);
       supervisor.stop();
+      // However the run ended (exit, timeout, kill, runner lost, hung), its channel ends with it.
+      await call?.close();
     }
     if (outcome === 'hung') {
       await this.leases.retireAfterFailure(lease);
@@ -103,6 +120,47 @@ export class RunnerRuns {
       );
     }
     return this.toResult(outcome, supervisor, job);
+  }
+
+  /**
+   * Makes the action's call channel answer in the container's egress directory (mounted read-only at EGRESS_TARGET
+   * since the container's creation, so nothing about the container changes) under a name of this action's own.
+   */
+  private async openCall(
+    container: PooledContainer,
+    actionId: string,
+    channel: CallChannel,
+  ): Promise<OpenCall> {
+    const name = pooledCallSocketName(actionId);
+    const socketPath = path.join(egressDirOf(container.mountPoint), name);
+    const failed = (why: string, cause?: unknown) =>
+      new SandboxInternalError(
+        'CALL_SOCKET',
+        `could not open the action's call channel in the session's container: ${why}`,
+        { retriable: cause !== undefined, cause },
+      );
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+      throw failed(`${socketPath} is too long for a Unix socket; use a shorter pooled.mountRoot`);
+    }
+    let stop: () => Promise<void>;
+    try {
+      // Only this tier names sockets `call-*` there: one left behind (a stop that failed to remove it) is stale.
+      await fs.promises.rm(socketPath, { force: true });
+      stop = await channel.listen(socketPath);
+    } catch (err) {
+      throw failed((err as Error).message, err);
+    }
+    return {
+      inside: `${EGRESS_TARGET}/${name}`,
+      close: async () => {
+        await stop().catch((err: Error) =>
+          this.logger.warn(
+            `call channel of ${actionId} in ${container.shortId}: stop failed: ${err.message}`,
+          ),
+        );
+        await fs.promises.rm(socketPath, { force: true }).catch(() => undefined);
+      },
+    };
   }
 
   private toResult(exit: RunnerExit, supervisor: RunSupervisor, job: TierJob): TierRunResult {

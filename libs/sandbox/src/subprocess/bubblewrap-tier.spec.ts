@@ -6,7 +6,7 @@ import { Logger } from '@nestjs/common';
 import { FakeOutput } from '../../test/fake-output';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from '../sandbox.options';
-import type { TierJob } from '../sandbox.types';
+import { CALL_SOCKET_ENV, type TierJob } from '../sandbox.types';
 import { BubblewrapTier } from './bubblewrap-tier';
 import { NoCgroupLimiter } from './cgroup-limiter';
 import { ENGINE_MARK_ENV, formatEngineMark } from './engine-mark';
@@ -360,6 +360,40 @@ describe('BubblewrapTier (fake processes)', () => {
     expect(launcher.launched[3].kills).toBe(1);
     await tier.onApplicationShutdown();
     expect(launcher.launched[5].kills).toBe(1);
+  });
+
+  it('starts a run with a call channel cold, binding its directory and the runner, and names its socket', async () => {
+    const socketDir = fs.mkdtempSync(path.join(root, 'call-'));
+    const runnerDir = fs.mkdtempSync(path.join(root, 'runner-'));
+    const { tier, launcher } = setup({ subprocess: { warmSlots: 1 }, stateful: { runnerDir } });
+    await tier.availability();
+    await tier.run(job()); // cold, then a warm one for the same command
+    await new Promise((r) => setImmediate(r));
+    expect(launcher.launched).toHaveLength(3);
+    const channel = { socketDir, listen: () => Promise.reject(new Error('not pooled')) };
+    await tier.run(job({ channel, env: { PATH: '/usr/bin', [CALL_SOCKET_ENV]: '/tmp/forged.sock' } }));
+    await new Promise((r) => setImmediate(r));
+    // Its own launch, not the warm slot (kept for the next plain run), and no slot made ahead for its command.
+    expect(launcher.launched).toHaveLength(4);
+    const run = launcher.launched[3];
+    expect(launcher.launched[2].kills).toBe(0);
+    const args = run.spec.args.join(' ');
+    expect(args).toContain(`--ro-bind ${socketDir} /run/switchyard-call`);
+    expect(args).toContain(`--ro-bind ${runnerDir} /opt/switchyard/runner`);
+    expect(args).toContain('--unshare-all');
+    expect(run.options.slice(-6)).toEqual([
+      '--setenv',
+      'PATH',
+      '/usr/bin',
+      '--setenv',
+      CALL_SOCKET_ENV,
+      '/run/switchyard-call/call.sock',
+    ]);
+    // A plain run still finds the warm slot, with neither bind nor variable.
+    await tier.run(job());
+    expect(launcher.launched[2].options.join(' ')).not.toContain(CALL_SOCKET_ENV);
+    expect(launcher.launched[2].spec.args.join(' ')).not.toContain('/run/switchyard-call');
+    await tier.onApplicationShutdown();
   });
 
   it('without cgroups runs ungrouped and caps memory with rlimits', async () => {

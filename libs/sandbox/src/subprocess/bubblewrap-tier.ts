@@ -9,6 +9,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { CLOCK, type Clock, type Language, systemClock } from '@switchyard/common';
+import { CALL_DIR_TARGET, CALL_SOCKET_TARGET, checkCallSocketDir, withCallSocket } from '../call-channel';
 import { SANDBOX_OPTIONS } from '../sandbox.constants';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import type { ResolvedSandboxOptions } from '../sandbox.options';
@@ -23,13 +24,14 @@ import {
   buildRunArgs,
   CODE_TARGET,
   encodeArgs,
+  type ReadOnlyBind,
   SANDBOX_UID,
   type RlimitSettings,
 } from './bwrap-command';
 import { ProcessLauncher } from './process-launcher';
 import { ProcessLimiter } from './process-limiter';
 import { buildScaffold, resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
-import { SubprocessBoxes } from './subprocess-boxes';
+import { RUNNER_TARGET, SubprocessBoxes } from './subprocess-boxes';
 import { type Slot, WarmSlots } from './warm-slots';
 
 const GiB = 1024 ** 3;
@@ -117,8 +119,11 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
         `workspace ${job.workspaceDir}: ${(err as Error).message}`,
       );
     }
+    if (job.channel) checkCallSocketDir(job.channel);
     const inside = scaffold.sandboxInterpreters[job.language] ?? interpreter.path;
-    return this.execute(job, this.argv(job.language, inside), signal, true);
+    // A run with a call channel binds the action's own directory, so no slot launched ahead fits it: it starts cold,
+    // and no slot is made ahead for a command no other run will have.
+    return this.execute(job, this.argv(job.language, inside), signal, !job.channel);
   }
 
   /** Every run is a fresh sandbox; what a session holds is its stateful sandbox (kernels, processes). */
@@ -263,7 +268,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       sandbox: {
         layout: scaffold.layout,
         etc: scaffold.etc,
-        readOnlyBinds: scaffold.readOnlyBinds[job.language],
+        readOnlyBinds: [...scaffold.readOnlyBinds[job.language], ...this.channelBinds(job)],
         tmpfsBytes: this.options.subprocess.tmpfsBytes,
       },
       argv,
@@ -292,7 +297,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
         workspaceDir: job.workspaceDir,
         codeFile,
         codeTarget: CODE_TARGET[job.language],
-        env: job.env,
+        env: withCallSocket(job.env, job.channel && CALL_SOCKET_TARGET),
       });
       this.logger.debug(`run ${job.actionId} (${job.language}) in pid ${slot.proc.pid ?? '?'}`);
       const abort = AbortSignal.any(signal ? [signal, controller.signal] : [controller.signal]);
@@ -307,6 +312,20 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       if (slot) this.slots.release(slot);
       this.cleanups.track(fs.promises.rm(codeFile, { force: true }));
     }
+  }
+
+  /**
+   * A run with a call channel sees the channel's directory read-only at CALL_DIR_TARGET (a filesystem socket: it
+   * reaches the engine although the network namespace stays unshared; a read-only bind still lets the code connect)
+   * and the runner directory at RUNNER_TARGET, where the skill SDK lives, as in the container image.
+   */
+  private channelBinds(job: TierJob): ReadOnlyBind[] {
+    if (!job.channel) return [];
+    const runnerDir = this.options.stateful.runnerDir;
+    return [
+      { source: job.channel.socketDir, target: CALL_DIR_TARGET },
+      ...(runnerDir ? [{ source: runnerDir, target: RUNNER_TARGET }] : []),
+    ];
   }
 
   private rlimits(job: TierJob): RlimitSettings {

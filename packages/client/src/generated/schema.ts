@@ -441,6 +441,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who the caller is: its tenant, whether its key is an admin’s, and whether it decides approvals */
+        get: operations["PoliciesController_whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The effective policy of a session: each layer with where it came from, and the tools it hides
+         * @description Layers apply engine → tenant → session (→ a plan’s, for its steps). Deny wins over ask, ask over allow, in every layer; a layer with allow rules allows only what one of them matches; so a layer only narrows.
+         */
+        get: operations["PoliciesController_sessionPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant’s policy layer (admins: any tenant; others: their own) */
+        get: operations["PoliciesController_tenantPolicy"];
+        /**
+         * Set a tenant’s policy layer (admin keys only)
+         * @description Applies to the tenant’s next actions in every session, under the engine’s layer.
+         */
+        put: operations["PoliciesController_setTenantPolicy"];
+        post?: never;
+        /** Remove a tenant’s policy layer (admin keys only) */
+        delete: operations["PoliciesController_deleteTenantPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The skills the caller may call: the engine’s (SWITCHYARD_SKILLS_DIR), then its tenant’s
+         * @description Skills are also tools: GET /v1/tools lists them (as its policy allows) and /tool-calls and MCP call them.
+         */
+        get: operations["SkillsController_list"];
+        put?: never;
+        /**
+         * Add a skill for the caller’s tenant: a tool made of other tools
+         * @description Its body (python or node) defines `main(input, ctx)`; `ctx.call(name, input)` runs another tool or skill of the session. The schemas are checked here (400 naming the field); 409 when the name is taken.
+         */
+        post: operations["SkillsController_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One skill, with its schemas and body */
+        get: operations["SkillsController_get"];
+        put?: never;
+        post?: never;
+        /** Remove one of the caller’s tenant’s skills (the engine’s cannot be removed here) */
+        delete: operations["SkillsController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}/graph": {
         parameters: {
             query?: never;
@@ -567,6 +668,117 @@ export interface paths {
          * @description No key needed, unless SWITCHYARD_METRICS_AUTH=api-key: then any tenant’s valid key.
          */
         get: operations["MetricsController_scrape"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Actions waiting for approval
+         * @description Those the caller may decide (all tenants’ for an admin key), and its own tenant’s.
+         */
+        get: operations["ApprovalsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/actions/{actionId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve an action waiting for approval: it runs
+         * @description The decision, who made it and why are recorded in the graph. 409 when the action is not waiting.
+         */
+        post: operations["ApprovalsController_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/actions/{actionId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject an action waiting for approval: it ends denied
+         * @description Its error names who rejected it and why. 409 when the action is not waiting.
+         */
+        post: operations["ApprovalsController_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The configured hooks (SWITCHYARD_HOOKS_FILE) and their deliveries by status (admin keys only) */
+        get: operations["HooksController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/hooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The latest hook deliveries, newest first: all for an admin key, the caller’s tenant’s else */
+        get: operations["HooksController_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/actions/{actionId}/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How the hooks were told of one action: each delivery, its attempts and outcome */
+        get: operations["HooksController_forAction"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1197,6 +1409,47 @@ export interface components {
             /** @description The process: its id (`prc_…`, from `start`) or its name. */
             processId: string;
         };
+        /** @description Call a skill (a tool made of other tools, GET /v1/skills) with its input: the input is checked against the skill's input schema first (400 naming the path), its body runs in a sandbox picked by risk and calls other tools with ctx.call, each its own action linked by CALLED_BY; its output is checked against the output schema. */
+        SkillActionDto: {
+            /** @enum {string} */
+            type: "skill";
+            /** @description The skill, as GET /v1/skills names it */
+            name: string;
+            /** @description The skill's input, as its input schema says (default {}) */
+            input?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        PolicyRuleDto: {
+            /**
+             * @description `deny` wins over `ask`, `ask` over `allow`, in every layer
+             * @enum {string}
+             */
+            effect: "allow" | "deny" | "ask";
+            /** @description Every field given must match (a field the action lacks never does); `{}` or none matches every action. A pattern is exact, a glob (`*`, `?`) or a `/regex/` (`/regex/i`), or a list of them (any). */
+            match?: {
+                /** @description The tool name (`python`, `read`, `browser_navigate`, a skill), or `<type>_<op>` for ops no tool offers (`file_delete`) */
+                tool?: string | string[];
+                /** @description The action type: code, file, browser, process, kernel, skill */
+                type?: string | string[];
+                /** @description The op of a file, browser, process or kernel action */
+                op?: string | string[];
+                /** @description python, node or bash (code, kernels, skill bodies) */
+                language?: string | string[];
+                /** @description The tier it was routed to: subprocess, pooled, container, engine (files), browser */
+                tier?: string | string[];
+                /** @description The risk level: low, medium, high, critical; `>=high` for that level or riskier */
+                risk?: string | string[];
+                /** @description A host the action names: a browser URL’s, a URL in code or a command (lowercase) */
+                host?: string | string[];
+            } | null;
+            /** @description Why the rule exists: shown to whoever it blocks or asks */
+            reason?: string | null;
+        };
+        PolicyDto: {
+            /** @description Rules of this layer. Deny wins; `ask` makes the action wait for approval; a layer with allow rules allows only what one of them matches. A layer can only narrow what the layers above it (engine → tenant → session → plan) allow. */
+            rules: components["schemas"]["PolicyRuleDto"][];
+        };
         NetworkPolicyDto: {
             /** @description Hosts the session may reach: `pypi.org`, `*.pythonhosted.org` (subdomains), `host:port` (else ports 80 and 443). Must lie within the engine bound SWITCHYARD_EGRESS_ALLOWED (400 names the hosts beyond it). Empty: none. */
             allow: string[];
@@ -1214,6 +1467,7 @@ export interface components {
              * @enum {string|null}
              */
             template?: "data-science" | null;
+            policy?: components["schemas"]["PolicyDto"] | (null);
         };
         /** @description A checkpoint of the session's workspace as it is now. */
         CreateCheckpointDto: {
@@ -1225,9 +1479,13 @@ export interface components {
             /** @description Copy the workspace as it was at this checkpoint of the session (default: as it is now). */
             checkpointId?: string | null;
         };
+        DecideApprovalDto: {
+            /** @description Why: recorded with the decision (and, for a rejection, in the action’s error) */
+            reason?: string | null;
+        };
         /** @description Retry an action, as it was or revised; the new action is linked by RETRY_OF. */
         RetryActionDto: {
-            action?: (components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"]) | (null);
+            action?: (components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"]) | (null);
             /** @description Why it is retried; kept on the RETRY_OF edge. */
             reason?: string | null;
             /** @description Run one tier up (subprocess → pooled → container); only after a failure on the tier's limits (timeout, limit). */
@@ -1251,7 +1509,7 @@ export interface components {
         PlanStepDto: {
             id: string;
             /** @description The action, exactly as POST …/actions takes it. */
-            action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+            action: components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
             dependsOn?: string[] | null;
             /** @description A failure of this step does not stop the plan; its dependents are skipped. */
             allowFailure?: boolean | null;
@@ -1273,6 +1531,7 @@ export interface components {
              * @enum {string|null}
              */
             checkpoints?: "each-step" | "none" | null;
+            policy?: components["schemas"]["PolicyDto"] | (null);
             /** @description Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once. */
             wait?: boolean | null;
             waitTimeoutMs?: number | null;
@@ -1347,6 +1606,7 @@ export interface components {
                 sessionId: string;
                 checkpointId?: string;
             };
+            policy?: components["schemas"]["PolicyDto"];
             activity: components["schemas"]["SessionActivity"];
         };
         /** @description What the session has run: its own actions (a fork counts none of its source’s) */
@@ -1356,6 +1616,7 @@ export interface components {
             /** @description How many of its actions have each status; a status none has is absent */
             byStatus: {
                 running?: number;
+                awaiting_approval?: number;
                 succeeded?: number;
                 failed?: number;
                 timed_out?: number;
@@ -1381,9 +1642,9 @@ export interface components {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             /** @description Exit code of code and process actions that got one */
             exitCode?: number;
             /** @description Redacted, capped at the session output limit (see `truncated`) */
@@ -1432,24 +1693,74 @@ export interface components {
                 createdAt: string;
             };
             restored?: components["schemas"]["RestoredCheckpoint"];
+            /** @description What before-action hooks noted on it (their `annotations`), by hook name */
+            annotations?: {
+                [key: string]: unknown;
+            };
         };
-        /** @description `"wait": false`: the action is recorded and running (or queued) */
+        /** @description `"wait": false`: the action is recorded and running (or queued); or a policy rule holds it for approval (`awaiting_approval`, whatever `wait` said): it runs once approved, ends `denied` when rejected or expired */
         AcceptedAction: {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
             /** @enum {string} */
-            status: "running";
+            status: "running" | "awaiting_approval";
+            approval?: components["schemas"]["ApprovalRequest"];
+        };
+        /** @description Why an action waits for a decision, and until when */
+        ApprovalRequest: {
+            /** @description The rule that asks, as written (JSON) */
+            rule: string;
+            /**
+             * @description The policy layer of the rule
+             * @enum {string}
+             */
+            layer: "engine" | "tenant" | "session" | "plan";
+            /** @description Why it asks: the rule, the risk reasons */
+            reasons: string[];
+            /** Format: date-time */
+            requestedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends `denied` (expired) unless decided
+             */
+            expiresAt: string;
+        };
+        /** @description An approval as recorded: the request, and the decision once made */
+        ApprovalRecord: {
+            /** @description The rule that asks, as written (JSON) */
+            rule: string;
+            /**
+             * @description The policy layer of the rule
+             * @enum {string}
+             */
+            layer: "engine" | "tenant" | "session" | "plan";
+            /** @description Why it asks: the rule, the risk reasons */
+            reasons: string[];
+            /** Format: date-time */
+            requestedAt: string;
+            /**
+             * Format: date-time
+             * @description When it ends `denied` (expired) unless decided
+             */
+            expiresAt: string;
+            /** @enum {string} */
+            decision?: "approved" | "rejected" | "expired";
+            /** Format: date-time */
+            decidedAt?: string;
+            /** @description Who decided: `admin:<tenant>`, `tenant:<tenant>` or `open` */
+            decidedBy?: string;
+            reason?: string;
         };
         /** @description An action as recorded: its result envelope (rebuilt from the record while it runs or after a crash, then without `endedAt`, output or streams) and where it sits in the session */
         ActionView: {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             /** @description Exit code of code and process actions that got one */
             exitCode?: number;
             /** @description Redacted, capped at the session output limit (see `truncated`) */
@@ -1498,6 +1809,10 @@ export interface components {
                 createdAt: string;
             };
             restored?: components["schemas"]["RestoredCheckpoint"];
+            /** @description What before-action hooks noted on it (their `annotations`), by hook name */
+            annotations?: {
+                [key: string]: unknown;
+            };
             /** @description Position in the session, from 1 */
             seq: number;
             inputSummary: string;
@@ -1521,6 +1836,12 @@ export interface components {
                 /** @description `runsc` (gVisor) or `runc`, when the tier chose one */
                 runtime?: string;
             };
+            approval?: components["schemas"]["ApprovalRecord"];
+            /** @description The action that called it (a skill’s `ctx.call`): a `CALLED_BY` edge */
+            calledBy?: {
+                actionId: string;
+                depth: number;
+            };
         };
         ActionPage: {
             /** @description Oldest first, without `input` */
@@ -1528,8 +1849,8 @@ export interface components {
             /** @description Pass as `cursor` for the next page; absent on the last */
             nextCursor?: string;
         };
-        /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels. Absent for fresh code actions and most failures. */
-        ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"];
+        /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels, a skill’s returned value. Absent for fresh code actions and most failures. */
+        ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"] | components["schemas"]["SkillOutput"];
         /** @description `code` with `state: "session"`: the kernel that ran the cell and its last expression’s value. A `fresh` code action has no `output`: its answer is `stdout`, `stderr` and `exitCode`. */
         CodeCellOutput: {
             kernel: components["schemas"]["KernelRun"];
@@ -1711,6 +2032,203 @@ export interface components {
             /** @description When the engine ended it: `stopped`, `session_ended`, `sandbox_lost`, `shutdown` */
             endReason?: string;
         };
+        /** @description An action waiting for a decision */
+        PendingApproval: {
+            actionId: string;
+            sessionId: string;
+            tenant: string;
+            type: string;
+            /** @description The tool it calls (`python`, `browser_upload`, a skill…) */
+            tool: string;
+            /** @description Its input in short, redacted */
+            summary: string;
+            risk: components["schemas"]["RiskAssessment"];
+            /** @description The tier it would run in */
+            tier: string;
+            /** @description The rule that asks, as written (JSON) */
+            rule: string;
+            /** @enum {string} */
+            layer: "engine" | "tenant" | "session" | "plan";
+            reasons: string[];
+            /** Format: date-time */
+            requestedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description Actions waiting for approval that the caller may see: its own tenant’s, and those it may decide */
+        ApprovalList: {
+            /** @description Oldest first */
+            approvals: components["schemas"]["PendingApproval"][];
+        };
+        /** @description The decision, as recorded: an approved action now runs (its result comes as usual); a rejected one ends denied */
+        ApprovalDecision: {
+            actionId: string;
+            sessionId: string;
+            /** @enum {string} */
+            decision: "approved" | "rejected";
+            /** Format: date-time */
+            decidedAt: string;
+            /** @description Who decided: `admin:<tenant>`, `tenant:<tenant>` or `open` */
+            decidedBy: string;
+            reason?: string;
+        };
+        /** @description One layer of rules */
+        PolicyLayer: {
+            /** @enum {string} */
+            layer: "engine" | "tenant" | "session" | "plan";
+            /** @description Where its rules were set */
+            source: string;
+            rules: components["schemas"]["PolicyRuleDto"][];
+        };
+        /** @description A tool left out, and the layer (and rule) that leaves it out; no rule: none of the layer’s allow rules matches it */
+        HiddenTool: {
+            tool: string;
+            /** @enum {string} */
+            layer: "engine" | "tenant" | "session" | "plan";
+            rule?: {
+                /** @enum {string} */
+                layer: "engine" | "tenant" | "session" | "plan";
+                /** @description Its index in its layer, from 0 */
+                index: number;
+                rule: components["schemas"]["PolicyRuleDto"];
+            };
+        };
+        /** @description The policy that applies to the session */
+        EffectivePolicy: {
+            /** @description Engine, tenant, session */
+            layers: components["schemas"]["PolicyLayer"][];
+            /**
+             * @description Who decides approvals: admin keys only, or the session’s own key too (SWITCHYARD_APPROVERS)
+             * @enum {string}
+             */
+            approvers: "admin" | "tenant";
+            /** @description How long an action waits for a decision */
+            approvalTimeoutMs: number;
+            tools: {
+                offered: string[];
+                hidden: components["schemas"]["HiddenTool"][];
+            };
+        };
+        /** @description A tenant’s policy layer */
+        TenantPolicy: {
+            tenant: string;
+            rules: components["schemas"]["PolicyRuleDto"][];
+            /** Format: date-time */
+            updatedAt?: string;
+            /** @description The admin who set it */
+            updatedBy?: string;
+        };
+        /** @description Who the caller is */
+        Caller: {
+            /** @description `open` without keys, else `t_` and a hash of the key */
+            tenant: string;
+            /** @description The key is one of SWITCHYARD_ADMIN_KEYS */
+            admin: boolean;
+            /** @description How decisions and policies record the caller */
+            id: string;
+            /** @description It may approve or reject its own tenant’s actions */
+            approver: boolean;
+        };
+        /** @description A configured hook (its secret is never shown) */
+        Hook: {
+            name: string;
+            /** @enum {string} */
+            phase: "before" | "after";
+            /** @description Without its query or credentials */
+            url: string;
+            timeoutMs: number;
+            retries: number;
+            /** @enum {string} */
+            onFailure: "allow" | "deny";
+            /** @description The actions it sees (policy match fields) */
+            match?: {
+                [key: string]: unknown;
+            };
+            /** @description Deliveries by status; a status none has is absent */
+            deliveries: {
+                pending?: number;
+                delivered?: number;
+                failed?: number;
+                dropped?: number;
+            };
+        };
+        HookList: {
+            hooks: components["schemas"]["Hook"][];
+            /** @description After-hook deliveries waiting or under way */
+            backlog: number;
+        };
+        /** @description One delivery of one action to one hook */
+        HookDelivery: {
+            /** @description Also sent as `X-Switchyard-Delivery` */
+            id: string;
+            hook: string;
+            /** @enum {string} */
+            phase: "before" | "after";
+            actionId: string;
+            sessionId: string;
+            tenant: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed" | "dropped";
+            attempts: number;
+            /** @description HTTP status of the last attempt answered */
+            lastStatus?: number;
+            /** @description Why the last attempt failed, or why it was dropped */
+            lastError?: string;
+            /**
+             * @description A before-hook’s answer
+             * @enum {string}
+             */
+            decision?: "allow" | "deny";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is tried next
+             */
+            nextAttemptAt?: string;
+        };
+        HookDeliveryList: {
+            deliveries: components["schemas"]["HookDelivery"][];
+        };
+        /** @description A skill */
+        Skill: {
+            /** @description Its tool name (not a built-in tool’s) */
+            name: string;
+            /** @description What it does, for a model */
+            description: string;
+            /** @description JSON Schema of its input, an object (`"type": "object"`): checked before the body runs */
+            inputSchema: {
+                [key: string]: unknown;
+            };
+            /** @description JSON Schema of what `main` returns: checked after it returns */
+            outputSchema: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            language: "python" | "node";
+            /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`) */
+            code: string;
+            /** @description Its time limit (the tier’s maximum still applies) */
+            timeoutMs?: number;
+            /**
+             * @description The engine’s (every tenant’s) or the caller’s tenant’s
+             * @enum {string}
+             */
+            source: "engine" | "tenant";
+            /** Format: date-time */
+            createdAt?: string;
+        };
+        SkillList: {
+            skills: components["schemas"]["Skill"][];
+        };
+        /** @description `skill` actions: what the skill returned (also on a `failed` one whose output broke its outputSchema) */
+        SkillOutput: {
+            skill: string;
+            /** @description What its `main` returned, as its outputSchema says (absent: it returned nothing) */
+            value?: unknown;
+        };
         /** @description A plan: a DAG of actions, each step with its status, attempts and timings */
         Plan: {
             /** @example plan_0123456789abcdef01234567 */
@@ -1727,6 +2245,7 @@ export interface components {
             maxParallel: number;
             /** @enum {string} */
             checkpoints: "each-step" | "none";
+            policy?: components["schemas"]["PolicyDto"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1747,7 +2266,7 @@ export interface components {
             /** @description 1 as submitted, +1 for each replan that replaced it */
             version: number;
             /** @description The action as submitted (as `POST …/actions` takes it) */
-            action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+            action: components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
             dependsOn: string[];
             allowFailure: boolean;
             retry: {
@@ -1775,7 +2294,7 @@ export interface components {
                 /** @description 1 as submitted, +1 for each replan that replaced it */
                 version: number;
                 /** @description The action as submitted (as `POST …/actions` takes it) */
-                action: components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+                action: components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
                 dependsOn: string[];
                 allowFailure: boolean;
                 retry: {
@@ -1804,7 +2323,7 @@ export interface components {
             /** @description Absent when the action was refused before it was recorded (its input was invalid at run time) */
             actionId?: string;
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             /** Format: date-time */
             startedAt: string;
             /** Format: date-time */
@@ -1829,7 +2348,7 @@ export interface components {
                     [key: string]: unknown;
                 };
                 /** @enum {string} */
-                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
                 /**
                  * @description Where it ran: a sandbox tier, the engine (file ops), the browser, or none (refused first)
                  * @enum {string}
@@ -1849,7 +2368,7 @@ export interface components {
             nodes: {
                 id: string;
                 /** @enum {string} */
-                label: "Session" | "Action" | "File" | "Sandbox" | "Kernel" | "Process" | "Checkpoint" | "Plan" | "Step";
+                label: "Session" | "Action" | "File" | "Sandbox" | "Kernel" | "Process" | "Checkpoint" | "Plan" | "Step" | "Approval";
                 /** @description Primitive values only, as Neo4j stores them: nested values are JSON strings, unknown ones absent (never null) */
                 properties: {
                     [key: string]: unknown;
@@ -1861,7 +2380,7 @@ export interface components {
                 /** @description Node id */
                 to: string;
                 /** @enum {string} */
-                type: "HAS_ACTION" | "NEXT" | "READ" | "WROTE" | "RETRY_OF" | "RAN_IN" | "STARTED" | "HAS_CHECKPOINT" | "BEFORE" | "RESTORED" | "FORKED_FROM" | "HAS_PLAN" | "HAS_STEP" | "DEPENDS_ON" | "ATTEMPT" | "REPLACES";
+                type: "HAS_ACTION" | "NEXT" | "READ" | "WROTE" | "RETRY_OF" | "CALLED_BY" | "RAN_IN" | "HAS_APPROVAL" | "STARTED" | "HAS_CHECKPOINT" | "BEFORE" | "RESTORED" | "FORKED_FROM" | "HAS_PLAN" | "HAS_STEP" | "DEPENDS_ON" | "ATTEMPT" | "REPLACES";
                 /** @description Primitive values only, as Neo4j stores them: nested values are JSON strings, unknown ones absent (never null) */
                 properties: {
                     [key: string]: unknown;
@@ -1877,11 +2396,11 @@ export interface components {
                 /** @description Position in its session, from 1 */
                 seq: number;
                 /** @enum {string} */
-                type: "code" | "file" | "browser" | "process" | "kernel";
+                type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
                 /** @description The op (file, browser, process, kernel) or the language (code) */
                 operation: string;
                 /** @enum {string} */
-                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
                 inputSummary: string;
                 /** @description sha256 hex of the canonical input */
                 inputHash: string;
@@ -1899,6 +2418,8 @@ export interface components {
                 error?: components["schemas"]["ActionError"];
                 retryOf?: string;
                 retryReason?: string;
+                /** @description The action that called it (a skill’s `ctx.call`) */
+                calledBy?: string;
                 /** @enum {string} */
                 relation: "ancestor" | "self" | "descendant";
             }[];
@@ -1947,6 +2468,36 @@ export interface components {
                  */
                 deletedAt?: string;
             } | null;
+            /** @description The actions that called it (a skill’s `ctx.call`), nearest first, up to the top-level one */
+            callers: components["schemas"]["ActionSummary"][];
+            /** @description The actions it called (a skill’s tools and skills), by `seq` */
+            calls: components["schemas"]["ActionSummary"][];
+            /** @description Why it waited for approval and the decision; null when no rule asked */
+            approval: {
+                /** @description The rule that asks, as written (JSON) */
+                rule: string;
+                /**
+                 * @description The policy layer of the rule
+                 * @enum {string}
+                 */
+                layer: "engine" | "tenant" | "session" | "plan";
+                /** @description Why it asks: the rule, the risk reasons */
+                reasons: string[];
+                /** Format: date-time */
+                requestedAt: string;
+                /**
+                 * Format: date-time
+                 * @description When it ends `denied` (expired) unless decided
+                 */
+                expiresAt: string;
+                /** @enum {string} */
+                decision?: "approved" | "rejected" | "expired";
+                /** Format: date-time */
+                decidedAt?: string;
+                /** @description Who decided: `admin:<tenant>`, `tenant:<tenant>` or `open` */
+                decidedBy?: string;
+                reason?: string;
+            } | null;
         };
         /** @description An action as the graph records it; `result` is the envelope returned to the caller (absent while it runs or after a crash) */
         ActionRecord: {
@@ -1954,11 +2505,11 @@ export interface components {
             /** @description Position in its session, from 1 */
             seq: number;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
             /** @description The op (file, browser, process, kernel) or the language (code) */
             operation: string;
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             inputSummary: string;
             /** @description sha256 hex of the canonical input */
             inputHash: string;
@@ -1976,6 +2527,11 @@ export interface components {
             error?: components["schemas"]["ActionError"];
             retryOf?: string;
             retryReason?: string;
+            /** @description The action that called it (a skill’s `ctx.call`), and how deep */
+            calledBy?: {
+                actionId: string;
+                depth: number;
+            };
             sessionId: string;
             /** @description The request as sent, redacted */
             input: {
@@ -2017,6 +2573,7 @@ export interface components {
                  */
                 deletedAt?: string;
             };
+            approval?: components["schemas"]["ApprovalRecord"];
             /** @description Files it touched, relative to the workspace, sorted by path then access */
             files: {
                 path: string;
@@ -2030,11 +2587,11 @@ export interface components {
             /** @description Position in its session, from 1 */
             seq: number;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
             /** @description The op (file, browser, process, kernel) or the language (code) */
             operation: string;
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+            status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             inputSummary: string;
             /** @description sha256 hex of the canonical input */
             inputHash: string;
@@ -2052,6 +2609,8 @@ export interface components {
             error?: components["schemas"]["ActionError"];
             retryOf?: string;
             retryReason?: string;
+            /** @description The action that called it (a skill’s `ctx.call`) */
+            calledBy?: string;
         };
         /** @description Which actions wrote and read one workspace file, in order */
         FileLineage: {
@@ -2062,11 +2621,11 @@ export interface components {
                 /** @description Position in its session, from 1 */
                 seq: number;
                 /** @enum {string} */
-                type: "code" | "file" | "browser" | "process" | "kernel";
+                type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
                 /** @description The op (file, browser, process, kernel) or the language (code) */
                 operation: string;
                 /** @enum {string} */
-                status: "running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
+                status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
                 inputSummary: string;
                 /** @description sha256 hex of the canonical input */
                 inputHash: string;
@@ -2084,6 +2643,8 @@ export interface components {
                 error?: components["schemas"]["ActionError"];
                 retryOf?: string;
                 retryReason?: string;
+                /** @description The action that called it (a skill’s `ctx.call`) */
+                calledBy?: string;
                 /** @description The session whose action it was */
                 sessionId: string;
                 access: ("read" | "write")[];
@@ -3296,7 +3857,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CodeActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
+                "application/json": components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"];
             };
         };
         responses: {
@@ -4256,6 +4817,8 @@ export interface operations {
     ToolsController_list: {
         parameters: {
             query?: {
+                /** @description List what this session’s policy offers (its own layer too); without it, what the engine’s and the caller’s tenant’s policies offer. A tool whose every call a policy denies is left out. */
+                sessionId?: string;
                 /** @description OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic (or no format) is a 400 naming `strict`. */
                 strict?: "true" | "false";
                 /** @description Default: anthropic */
@@ -4287,6 +4850,15 @@ export interface operations {
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4493,15 +5065,545 @@ export interface operations {
             };
         };
     };
+    PoliciesController_whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Caller"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PoliciesController_sessionPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The effective policy */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EffectivePolicy"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PoliciesController_tenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant’s rules (none: empty `rules`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantPolicy"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PoliciesController_setTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyDto"];
+            };
+        };
+        responses: {
+            /** @description The tenant’s rules as set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantPolicy"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PoliciesController_deleteTenantPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SkillsController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skills, with their schemas and bodies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SkillsController_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Its tool name (not a built-in tool’s) */
+                    name: string;
+                    /** @description What it does, for a model */
+                    description: string;
+                    /** @description JSON Schema of its input, an object (`"type": "object"`): checked before the body runs */
+                    inputSchema: {
+                        [key: string]: unknown;
+                    };
+                    /** @description JSON Schema of what `main` returns: checked after it returns */
+                    outputSchema: {
+                        [key: string]: unknown;
+                    };
+                    /** @enum {string} */
+                    language: "python" | "node";
+                    /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`) */
+                    code: string;
+                    /** @description Its time limit (the tier’s maximum still applies) */
+                    timeoutMs?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The skill as added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Skill"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SkillsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The skill */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Skill"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    SkillsController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     GraphController_get: {
         parameters: {
             query?: {
                 /** @description The latest N actions */
                 limit?: number;
-                /** @description Comma-separated (or repeated): running, succeeded, failed, timed_out, denied, error, cancelled, interrupted */
-                status?: ("running" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted")[];
-                /** @description Comma-separated (or repeated): code, file, browser, process, kernel */
-                types?: ("code" | "file" | "browser" | "process" | "kernel")[];
+                /** @description Comma-separated (or repeated): running, awaiting_approval, succeeded, failed, timed_out, denied, error, cancelled, interrupted */
+                status?: ("running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted")[];
+                /** @description Comma-separated (or repeated): code, file, browser, process, kernel, skill */
+                types?: ("code" | "file" | "browser" | "process" | "kernel" | "skill")[];
                 /** @description Only actions started at or after (ISO 8601) */
                 since?: string;
             };
@@ -4830,6 +5932,388 @@ export interface operations {
             };
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ApprovalsController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Waiting actions, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ApprovalsController_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                actionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecideApprovalDto"];
+            };
+        };
+        responses: {
+            /** @description Approved: the action now runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDecision"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    ApprovalsController_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                actionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecideApprovalDto"];
+            };
+        };
+        responses: {
+            /** @description Rejected: the action ended `denied` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDecision"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    HooksController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hooks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HookList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    HooksController_deliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deliveries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HookDeliveryList"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    HooksController_forAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                actionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The action’s deliveries, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HookDeliveryList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -30,7 +30,7 @@ describe('parseActionBody', () => {
 
   it('names the discriminator at fault', () => {
     expect(problems({ type: 'sql' })).toEqual([
-      { field: 'type', message: 'must be one of code, file, browser, process, kernel' },
+      { field: 'type', message: 'must be one of code, file, browser, process, kernel, skill' },
     ]);
     expect(problems({ type: 'file', op: 'chmod' })[0].field).toBe('op');
     expect(problems('code')[0].field).toBe('body');

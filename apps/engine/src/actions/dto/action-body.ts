@@ -7,12 +7,13 @@ import { CodeActionDto } from './code-action.dto';
 import { FILE_ACTION_DTOS, type FileActionDto } from './file-action.dto';
 import { KERNEL_ACTION_DTOS, type KernelActionDto } from './kernel-action.dto';
 import { PROCESS_ACTION_DTOS, type ProcessActionDto } from './process-action.dto';
+import { SkillActionDto } from './skill-action.dto';
 
 export type ActionBody =
-  CodeActionDto | FileActionDto | BrowserActionDto | ProcessActionDto | KernelActionDto;
+  CodeActionDto | FileActionDto | BrowserActionDto | ProcessActionDto | KernelActionDto | SkillActionDto;
 
 /** Action types whose body is further discriminated on `op`, with one validation class per op. */
-const OP_DTOS: Record<Exclude<ActionBody['type'], 'code'>, Record<string, new () => object>> = {
+const OP_DTOS: Record<Exclude<ActionBody['type'], 'code' | 'skill'>, Record<string, new () => object>> = {
   file: FILE_ACTION_DTOS,
   browser: BROWSER_ACTION_DTOS,
   process: PROCESS_ACTION_DTOS,
@@ -34,6 +35,7 @@ export function parseActionBody(body: unknown): ActionBody {
     ]);
   }
   if (type === 'code') return validateDto(CodeActionDto, body);
+  if (type === 'skill') return validateDto(SkillActionDto, body);
   const ops = OP_DTOS[type];
   if (typeof op !== 'string' || !Object.hasOwn(ops, op)) {
     throw new RequestValidationError([
@@ -48,10 +50,14 @@ export function parseActionBody(body: unknown): ActionBody {
  * request type. The validated DTO's own fields are exactly the request's, so the request is a plain copy of them.
  */
 export function parseActionRequest(body: unknown): ActionRequest {
-  return { ...parseActionBody(body) };
+  const dto = parseActionBody(body);
+  // A skill's input is its own schema's to check: absent means empty.
+  if (dto.type === 'skill') return { type: 'skill', name: dto.name, input: dto.input ?? {} };
+  return { ...dto };
 }
 
 export const ACTION_DTO_CLASSES = [
   CodeActionDto,
+  SkillActionDto,
   ...Object.values(OP_DTOS).flatMap((ops) => Object.values(ops)),
 ];

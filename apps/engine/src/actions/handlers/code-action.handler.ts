@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { isRunnable, SandboxManager } from '@switchyard/sandbox';
+import { type CallChannel, type CodeSpec, isRunnable, SandboxManager } from '@switchyard/sandbox';
 import { WorkspaceManager } from '@switchyard/workspace';
 import { SessionNetwork } from '../../egress/session-network';
 import { SessionTemplates } from '../../templates/session-templates';
@@ -23,6 +23,14 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
 
   prepare(request: CodeActionRequest, ctx: ActionContext): PreparedAction {
     const { type: _type, ...spec } = request;
+    return this.prepareCode(spec, ctx);
+  }
+
+  /**
+   * Scores and routes code once, for a code action or another kind that runs code (a skill's body, with the `channel`
+   * its calls come back through).
+   */
+  prepareCode(spec: CodeSpec, ctx: ActionContext, channel?: CallChannel): PreparedAction {
     const egress = this.network.access(ctx.session);
     // A session's template: its image in the container tiers, and never the subprocess tier (floor `pooled`).
     const template = this.templates.routing(ctx.session, ctx.minTier);
@@ -34,6 +42,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
         workspaceDir: ctx.workspaceDir,
         ...(egress && { egress }),
         ...(template.image && { image: template.image }),
+        ...(channel && { channel }),
       },
       { minTier: template.minTier, floorReason: template.floorReason },
     );

@@ -17,6 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { PolicyDto } from '../../policies/dto/policy.dto';
 
 export const STEP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const MAX_STEPS = 200;
@@ -120,6 +121,17 @@ export class CreatePlanDto extends PlanWaitDto {
     description: '`each-step`: every step runs as if it had `"checkpoint": "before"`. Default `none`.',
   })
   checkpoints?: 'each-step' | 'none';
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => PolicyDto)
+  @JSONSchema({
+    description:
+      'The plan’s policy layer: allow/deny/ask rules for its steps, under the engine’s, tenant’s and session’s (it ' +
+      'can only narrow them). A step a rule asks about waits for approval; the plan waits with it.',
+  })
+  policy?: PolicyDto;
 }
 
 export class ReplanDto extends PlanWaitDto {

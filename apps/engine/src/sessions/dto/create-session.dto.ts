@@ -13,6 +13,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
+import { PolicyDto } from '../../policies/dto/policy.dto';
 
 /** A session's network policy: what its container sandboxes may reach through the engine's egress proxy. */
 export class NetworkPolicyDto {
@@ -72,4 +73,15 @@ export class CreateSessionDto {
       'container tiers only (never the subprocess tier), in the template image. Unknown: 400.',
   })
   template?: string;
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => PolicyDto)
+  @JSONSchema({
+    description:
+      'The session’s policy layer: allow/deny/ask rules for its actions, under the engine’s and its tenant’s (it can ' +
+      'only narrow them). GET /v1/sessions/:id/policy shows the effective policy.',
+  })
+  policy?: PolicyDto;
 }

@@ -1,0 +1,111 @@
+import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ForbiddenError } from '@switchyard/common';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import type { Principal } from '../http/api-keys';
+import { ApiKeyGuard } from '../http/api-key.guard';
+import { ApiErrors, ApiV1Errors } from '../http/api-responses';
+import { validateDto } from '../http/validate-dto';
+import { jsonBody } from '../http/response-schemas';
+import { Caller } from '../http/tenant.decorator';
+import { SessionsService } from '../sessions/sessions.service';
+import { AfterHooks } from './after-hooks';
+import { HookDeliveriesQuery } from './dto/hook-deliveries.query';
+import { type DeliveryStatus, type HookDelivery, HookDeliveryStore } from './hook-deliveries.store';
+import type { HookPhase } from './hook-file';
+
+/** A configured hook as the API shows it: never its secret, and its URL without query or credentials. */
+export interface HookView {
+  name: string;
+  phase: HookPhase;
+  url: string;
+  timeoutMs: number;
+  retries: number;
+  onFailure: 'allow' | 'deny';
+  match?: Record<string, unknown>;
+  deliveries: Partial<Record<DeliveryStatus, number>>;
+}
+
+const shownUrl = (url: string): string => {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+};
+
+@ApiTags('hooks')
+@ApiBearerAuth()
+@UseGuards(ApiKeyGuard)
+@ApiV1Errors()
+@Controller('v1')
+export class HooksController {
+  constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+    private readonly store: HookDeliveryStore,
+    private readonly after: AfterHooks,
+    private readonly sessions: SessionsService,
+  ) {}
+
+  @Get('hooks')
+  @ApiOperation({
+    summary: 'The configured hooks (SWITCHYARD_HOOKS_FILE) and their deliveries by status (admin keys only)',
+  })
+  @ApiOkResponse({ description: 'The hooks', ...jsonBody('HookList') })
+  @ApiErrors(403)
+  list(@Caller() caller: Principal): { hooks: HookView[]; backlog: number } {
+    this.mustOperate(caller);
+    const counts = this.store.counts();
+    return {
+      hooks: this.config.hooks.hooks.map((h) => ({
+        name: h.name,
+        phase: h.phase,
+        url: shownUrl(h.url),
+        timeoutMs: h.timeoutMs,
+        retries: h.retries,
+        onFailure: h.onFailure,
+        ...(h.match && { match: h.match }),
+        deliveries: counts.get(h.name) ?? {},
+      })),
+      backlog: this.after.backlog,
+    };
+  }
+
+  @Get('hooks/deliveries')
+  @ApiOperation({
+    summary: 'The latest hook deliveries, newest first: all for an admin key, the caller’s tenant’s else',
+  })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+  })
+  @ApiOkResponse({ description: 'Deliveries, newest first', ...jsonBody('HookDeliveryList') })
+  @ApiErrors(400)
+  deliveries(
+    @Caller() caller: Principal,
+    @Query() query: Record<string, unknown>,
+  ): { deliveries: HookDelivery[] } {
+    const { limit } = validateDto(HookDeliveriesQuery, query);
+    return {
+      deliveries: this.store.recent(limit ?? 100, caller.admin ? undefined : caller.tenant),
+    };
+  }
+
+  @Get('sessions/:sessionId/actions/:actionId/hooks')
+  @ApiOperation({ summary: 'How the hooks were told of one action: each delivery, its attempts and outcome' })
+  @ApiOkResponse({ description: 'The action’s deliveries, oldest first', ...jsonBody('HookDeliveryList') })
+  @ApiErrors(404)
+  forAction(
+    @Caller() caller: Principal,
+    @Param('sessionId') sessionId: string,
+    @Param('actionId') actionId: string,
+  ): { deliveries: HookDelivery[] } {
+    this.sessions.get(caller.tenant, sessionId);
+    return { deliveries: this.store.forAction(sessionId, actionId) };
+  }
+
+  private mustOperate(caller: Principal): void {
+    if (!caller.admin) {
+      throw new ForbiddenError('only an admin key (SWITCHYARD_ADMIN_KEYS) may list the hooks', 'ADMIN_ONLY');
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { actionFacts, hostsIn, toolNameOf } from './action-facts';
+
+describe('action facts', () => {
+  it('names each action by the tool that runs it, or <type>_<op> where no tool does', () => {
+    expect(toolNameOf({ type: 'code', language: 'bash', code: 'ls' })).toBe('bash');
+    expect(toolNameOf({ type: 'file', op: 'list', path: '.' })).toBe('ls');
+    expect(toolNameOf({ type: 'file', op: 'delete', path: 'x' })).toBe('file_delete');
+    expect(toolNameOf({ type: 'browser', op: 'upload', selector: 'input', path: 'a' })).toBe(
+      'browser_upload',
+    );
+    expect(toolNameOf({ type: 'process', op: 'list' })).toBe('process_list');
+    expect(toolNameOf({ type: 'kernel', op: 'restart', language: 'python' })).toBe('kernel_restart');
+    expect(toolNameOf({ type: 'skill', name: 'summarize', input: {} })).toBe('summarize');
+  });
+
+  it('finds the hosts code and commands name, and a browser URL’s', () => {
+    expect(
+      hostsIn(
+        'curl https://api.Example.com/x && git clone git@github.com:a/b.git; wget http://user:pw@10.0.0.1:8080/',
+      ),
+    ).toEqual(['api.example.com', '10.0.0.1', 'github.com']);
+    expect(hostsIn('print(1)')).toEqual([]);
+    const facts = actionFacts(
+      { type: 'browser', op: 'navigate', url: 'https://Docs.Example.org/a?b' },
+      { tier: 'browser', risk: { level: 'low' } },
+    );
+    expect(facts).toEqual({
+      tool: 'browser_navigate',
+      type: 'browser',
+      op: 'navigate',
+      tier: 'browser',
+      risk: 'low',
+      hosts: ['docs.example.org'],
+    });
+    expect(
+      actionFacts(
+        { type: 'skill', name: 's', input: {} },
+        { tier: 'pooled', risk: { level: 'medium' }, language: 'node' },
+      ),
+    ).toEqual({ tool: 's', type: 'skill', tier: 'pooled', risk: 'medium', language: 'node', hosts: [] });
+  });
+});

@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CLOCK, type Clock, ForbiddenError } from '@switchyard/common';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
+import type { Principal } from '../http/api-keys';
+import type { Session } from '../sessions/session.model';
+import { compileLayer, type CompiledLayer, decide, type HiddenTool, hiddenBy } from './policy-evaluator';
+import { readPolicy } from './policy-rules';
+import type { PolicyFacts, PolicyLayer, PolicyRule, PolicyVerdict } from './policy.types';
+import { type TenantPolicy, TenantPolicyStore } from './tenant-policy.store';
+
+/** The policy that applies to a session: each layer with where it came from, and the tools it hides. */
+export interface EffectivePolicy {
+  layers: PolicyLayer[];
+  /** Who decides the session's approvals: admin keys only, or its tenant's key too. */
+  approvers: EngineConfig['policy']['approvers'];
+  approvalTimeoutMs: number;
+}
+
+/**
+ * The policy layers of every action: the engine's (SWITCHYARD_POLICY_FILE), its tenant's, its session's and, for a
+ * plan's steps, the plan's. Layers are compiled once each (sessions and plans keep their own).
+ */
+@Injectable()
+export class PolicyService {
+  private readonly engineLayer: CompiledLayer;
+  private readonly tenantLayers = new WeakMap<TenantPolicy, CompiledLayer>();
+  private readonly sessionLayers = new WeakMap<Session, CompiledLayer>();
+  private readonly planLayers = new WeakMap<PolicyLayer, CompiledLayer>();
+
+  constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly tenants: TenantPolicyStore,
+  ) {
+    const { file, rules } = config.policy.engine;
+    this.engineLayer = compileLayer({
+      layer: 'engine',
+      source: file ? `SWITCHYARD_POLICY_FILE (${file})` : 'none (SWITCHYARD_POLICY_FILE unset)',
+      rules,
+    });
+  }
+
+  /** The decision on an action of `session` (a plan's step: with the plan's layer). */
+  decide(session: Session, facts: PolicyFacts, plan?: PolicyLayer): PolicyVerdict {
+    return decide(this.layersOf(session.tenant, session, plan), facts);
+  }
+
+  /** Why each hidden tool is hidden for a tenant, or for one of its sessions; tools not named are offered. */
+  hidden(tenant: string, tools: PolicyFacts[], session?: Session): HiddenTool[] {
+    const layers = this.layersOf(tenant, session);
+    return tools.map((t) => hiddenBy(layers, t)).filter((h): h is HiddenTool => h !== undefined);
+  }
+
+  effective(session: Session): EffectivePolicy {
+    return {
+      layers: this.layersOf(session.tenant, session).map(({ layer, source, rules }) => ({
+        layer,
+        source,
+        rules,
+      })),
+      approvers: this.config.policy.approvers,
+      approvalTimeoutMs: this.config.policy.approvalTimeoutMs,
+    };
+  }
+
+  /** A tenant's own layer, as set; `undefined` when none is. Admins read any tenant's, a tenant its own. */
+  tenantPolicy(caller: Principal, tenant: string): TenantPolicy | undefined {
+    this.mayRead(caller, tenant);
+    return this.tenants.get(tenant);
+  }
+
+  /** Sets a tenant's layer (admins only). Throws `InvalidInputError` naming the rule at fault. */
+  setTenantPolicy(caller: Principal, tenant: string, body: unknown): TenantPolicy {
+    this.mustAdminister(caller);
+    const policy: TenantPolicy = {
+      tenant,
+      rules: readPolicy(body, 'body'),
+      updatedAt: this.clock.now().toISOString(),
+      updatedBy: caller.id,
+    };
+    this.tenants.put(policy);
+    return policy;
+  }
+
+  /** Removes a tenant's layer (admins only); true when there was one. */
+  deleteTenantPolicy(caller: Principal, tenant: string): boolean {
+    this.mustAdminister(caller);
+    return this.tenants.delete(tenant);
+  }
+
+  /** Reads a session's or a plan's rules (`field` names where they were sent). */
+  read(value: unknown, field: string): PolicyRule[] {
+    return readPolicy(value, field);
+  }
+
+  private layersOf(tenant: string, session?: Session, plan?: PolicyLayer): CompiledLayer[] {
+    const layers = [this.engineLayer, this.tenantLayer(tenant)];
+    if (session) layers.push(this.sessionLayer(session));
+    if (plan) {
+      let compiled = this.planLayers.get(plan);
+      if (!compiled) this.planLayers.set(plan, (compiled = compileLayer(plan)));
+      layers.push(compiled);
+    }
+    return layers;
+  }
+
+  private tenantLayer(tenant: string): CompiledLayer {
+    const policy = this.tenants.get(tenant);
+    if (!policy) return { layer: 'tenant', source: 'none (no tenant policy set)', rules: [], compiled: [] };
+    let compiled = this.tenantLayers.get(policy);
+    if (!compiled) {
+      compiled = compileLayer({
+        layer: 'tenant',
+        source: `PUT /v1/tenants/${tenant}/policy by ${policy.updatedBy} at ${policy.updatedAt}`,
+        rules: policy.rules,
+      });
+      this.tenantLayers.set(policy, compiled);
+    }
+    return compiled;
+  }
+
+  private sessionLayer(session: Session): CompiledLayer {
+    let compiled = this.sessionLayers.get(session);
+    if (!compiled) {
+      const rules = session.policy?.rules ?? [];
+      compiled = compileLayer({
+        layer: 'session',
+        source:
+          rules.length > 0 ? `POST /v1/sessions (session ${session.id})` : 'none (the session set no policy)',
+        rules,
+      });
+      this.sessionLayers.set(session, compiled);
+    }
+    return compiled;
+  }
+
+  private mustAdminister(caller: Principal): void {
+    if (!caller.admin) {
+      throw new ForbiddenError(
+        'only an admin key (SWITCHYARD_ADMIN_KEYS) may set or remove a tenant policy',
+        'ADMIN_ONLY',
+      );
+    }
+  }
+
+  private mayRead(caller: Principal, tenant: string): void {
+    if (!caller.admin && caller.tenant !== tenant) {
+      throw new ForbiddenError(
+        `a key may read its own tenant's policy (${caller.tenant}) only; admins read any`,
+        'ADMIN_ONLY',
+      );
+    }
+  }
+}
