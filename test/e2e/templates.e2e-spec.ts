@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -32,11 +32,23 @@ describe('sandbox templates (real Docker, real builds)', () => {
   let engine: EngineHarness;
   let early: string;
 
-  const build = () =>
-    spawnSync(process.execPath, [SCRIPT, '--template', name], {
-      encoding: 'utf8',
-      env: { ...process.env, SWITCHYARD_TEMPLATES_DIR: dir },
-      timeout: 600_000,
+  /**
+   * Runs the builder without blocking this process: the engine under test shares its event loop, and a build of
+   * many seconds held in a `spawnSync` would let the server's keep-alive timer and the next request race for the
+   * same idle socket (ECONNRESET).
+   */
+  const build = (): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [SCRIPT, '--template', name], {
+        env: { ...process.env, SWITCHYARD_TEMPLATES_DIR: dir },
+        timeout: 600_000,
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+      child.on('error', reject);
+      child.on('close', (status) => resolve({ status, stdout, stderr }));
     });
   const view = async (): Promise<any> => {
     const res = await engine.request('GET', '/v1/templates');
@@ -111,7 +123,7 @@ describe('sandbox templates (real Docker, real builds)', () => {
 
   it('builds it with the script (then ready); a second build is a cache hit', async () => {
     const expected = (await view()).image;
-    const first = build();
+    const first = await build();
     expect(first.stderr).toContain(`built ${expected}`);
     expect(first.status).toBe(0);
     expect(first.stdout.trim()).toBe(expected);
@@ -120,7 +132,7 @@ describe('sandbox templates (real Docker, real builds)', () => {
     expect(t.build).toBeUndefined();
 
     const t0 = performance.now();
-    const again = build();
+    const again = await build();
     const took = performance.now() - t0;
     expect(again.status).toBe(0);
     expect(again.stdout.trim()).toBe(expected);

@@ -36,8 +36,13 @@ const KILL_GRACE_MS = 2000;
 const DRAIN_MS = 1000;
 /** Deadline of the Docker calls made while shutting down or reaping. */
 const CLEANUP_TIMEOUT_MS = 10_000;
-/** A 137 exit the tier did not cause is checked twice for the OOM flag: the daemon may record it just after the exit. */
+/**
+ * A 137 exit the tier did not cause is checked again for the OOM flag, which the daemon may record after the exit (under
+ * gVisor on a loaded machine, hundreds of ms after): first after this long, then twice as long each time, in all
+ * about 1.5 s at most.
+ */
 const OOM_RECHECK_MS = 100;
+const OOM_RECHECKS = 4;
 
 const SIGKILL_EXIT = signalExit('SIGKILL');
 const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
@@ -313,13 +318,16 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     }
   }
 
-  /** Docker's OOM flag; an exit the tier did not cause gets a second look, as the flag may trail the exit. */
+  /** Docker's OOM flag; an exit the tier did not cause gets more looks, as the flag may trail the exit. */
   private async oomKilled(id: string, killedByTier: boolean): Promise<boolean> {
     try {
       if ((await this.docker.inspect(id)).oomKilled) return true;
       if (killedByTier) return false;
-      await new Promise((resolve) => setTimeout(resolve, OOM_RECHECK_MS));
-      return (await this.docker.inspect(id)).oomKilled;
+      for (let i = 0; i < OOM_RECHECKS; i++) {
+        await new Promise((resolve) => setTimeout(resolve, OOM_RECHECK_MS * 2 ** i));
+        if ((await this.docker.inspect(id)).oomKilled) return true;
+      }
+      return false;
     } catch (err) {
       this.logger.warn(`inspect ${id.slice(0, 12)}: ${(err as Error).message}`);
       return false;
