@@ -34,6 +34,7 @@ import { SkillsModule } from './skills/skills.module';
 import { RedactionModule } from './redaction/redaction.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { StorageModule } from './storage/storage.module';
+import { WorkspacesModule } from './workspaces/workspaces.module';
 import { TemplatesModule } from './templates/templates.module';
 import { ToolsModule } from './tools/tools.module';
 
@@ -70,6 +71,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config, overrides.clock),
         StorageModule,
+        WorkspacesModule,
         AuthModule,
         RedactionModule.forRoot(secretPatterns),
         ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),

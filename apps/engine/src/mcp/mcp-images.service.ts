@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ImageContent, TextContent } from '@modelcontextprotocol/sdk/types.js';
-import { FileOperations } from '@switchyard/workspace';
 import { SessionsService } from '../sessions/sessions.service';
+import { SessionWorkspaces } from '../workspaces/session-workspaces';
 import type { Artifact } from './mcp-tool-result';
 
 /**
@@ -12,7 +12,7 @@ import type { Artifact } from './mcp-tool-result';
 export class McpImages {
   constructor(
     private readonly sessions: SessionsService,
-    private readonly files: FileOperations,
+    private readonly workspaces: SessionWorkspaces,
   ) {}
 
   /** One image block per artifact; an artifact that cannot be read is a text line saying why. */
@@ -22,11 +22,11 @@ export class McpImages {
     artifacts: Artifact[],
   ): Promise<(ImageContent | TextContent)[]> {
     if (artifacts.length === 0) return [];
-    const workspace = this.sessions.workspaceOf(this.sessions.get(tenant, engineSessionId));
+    const session = this.sessions.get(tenant, engineSessionId);
     const blocks: (ImageContent | TextContent)[] = [];
     for (const artifact of artifacts) {
       try {
-        const { output } = await this.files.execute(workspace, { op: 'read', path: artifact.path });
+        const { output } = await this.workspaces.fileOp(session.id, { op: 'read', path: artifact.path });
         if (output.encoding !== 'base64' || typeof output.content !== 'string') {
           throw new Error('not an image file');
         }

@@ -2,12 +2,12 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { CLOCK, type Clock, InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph, type SessionActivity } from '@switchyard/context-graph';
 import { EgressPolicy } from '@switchyard/network';
-import { WorkspaceManager } from '@switchyard/workspace';
 import { randomBytes } from 'node:crypto';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
 import { readPolicy } from '../policies/policy-rules';
 import { TemplateRegistry } from '../templates/template-registry';
+import { SessionWorkspaces } from '../workspaces/session-workspaces';
 import { type Session } from './session.model';
 import { SessionStore } from './session.store';
 
@@ -45,7 +45,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly store: SessionStore,
-    private readonly workspaces: WorkspaceManager,
+    private readonly workspaces: SessionWorkspaces,
     private readonly graph: ContextGraph,
     private readonly templates: TemplateRegistry,
   ) {}
@@ -57,8 +57,10 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     if (orphans.length > 0) {
       this.logger.warn({ msg: `removed ${orphans.length} workspace(s) of sessions never recorded`, orphans });
     }
-    // Capped workspaces are unmounted at shutdown (or by a reboot): mount them again before any action runs.
-    for (const s of this.sessions.values()) await this.workspaces.create(s.id);
+    // Capped workspaces are unmounted at shutdown (or by a reboot): open them again before any action runs.
+    for (const s of this.sessions.values()) {
+      await this.workspaces.open(s.id, { reopen: true, ...this.imageOf(s.template) });
+    }
     this.sweepTimer = setInterval(() => void this.sweep(), this.config.sessions.sweepIntervalMs);
     this.sweepTimer.unref();
   }
@@ -123,7 +125,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       ...(policy && { policy }),
     };
     if (origin) await origin.workspace(session.id);
-    else await this.workspaces.create(session.id);
+    else await this.workspaces.open(session.id, this.imageOf(input.template));
     try {
       await this.graph.recordSession({
         id: session.id,
@@ -133,7 +135,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
       });
       this.store.insert(session);
     } catch (err) {
-      await this.workspaces.remove(session.id);
+      await this.workspaces.close(session.id);
       throw err;
     }
     this.sessions.set(session.id, session);
@@ -192,8 +194,17 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     return sessions.map((s) => activity.get(s.id));
   }
 
+  /** The session's workspace root: a host directory, or `/workspace` in its pod (see `SessionWorkspaces`). */
   workspaceOf(session: Session): string {
-    return this.workspaces.dirOf(session.id);
+    return this.workspaces.root(session.id);
+  }
+
+  /** A template session's image, for a backend whose workspace lives in the session's own sandbox (its pod). */
+  private imageOf(template: string | undefined): { image?: string } {
+    if (template === undefined || this.workspaces.kind === 'host') return {};
+    const entry = this.templates.entry(template);
+    const image = entry && this.templates.expectedImage(entry).image;
+    return image === undefined ? {} : { image };
   }
 
   /** Marks activity; keeps the session from expiring while it is used. */
@@ -244,7 +255,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   private async release(id: string, reason: SessionEndReason): Promise<void> {
     for (const hook of this.endHooks) await hook(id, reason);
-    await this.workspaces.remove(id);
+    await this.workspaces.close(id);
     await this.graph.endSession(id, this.clock.now().toISOString(), reason);
     this.store.remove(id);
     this.logger.log({ msg: 'session ended', sessionId: id, reason });

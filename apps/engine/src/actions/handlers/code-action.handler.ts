@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { type CallChannel, type CodeSpec, isRunnable, SandboxManager } from '@switchyard/sandbox';
-import { WorkspaceManager } from '@switchyard/workspace';
 import { SessionNetwork } from '../../egress/session-network';
 import { SessionTemplates } from '../../templates/session-templates';
+import { SessionWorkspaces } from '../../workspaces/session-workspaces';
 import { type ActionContext, ActionHandler, type Outcome, type PreparedAction } from '../action-handler.port';
 import type { CodeActionRequest } from '../action-request';
 import { oneLine } from './summary';
@@ -14,7 +14,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
 
   constructor(
     private readonly sandbox: SandboxManager,
-    private readonly workspaces: WorkspaceManager,
+    private readonly workspaces: SessionWorkspaces,
     private readonly network: SessionNetwork,
     private readonly templates: SessionTemplates,
   ) {

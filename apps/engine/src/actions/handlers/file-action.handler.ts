@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { type ActionError, InvalidInputError, NO_RISK } from '@switchyard/common';
-import { FileOperations, FileOpError, resolveInside } from '@switchyard/workspace';
+import { FileOpError, resolveInside } from '@switchyard/workspace';
+import { SessionWorkspaces } from '../../workspaces/session-workspaces';
 import {
   type ActionContext,
   ActionHandler,
@@ -10,12 +11,12 @@ import {
 } from '../action-handler.port';
 import type { FileActionRequest } from '../action-request';
 
-/** File operations on the session's workspace, run by the engine itself through path-guarded file I/O. */
+/** File operations on the session's workspace, path-guarded: by the engine itself, or in the session's pod. */
 @Injectable()
 export class FileActionHandler extends ActionHandler<FileActionRequest> {
   readonly type = 'file' as const;
 
-  constructor(private readonly files: FileOperations) {
+  constructor(private readonly workspaces: SessionWorkspaces) {
     super();
   }
 
@@ -31,7 +32,7 @@ export class FileActionHandler extends ActionHandler<FileActionRequest> {
       run: async (): Promise<Outcome> => {
         const base = { tier: 'engine' as const, risk: NO_RISK };
         try {
-          const { output, touched } = await this.files.execute(ctx.workspaceDir, op);
+          const { output, touched } = await this.workspaces.fileOp(ctx.session.id, op);
           return { ...base, status: 'succeeded', output, files: touched };
         } catch (err) {
           if (err instanceof FileOpError) {

@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import {
+  type FileOp,
+  type FileOpOutcome,
+  FileOperations,
+  WorkspaceManager,
+  type WorkspaceSnapshot,
+} from '@switchyard/workspace';
+import { SessionWorkspaces } from './session-workspaces';
+
+/** The Docker backend's workspaces: a directory (a loop-mounted image, with the quota) per session on this host. */
+@Injectable()
+export class HostWorkspaces extends SessionWorkspaces {
+  readonly kind = 'host' as const;
+
+  constructor(
+    private readonly workspaces: WorkspaceManager,
+    private readonly files: FileOperations,
+  ) {
+    super();
+  }
+
+  root(sessionId: string): string {
+    return this.workspaces.dirOf(sessionId);
+  }
+
+  async open(sessionId: string): Promise<void> {
+    // Capped workspaces are unmounted at shutdown (or by a reboot): making one again mounts it back.
+    await this.workspaces.create(sessionId);
+  }
+
+  close(sessionId: string): Promise<void> {
+    return this.workspaces.remove(sessionId);
+  }
+
+  removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    return this.workspaces.removeOrphans(known);
+  }
+
+  fileOp(sessionId: string, op: FileOp): Promise<FileOpOutcome> {
+    return this.files.execute(this.workspaces.dirOf(sessionId), op);
+  }
+
+  snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
+    return this.workspaces.snapshot(sessionId);
+  }
+
+  changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
+    return this.workspaces.changedPaths(before, after);
+  }
+}

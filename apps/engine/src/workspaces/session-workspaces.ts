@@ -1,0 +1,35 @@
+import type { FileOp, FileOpOutcome, WorkspaceSnapshot } from '@switchyard/workspace';
+
+/**
+ * Where a session's files live and how the engine reaches them: a directory on the engine's host that every tier
+ * mounts (the Docker backend), or a volume of the session's own pod (the Kubernetes backend, where a pod on another
+ * node cannot see the engine's disk). The handlers, sessions, checkpoints and MCP go through this port only, so the
+ * file API, the files code changed, browser artifacts and lineage are the same on either.
+ */
+export abstract class SessionWorkspaces {
+  /** `host`: a directory of the engine's; `pod`: the session pod's `/workspace`. */
+  abstract readonly kind: 'host' | 'pod';
+
+  /**
+   * The root the session's paths are checked against lexically (traversal is refused before anything runs) and that
+   * the tiers are given: a host path, or `/workspace` inside the pod.
+   */
+  abstract root(sessionId: string): string;
+
+  /** Makes the session's workspace (claims its pod), or opens it again after a restart; `image` is a template's. */
+  abstract open(sessionId: string, options?: { image?: string; reopen?: boolean }): Promise<void>;
+
+  /** Removes the session's workspace (its pod). Idempotent. */
+  abstract close(sessionId: string): Promise<void>;
+
+  /** Start-up: removes workspaces of sessions the engine does not hold (a crash before their session was recorded). */
+  abstract removeOrphans(known: ReadonlySet<string>): Promise<string[]>;
+
+  /** One file API operation, path-guarded, capped, with the files it read and wrote. */
+  abstract fileOp(sessionId: string, op: FileOp): Promise<FileOpOutcome>;
+
+  /** A picture of every file to diff later with `changedPaths` (around code actions, which write behind the API). */
+  abstract snapshot(sessionId: string): Promise<WorkspaceSnapshot>;
+
+  abstract changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[];
+}
