@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { buildConsole } from './build-console.mjs';
+import { buildPodTools } from './build-pod-tools.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const stamp = path.join(root, 'dist', '.build-hash');
@@ -43,12 +44,14 @@ const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
 const clientEntry = path.join(root, 'packages', 'client', 'dist', 'cli.js');
 const consoleEntry = path.join(root, 'dist', 'console', 'console.js');
+const podToolEntry = path.join(root, 'dist', 'pod', 'workspace-tool.js');
 if (
   process.argv.includes('--if-changed') &&
   current === previous &&
   existsSync(entry) &&
   existsSync(clientEntry) &&
-  existsSync(consoleEntry)
+  existsSync(consoleEntry) &&
+  existsSync(podToolEntry)
 ) {
   console.log('[build] sources unchanged since the last build: dist/ is used as it is');
 } else {
@@ -62,5 +65,7 @@ if (
     { cwd: root, stdio: 'inherit' },
   );
   await buildConsole();
+  // The workspace tool the Kubernetes backend runs in session pods (dist/pod/workspace-tool.js).
+  await buildPodTools(root, { quiet: true });
   writeFileSync(stamp, `${current}\n`);
 }

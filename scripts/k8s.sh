@@ -502,8 +502,13 @@ authorization:
   mode: AlwaysAllow
 containerRuntimeEndpoint: unix://$SOCK/containerd.sock
 cgroupDriver: $driver
-cgroupsPerQOS: false
+cgroupsPerQOS: true
 enforceNodeAllocatable: []
+# Every pod gets its own cgroup with a process cap: a fork bomb in one sandbox stops at 256 tasks. (Pod-level cgroups
+# need cgroupsPerQOS; this kubelet's in-place resize code panics on that layout here, so that feature is off.)
+podPidsLimit: 256
+featureGates:
+  InPlacePodVerticalScaling: false
 failSwapOn: false
 failCgroupV1: false
 oomScoreAdj: $oom_score_adj

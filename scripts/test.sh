@@ -4,6 +4,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 node scripts/check-node.mjs
 bash scripts/system-deps.sh test
+# The Kubernetes backend's tests need a real single-node cluster (scripts/k8s.sh). Its binaries are built from the
+# Go module proxy once (~15-20 min cold, cached in ~/.cache/switchyard-k8s): that build runs in the background
+# while lint, type check, build and the sandbox image go on.
+mkdir -p .runtime
+bash scripts/k8s.sh build >.runtime/k8s-build.log 2>&1 &
+k8s_build=$!
+cleanup=()
+on_exit() {
+  local c
+  for c in "${cleanup[@]}"; do eval "$c" || true; done
+}
+trap on_exit EXIT
 npm run lint
 npm run typecheck
 npm run build
@@ -16,8 +28,19 @@ node scripts/sandbox-image.mjs >/dev/null
 # otherwise started on an empty data dir here and stopped, its data removed, when the tests end.
 if ! bash scripts/neo4j.sh status >/dev/null 2>&1; then
   bash scripts/neo4j.sh clean
-  trap 'bash scripts/neo4j.sh clean' EXIT
+  cleanup+=('bash scripts/neo4j.sh clean')
   bash scripts/neo4j.sh start >/dev/null
+fi
+# The cluster: reused when one already answers; otherwise started fresh (the sandbox image imported from Docker)
+# and removed, data and all, when the tests end.
+if ! wait "$k8s_build"; then
+  cat .runtime/k8s-build.log >&2
+  exit 1
+fi
+if ! bash scripts/k8s.sh status >/dev/null 2>&1; then
+  bash scripts/k8s.sh clean
+  cleanup+=('bash scripts/k8s.sh clean')
+  bash scripts/k8s.sh start >/dev/null
 fi
 # The OpenAPI document is checked by tools nobody here wrote (test/e2e/contract.e2e-spec.ts):
 # openapi-spec-validator and Schemathesis, pinned, go into a venv under .runtime/ the first time (quick once

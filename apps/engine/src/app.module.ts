@@ -3,13 +3,9 @@ import type { Clock } from '@switchyard/common';
 import { BrowserModule } from '@switchyard/browser';
 import { type ContextGraph, ContextGraphModule } from '@switchyard/context-graph';
 import {
-  ContainerModule,
-  ContainerTier,
   DEFAULT_SANDBOX_HOST_ID,
   defaultEngineInstanceId,
   DEFAULT_SECRET_PATTERNS,
-  PooledTier,
-  PooledTierModule,
   RiskPolicy,
   SandboxModule,
   secretValuePatterns,
@@ -35,6 +31,7 @@ import { RedactionModule } from './redaction/redaction.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { StorageModule } from './storage/storage.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
+import { containerTiers } from './sandbox-backend';
 import { TemplatesModule } from './templates/templates.module';
 import { ToolsModule } from './tools/tools.module';
 
@@ -71,7 +68,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config, overrides.clock),
         StorageModule,
-        WorkspacesModule,
+        WorkspacesModule.forRoot(config.kubernetes.backend),
         AuthModule,
         RedactionModule.forRoot(secretPatterns),
         ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),
@@ -85,8 +82,9 @@ export class AppModule {
           // Workspaces belong to the uid sandboxed code runs as (applied only when the engine is root).
           sandboxUid: DEFAULT_SANDBOX_HOST_ID,
           sandboxGid: DEFAULT_SANDBOX_HOST_ID,
-          quota: config.workspace.quota,
-          imagePool: config.workspace.imagePool,
+          // On Kubernetes each workspace is its session pod's volume; the engine keeps only plain staging directories.
+          quota: config.kubernetes.backend === 'kubernetes' ? 'off' : config.workspace.quota,
+          imagePool: config.kubernetes.backend === 'kubernetes' ? 0 : config.workspace.imagePool,
           filesystem: config.workspace.filesystem,
           checkpoints: config.workspace.checkpoints,
         }),
@@ -113,48 +111,7 @@ export class AppModule {
             },
             tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
           },
-          {
-            // One Docker client (imported by ContainerModule, from DOCKER_HOST as dockerode reads it) shared by
-            // both container tiers.
-            imports: [
-              ContainerModule.forRoot(
-                {
-                  image: sb.image,
-                  imageTagFile: sb.imageTagFile,
-                  engineInstanceId,
-                  runtime: sb.containerRuntime,
-                  runtimeSetting: 'SWITCHYARD_CONTAINER_RUNTIME',
-                  limits: {
-                    memoryBytes: sb.container.memoryBytes,
-                    nanoCpus: sb.container.nanoCpus,
-                    pids: sb.container.pids,
-                  },
-                },
-                { host: sb.dockerHost },
-              ),
-              PooledTierModule.forRoot(
-                {
-                  image: sb.image,
-                  imageTagFile: sb.imageTagFile,
-                  engineId: engineInstanceId,
-                  ...sb.pool,
-                  settingNames: {
-                    min: 'SWITCHYARD_POOL_MIN',
-                    max: 'SWITCHYARD_POOL_MAX',
-                    maxSessions: 'SWITCHYARD_POOL_MAX_SESSIONS',
-                    acquireTimeoutMs: 'SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS',
-                  },
-                  limits: {
-                    memoryBytes: sb.pooled.memoryBytes,
-                    nanoCpus: sb.pooled.nanoCpus,
-                    pids: sb.pooled.pids,
-                  },
-                },
-                false,
-              ),
-            ],
-            tiers: [ContainerTier, PooledTier],
-          },
+          containerTiers(config, engineInstanceId),
         ),
         BrowserModule.forRoot({
           enabled: config.browser.enabled,

@@ -39,3 +39,4 @@ export {
 } from './stateful/session-processes';
 export { StatefulBoxHost, type StatefulBox } from './stateful/stateful-box.port';
 export type { StatefulOptions } from './stateful/stateful.options';
+export * from './kubernetes';

@@ -45,6 +45,8 @@ export type {
   TreeModifiedEntry,
 } from './checkpoints/checkpoint.types';
 export { isCheckpointId } from './checkpoints/checkpoint-records';
+export { PodCheckpointStore, type PodCheckpointStoreOptions } from './checkpoints/pod-checkpoint-store';
+export { POD_WORKSPACE_IO, PodWorkspaceIo } from './checkpoints/pod-workspace-io';
 export {
   type CheckpointDiff,
   type CheckpointRequest,
@@ -52,3 +54,4 @@ export {
   WorkspaceCheckpoints,
 } from './checkpoints/workspace-checkpoints.service';
 export { CheckpointError, type CheckpointErrorCode } from './workspace.errors';
+export * from './pod/workspace-tool.protocol';

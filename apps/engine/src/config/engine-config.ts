@@ -7,6 +7,7 @@ import { type HttpConfig, httpConfig } from './http-env';
 import { type NetworkConfig, networkConfig } from './network-env';
 import { type HooksConfig, hooksConfig } from './hooks-env';
 import { type PolicyConfig, policyConfig } from './policy-env';
+import { type KubernetesConfig, kubernetesConfig } from './kubernetes-env';
 import { type SkillsConfig, skillsConfig } from './skills-env';
 import { type RedactionConfig, redactionConfig } from './redaction-env';
 import { type SandboxConfig, sandboxConfig } from './sandbox-env';
@@ -37,6 +38,7 @@ export interface EngineConfig extends HttpConfig {
   policy: PolicyConfig;
   hooks: HooksConfig;
   skills: SkillsConfig;
+  kubernetes: KubernetesConfig;
 }
 
 /**
@@ -65,5 +67,6 @@ export function loadEngineConfig(
     policy: policyConfig(parsed, cwd),
     hooks: hooksConfig(parsed, cwd),
     skills: skillsConfig(parsed, cwd),
+    kubernetes: kubernetesConfig(parsed, cwd),
   };
 }

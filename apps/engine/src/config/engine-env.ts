@@ -8,6 +8,7 @@ import { HttpEnv } from './http-env';
 import { NetworkEnv } from './network-env';
 import { HooksEnv } from './hooks-env';
 import { PolicyEnv } from './policy-env';
+import { KubernetesEnv } from './kubernetes-env';
 import { SkillsEnv } from './skills-env';
 import { RedactionEnv } from './redaction-env';
 import { SandboxEnv } from './sandbox-env';
@@ -34,6 +35,7 @@ export const ENGINE_ENV_SCHEMAS = [
   PolicyEnv,
   HooksEnv,
   SkillsEnv,
+  KubernetesEnv,
 ] as const;
 
 /** The whole environment, parsed. */
@@ -50,7 +52,8 @@ export type EngineEnv = HttpEnv &
   GraphEnv &
   PolicyEnv &
   HooksEnv &
-  SkillsEnv;
+  SkillsEnv &
+  KubernetesEnv;
 
 type NumericVariable = {
   [K in keyof EngineEnv]-?: EngineEnv[K] extends number | undefined ? K : never;
@@ -84,6 +87,20 @@ function crossCheck(env: EngineEnv): ConfigProblem[] {
   return [
     ...above.map(([variable, bound]) => ({ variable, message: `must not exceed ${bound}` })),
     ...below.map(([variable, bound]) => ({ variable, message: `must not be below ${bound}` })),
+    ...(env.SWITCHYARD_SANDBOX_BACKEND === 'kubernetes' &&
+    (env.SWITCHYARD_EGRESS_ALLOWED.length > 0 || env.SWITCHYARD_EGRESS_DEFAULT.length > 0)
+      ? [
+          {
+            variable:
+              env.SWITCHYARD_EGRESS_ALLOWED.length > 0
+                ? 'SWITCHYARD_EGRESS_ALLOWED'
+                : 'SWITCHYARD_EGRESS_DEFAULT',
+            message:
+              'must be empty with SWITCHYARD_SANDBOX_BACKEND=kubernetes: the egress proxy is a Unix socket on the ' +
+              "engine's host, which pods on other nodes cannot reach (sandboxes there have no network)",
+          },
+        ]
+      : []),
   ];
 }
 

@@ -15,6 +15,13 @@ export interface HealthResponse {
   status: 'ok';
   auth?: 'api-keys' | 'open';
   tiers?: Record<string, TierAvailability>;
+  backend?: {
+    name: 'docker' | 'kubernetes';
+    namespace?: string;
+    kubeconfig?: string;
+    ready?: boolean;
+    reason?: string;
+  };
   /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
   graph?: GraphHealth;
 }
@@ -52,11 +59,27 @@ export class HealthController {
   @ApiErrors(500)
   async health(@Req() req: Request): Promise<HealthResponse> {
     if (!this.keys.trusted(req)) return { status: 'ok' };
+    const tiers = await tierAvailability(this.sandbox, this.browser);
     return {
       status: 'ok',
       auth: this.keys.open ? 'open' : 'api-keys',
-      tiers: await tierAvailability(this.sandbox, this.browser),
+      backend: this.backend(tiers),
+      tiers,
       graph: await this.graph.health(),
+    };
+  }
+
+  /** The backend of the container tiers; on Kubernetes, the cluster's readiness as the pooled tier found it. */
+  private backend(tiers: Record<string, TierAvailability>): NonNullable<HealthResponse['backend']> {
+    const k8s = this.config.kubernetes;
+    if (k8s.backend === 'docker') return { name: 'docker' };
+    const pooled = tiers.pooled;
+    return {
+      name: 'kubernetes',
+      namespace: k8s.namespace,
+      ...(k8s.kubeconfigPath !== undefined && { kubeconfig: k8s.kubeconfigPath }),
+      ready: pooled?.available === true,
+      ...(pooled && !pooled.available && pooled.reason !== undefined && { reason: pooled.reason }),
     };
   }
 }

@@ -34,6 +34,21 @@ const HEALTH_SCHEMA: SchemaObject = object(
       enum: ['api-keys', 'open'],
       description: '`open`: no SWITCHYARD_API_KEYS, every request is served',
     },
+    backend: object(
+      ['name'],
+      {
+        name: { type: 'string', enum: ['docker', 'kubernetes'], description: 'SWITCHYARD_SANDBOX_BACKEND' },
+        namespace: { type: 'string', description: 'Kubernetes: the namespace of the sandbox pods' },
+        kubeconfig: { type: 'string', description: 'Kubernetes: the kubeconfig in use (absent: in-cluster)' },
+        ready: {
+          type: 'boolean',
+          description:
+            'Kubernetes: the API server answers and the namespace, a Ready node and the image are there',
+        },
+        reason: { type: 'string', description: 'Why the cluster is not ready' },
+      },
+      'Where the container tiers run',
+    ),
     tiers: {
       type: 'object',
       description:

@@ -47,15 +47,28 @@ describe('TemplateRegistry and SessionTemplates', () => {
         stateDir: path.join(root, 'state'),
         buildCommand: (name: string) => `build ${name}`,
       },
+      kubernetes: { backend: 'docker' },
     } as unknown as EngineConfig;
     registry = new TemplateRegistry(config, docker as unknown as DockerClient, systemClock);
-    templates = new SessionTemplates(registry);
+    templates = new SessionTemplates(registry, config);
   });
   afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
   it('leaves a session without a template alone', () => {
     expect(templates.routing(session())).toEqual({});
     expect(templates.routing(session(), 'container')).toEqual({ minTier: 'container' });
+  });
+
+  it('raises every session to the pooled floor on the Kubernetes backend (its workspace is in its pod)', () => {
+    const k8s = new SessionTemplates(registry, {
+      kubernetes: { backend: 'kubernetes' },
+    } as unknown as EngineConfig);
+    expect(k8s.routing(session())).toEqual({
+      minTier: 'pooled',
+      floorReason: expect.stringContaining('own pod'),
+    });
+    expect(k8s.routing(session(), 'subprocess').minTier).toBe('pooled');
+    expect(k8s.routing(session(), 'container')).toEqual({ minTier: 'container' });
   });
 
   it('raises the floor to pooled and hands the image its file calls for, with the env', () => {

@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
 import { type ActionError, type Tier, TIERS } from '@switchyard/common';
 import type { SessionImage } from '@switchyard/sandbox';
 import type { Session } from '../sessions/session.model';
@@ -30,11 +32,14 @@ const rank = (tier: Tier): number => TIERS.indexOf(tier);
  */
 @Injectable()
 export class SessionTemplates {
-  constructor(private readonly registry: TemplateRegistry) {}
+  constructor(
+    private readonly registry: TemplateRegistry,
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+  ) {}
 
   routing(session: Session, minTier?: Tier): TemplateRouting {
     const name = session.template;
-    if (name === undefined) return { ...(minTier !== undefined && { minTier }) };
+    if (name === undefined) return this.backendFloor(minTier);
     const raised = minTier === undefined || rank(minTier) < rank(TEMPLATE_FLOOR);
     const floor = {
       template: name,
@@ -52,6 +57,13 @@ export class SessionTemplates {
       return { ...floor, denial: notReady(name, reason!, this.registry.buildCommand(entry)) };
     }
     return { ...floor, image: { ref: image, env: { ...entry.definition!.env } } };
+  }
+
+  /** A session without a template: the caller's floor, raised to `pooled` on the Kubernetes backend. */
+  private backendFloor(minTier: Tier | undefined): TemplateRouting {
+    if (this.config.kubernetes.backend !== 'kubernetes') return { ...(minTier !== undefined && { minTier }) };
+    if (minTier !== undefined && rank(minTier) >= rank(TEMPLATE_FLOOR)) return { minTier };
+    return { minTier: TEMPLATE_FLOOR, floorReason: POD_FLOOR_REASON };
   }
 
   /**
@@ -77,6 +89,11 @@ export class SessionTemplates {
     return notReady(routing.template, why, entry && this.registry.buildCommand(entry));
   }
 }
+
+/** The Kubernetes backend's floor: the session's files are in its pod, so its code runs there too (never weaker). */
+const POD_FLOOR_REASON =
+  "the Kubernetes backend keeps the session's workspace in its own pod, so its low-risk code runs there too (a " +
+  'container with every sandbox setting) instead of a bubblewrap sandbox on the engine host';
 
 function notReady(name: string, why: string, build?: string): ActionError {
   return {

@@ -48,4 +48,17 @@ export class HostWorkspaces extends SessionWorkspaces {
   changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
     return this.workspaces.changedPaths(before, after);
   }
+
+  hostDir(sessionId: string): string {
+    return this.workspaces.dirOf(sessionId);
+  }
+
+  /** The tools work in the workspace itself. */
+  pull(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  push(): Promise<void> {
+    return Promise.resolve();
+  }
 }

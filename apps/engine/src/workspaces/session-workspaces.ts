@@ -32,4 +32,17 @@ export abstract class SessionWorkspaces {
   abstract snapshot(sessionId: string): Promise<WorkspaceSnapshot>;
 
   abstract changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[];
+
+  /**
+   * Where the engine's own tools that work on files of this host (the browser: screenshots, downloads, uploads) find
+   * the session's files: its workspace itself (host), or a staging directory kept in step with the pod by `pull` and
+   * `push` (pod).
+   */
+  abstract hostDir(sessionId: string): string;
+
+  /** Brings these workspace files into `hostDir` before a tool reads them there (pod); nothing to do on a host. */
+  abstract pull(sessionId: string, paths: string[], maxBytes: number): Promise<void>;
+
+  /** Moves these files a tool wrote under `hostDir` into the workspace (pod); nothing to do on a host. */
+  abstract push(sessionId: string, paths: string[], maxBytes: number): Promise<void>;
 }

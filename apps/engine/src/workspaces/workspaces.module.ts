@@ -1,11 +1,34 @@
-import { Global, Module } from '@nestjs/common';
+import { type DynamicModule, Global, Module } from '@nestjs/common';
+import { POD_WORKSPACE_IO } from '@switchyard/workspace';
+import type { SandboxBackend } from '../config/kubernetes-env';
 import { HostWorkspaces } from './host-workspaces';
+import { PodWorkspaces } from './pod-workspaces';
 import { SessionWorkspaces } from './session-workspaces';
+import { SessionPodsIo } from './workspace-io';
 
-/** Sessions' workspaces as the engine reaches them (global: sessions, handlers, checkpoints and MCP use them). */
+/**
+ * Sessions' workspaces as the engine reaches them (global: sessions, handlers, checkpoints and MCP use them): host
+ * directories with the Docker backend, the session pods' volumes with the Kubernetes one (whose checkpoints then
+ * travel as tars: `POD_WORKSPACE_IO`).
+ */
 @Global()
-@Module({
-  providers: [{ provide: SessionWorkspaces, useClass: HostWorkspaces }],
-  exports: [SessionWorkspaces],
-})
-export class WorkspacesModule {}
+@Module({})
+export class WorkspacesModule {
+  static forRoot(backend: SandboxBackend): DynamicModule {
+    if (backend === 'docker') {
+      return {
+        module: WorkspacesModule,
+        providers: [{ provide: SessionWorkspaces, useClass: HostWorkspaces }],
+        exports: [SessionWorkspaces],
+      };
+    }
+    return {
+      module: WorkspacesModule,
+      providers: [
+        { provide: SessionWorkspaces, useClass: PodWorkspaces },
+        { provide: POD_WORKSPACE_IO, useClass: SessionPodsIo },
+      ],
+      exports: [SessionWorkspaces, POD_WORKSPACE_IO],
+    };
+  }
+}

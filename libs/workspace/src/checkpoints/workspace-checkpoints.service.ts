@@ -18,6 +18,8 @@ import { type CheckpointSpec, CheckpointStore } from './checkpoint-store';
 import type { Checkpoint, RestoreStats, TreeDiff } from './checkpoint.types';
 import { isCheckpointId, newCheckpointId } from './checkpoint-records';
 import { CopyCheckpointStore } from './copy-checkpoint-store';
+import { PodCheckpointStore } from './pod-checkpoint-store';
+import { POD_WORKSPACE_IO, type PodWorkspaceIo } from './pod-workspace-io';
 import { SessionQueue } from './session-queue';
 import { SnapshotCheckpointStore } from './snapshot-checkpoint-store';
 import { TreeTool, TreeToolError } from './tree-tool';
@@ -48,7 +50,8 @@ export interface CheckpointDiff extends TreeDiff {
 /**
  * A session's checkpoints: take, list, delete, restore, compare, fork. The store is chosen per workspace: btrfs
  * snapshots when the workspace is a btrfs image (`SnapshotCheckpointStore`), copies otherwise
- * (`CopyCheckpointStore`). Everything that changes a session's checkpoints or workspace here runs one at a time per
+ * (`CopyCheckpointStore`); tars of the pods' workspaces when they live in pods (`PodCheckpointStore`, given a
+ * `POD_WORKSPACE_IO`). Everything that changes a session's checkpoints or workspace here runs one at a time per
  * session (a restore never meets a checkpoint being taken). Limits: at most `checkpoints.max` per session (automatic
  * ones are pruned to `keepAuto`, and the oldest automatic one makes room for a new automatic one at the limit);
  * a snapshot's changed data counts against the workspace's cap like any write.
@@ -60,7 +63,8 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
   private readonly tree: TreeTool;
   private readonly snapshots?: SnapshotCheckpointStore;
   private readonly host?: HelperLoopHost;
-  private readonly copies: CopyCheckpointStore;
+  /** The copy store, or the pod store for every session when workspaces live in pods. */
+  private readonly copies: CheckpointStore;
   private readonly copiesDir: string;
 
   private readonly clock: Clock;
@@ -70,32 +74,32 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
     private readonly workspaces: WorkspaceManager,
     quota: WorkspaceQuota,
     @Optional() @Inject(CLOCK) clock?: Clock,
+    @Optional() @Inject(POD_WORKSPACE_IO) private readonly io?: PodWorkspaceIo,
   ) {
     this.clock = clock ?? systemClock;
     this.copiesDir = path.join(options.imageDir, '.checkpoints');
     const loop = quota instanceof LoopImageQuota ? quota : undefined;
     const binds = [options.root, this.copiesDir, ...(loop?.fs === 'btrfs' ? [loop.rootsDir] : [])];
     this.tree = new TreeTool({ binds });
-    if (loop) {
+    if (loop && !io) {
       // A helper process of its own: a snapshot never waits behind a workspace being made.
       this.host = new HelperLoopHost();
       this.snapshots = new SnapshotCheckpointStore(loop, this.host, this.tree);
     }
-    this.copies = new CopyCheckpointStore(
-      {
-        dir: this.copiesDir,
-        workspaceOf: (id) => workspaces.dirOf(id),
-        maxBytes: options.limits.maxWorkspaceBytes,
-      },
-      this.tree,
-    );
+    const maxBytes = options.limits.maxWorkspaceBytes;
+    this.copies = io
+      ? new PodCheckpointStore({ dir: this.copiesDir, io, maxBytes })
+      : new CopyCheckpointStore(
+          { dir: this.copiesDir, workspaceOf: (id) => workspaces.dirOf(id), maxBytes },
+          this.tree,
+        );
   }
 
   /** After the workspace module's start-up (the quota's `.roots` mount must exist before the jail binds it). */
   async onModuleInit(): Promise<void> {
     await this.workspaces.onModuleInit();
     await mkdir(this.copiesDir, { recursive: true, mode: 0o700 });
-    await this.tree.start();
+    if (!this.io) await this.tree.start(); // the pod store needs no tree tool
   }
 
   async onApplicationShutdown(): Promise<void> {

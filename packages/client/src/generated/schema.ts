@@ -1429,19 +1429,19 @@ export interface components {
             /** @description Every field given must match (a field the action lacks never does); `{}` or none matches every action. A pattern is exact, a glob (`*`, `?`) or a `/regex/` (`/regex/i`), or a list of them (any). */
             match?: {
                 /** @description The tool name (`python`, `read`, `browser_navigate`, a skill), or `<type>_<op>` for ops no tool offers (`file_delete`) */
-                tool?: string | string[];
+                tool?: (string | null) | string[];
                 /** @description The action type: code, file, browser, process, kernel, skill */
-                type?: string | string[];
+                type?: (string | null) | string[];
                 /** @description The op of a file, browser, process or kernel action */
-                op?: string | string[];
+                op?: (string | null) | string[];
                 /** @description python, node or bash (code, kernels, skill bodies) */
-                language?: string | string[];
+                language?: (string | null) | string[];
                 /** @description The tier it was routed to: subprocess, pooled, container, engine (files), browser */
-                tier?: string | string[];
+                tier?: (string | null) | string[];
                 /** @description The risk level: low, medium, high, critical; `>=high` for that level or riskier */
-                risk?: string | string[];
+                risk?: (string | null) | string[];
                 /** @description A host the action names: a browser URL’s, a URL in code or a command (lowercase) */
-                host?: string | string[];
+                host?: (string | null) | string[];
             } | null;
             /** @description Why the rule exists: shown to whoever it blocks or asks */
             reason?: string | null;
@@ -2200,6 +2200,9 @@ export interface components {
             description: string;
             /** @description JSON Schema of its input, an object (`"type": "object"`): checked before the body runs */
             inputSchema: {
+                /** @enum {string} */
+                type: "object";
+            } & {
                 [key: string]: unknown;
             };
             /** @description JSON Schema of what `main` returns: checked after it returns */
@@ -2208,7 +2211,7 @@ export interface components {
             };
             /** @enum {string} */
             language: "python" | "node";
-            /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`) */
+            /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`); no NUL */
             code: string;
             /** @description Its time limit (the tier’s maximum still applies) */
             timeoutMs?: number;
@@ -2820,7 +2823,7 @@ export interface components {
             templates: components["schemas"]["Template"][];
         };
         ToolList: {
-            /** @description Every tool, in the format asked for */
+            /** @description Every tool the caller’s policy offers, in the format asked for */
             tools: components["schemas"]["AnthropicTool"][] | components["schemas"]["OpenAiTool"][];
         };
         /** @description A tool as Anthropic’s `tools` takes it */
@@ -2859,6 +2862,22 @@ export interface components {
              * @enum {string}
              */
             auth?: "api-keys" | "open";
+            /** @description Where the container tiers run */
+            backend?: {
+                /**
+                 * @description SWITCHYARD_SANDBOX_BACKEND
+                 * @enum {string}
+                 */
+                name: "docker" | "kubernetes";
+                /** @description Kubernetes: the namespace of the sandbox pods */
+                namespace?: string;
+                /** @description Kubernetes: the kubeconfig in use (absent: in-cluster) */
+                kubeconfig?: string;
+                /** @description Kubernetes: the API server answers and the namespace, a Ready node and the image are there */
+                ready?: boolean;
+                /** @description Why the cluster is not ready */
+                reason?: string;
+            };
             /** @description Each execution tier (subprocess, pooled, container) and the browser, with why one is not available */
             tiers?: {
                 browser?: {
@@ -3870,7 +3889,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionResult"];
                 };
             };
-            /** @description `"wait": false`: recorded and running */
+            /** @description `"wait": false`: recorded and running; or held for approval (`awaiting_approval`) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -3999,7 +4018,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionResult"];
                 };
             };
-            /** @description `"wait": false`: recorded and running */
+            /** @description `"wait": false`: recorded and running; or held for approval (`awaiting_approval`) */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -5409,6 +5428,9 @@ export interface operations {
                     description: string;
                     /** @description JSON Schema of its input, an object (`"type": "object"`): checked before the body runs */
                     inputSchema: {
+                        /** @enum {string} */
+                        type: "object";
+                    } & {
                         [key: string]: unknown;
                     };
                     /** @description JSON Schema of what `main` returns: checked after it returns */
@@ -5417,7 +5439,7 @@ export interface operations {
                     };
                     /** @enum {string} */
                     language: "python" | "node";
-                    /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`) */
+                    /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`); no NUL */
                     code: string;
                     /** @description Its time limit (the tier’s maximum still applies) */
                     timeoutMs?: number;

@@ -105,7 +105,7 @@ describe('browser action DTOs', () => {
     });
     expect(Object.getPrototypeOf(request)).toBe(Object.prototype);
     // The summary needs no router: the handler's describing methods are pure.
-    const handler = new BrowserActionHandler(undefined as never);
+    const handler = new BrowserActionHandler(undefined as never, undefined as never, undefined as never);
     expect(handler.summary(request)).toBe('screenshot a.png');
     const navigate = parseActionRequest({
       type: 'browser',

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { BrowserRouter, requestPaths } from '@switchyard/browser';
 import { PathRejectedError, resolveInside } from '@switchyard/workspace';
 import {
@@ -9,6 +9,9 @@ import {
   refusedWhileRunning,
 } from '../action-handler.port';
 import type { BrowserActionRequest } from '../action-request';
+import { ENGINE_CONFIG } from '../../config/config.tokens';
+import type { EngineConfig } from '../../config/engine-config';
+import { SessionWorkspaces } from '../../workspaces/session-workspaces';
 import { oneLine } from './summary';
 
 /** Browser operations, run by the browser router in the session's browser context. */
@@ -16,7 +19,11 @@ import { oneLine } from './summary';
 export class BrowserActionHandler extends ActionHandler<BrowserActionRequest> {
   readonly type = 'browser' as const;
 
-  constructor(private readonly browser: BrowserRouter) {
+  constructor(
+    private readonly browser: BrowserRouter,
+    private readonly workspaces: SessionWorkspaces,
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+  ) {
     super();
   }
 
@@ -33,9 +40,21 @@ export class BrowserActionHandler extends ActionHandler<BrowserActionRequest> {
       tier: 'browser',
       risk,
       run: async (signal): Promise<Outcome> => {
+        const sessionId = ctx.session.id;
+        const maxBytes = this.config.browser.maxArtifactBytes;
         try {
-          const job = { sessionId: ctx.session.id, workspaceDir: ctx.workspaceDir, request: browserRequest };
+          // The browser works on files of this host: an upload's file comes from the workspace first, and what the
+          // op wrote goes back into it (both nothing to do when the workspace is this host's own directory).
+          if (browserRequest.op === 'upload')
+            await this.workspaces.pull(sessionId, [browserRequest.path], maxBytes);
+          const job = {
+            sessionId,
+            workspaceDir: this.workspaces.hostDir(sessionId),
+            request: browserRequest,
+          };
           const out = await this.browser.execute(job, signal);
+          const written = out.files.filter((f) => f.access === 'write').map((f) => f.path);
+          await this.workspaces.push(sessionId, written, maxBytes);
           return { ...out, tier: 'browser', risk };
         } catch (err) {
           if (err instanceof PathRejectedError) return refusedWhileRunning({ tier: 'browser', risk }, err);

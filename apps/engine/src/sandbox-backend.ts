@@ -1,0 +1,100 @@
+import {
+  ContainerModule,
+  ContainerTier,
+  DockerModule,
+  KubernetesOneOffTier,
+  KubernetesPooledTier,
+  KubernetesSandboxModule,
+  PooledTier,
+  PooledTierModule,
+  type SandboxTierExtensions,
+} from '@switchyard/sandbox';
+import type { EngineConfig } from './config/engine-config';
+
+/**
+ * The container tiers (`pooled`, `container`) of the configured backend. Docker: containers on DOCKER_HOST sharing
+ * this host's workspace directories. Kubernetes: a pod per session holding its workspace, and a pod per high-risk
+ * action (the Docker client stays, for the template registry's image checks).
+ */
+export function containerTiers(config: EngineConfig, engineInstanceId: string): SandboxTierExtensions {
+  const sb = config.sandbox;
+  if (config.kubernetes.backend === 'kubernetes') {
+    const k8s = config.kubernetes;
+    const limits = (t: typeof sb.pooled) => ({
+      memoryBytes: t.memoryBytes,
+      cpus: t.nanoCpus / 1e9,
+      workspaceBytes: config.workspace.maxWorkspaceBytes,
+    });
+    return {
+      imports: [
+        DockerModule.forRoot({ host: sb.dockerHost }),
+        KubernetesSandboxModule.forRoot({
+          ...(k8s.kubeconfigPath !== undefined && { kubeconfigPath: k8s.kubeconfigPath }),
+          ...(k8s.context !== undefined && { context: k8s.context }),
+          namespace: k8s.namespace,
+          ...(sb.image !== undefined && { image: sb.image }),
+          imageTagFile: sb.imageTagFile,
+          imagePullPolicy: k8s.imagePullPolicy,
+          min: sb.pool.min,
+          max: sb.pool.max,
+          maxSessions: sb.pool.maxSessions,
+          acquireTimeoutMs: Math.max(sb.pool.acquireTimeoutMs, 30_000),
+          ...(k8s.runtimeClassName !== undefined && { runtimeClassName: k8s.runtimeClassName }),
+          ...(k8s.nodeSelector !== undefined && { nodeSelector: k8s.nodeSelector }),
+          ...(k8s.nodeName !== undefined && { nodeName: k8s.nodeName }),
+          engineId: engineInstanceId,
+          settingNames: {
+            min: 'SWITCHYARD_POOL_MIN',
+            max: 'SWITCHYARD_POOL_MAX',
+            maxSessions: 'SWITCHYARD_POOL_MAX_SESSIONS',
+            acquireTimeoutMs: 'SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS',
+          },
+          limits: { pooled: limits(sb.pooled), container: limits(sb.container) },
+        }),
+      ],
+      tiers: [KubernetesPooledTier, KubernetesOneOffTier],
+    };
+  }
+  return {
+    // One Docker client (imported by ContainerModule, from DOCKER_HOST as dockerode reads it) shared by
+    // both container tiers.
+    imports: [
+      ContainerModule.forRoot(
+        {
+          image: sb.image,
+          imageTagFile: sb.imageTagFile,
+          engineInstanceId,
+          runtime: sb.containerRuntime,
+          runtimeSetting: 'SWITCHYARD_CONTAINER_RUNTIME',
+          limits: {
+            memoryBytes: sb.container.memoryBytes,
+            nanoCpus: sb.container.nanoCpus,
+            pids: sb.container.pids,
+          },
+        },
+        { host: sb.dockerHost },
+      ),
+      PooledTierModule.forRoot(
+        {
+          image: sb.image,
+          imageTagFile: sb.imageTagFile,
+          engineId: engineInstanceId,
+          ...sb.pool,
+          settingNames: {
+            min: 'SWITCHYARD_POOL_MIN',
+            max: 'SWITCHYARD_POOL_MAX',
+            maxSessions: 'SWITCHYARD_POOL_MAX_SESSIONS',
+            acquireTimeoutMs: 'SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS',
+          },
+          limits: {
+            memoryBytes: sb.pooled.memoryBytes,
+            nanoCpus: sb.pooled.nanoCpus,
+            pids: sb.pooled.pids,
+          },
+        },
+        false,
+      ),
+    ],
+    tiers: [ContainerTier, PooledTier],
+  };
+}

@@ -1,0 +1,15 @@
+export { KubeClient } from './kube-client';
+export type * from './kube-types';
+export { ClientNodeKubeClient, type ClientNodeKubeClientOptions } from './client-node-kube-client';
+export * from './kubernetes.constants';
+export * from './kubernetes.errors';
+export * from './kubernetes.options';
+export { KubernetesSandboxModule } from './kubernetes.module';
+export { KubernetesSandbox, type KubernetesStats } from './kubernetes-sandbox';
+export { KubernetesPooledTier, KubernetesOneOffTier } from './kubernetes-tiers';
+export { SessionPods, type RunInPodRequest, type RunInPodResult, type SessionPodInfo } from './session-pods';
+export type { SessionPod } from './session-pod';
+export type { WarmPodStats } from './warm-pods';
+export type { OneOffTimings } from './one-off-runs';
+export { normalizeImageRef } from './kube-availability';
+export { sessionPodManifest, oneOffPodManifest, networkPolicyManifest, labelValue } from './pod-spec';

@@ -1,0 +1,182 @@
+import type { Readable, Writable } from 'node:stream';
+
+/**
+ * The plain shapes the Kubernetes port speaks: what the sandbox tiers write into a pod and read back from it. Only
+ * the fields the tiers use; the adapter maps them to and from the API's objects. Nothing here imports the client
+ * library.
+ */
+
+export type Quantities = Partial<Record<'cpu' | 'memory' | 'ephemeral-storage', string>>;
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+}
+
+export interface ContainerManifest {
+  name: string;
+  image: string;
+  imagePullPolicy: 'Never' | 'IfNotPresent' | 'Always';
+  command: string[];
+  args?: string[];
+  workingDir?: string;
+  env?: Array<{ name: string; value: string }>;
+  /** The runner's protocol runs over the attach API: stdin open, never closed by a detach, no terminal. */
+  stdin: boolean;
+  stdinOnce: boolean;
+  tty: boolean;
+  securityContext: {
+    runAsUser: number;
+    runAsGroup: number;
+    runAsNonRoot: boolean;
+    allowPrivilegeEscalation: boolean;
+    readOnlyRootFilesystem: boolean;
+    privileged: boolean;
+    capabilities: { drop: string[] };
+    seccompProfile: { type: 'RuntimeDefault' };
+  };
+  resources: { requests: Quantities; limits: Quantities };
+  volumeMounts: VolumeMount[];
+  terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
+}
+
+export interface EmptyDirVolume {
+  name: string;
+  emptyDir: { medium?: 'Memory'; sizeLimit: string };
+}
+
+export interface PodManifest {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: {
+    name: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+  };
+  spec: {
+    nodeName?: string;
+    nodeSelector?: Record<string, string>;
+    runtimeClassName?: string;
+    restartPolicy: 'Always' | 'Never';
+    hostname: string;
+    automountServiceAccountToken: false;
+    enableServiceLinks: false;
+    hostNetwork: false;
+    hostPID: false;
+    hostIPC: false;
+    shareProcessNamespace: boolean;
+    terminationGracePeriodSeconds: number;
+    /** One-off pods: the kubelet kills the pod this long after it started, engine or not. */
+    activeDeadlineSeconds?: number;
+    securityContext: {
+      runAsUser: number;
+      runAsGroup: number;
+      runAsNonRoot: boolean;
+      fsGroup: number;
+      seccompProfile: { type: 'RuntimeDefault' };
+    };
+    containers: ContainerManifest[];
+    volumes: EmptyDirVolume[];
+  };
+}
+
+export interface NetworkPolicyManifest {
+  apiVersion: 'networking.k8s.io/v1';
+  kind: 'NetworkPolicy';
+  metadata: { name: string; labels: Record<string, string> };
+  spec: {
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: Array<'Ingress' | 'Egress'>;
+    ingress: [];
+    egress: [];
+  };
+}
+
+/** How a container ended, as the kubelet recorded it. */
+export interface ContainerTermination {
+  exitCode: number;
+  /** `OOMKilled`, `Error`, `Completed`, `ContainerCannotRun`, … */
+  reason?: string;
+  signal?: number;
+  finishedAt?: string;
+}
+
+export interface ContainerStatusInfo {
+  name: string;
+  /** The runtime's id of the current instance (`containerd://…`); changes with every restart. */
+  containerId?: string;
+  ready: boolean;
+  restartCount: number;
+  state: 'waiting' | 'running' | 'terminated' | 'unknown';
+  /** Why it waits (`ContainerCreating`, `CrashLoopBackOff`, `ErrImageNeverPull`, …), or the termination reason. */
+  reason?: string;
+  message?: string;
+  /** Set when `state` is `terminated`. */
+  terminated?: ContainerTermination;
+  /** How the previous instance ended (after a restart): `reason` `OOMKilled` when the OOM killer took it. */
+  lastTermination?: ContainerTermination;
+}
+
+export interface PodInfo {
+  name: string;
+  uid: string;
+  /** `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`. */
+  phase: string;
+  /** Why the pod failed as a whole (`Evicted`, …). */
+  reason?: string;
+  message?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  resourceVersion: string;
+  nodeName?: string;
+  podIP?: string;
+  /** Set once the pod is being deleted. */
+  deleting: boolean;
+  createdAt?: string;
+  containers: ContainerStatusInfo[];
+}
+
+export interface KubeNode {
+  name: string;
+  /** The `Ready` condition is `True`. */
+  ready: boolean;
+  unschedulable: boolean;
+  labels: Record<string, string>;
+  /** Every name of every image the kubelet reports present (normalised, e.g. `docker.io/library/x:1`). */
+  images: string[];
+}
+
+/** A container's main process reached over the attach API. */
+export interface AttachedStreams {
+  /** Its stdin. `end()` half-closes where the server speaks `v5.channel.k8s.io`; the container keeps its stdin (`stdinOnce: false`). */
+  stdin: Writable;
+  stdout: Readable;
+  stderr: Readable;
+  /** Drops the connection. Idempotent. */
+  close(): void;
+  /** Resolves once the connection is gone (closed here, by the server, or the container ended). Never rejects. */
+  closed: Promise<void>;
+}
+
+export interface ExecResult {
+  /** Its exit code; `-1` when the server reported a failure without one. */
+  exitCode: number;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+export interface ExecOptions {
+  /** Written to the command's stdin, which is then closed (`v5.channel.k8s.io`; on older servers the command must read exactly this much). */
+  stdin?: Buffer;
+  /** The whole exec, from connect to exit; default the client's exec deadline. */
+  timeoutMs?: number;
+  /** Most bytes kept per stream; past it the exec is abandoned with `KUBE_EXEC_OUTPUT`. Default 64 MiB. */
+  maxOutputBytes?: number;
+}
+
+export interface DeletePrecondition {
+  /** Delete only while the pod is at this version (a claim by another engine changes it). */
+  resourceVersion?: string;
+  uid?: string;
+}

@@ -1,0 +1,79 @@
+import type { ErrorKind } from '@switchyard/common';
+import { SandboxError } from '../sandbox.errors';
+
+export type KubeErrorCode =
+  | 'KUBE_UNAVAILABLE'
+  | 'KUBE_TIMEOUT'
+  | 'KUBE_FORBIDDEN'
+  | 'KUBE_NOT_FOUND'
+  | 'KUBE_CONFLICT'
+  | 'KUBE_INVALID'
+  | 'KUBE_API'
+  | 'KUBE_CONFIG'
+  | 'KUBE_STREAM'
+  | 'KUBE_EXEC_OUTPUT';
+
+/** A call to the Kubernetes API failed; `code` says how, `status` is the HTTP status when there was one. */
+export class KubeApiError extends SandboxError {
+  readonly kind: ErrorKind;
+  override readonly retriable: boolean;
+
+  constructor(
+    readonly code: KubeErrorCode,
+    message: string,
+    options: {
+      status?: number;
+      retriable?: boolean;
+      cause?: unknown;
+      details?: Record<string, unknown>;
+    } = {},
+  ) {
+    super(
+      message,
+      { ...options.details, ...(options.status !== undefined && { status: options.status }) },
+      {
+        cause: options.cause,
+      },
+    );
+    this.retriable = options.retriable ?? false;
+    this.kind = code === 'KUBE_UNAVAILABLE' || code === 'KUBE_TIMEOUT' ? 'unavailable' : 'internal';
+  }
+
+  get status(): number | undefined {
+    return this.details.status as number | undefined;
+  }
+}
+
+/**
+ * A job asks for something this backend cannot give (`EGRESS_UNSUPPORTED`, `CALL_CHANNEL_UNSUPPORTED`): the engine
+ * should not route such a job to the Kubernetes tiers. Not retriable.
+ */
+export class KubernetesUnsupportedError extends SandboxError {
+  readonly kind: ErrorKind = 'unprocessable';
+
+  constructor(
+    readonly code: 'EGRESS_UNSUPPORTED' | 'CALL_CHANNEL_UNSUPPORTED',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The session's pod or its workspace is gone or unusable: evicted (the workspace outgrew its `sizeLimit`, the node
+ * ran short), deleted by someone else, or its runner never came back. `SESSION_POD_LOST` means the workspace is
+ * lost: the session is forgotten and its next action starts with a fresh pod and an empty workspace.
+ */
+export class SessionPodError extends SandboxError {
+  readonly kind: ErrorKind = 'internal';
+  override readonly retriable: boolean;
+
+  constructor(
+    readonly code: 'SESSION_POD_LOST' | 'RUNNER_RESTART_TIMEOUT' | 'WORKSPACE_NOT_VISIBLE' | 'WORKSPACE_TAR',
+    message: string,
+    options: { retriable?: boolean; cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, options.details ?? {}, { cause: options.cause });
+    this.retriable = options.retriable ?? false;
+  }
+}
