@@ -504,9 +504,10 @@ containerRuntimeEndpoint: unix://$SOCK/containerd.sock
 cgroupDriver: $driver
 cgroupsPerQOS: true
 enforceNodeAllocatable: []
-# Every pod gets its own cgroup with a process cap: a fork bomb in one sandbox stops at 256 tasks. (Pod-level cgroups
-# need cgroupsPerQOS; this kubelet's in-place resize code panics on that layout here, so that feature is off.)
-podPidsLimit: 256
+# Every pod gets its own cgroup with a process cap: a fork bomb in one sandbox stops at 128 tasks, as the Docker
+# tiers' PidsLimit. (Pod-level cgroups need cgroupsPerQOS; this kubelet's in-place resize code panics on that
+# layout here, so that feature is off.)
+podPidsLimit: 128
 featureGates:
   InPlacePodVerticalScaling: false
 failSwapOn: false

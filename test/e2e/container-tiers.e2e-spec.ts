@@ -1,31 +1,47 @@
-import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 
-/** Container tiers through the API, against the real Docker engine `npm test` starts. */
-describe('container tiers (real Docker)', () => {
+jest.setTimeout(60_000);
+
+/**
+ * Container tiers through the API, on each sandbox backend: the Docker engine `npm test` starts, and the
+ * single-node Kubernetes cluster it starts (where a session's workspace lives in its pod).
+ */
+describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tiers (%s)', (_name, backend) => {
   let engine: EngineHarness;
   let a: string;
   let b: string;
-  /** The one-off tier's Docker runtime (`runsc`: gVisor, when the Docker engine has it). */
-  let oneOffRuntime: string;
+  /** The one-off tier's runtime as /health reports it (`runsc`: gVisor, when the Docker engine has it). */
+  let oneOffRuntime: string | undefined;
   const run = (sid: string, tier: string, language: string, code: string): Promise<any> =>
     engine.action(sid, { type: 'code', language, code, tier, timeoutMs: 20_000 });
-  const containerExists = (id: string): boolean => {
-    try {
-      execFileSync('docker', ['inspect', id], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  /** The sandbox (container id, pod name) an action ran in, as the engine recorded it. */
+  const sandboxOf = async (sid: string, actionId: string): Promise<string> =>
+    (await engine.request('GET', `/v1/sessions/${sid}/actions/${actionId}`)).body.sandbox.containerId;
+
+  /** One template: the sandbox image as is (an `image` template) with an env variable. */
+  const templatesDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-templates-'));
+  const imageTag = readFileSync(path.resolve(__dirname, '../../.runtime/sandbox-image.tag'), 'utf8').trim();
+  writeFileSync(
+    path.join(templatesDir, 'greeter.toml'),
+    `description = "the sandbox image, greeting"\nimage = "${imageTag}"\n\n[env]\nGREETING = "from-template"\n`,
+  );
 
   beforeAll(async () => {
-    engine = await EngineHarness.start();
-    oneOffRuntime = (await engine.request('GET', '/health')).body.tiers.container.details.runtime;
+    engine = await EngineHarness.start({ ...(await backend.env()), SWITCHYARD_TEMPLATES_DIR: templatesDir });
+    const health = (await engine.request('GET', '/health')).body;
+    expect(health.backend).toMatchObject({ name: backend.name, ready: true });
+    oneOffRuntime = health.tiers.container.details.runtime;
     a = await engine.createSession();
     b = await engine.createSession();
   });
-  afterAll(() => engine.stop());
+  afterAll(async () => {
+    await engine?.stop();
+    rmSync(templatesDir, { recursive: true, force: true });
+  });
 
   it.each([
     ['pooled', 'python', 'print("py")', 'py\n'],
@@ -39,7 +55,7 @@ describe('container tiers (real Docker)', () => {
     expect(r).toMatchObject({ status: 'succeeded', tier, stdout, exitCode: 0 });
   });
 
-  it('shares one workspace between the file API, pooled code, one-off containers and the subprocess tier', async () => {
+  it('shares one workspace between the file API, pooled code, one-off sandboxes and low-risk code', async () => {
     await engine.action(a, { type: 'file', op: 'write', path: 'from-api.txt', content: 'api' });
     const pooled = await run(a, 'pooled', 'bash', 'cat from-api.txt; echo pooled > from-pooled.txt');
     expect(pooled.stdout).toBe('api');
@@ -49,6 +65,8 @@ describe('container tiers (real Docker)', () => {
     expect(oneOff.stdout).toBe('pooled\n');
     const sub = await run(a, 'subprocess', 'bash', 'cat from-oneoff.txt');
     expect(sub.stdout).toBe('oneoff\n');
+    // On Kubernetes the workspace is in the session's pod: low-risk code runs there too (never weaker).
+    expect(sub.tier).toBe(backend.name === 'kubernetes' ? 'pooled' : 'subprocess');
     const back = await run(a, 'pooled', 'bash', 'cat from-oneoff.txt');
     expect(back.stdout).toBe('oneoff\n');
   });
@@ -61,9 +79,9 @@ describe('container tiers (real Docker)', () => {
     expect(other.stdout).not.toContain('secret-a');
     expect(other.stdout).not.toContain('from-api.txt');
     expect(other.stdout).not.toContain('sleep 30');
-    const hostA = (await run(a, 'pooled', 'bash', 'hostname')).stdout.trim();
-    const hostB = (await run(b, 'pooled', 'bash', 'hostname')).stdout.trim();
-    expect(hostA).not.toBe(hostB);
+    const inA = await run(a, 'pooled', 'bash', 'true');
+    const inB = await run(b, 'pooled', 'bash', 'true');
+    expect(await sandboxOf(a, inA.id)).not.toBe(await sandboxOf(b, inB.id));
   });
 
   it.each(['pooled', 'container'])(
@@ -108,29 +126,32 @@ describe('container tiers (real Docker)', () => {
 
   it('records the container each action ran in: a Sandbox node per container, RAN_IN edges', async () => {
     const s = await engine.createSession();
-    const p1 = await run(s, 'pooled', 'bash', 'hostname');
-    const p2 = await run(s, 'pooled', 'bash', 'hostname');
-    const one = await run(s, 'container', 'bash', 'hostname');
+    const p1 = await run(s, 'pooled', 'bash', 'true');
+    const p2 = await run(s, 'pooled', 'bash', 'true');
+    const one = await run(s, 'container', 'bash', 'true');
     const sub = await run(s, 'subprocess', 'bash', 'true');
-    const pooledId = p1.stdout.trim();
-    expect(p2.stdout.trim()).toBe(pooledId);
 
     const graph = (await engine.request('GET', `/v1/sessions/${s}/graph`)).body;
     const sandboxes = graph.nodes.filter((n: any) => n.label === 'Sandbox');
     expect(sandboxes).toHaveLength(2);
     const pooledNode = sandboxes.find((n: any) => n.properties.tier === 'pooled');
     const oneOffNode = sandboxes.find((n: any) => n.properties.tier === 'container');
-    // Docker's hostname is the short container id.
-    expect(pooledNode.properties.containerId.startsWith(pooledId)).toBe(true);
-    expect(oneOffNode.properties.containerId.startsWith(one.stdout.trim())).toBe(true);
+    expect(await backend.exists(pooledNode.properties.containerId)).toBe(true);
+    // The one-off sandbox is gone (or, a pod, on its way out) once its action ended.
+    expect(await backend.sandboxesWith({ action: one.id })).toEqual([]);
     const ranIn = graph.edges
       .filter((e: any) => e.type === 'RAN_IN')
       .map((e: any) => `${e.from}->${e.to}`)
       .sort();
-    expect(ranIn).toEqual(
-      [`${p1.id}->${pooledNode.id}`, `${p2.id}->${pooledNode.id}`, `${one.id}->${oneOffNode.id}`].sort(),
-    );
-    expect(ranIn.some((e: string) => e.startsWith(sub.id))).toBe(false);
+    const expected = [
+      `${p1.id}->${pooledNode.id}`,
+      `${p2.id}->${pooledNode.id}`,
+      `${one.id}->${oneOffNode.id}`,
+    ];
+    // Kubernetes: the subprocess-tier request ran in the session's pod, and says so.
+    if (backend.name === 'kubernetes') expected.push(`${sub.id}->${pooledNode.id}`);
+    else expect(ranIn.some((e: string) => e.startsWith(sub.id))).toBe(false);
+    expect(ranIn).toEqual(expected.sort());
     const view = (await engine.request('GET', `/v1/sessions/${s}/actions/${one.id}`)).body;
     expect(view.sandbox).toEqual({
       tier: 'container',
@@ -139,11 +160,101 @@ describe('container tiers (real Docker)', () => {
     });
   });
 
-  it('deleting a session destroys its pooled container', async () => {
+  it('keeps everything a session makes in its one workspace: files, code, kernels, processes, browser artifacts, checkpoints', async () => {
     const s = await engine.createSession();
-    const id = (await run(s, 'pooled', 'bash', 'hostname')).stdout.trim();
-    expect(containerExists(id)).toBe(true);
+    const ok = (r: any) => expect(r).toMatchObject({ status: 'succeeded' });
+    ok(
+      await engine.action(s, { type: 'file', op: 'write', path: 'site/index.html', content: '<h1>hi</h1>' }),
+    );
+    // A kernel and a background server, both in the session's stateful sandbox, serving the workspace.
+    ok(
+      await engine.action(s, {
+        type: 'code',
+        language: 'python',
+        state: 'session',
+        tier: 'pooled',
+        code: 'n = 41',
+      }),
+    );
+    const cell = await engine.action(s, {
+      type: 'code',
+      language: 'python',
+      state: 'session',
+      code: 'n + 1',
+    });
+    expect(cell).toMatchObject({ status: 'succeeded', tier: 'pooled', output: { result: '42' } });
+    const started = await engine.action(s, {
+      type: 'process',
+      op: 'start',
+      command: 'python3 -m http.server 8765',
+      cwd: 'site',
+      tier: 'pooled',
+    });
+    expect(started).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+    const fetched = await engine.action(s, {
+      type: 'code',
+      language: 'bash',
+      state: 'session',
+      tier: 'pooled',
+      code: 'for i in $(seq 50); do curl -sf localhost:8765/ && break; sleep 0.1; done',
+    });
+    expect(fetched.stdout).toBe('<h1>hi</h1>');
+    ok(await engine.action(s, { type: 'process', op: 'stop', processId: started.output.processId }));
+
+    // A browser screenshot is an artifact of the workspace, readable by code and the file API.
+    const shot = await engine.action(s, { type: 'browser', op: 'screenshot', path: 'shots/blank.png' });
+    expect(shot).toMatchObject({ status: 'succeeded', output: { artifacts: [{ path: 'shots/blank.png' }] } });
+    const png = await run(s, 'pooled', 'bash', 'head -c 4 shots/blank.png | od -An -c | tr -d " "');
+    expect(png.stdout.trim()).toBe('211PNG');
+    expect(await engine.action(s, { type: 'file', op: 'stat', path: 'shots/blank.png' })).toMatchObject({
+      output: { size: shot.output.artifacts[0].bytes },
+    });
+
+    // A checkpoint, a bad step, a restore; a fork starts from the checkpoint in a sandbox of its own.
+    const cp = await engine.request('POST', `/v1/sessions/${s}/checkpoints`, { label: 'before' });
+    expect(cp.status).toBe(201);
+    expect(cp.body.files).toBeGreaterThanOrEqual(2);
+    await run(s, 'container', 'bash', 'rm -rf site; echo broken > notes.txt');
+    expect(
+      (await engine.action(s, { type: 'file', op: 'list', path: '.' })).output.entries.map(
+        (e: any) => e.path,
+      ),
+    ).toEqual(expect.arrayContaining(['notes.txt']));
+    const diff = (await engine.request('GET', `/v1/sessions/${s}/checkpoints/${cp.body.id}/diff`)).body;
+    expect(diff.added.map((e: any) => e.path)).toContain('notes.txt');
+    expect(diff.removed.map((e: any) => e.path)).toContain('site/index.html');
+    const restored = await engine.request('POST', `/v1/sessions/${s}/checkpoints/${cp.body.id}/restore`);
+    expect(restored.status).toBe(200);
+    const after = await run(s, 'pooled', 'bash', 'cat site/index.html; ls notes.txt 2>&1 >/dev/null | wc -l');
+    expect(after.stdout).toBe('<h1>hi</h1>1\n');
+    const fork = await engine.request('POST', `/v1/sessions/${s}/fork`, { checkpointId: cp.body.id });
+    expect(fork.status).toBe(201);
+    const inFork = await run(fork.body.id, 'pooled', 'bash', 'cat site/index.html');
+    expect(inFork.stdout).toBe('<h1>hi</h1>');
+    expect(await sandboxOf(fork.body.id, inFork.id)).not.toBe(await sandboxOf(s, after.id));
+  });
+
+  it("runs a template session's code in the template's image with its env, in both tiers", async () => {
+    const created = await engine.request('POST', '/v1/sessions', { template: 'greeter' });
+    expect(created.status).toBe(201);
+    const s = created.body.id;
+    for (const tier of ['pooled', 'container']) {
+      const r = await run(s, tier, 'bash', 'echo "$GREETING"');
+      expect(r).toMatchObject({ status: 'succeeded', tier, stdout: 'from-template\n' });
+    }
+  });
+
+  it('deleting a session destroys its pooled sandbox', async () => {
+    const s = await engine.createSession();
+    const id = await sandboxOf(s, (await run(s, 'pooled', 'bash', 'true')).id);
+    expect(await backend.exists(id)).toBe(true);
     expect((await engine.request('DELETE', `/v1/sessions/${s}`)).status).toBe(204);
-    expect(containerExists(id)).toBe(false);
+    if (backend.name === 'docker') {
+      expect(await backend.exists(id)).toBe(false);
+    } else {
+      // A pod is deleted with a grace period: gone, or on its way out (left out of sandboxesWith).
+      expect(await backend.sandboxesWith({ session: s })).toEqual([]);
+      expect((await backend.sandboxesWith({})).map((p) => p.id)).not.toContain(id);
+    }
   });
 });

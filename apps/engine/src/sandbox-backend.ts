@@ -23,6 +23,7 @@ export function containerTiers(config: EngineConfig, engineInstanceId: string): 
     const limits = (t: typeof sb.pooled) => ({
       memoryBytes: t.memoryBytes,
       cpus: t.nanoCpus / 1e9,
+      cpuRequest: Math.min(k8s.cpuRequest, t.nanoCpus / 1e9),
       workspaceBytes: config.workspace.maxWorkspaceBytes,
     });
     return {

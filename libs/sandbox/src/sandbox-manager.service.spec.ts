@@ -1,6 +1,7 @@
 import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
 import { PoolExhaustedError } from './pooled/pooled.errors';
+import { KubernetesUnsupportedError } from './kubernetes/kubernetes.errors';
 import { BASE_ENV } from './env-policy';
 import { SandboxInternalError } from './sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
@@ -298,6 +299,23 @@ describe('SandboxManager.execute', () => {
         class: 'limit',
         code: 'POOL_SESSIONS_EXHAUSTED',
         message: expect.stringContaining('SWITCHYARD_POOL'),
+      },
+    });
+  });
+
+  it('records what a tier cannot give as a denial of class policy, with its reason', async () => {
+    const { manager, fakes } = setup();
+    fakes.pooled.runError = new KubernetesUnsupportedError(
+      'CALL_CHANNEL_UNSUPPORTED',
+      'a call channel is not supported by the Kubernetes sandbox tiers',
+    );
+    expect(await prepareAndRun(manager, request({ code: MEDIUM }))).toMatchObject({
+      status: 'denied',
+      tier: 'pooled',
+      error: {
+        class: 'policy',
+        code: 'CALL_CHANNEL_UNSUPPORTED',
+        message: expect.stringContaining('Kubernetes'),
       },
     });
   });

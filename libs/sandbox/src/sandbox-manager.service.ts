@@ -219,6 +219,10 @@ export class SandboxManager {
       if (err instanceof SandboxCapacityError) {
         return denied(risk, { class: 'limit', code: err.code, message: err.message }, elapsed(), tierName);
       }
+      // A tier that cannot give what the job needs (a skill's call channel, egress on Kubernetes) refuses it.
+      if (err instanceof SandboxError && err.kind === 'unprocessable') {
+        return denied(risk, { class: 'policy', code: err.code, message: err.message }, elapsed(), tierName);
+      }
       const known = err instanceof SandboxError;
       if (!known) this.logger.error(`tier ${tierName} failed on ${req.actionId}`, (err as Error).stack);
       return {

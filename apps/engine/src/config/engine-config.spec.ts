@@ -57,6 +57,49 @@ describe('loadEngineConfig', () => {
     expect(c.container).toMatchObject({ memoryBytes: 256 * 2 ** 20, pids: 64, outputMaxBytes: 4096 });
   });
 
+  it('configures the Kubernetes backend', () => {
+    const c = loadEngineConfig(
+      {
+        SWITCHYARD_SANDBOX_BACKEND: 'kubernetes',
+        KUBECONFIG: 'cluster/kubeconfig',
+        SWITCHYARD_K8S_CONTEXT: 'ci',
+        SWITCHYARD_K8S_NAMESPACE: 'agents',
+        SWITCHYARD_K8S_RUNTIME_CLASS: 'gvisor',
+        SWITCHYARD_K8S_NODE_SELECTOR: 'pool=sandboxes, zone=a',
+        SWITCHYARD_K8S_IMAGE_PULL_POLICY: 'IfNotPresent',
+        SWITCHYARD_K8S_CPU_REQUEST: '0.25',
+      },
+      '/srv/engine',
+    ).kubernetes;
+    expect(c).toMatchObject({
+      backend: 'kubernetes',
+      kubeconfigPath: '/srv/engine/cluster/kubeconfig',
+      context: 'ci',
+      namespace: 'agents',
+      runtimeClassName: 'gvisor',
+      nodeSelector: { pool: 'sandboxes', zone: 'a' },
+      imagePullPolicy: 'IfNotPresent',
+      cpuRequest: 0.25,
+    });
+    expect(loadEngineConfig({}).kubernetes).toMatchObject({ backend: 'docker', namespace: 'switchyard' });
+  });
+
+  it.each(['SWITCHYARD_EGRESS_ALLOWED', 'SWITCHYARD_EGRESS_DEFAULT'])(
+    'refuses %s with the Kubernetes backend, naming it',
+    (name) => {
+      expect(() =>
+        loadEngineConfig({
+          SWITCHYARD_SANDBOX_BACKEND: 'kubernetes',
+          SWITCHYARD_EGRESS_ALLOWED: 'pypi.org',
+          ...(name === 'SWITCHYARD_EGRESS_DEFAULT' && {
+            SWITCHYARD_EGRESS_ALLOWED: '',
+            SWITCHYARD_EGRESS_DEFAULT: 'pypi.org',
+          }),
+        }),
+      ).toThrow(name);
+    },
+  );
+
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],
@@ -74,6 +117,13 @@ describe('loadEngineConfig', () => {
     ['SWITCHYARD_CONTAINER_CPUS', 'two'],
     ['SWITCHYARD_POOLED_MAX_TIMEOUT_MS', '1000'],
     ['SWITCHYARD_POOL_MOUNT_ROOT', 'relative/dir'],
+    ['SWITCHYARD_SANDBOX_BACKEND', 'podman'],
+    ['SWITCHYARD_K8S_NAMESPACE', 'Not_A_Namespace'],
+    ['SWITCHYARD_K8S_NODE_SELECTOR', 'zone'],
+    ['SWITCHYARD_K8S_NODE_NAME', 'UPPER'],
+    ['SWITCHYARD_K8S_RUNTIME_CLASS', 'a b'],
+    ['SWITCHYARD_K8S_IMAGE_PULL_POLICY', 'Sometimes'],
+    ['SWITCHYARD_K8S_CPU_REQUEST', '0'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     let error: unknown;
     try {

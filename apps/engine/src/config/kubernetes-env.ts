@@ -1,7 +1,7 @@
 import { IsIn, IsOptional, Matches } from 'class-validator';
 import * as path from 'node:path';
 import { configFailure } from './config-error';
-import { ListVar } from './env-parsing';
+import { DecimalVar, ListVar } from './env-parsing';
 
 export const SANDBOX_BACKENDS = ['docker', 'kubernetes'] as const;
 export type SandboxBackend = (typeof SANDBOX_BACKENDS)[number];
@@ -45,6 +45,13 @@ export class KubernetesEnv {
   @Matches(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, { message: 'must be a node name' })
   SWITCHYARD_K8S_NODE_NAME?: string = undefined;
 
+  /**
+   * CPUs each sandbox pod requests (reserves on its node); its limit stays SWITCHYARD_POOLED_CPUS /
+   * SWITCHYARD_CONTAINER_CPUS. Low by default so idle warm pods do not fill a node on paper; capped at the limit.
+   */
+  @DecimalVar(0.001, 1024)
+  SWITCHYARD_K8S_CPU_REQUEST = 0.1;
+
   /** `Never` (default: the image must be on the nodes), `IfNotPresent` or `Always` (a registry the nodes reach). */
   @IsOptional()
   @IsIn(['Never', 'IfNotPresent', 'Always'])
@@ -62,6 +69,7 @@ export interface KubernetesConfig {
   nodeSelector?: Record<string, string>;
   nodeName?: string;
   imagePullPolicy: 'Never' | 'IfNotPresent' | 'Always';
+  cpuRequest: number;
 }
 
 /** Relative paths are taken from `cwd`. */
@@ -84,5 +92,6 @@ export function kubernetesConfig(env: KubernetesEnv, cwd: string): KubernetesCon
     ...(Object.keys(selector).length > 0 && { nodeSelector: selector }),
     ...(env.SWITCHYARD_K8S_NODE_NAME && { nodeName: env.SWITCHYARD_K8S_NODE_NAME }),
     imagePullPolicy: env.SWITCHYARD_K8S_IMAGE_PULL_POLICY,
+    cpuRequest: env.SWITCHYARD_K8S_CPU_REQUEST,
   };
 }

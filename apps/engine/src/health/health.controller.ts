@@ -19,7 +19,8 @@ export interface HealthResponse {
     name: 'docker' | 'kubernetes';
     namespace?: string;
     kubeconfig?: string;
-    ready?: boolean;
+    context?: string;
+    ready: boolean;
     reason?: string;
   };
   /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
@@ -69,17 +70,21 @@ export class HealthController {
     };
   }
 
-  /** The backend of the container tiers; on Kubernetes, the cluster's readiness as the pooled tier found it. */
+  /** The backend of the container tiers and its readiness as the pooled tier found it (Docker's daemon, the cluster). */
   private backend(tiers: Record<string, TierAvailability>): NonNullable<HealthResponse['backend']> {
     const k8s = this.config.kubernetes;
-    if (k8s.backend === 'docker') return { name: 'docker' };
     const pooled = tiers.pooled;
+    const readiness = {
+      ready: pooled?.available === true,
+      ...(pooled && !pooled.available && pooled.reason !== undefined && { reason: pooled.reason }),
+    };
+    if (k8s.backend === 'docker') return { name: 'docker', ...readiness };
     return {
       name: 'kubernetes',
       namespace: k8s.namespace,
       ...(k8s.kubeconfigPath !== undefined && { kubeconfig: k8s.kubeconfigPath }),
-      ready: pooled?.available === true,
-      ...(pooled && !pooled.available && pooled.reason !== undefined && { reason: pooled.reason }),
+      ...(k8s.context !== undefined && { context: k8s.context }),
+      ...readiness,
     };
   }
 }

@@ -35,17 +35,22 @@ const HEALTH_SCHEMA: SchemaObject = object(
       description: '`open`: no SWITCHYARD_API_KEYS, every request is served',
     },
     backend: object(
-      ['name'],
+      ['name', 'ready'],
       {
         name: { type: 'string', enum: ['docker', 'kubernetes'], description: 'SWITCHYARD_SANDBOX_BACKEND' },
         namespace: { type: 'string', description: 'Kubernetes: the namespace of the sandbox pods' },
         kubeconfig: { type: 'string', description: 'Kubernetes: the kubeconfig in use (absent: in-cluster)' },
+        context: {
+          type: 'string',
+          description: 'Kubernetes: the kubeconfig context (SWITCHYARD_K8S_CONTEXT)',
+        },
         ready: {
           type: 'boolean',
           description:
-            'Kubernetes: the API server answers and the namespace, a Ready node and the image are there',
+            'Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and the ' +
+            'namespace, a Ready node and the image are there',
         },
-        reason: { type: 'string', description: 'Why the cluster is not ready' },
+        reason: { type: 'string', description: 'Why the backend is not ready' },
       },
       'Where the container tiers run',
     ),

@@ -201,7 +201,7 @@ describe('Kubernetes tiers on a real cluster', () => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ['ALL'] },
     });
-    expect(c.resources?.requests).toEqual(c.resources?.limits);
+    expect(c.resources?.requests).toEqual({ ...c.resources?.limits, cpu: '100m' });
     expect(c.resources?.limits).toMatchObject({
       cpu: '250m',
       memory: String(160 * MiB),
@@ -256,7 +256,7 @@ describe('Kubernetes tiers on a real cluster', () => {
     );
     const m = /^stopped (\d+) 11\n$/.exec(r.stdout);
     expect(m).not.toBeNull();
-    expect(Number(m![1])).toBeLessThan(256);
+    expect(Number(m![1])).toBeLessThan(128);
     expect((await pooled.run(job(S, 'bash', 'cat kept.txt'))).stdout).toBe('hello\n');
   });
 

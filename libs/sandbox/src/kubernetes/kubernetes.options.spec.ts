@@ -18,6 +18,7 @@ describe('resolveKubernetesOptions', () => {
     expect(o.limits.pooled).toEqual({
       memoryBytes: 512 * MiB,
       cpus: 1,
+      cpuRequest: 0.1,
       workspaceBytes: 1024 * MiB,
       ephemeralStorageBytes: 1152 * MiB,
       tmpBytes: 64 * MiB,
@@ -34,7 +35,13 @@ describe('resolveKubernetesOptions', () => {
     expect(o.limits.pooled.workspaceBytes).toBe(1024 * MiB);
   });
 
+  it('requests no more CPU than the limit', () => {
+    const o = resolveKubernetesOptions({ limits: { pooled: { cpus: 0.05 } } });
+    expect(o.limits.pooled).toMatchObject({ cpus: 0.05, cpuRequest: 0.05 });
+  });
+
   it.each([
+    [{ limits: { pooled: { cpus: 0.5, cpuRequest: 1 } } }, 'kubernetes.limits.pooled.cpuRequest'],
     [{ min: 3, max: 2 }, 'kubernetes.min'],
     [{ max: 0 }, 'kubernetes.max'],
     [{ namespace: 'Not_A_Namespace' }, 'kubernetes.namespace'],

@@ -6,12 +6,18 @@ import { checkIntegers, type IntegerOption } from '../sandbox.options';
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
 
-/** Resources of one pod's runner container. Every pod gets requests equal to its limits (QoS `Guaranteed`). */
+/**
+ * Resources of one pod's runner container. Memory and ephemeral storage are requested in full (the node must have
+ * them: their limits are what the kernel and the kubelet enforce); CPU is requested at `cpuRequest` and capped at
+ * `cpus`, so idle warm pods do not fill a node's CPU on paper (QoS `Burstable`).
+ */
 export interface KubernetesLimits {
   /** Memory limit (and request). Default 512 MiB. Memory-backed volumes (`/tmp`, the code dir) count against it. */
   memoryBytes: number;
-  /** CPU limit (and request), in CPUs (0.25 = `250m`). Default 1. */
+  /** CPU limit, in CPUs (0.25 = `250m`): the CFS quota code runs under. Default 1. */
   cpus: number;
+  /** CPU request, in CPUs: what the scheduler reserves per pod. Default the smaller of 0.1 and `cpus`. */
+  cpuRequest: number;
   /**
    * The `/workspace` emptyDir's `sizeLimit`. It is disk-backed, so the kubelet enforces it by evicting the pod (the
    * workspace is then lost), not with ENOSPC. Default 1 GiB.
@@ -114,11 +120,16 @@ export interface ResolvedKubernetesOptions {
   limits: { pooled: KubernetesLimits; container: KubernetesLimits };
 }
 
+/** The CPU each pod reserves on its node unless configured: a tenth of a core. */
+export const DEFAULT_CPU_REQUEST = 0.1;
+
 export function defaultKubernetesLimits(overrides: Partial<KubernetesLimits> = {}): KubernetesLimits {
   const workspaceBytes = overrides.workspaceBytes ?? GiB;
+  const cpus = overrides.cpus ?? 1;
   return {
     memoryBytes: 512 * MiB,
-    cpus: 1,
+    cpus,
+    cpuRequest: Math.min(DEFAULT_CPU_REQUEST, cpus),
     workspaceBytes,
     ephemeralStorageBytes: workspaceBytes + 128 * MiB,
     tmpBytes: 64 * MiB,
@@ -215,6 +226,12 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
       throw new SandboxConfigError(
         `kubernetes.limits.${tier}.cpus`,
         `must be a number from 0.01 to 1024, got ${String(l.cpus)}`,
+      );
+    }
+    if (typeof l.cpuRequest !== 'number' || !(l.cpuRequest >= 0.001 && l.cpuRequest <= l.cpus)) {
+      throw new SandboxConfigError(
+        `kubernetes.limits.${tier}.cpuRequest`,
+        `must be a number from 0.001 to cpus (${l.cpus}), got ${String(l.cpuRequest)}`,
       );
     }
     if (l.ephemeralStorageBytes <= l.workspaceBytes) {

@@ -81,8 +81,8 @@ describe('session and one-off pod manifests', () => {
       seccompProfile: { type: 'RuntimeDefault' },
     });
     expect(c).toMatchObject({ stdin: true, stdinOnce: false, tty: false, imagePullPolicy: 'Never' });
-    // Requests equal limits for every resource (QoS Guaranteed).
-    expect(c.resources.requests).toEqual(c.resources.limits);
+    // Memory and ephemeral storage are requested in full; CPU at the (lower) cpuRequest.
+    expect(c.resources.requests).toEqual({ ...c.resources.limits, cpu: '100m' });
     expect(Object.keys(c.resources.limits).sort()).toEqual(['cpu', 'ephemeral-storage', 'memory']);
     // The only writable places are size-limited emptyDirs.
     for (const v of spec.volumes) expect(v.emptyDir.sizeLimit).toMatch(/^\d+$/);

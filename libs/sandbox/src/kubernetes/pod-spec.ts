@@ -123,12 +123,13 @@ function volumes(limits: KubernetesLimits): EmptyDirVolume[] {
 /**
  * The runner container. SECURITY.md's container settings, as Kubernetes spells them: uid/gid 10001, non-root, no
  * capabilities, no privilege escalation (no_new_privs), the runtime's default seccomp profile, a read-only root
- * with size-limited emptyDirs as the only writable places, requests = limits for CPU, memory and ephemeral storage,
- * no service-account token, no host namespaces.
+ * with size-limited emptyDirs as the only writable places, limits on CPU, memory and ephemeral storage (requested in
+ * full but for CPU, requested at `cpuRequest`), no service-account token, no host namespaces.
  *
  * Pids: Kubernetes has no per-pod or per-container pids field. The control is the kubelet's `podPidsLimit`
- * (KubeletConfiguration), which applies to every pod of the node; `scripts/k8s.sh` should set it (e.g. 128, as the
- * Docker tiers' `PidsLimit`). Without it a fork bomb is stopped only by the memory limit and the run's timeout.
+ * (KubeletConfiguration), which applies to every pod of the node: `scripts/k8s.sh` sets 128, as the Docker tiers'
+ * `PidsLimit`, and the README asks clusters to. Without it a fork bomb is stopped only by the memory limit and the
+ * run's timeout.
  */
 function runnerContainer(
   image: string,
@@ -165,7 +166,7 @@ function runnerContainer(
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
-    resources: { requests: { ...quantities }, limits: { ...quantities } },
+    resources: { requests: { ...quantities, cpu: cpuQuantity(limits.cpuRequest) }, limits: { ...quantities } },
     volumeMounts: [
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'code', mountPath: CODE_PATH },

@@ -2873,9 +2873,11 @@ export interface components {
                 namespace?: string;
                 /** @description Kubernetes: the kubeconfig in use (absent: in-cluster) */
                 kubeconfig?: string;
-                /** @description Kubernetes: the API server answers and the namespace, a Ready node and the image are there */
-                ready?: boolean;
-                /** @description Why the cluster is not ready */
+                /** @description Kubernetes: the kubeconfig context (SWITCHYARD_K8S_CONTEXT) */
+                context?: string;
+                /** @description Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and the namespace, a Ready node and the image are there */
+                ready: boolean;
+                /** @description Why the backend is not ready */
                 reason?: string;
             };
             /** @description Each execution tier (subprocess, pooled, container) and the browser, with why one is not available */
