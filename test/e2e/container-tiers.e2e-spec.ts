@@ -31,7 +31,11 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
   );
 
   beforeAll(async () => {
-    engine = await EngineHarness.start({ ...(await backend.env()), SWITCHYARD_TEMPLATES_DIR: templatesDir });
+    engine = await EngineHarness.start({
+      ...(await backend.env()),
+      SWITCHYARD_TEMPLATES_DIR: templatesDir,
+      SWITCHYARD_SKILLS_DIR: path.resolve(__dirname, '../../examples/skills'),
+    });
     const health = (await engine.request('GET', '/health')).body;
     expect(health.backend).toMatchObject({ name: backend.name, ready: true });
     oneOffRuntime = health.tiers.container.details.runtime;
@@ -241,6 +245,24 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     for (const tier of ['pooled', 'container']) {
       const r = await run(s, tier, 'bash', 'echo "$GREETING"');
       expect(r).toMatchObject({ status: 'succeeded', tier, stdout: 'from-template\n' });
+    }
+  });
+
+  it('runs a skill on Docker; on Kubernetes refuses it, recorded, naming why (its call channel cannot reach a pod)', async () => {
+    const s = await engine.createSession();
+    await engine.action(s, { type: 'file', op: 'write', path: 'a.txt', content: 'one two three' });
+    const r = await engine.action(s, { type: 'skill', name: 'file-report', input: {} });
+    if (backend.name === 'docker') {
+      expect(r).toMatchObject({ status: 'succeeded', output: { value: { files: 1, words: 3 } } });
+    } else {
+      expect(r).toMatchObject({
+        status: 'denied',
+        error: { class: 'policy', code: 'CALL_CHANNEL_UNSUPPORTED' },
+      });
+      expect(r.error.message).toMatch(/Kubernetes/);
+      const timeline = (await engine.request('GET', `/v1/sessions/${s}/actions`)).body;
+      const items = timeline.actions ?? timeline.items ?? timeline;
+      expect(items.find((a: any) => a.id === r.id)).toMatchObject({ status: 'denied' });
     }
   });
 
