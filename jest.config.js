@@ -9,6 +9,8 @@ const base = {
   moduleNameMapper,
   transform,
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // What the scripts run and keep there (the test cluster's etcd writes `.snap` files Jest would take for its own).
+  modulePathIgnorePatterns: ['<rootDir>/.runtime/'],
 };
 
 module.exports = {

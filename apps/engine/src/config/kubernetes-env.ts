@@ -62,6 +62,8 @@ export interface KubernetesConfig {
   backend: SandboxBackend;
   /** The workspace tool the file API runs in a session's pod (`npm run build` writes it). */
   workspaceTool: string;
+  /** Its snapshot op in Python, run around every code action (`npm run build` copies it). */
+  workspaceSnapshot: string;
   kubeconfigPath?: string;
   context?: string;
   namespace: string;
@@ -85,6 +87,7 @@ export function kubernetesConfig(env: KubernetesEnv, cwd: string): KubernetesCon
   return {
     backend: env.SWITCHYARD_SANDBOX_BACKEND,
     workspaceTool: path.resolve(cwd, 'dist', 'pod', 'workspace-tool.js'),
+    workspaceSnapshot: path.resolve(cwd, 'dist', 'pod', 'workspace-snapshot.py'),
     ...(env.KUBECONFIG && { kubeconfigPath: path.resolve(cwd, env.KUBECONFIG) }),
     ...(env.SWITCHYARD_K8S_CONTEXT && { context: env.SWITCHYARD_K8S_CONTEXT }),
     namespace: env.SWITCHYARD_K8S_NAMESPACE,

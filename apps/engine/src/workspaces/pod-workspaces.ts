@@ -42,6 +42,7 @@ export class PodWorkspaces extends SessionWorkspaces {
   readonly kind = 'pod' as const;
   private readonly logger = new Logger('PodWorkspaces');
   private readonly tool: string;
+  private readonly snapshotTool: string;
 
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
@@ -49,14 +50,8 @@ export class PodWorkspaces extends SessionWorkspaces {
     private readonly staging: WorkspaceManager,
   ) {
     super();
-    const file = config.kubernetes.workspaceTool;
-    try {
-      this.tool = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new Error(
-        `the Kubernetes backend needs the workspace tool ${file}, which \`npm run build\` writes: ${(err as Error).message}`,
-      );
-    }
+    this.tool = readTool(config.kubernetes.workspaceTool);
+    this.snapshotTool = readTool(config.kubernetes.workspaceSnapshot);
   }
 
   root(): string {
@@ -122,6 +117,7 @@ export class PodWorkspaces extends SessionWorkspaces {
     return answer.outcome;
   }
 
+  /** The workspace tool's walk, in Python (workspace-snapshot.py): it runs twice around every code action. */
   async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
     const answer = await this.run(
       sessionId,
@@ -131,6 +127,7 @@ export class PodWorkspaces extends SessionWorkspaces {
         maxScanEntries: MAX_SCAN_ENTRIES,
       },
       0,
+      'python',
     );
     return snapshotFromWire(answer.snapshot);
   }
@@ -167,19 +164,20 @@ export class PodWorkspaces extends SessionWorkspaces {
   }
 
   /**
-   * One request to the tool, as a fresh node run through the session's runner: the request on stdin, one JSON answer
-   * on stdout (its refusals revived as the very errors the host's file API throws). `payloadBytes`: the largest file
-   * the answer may carry (base64 grows it by a third).
+   * One request to the tool, as a fresh run through the session's runner (node, or python for snapshots): the request
+   * on stdin, one JSON answer on stdout (its refusals revived as the very errors the host's file API throws).
+   * `payloadBytes`: the largest file the answer may carry (base64 grows it by a third).
    */
   private async run<O extends WorkspaceToolOp>(
     sessionId: string,
     request: WorkspaceToolRequest & { op: O },
     payloadBytes: number,
+    language: 'node' | 'python' = 'node',
   ): Promise<WorkspaceToolSuccess<O>> {
     const capBytes = Math.ceil(payloadBytes * 1.4) + 4 * 2 ** 20;
     const r = await this.pods.runInPod(sessionId, {
-      language: 'node',
-      code: this.tool,
+      language,
+      code: language === 'node' ? this.tool : this.snapshotTool,
       stdin: JSON.stringify(request),
       timeoutMs: TOOL_TIMEOUT_MS,
       capBytes,
@@ -193,5 +191,15 @@ export class PodWorkspaces extends SessionWorkspaces {
       throw new PodToolError(`the workspace tool failed in the session's pod: ${why}`);
     }
     return unwrapAnswer(parseAnswer<O>(r.stdout.toString('utf8')));
+  }
+}
+
+function readTool(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `the Kubernetes backend needs the workspace tool ${file}, which \`npm run build\` writes: ${(err as Error).message}`,
+    );
   }
 }
