@@ -7,8 +7,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { K8S_LABELS, labelValue } from '@switchyard/sandbox';
-import { containerExists, containersWith, docker, LABELS } from './host-probes';
+import { K8S_ANNOTATIONS, K8S_LABELS, labelValue } from '@switchyard/sandbox';
+import {
+  containerExists,
+  containersWith,
+  docker,
+  forceRemove,
+  LABELS,
+  processesInContainer,
+} from './host-probes';
 
 export type BackendName = 'docker' | 'kubernetes';
 export type ContainerTierName = 'pooled' | 'container';
@@ -18,6 +25,15 @@ export interface SandboxRow {
   id: string;
   /** Docker's state (`running`, `exited`, …) or the pod's phase in lower case (`running`, `pending`, …). */
   state: string;
+}
+
+/** A sandbox with the exact ids it is labelled with (a pod's labels may hold hashes: its annotations do not). */
+export interface SandboxDetails extends SandboxRow {
+  /** The engine id (`<host>:<pid>:<ticks>:<instance>`). */
+  engine: string;
+  tier: ContainerTierName;
+  /** Absent on a warm sandbox no session holds yet. */
+  session?: string;
 }
 
 export interface SandboxSelector {
@@ -48,25 +64,38 @@ export interface SandboxBackendUnderTest {
   healthy(): Promise<boolean>;
   /** The runtime of the one-off tier as /health reports it (`runsc`, `runc`, or a RuntimeClass). */
   oneOffRuntime(): Promise<string>;
+  /** `sandboxesWith`, each with the exact engine id, tier and session it is labelled with. */
+  describeSandboxes(selector: SandboxSelector): Promise<SandboxDetails[]>;
+  /**
+   * Live host processes (pids) in the sandbox's cgroups: Docker's container (docker-init, the runner, the code's
+   * processes under runc), the pod's on Kubernetes (its pause process too). A pod is found by its uid, so a pod that
+   * is gone must have been seen by one of these methods while it existed (else this throws: never a vacuous `[]`).
+   */
+  hostProcessesIn(id: string): Promise<string[]>;
+  /** Removes sandboxes whatever their state (cleanup after a failure); those already gone are ignored. */
+  remove(ids: string[]): Promise<void>;
 }
 
 const REPO = path.resolve(__dirname, '../..');
 export const TEST_KUBECONFIG = path.resolve(REPO, process.env.KUBECONFIG ?? '.runtime/k8s/kubeconfig');
 export const TEST_NAMESPACE = 'switchyard-test';
 
+/** Docker's label filter for a selector (every sandbox of any engine when it is empty). */
+function dockerLabels(s: SandboxSelector): Record<string, string | true> {
+  const labels: Record<string, string> = {};
+  if (s.engine !== undefined) labels[LABELS.engine] = s.engine;
+  if (s.session !== undefined) labels[LABELS.session] = s.session;
+  if (s.action !== undefined) labels[LABELS.action] = s.action;
+  if (s.tier !== undefined) labels[LABELS.tier] = s.tier;
+  return Object.keys(labels).length ? labels : { [LABELS.engine]: true };
+}
+
 const docker_: SandboxBackendUnderTest = {
   name: 'docker',
   env: () => Promise.resolve({}),
   exists: (id) => containerExists(id),
   async sandboxesWith(s) {
-    const labels: Record<string, string> = {};
-    if (s.engine !== undefined) labels[LABELS.engine] = s.engine;
-    if (s.session !== undefined) labels[LABELS.session] = s.session;
-    if (s.action !== undefined) labels[LABELS.action] = s.action;
-    if (s.tier !== undefined) labels[LABELS.tier] = s.tier;
-    return (await containersWith(Object.keys(labels).length ? labels : { [LABELS.engine]: true })).map(
-      (c) => ({ id: c.id, state: c.state }),
-    );
+    return (await containersWith(dockerLabels(s))).map((c) => ({ id: c.id, state: c.state }));
   },
   async engineLabelOf(id) {
     const [row] = JSON.parse(await docker('inspect', '--type', 'container', id)) as Array<{
@@ -93,6 +122,20 @@ const docker_: SandboxBackendUnderTest = {
     const runtimes = await docker('info', '--format', '{{json .Runtimes}}');
     return runtimes.includes('"runsc"') ? 'runsc' : 'runc';
   },
+  async describeSandboxes(s) {
+    return (await containersWith(dockerLabels(s))).map((c) => {
+      const session = c.labels[LABELS.session];
+      return {
+        id: c.id,
+        state: c.state,
+        engine: c.labels[LABELS.engine],
+        tier: c.labels[LABELS.tier] as ContainerTierName,
+        ...(session !== undefined && { session }),
+      };
+    });
+  },
+  hostProcessesIn: (id) => Promise.resolve(processesInContainer(id.slice(0, 12))),
+  remove: (ids) => forceRemove(ids),
 };
 
 function psLines(out: string): string[] {
@@ -146,6 +189,64 @@ async function execInPod(pod: string, command: string[]): Promise<string> {
   return out;
 }
 
+/** Live (not zombie) host processes with a cgroup path matching `pattern`, as pids. */
+function processesInCgroup(pattern: RegExp): string[] {
+  return fs.readdirSync('/proc').filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      return state !== 'Z' && state !== 'X' && pattern.test(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+    } catch {
+      return false; // it ended while we looked
+    }
+  });
+}
+
+/** Pod name → uid of every pod these helpers have seen: how a pod's cgroups are found, also once it is gone. */
+const podUids = new Map<string, string>();
+
+function seen(pod: k8s.V1Pod): k8s.V1Pod {
+  const { name, uid } = pod.metadata ?? {};
+  if (name && uid) podUids.set(name, uid);
+  return pod;
+}
+
+async function podsWith(s: SandboxSelector): Promise<k8s.V1Pod[]> {
+  const selector = [`${K8S_LABELS.managed}=true`];
+  if (s.engine !== undefined) selector.push(`${K8S_LABELS.engine}=${labelValue(s.engine)}`);
+  if (s.session !== undefined) selector.push(`${K8S_LABELS.session}=${labelValue(s.session)}`);
+  if (s.action !== undefined) selector.push(`${K8S_LABELS.action}=${labelValue(s.action)}`);
+  if (s.tier !== undefined) {
+    selector.push(`${K8S_LABELS.tier}=${s.tier === 'pooled' ? 'session' : 'container'}`);
+  }
+  const { body } = await kube().core.listNamespacedPod(
+    TEST_NAMESPACE,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    selector.join(','),
+  );
+  return body.items.map(seen).filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+/**
+ * Where the test cluster's kubelet keeps a pod's volumes on this host (its `--root-dir` is `kubelet/` beside the
+ * kubeconfig: scripts/k8s.sh): `<root>/pods/<uid>`, gone once the kubelet has torn the pod down. The pod must have
+ * been seen by one of the helpers here (its uid).
+ */
+export function podDirOnNode(pod: string): string {
+  const uid = podUids.get(pod);
+  if (!uid) throw new Error(`pod ${pod} was never seen: its uid is unknown`);
+  return path.join(path.dirname(TEST_KUBECONFIG), 'kubelet', 'pods', uid);
+}
+
+const podRow = (p: k8s.V1Pod): SandboxRow => ({
+  id: p.metadata!.name!,
+  state: (p.status?.phase ?? 'unknown').toLowerCase(),
+});
+
 const kubernetes_: SandboxBackendUnderTest = {
   name: 'kubernetes',
   async env() {
@@ -168,7 +269,7 @@ const kubernetes_: SandboxBackendUnderTest = {
   },
   async exists(id) {
     try {
-      await kube().core.readNamespacedPod(id, TEST_NAMESPACE);
+      seen((await kube().core.readNamespacedPod(id, TEST_NAMESPACE)).body);
       return true;
     } catch (err) {
       if (statusCode(err) === 404) return false;
@@ -176,28 +277,11 @@ const kubernetes_: SandboxBackendUnderTest = {
     }
   },
   async sandboxesWith(s) {
-    const selector = [`${K8S_LABELS.managed}=true`];
-    if (s.engine !== undefined) selector.push(`${K8S_LABELS.engine}=${labelValue(s.engine)}`);
-    if (s.session !== undefined) selector.push(`${K8S_LABELS.session}=${labelValue(s.session)}`);
-    if (s.action !== undefined) selector.push(`${K8S_LABELS.action}=${labelValue(s.action)}`);
-    if (s.tier !== undefined) {
-      selector.push(`${K8S_LABELS.tier}=${s.tier === 'pooled' ? 'session' : 'container'}`);
-    }
-    const { body } = await kube().core.listNamespacedPod(
-      TEST_NAMESPACE,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      selector.join(','),
-    );
-    return body.items
-      .filter((p) => !p.metadata?.deletionTimestamp)
-      .map((p) => ({ id: p.metadata!.name!, state: (p.status?.phase ?? 'unknown').toLowerCase() }));
+    return (await podsWith(s)).map(podRow);
   },
   async engineLabelOf(id) {
     const { body } = await kube().core.readNamespacedPod(id, TEST_NAMESPACE);
-    return body.metadata?.labels?.[K8S_LABELS.engine] ?? '';
+    return seen(body).metadata?.labels?.[K8S_LABELS.engine] ?? '';
   },
   async processesInside(id) {
     try {
@@ -215,6 +299,36 @@ const kubernetes_: SandboxBackendUnderTest = {
     }
   },
   oneOffRuntime: () => Promise.resolve('runc'),
+  async describeSandboxes(s) {
+    return (await podsWith(s)).map((p) => {
+      const annotations = p.metadata?.annotations ?? {};
+      const session = annotations[K8S_ANNOTATIONS.session];
+      return {
+        ...podRow(p),
+        engine: annotations[K8S_ANNOTATIONS.engine] ?? '',
+        tier: p.metadata?.labels?.[K8S_LABELS.tier] === 'container' ? 'container' : 'pooled',
+        ...(session !== undefined && { session }),
+      };
+    });
+  },
+  async hostProcessesIn(id) {
+    if (!podUids.has(id) && !(await kubernetes_.exists(id))) {
+      throw new Error(`pod ${id} is gone and was never seen: its cgroups cannot be found`);
+    }
+    // The kubelet's pod cgroup is `pod<uid>` (cgroupfs driver) or `pod<uid with _ for ->` (systemd driver).
+    const uid = podUids.get(id)!;
+    return processesInCgroup(new RegExp(`[/-]pod(${uid}|${uid.replace(/-/g, '_')})[/.]`));
+  },
+  async remove(ids) {
+    // A pod is deleted with a grace period, as the engine does (a forced deletion can upset the test kubelet).
+    await Promise.all(
+      ids.map((id) =>
+        kube()
+          .core.deleteNamespacedPod(id, TEST_NAMESPACE, undefined, undefined, 1)
+          .catch(() => undefined),
+      ),
+    );
+  },
 };
 
 /**

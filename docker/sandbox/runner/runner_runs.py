@@ -14,16 +14,19 @@ import selectors
 
 from runner_spawn import (
     PIDS_FILES,
+    PINNED_EXIT,
     READ_CHUNK,
-    RequestError,
-    SpawnError,
+    RESTART_WHEN_PINNED,
     cgroup_counter,
     checked_workspace,
     close_all,
     exit_fields,
+    memory_pinned,
     now,
     oom_kills,
+    RequestError,
     spawn,
+    SpawnError,
     string_env,
 )
 from runner_streams import Cap
@@ -223,8 +226,10 @@ class Runs:
             except OSError:
                 pass
         oom_after = oom_kills()
+        oom = job.oom_before is not None and oom_after is not None and oom_after > job.oom_before
         pids_after = cgroup_counter(PIDS_FILES, "max")
         exit_code, sig = exit_fields(job.returncode)
+        restarting = oom and RESTART_WHEN_PINNED and memory_pinned()
         self.runner.send({
             "ev": "exit",
             "id": job.id,
@@ -233,12 +238,19 @@ class Runs:
             "timedOut": job.ended == "timeout",
             "ended": job.ended,
             "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
-            "oomKilled": job.oom_before is not None and oom_after is not None and oom_after > job.oom_before,
+            "oomKilled": oom,
             "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
             "leftovers": job.leftovers,
             "durationMs": round((now() - job.started) * 1000, 3),
             "spawnError": spawn_error,
+            **({"restarting": True} if restarting else {}),
         })
+        if restarting:
+            # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
+            os._exit(PINNED_EXIT)
+        if oom and RESTART_WHEN_PINNED and memory_pinned():
+            # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
+            os._exit(PINNED_EXIT)
 
     def shutdown(self):
         if self.job is not None and self.job.pid is not None:

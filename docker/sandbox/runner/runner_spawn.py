@@ -54,6 +54,37 @@ def cgroup_counter(paths, key):
     return None
 
 
+# cgroup v1 then v2: the container's memory use and limit.
+MEMORY_FILES = (
+    ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+    ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
+)
+# After an OOM kill, memory this close to the limit with the killed code gone is held by no process.
+PINNED_MARGIN_BYTES = 32 * 1024 * 1024
+# Set by the Kubernetes backend's session pods (pod-spec.ts), whose pod reserves memory for a restarted runner.
+RESTART_WHEN_PINNED = os.environ.get("SWITCHYARD_RUNNER_RESTART_WHEN_PINNED") == "1"
+# The runner's exit status when it leaves for that reason (the runner container's last exit code).
+PINNED_EXIT = 75
+
+
+def memory_pinned():
+    """True when the container's memory stays within PINNED_MARGIN_BYTES of its limit: what a memory-backed /tmp
+    full of files (their inodes and pages are charged here and freed only by deleting them) leaves after the OOM
+    killer took the code. Nothing started in this container can run then; a restarted runner gets a new cgroup."""
+    for usage_path, limit_path in MEMORY_FILES:
+        try:
+            with open(usage_path, "r", encoding="ascii") as f:
+                usage = int(f.read().strip())
+            with open(limit_path, "r", encoding="ascii") as f:
+                raw = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if raw == "max":
+            return False
+        return int(raw) - usage < PINNED_MARGIN_BYTES
+    return False
+
+
 def oom_kills():
     return cgroup_counter(OOM_FILES, "oom_kill")
 

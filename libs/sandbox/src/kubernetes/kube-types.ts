@@ -76,6 +76,8 @@ export interface PodManifest {
       fsGroup: number;
       seccompProfile: { type: 'RuntimeDefault' };
     };
+    /** Session pods: the `reserve` container, whose limit raises the pod's memory cgroup above the runner's. */
+    initContainers?: ContainerManifest[];
     containers: ContainerManifest[];
     volumes: EmptyDirVolume[];
   };

@@ -131,6 +131,7 @@ export class PodRuns {
     }
     if (outcome === 'hung') return target.hung();
     if (outcome.oomKilled) target.runner.oomSeen = true;
+    if (outcome.restarting) target.runner.close(); // the next use waits for the restarted runner
     return toResult(outcome, supervisor, job, limits);
   }
 
@@ -168,6 +169,7 @@ export class PodRuns {
     }
     if (outcome === 'hung') return target.hung();
     if (outcome.oomKilled) target.runner.oomSeen = true;
+    if (outcome.restarting) target.runner.close();
     const cap = (chunks: Buffer[]) => {
       const all = Buffer.concat(chunks);
       return all.length > request.capBytes ? all.subarray(0, request.capBytes) : all;
@@ -238,7 +240,14 @@ function toResult(
       fileSize: result.signal === 'SIGXFSZ' || exit.exitCode === SIGXFSZ_EXIT,
       pidsLimitHit: exit.pidsLimitHit,
     },
-    { memory: limits.memoryWords, output: job.output, fileSizeBytes: limits.fileSizeBytes },
+    {
+      memory: exit.restarting
+        ? `${limits.memoryWords}, and left it full: memory held by no process, such as files in the memory-backed /tmp ` +
+          '(the runner restarts in a fresh cgroup with a reserve; kernels and background processes are lost)'
+        : limits.memoryWords,
+      output: job.output,
+      fileSizeBytes: limits.fileSizeBytes,
+    },
   );
   if (limit) result.limit = limit;
   return result;

@@ -1,5 +1,7 @@
 import { resolveKubernetesOptions } from './kubernetes.options';
 import {
+  RESERVE_CONTAINER,
+  RUNNER_RESERVE_BYTES,
   RUNNER_ENTRY,
   claimLabels,
   cpuQuantity,
@@ -104,6 +106,31 @@ describe('session and one-off pod manifests', () => {
     });
     expect(oneOff.spec.containers[0].resources.limits.cpu).toBe('250m');
     expect(cpuQuantity(0.0001)).toBe('1m');
+  });
+
+  it('gives a session pod a memory reserve above its runner (an init container whose limit sizes the pod)', () => {
+    expect(session.spec.initContainers).toHaveLength(1);
+    const [reserve] = session.spec.initContainers!;
+    const runner = session.spec.containers[0];
+    expect(reserve).toMatchObject({
+      name: RESERVE_CONTAINER,
+      image: runner.image,
+      command: ['/bin/true'],
+      securityContext: runner.securityContext,
+      volumeMounts: [],
+    });
+    expect(reserve.resources.limits).toEqual({
+      cpu: '500m',
+      memory: String(256 * MiB + RUNNER_RESERVE_BYTES),
+    });
+    // What the pod reserves on its node is the runner's, not the reserve's limit.
+    expect(Number(reserve.resources.requests.memory)).toBeLessThan(Number(runner.resources.requests.memory));
+    // Only the session pod's runner leaves (and is restarted) when its memory stays full after an OOM.
+    const flag = (c: typeof runner) => c.env?.find((e) => e.name === 'SWITCHYARD_RUNNER_RESTART_WHEN_PINNED');
+    expect(flag(runner)).toEqual({ name: 'SWITCHYARD_RUNNER_RESTART_WHEN_PINNED', value: '1' });
+    expect(flag(reserve)).toBeUndefined();
+    expect(oneOff.spec.initContainers).toBeUndefined();
+    expect(flag(oneOff.spec.containers[0])).toBeUndefined();
   });
 
   it('restarts a session pod runner in place, never a one-off one; only one-off pods get the RuntimeClass', () => {

@@ -20,6 +20,12 @@ export const CODE_PATH = '/run/switchyard';
 const CODE_DIR_BYTES = 8 * 2 ** 20;
 export const RUNNER_PATH = '/opt/switchyard/runner/runner.py';
 const PYTHON = '/usr/bin/python3';
+/**
+ * Memory a session pod keeps above its runner's limit, for a runner restarted after code left the runner's cgroup
+ * full of memory no process holds (see `reserveContainer`).
+ */
+export const RUNNER_RESERVE_BYTES = 64 * 2 ** 20;
+export const RESERVE_CONTAINER = 'reserve';
 
 /**
  * The pod's entry point, ahead of the runner: sets the rlimits Docker set as ulimits (Kubernetes has none: nofile,
@@ -89,6 +95,7 @@ export function sessionPodSpecHash(image: string, limits: KubernetesLimits, opti
     hostname: options.hostname,
     protocol: RUNNER_PROTOCOL,
     entry: RUNNER_ENTRY,
+    reserve: RUNNER_RESERVE_BYTES,
   };
   return createHash('sha256').update(JSON.stringify(inputs)).digest('hex').slice(0, 16);
 }
@@ -135,6 +142,7 @@ function runnerContainer(
   image: string,
   limits: KubernetesLimits,
   options: PodSpecOptions,
+  restartWhenPinned: boolean,
 ): ContainerManifest {
   const quantities = {
     cpu: cpuQuantity(limits.cpus),
@@ -151,6 +159,8 @@ function runnerContainer(
       { name: 'PATH', value: '/usr/local/bin:/usr/bin:/bin' },
       { name: 'LANG', value: 'C.UTF-8' },
       { name: 'HOME', value: '/tmp' },
+      // The runner's own setting (it never passes its environment on): see `reserveContainer`.
+      ...(restartWhenPinned ? [{ name: 'SWITCHYARD_RUNNER_RESTART_WHEN_PINNED', value: '1' }] : []),
     ],
     // The runner's protocol runs over the attach API: stdin stays open across attaches (the engine may re-attach).
     stdin: true,
@@ -166,13 +176,48 @@ function runnerContainer(
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
-    resources: { requests: { ...quantities, cpu: cpuQuantity(limits.cpuRequest) }, limits: { ...quantities } },
+    resources: {
+      requests: { ...quantities, cpu: cpuQuantity(limits.cpuRequest) },
+      limits: { ...quantities },
+    },
     volumeMounts: [
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'code', mountPath: CODE_PATH },
       { name: 'workspace', mountPath: WORKSPACE_PATH },
     ],
     terminationMessagePolicy: 'File',
+  };
+}
+
+/**
+ * A session pod's init container: it only exits (`/bin/true`), but the kubelet sizes the pod's memory cgroup as the
+ * larger of its containers' limits summed and any init container's, so its limit (the runner's +
+ * RUNNER_RESERVE_BYTES) leaves that much above the runner's own. The reserve matters once code has filled the
+ * memory-backed /tmp with files (empty ones cost inodes and dentries, charged to memory, which the byte cap of the
+ * emptyDir does not bound): the OOM killer takes the code, yet the runner's cgroup stays at its limit, held by no
+ * process. The runner then leaves (`restarting`, runner_runs.py); the kubelet restarts it in a fresh cgroup, the
+ * charges move to the pod's, and the reserve is room for the runner, the workspace snapshots and an `rm` of /tmp.
+ */
+function reserveContainer(
+  image: string,
+  limits: KubernetesLimits,
+  options: PodSpecOptions,
+): ContainerManifest {
+  const runner = runnerContainer(image, limits, options, false);
+  return {
+    ...runner,
+    name: RESERVE_CONTAINER,
+    command: ['/bin/true'],
+    env: [],
+    stdin: false,
+    resources: {
+      requests: { cpu: cpuQuantity(limits.cpuRequest), memory: bytesQuantity(16 * 2 ** 20) },
+      limits: {
+        cpu: cpuQuantity(limits.cpus),
+        memory: bytesQuantity(limits.memoryBytes + RUNNER_RESERVE_BYTES),
+      },
+    },
+    volumeMounts: [],
   };
 }
 
@@ -183,6 +228,7 @@ function podManifest(
   restartPolicy: 'Always' | 'Never',
   runtimeClassName?: string,
 ): PodManifest {
+  const session = restartPolicy === 'Always'; // a session pod restarts its runner; a one-off pod never
   const { options } = input;
   return {
     apiVersion: 'v1',
@@ -210,7 +256,8 @@ function podManifest(
         fsGroup: SANDBOX_UID,
         seccompProfile: { type: 'RuntimeDefault' },
       },
-      containers: [runnerContainer(input.image, input.limits, options)],
+      ...(session && { initContainers: [reserveContainer(input.image, input.limits, options)] }),
+      containers: [runnerContainer(input.image, input.limits, options, session)],
       volumes: volumes(input.limits),
     },
   };

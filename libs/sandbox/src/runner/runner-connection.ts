@@ -59,6 +59,12 @@ export interface RunnerExit {
   leftovers: number;
   durationMs: number;
   spawnError: string | null;
+  /**
+   * The runner exits right after this event and the kubelet restarts it in a fresh cgroup: the OOM killer took the
+   * code, yet the container's memory stays at its limit, held by no process (a memory-backed /tmp full of files).
+   * Only runners told so (SWITCHYARD_RUNNER_RESTART_WHEN_PINNED, the Kubernetes session pods) do it.
+   */
+  restarting?: boolean;
 }
 
 /** How a kernel or process ended: its exit code, or the signal that killed it. */

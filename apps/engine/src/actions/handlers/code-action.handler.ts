@@ -60,8 +60,18 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
         if (egress) await this.network.ready(ctx.session);
         const before = await this.workspaces.snapshot(ctx.session.id);
         const out = await this.sandbox.execute(routed, signal, { onOutput: ctx.onOutput });
-        const after = await this.workspaces.snapshot(ctx.session.id);
-        const hints = this.network.hints(ctx.session, out);
+        // The run happened: a workspace that cannot be read after it (a Kubernetes pod the code left out of memory)
+        // costs the list of files it changed, never its result.
+        const after = await this.workspaces.snapshot(ctx.session.id).catch((err: unknown) => err as Error);
+        const unread = after instanceof Error;
+        const hints = [
+          ...(this.network.hints(ctx.session, out) ?? []),
+          ...(unread
+            ? [
+                `the files this run changed are not listed: the workspace could not be read after it (${after.message})`,
+              ]
+            : []),
+        ];
         return {
           status: out.status,
           tier: out.tier ?? tier,
@@ -95,10 +105,10 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
                   ...(out.runtime !== undefined && { runtime: out.runtime }),
                 }
               : undefined,
-          files: this.workspaces
-            .changedPaths(before, after)
-            .map((path) => ({ path, access: 'write' as const })),
-          ...(hints && { hints }),
+          files: unread
+            ? []
+            : this.workspaces.changedPaths(before, after).map((path) => ({ path, access: 'write' as const })),
+          ...(hints.length > 0 && { hints }),
         };
       },
     };
