@@ -20,11 +20,9 @@
  */
 import 'reflect-metadata';
 import * as fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { INestApplication } from '@nestjs/common';
 import {
   buildChildEnv,
   buildContainerSpec,
@@ -35,8 +33,7 @@ import {
   type TierJob,
 } from '@switchyard/sandbox';
 import Dockerode from 'dockerode';
-import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { dockerExecPrint1, sleep, startEngine, timed, until } from './engine-client';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 type OneOffRuntime = 'runsc' | 'runc';
@@ -63,52 +60,6 @@ interface Sample {
 const summary = (xs: number[]): Sample => ({ median: median(xs), p99: pct(xs, 99) });
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 const verdict = (ok: boolean) => (ok ? 'OK' : 'MISSED');
-const sleep = (n: number) => new Promise((resolve) => setTimeout(resolve, n));
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
-
-async function until(check: () => boolean, withinMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + withinMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`bench: ${what} not within ${withinMs} ms`);
-    await sleep(1);
-  }
-}
-
-async function dockerExec(docker: Dockerode, id: string): Promise<void> {
-  const exec = await docker.getContainer(id).exec({
-    Cmd: ['/usr/bin/python3', '-c', 'print(1)'],
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({});
-  const chunks: Buffer[] = [];
-  await new Promise((resolve) => {
-    stream.on('data', (d: Buffer) => chunks.push(d));
-    stream.on('end', resolve);
-    stream.on('close', resolve);
-  });
-  const info = await exec.inspect();
-  const stdout = demuxStdout(Buffer.concat(chunks));
-  if (info.ExitCode !== 0 || stdout !== '1\n') {
-    throw new Error(`docker exec exit ${info.ExitCode}: ${JSON.stringify(stdout)}`);
-  }
-}
-
-/** Stdout of Docker's multiplexed attach stream (8-byte frame headers: stream, 0, 0, 0, size as uint32 BE). */
-function demuxStdout(data: Buffer): string {
-  let stdout = '';
-  for (let at = 0; at + 8 <= data.length;) {
-    const size = data.readUInt32BE(at + 4);
-    if (data[at] === 1) stdout += data.subarray(at + 8, at + 8 + size).toString('utf8');
-    at += 8 + size;
-  }
-  return stdout;
-}
 
 /** Memory of a container from its cgroup (v1 or v2), and as `docker stats` reports it (usage minus page cache). */
 async function containerMemory(
@@ -141,38 +92,6 @@ async function containerMemory(
   };
   const cache = stats.memory_stats.stats?.cache ?? stats.memory_stats.stats?.inactive_file ?? 0;
   return { usage, rss, dockerStats: stats.memory_stats.usage - cache };
-}
-
-/** An engine started as `run.ts` starts one, with its own data directory, and a small client for its API. */
-async function startEngine(dataDir: string, env: Record<string, string> = {}) {
-  const app: INestApplication = await createEngineApp(
-    loadEngineConfig({ SWITCHYARD_DATA_DIR: dataDir, SWITCHYARD_LOG_LEVEL: 'error', ...env }),
-  );
-  await app.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-  const call = async (method: string, url: string, body?: unknown): Promise<any> => {
-    const res = await fetch(`${base}${url}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return res.status === 204 ? undefined : res.json();
-  };
-  const newSession = async (): Promise<string> => ((await call('POST', '/v1/sessions')) as { id: string }).id;
-  /** python print(1) in `tier`; throws unless it printed 1 there. */
-  const print1 = async (sessionId: string, tier: 'pooled' | 'container'): Promise<void> => {
-    const r = await call('POST', `/v1/sessions/${sessionId}/actions`, {
-      type: 'code',
-      language: 'python',
-      code: 'print(1)',
-      tier,
-    });
-    if (r.status !== 'succeeded' || r.stdout !== '1\n' || r.tier !== tier) {
-      throw new Error(`bench: ${tier} print(1) did not succeed: ${JSON.stringify(r)}`);
-    }
-  };
-  const endSession = (sessionId: string) => call('DELETE', `/v1/sessions/${sessionId}`);
-  return { app, call, newSession, print1, endSession };
 }
 
 export async function benchContainers(options: ContainerBenchOptions = {}): Promise<void> {
@@ -322,12 +241,12 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     const viaHost: number[] = [];
     for (let i = 0; i < 3; i++) {
       await engine.print1(sid, 'pooled');
-      await dockerExec(docker, held.id);
+      await dockerExecPrint1(docker, held.id);
       await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs);
     }
     for (let i = 0; i < runs; i++) {
       viaApi.push(await timed(() => engine.print1(sid, 'pooled')));
-      viaExec.push(await timed(() => dockerExec(docker, held.id)));
+      viaExec.push(await timed(() => dockerExecPrint1(docker, held.id)));
       viaHost.push(await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs));
     }
     await engine.endSession(sid);
@@ -393,7 +312,7 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     }
     const oneOffApi = (runtime: OneOffRuntime) => () =>
       (runtime === 'runc' ? runcEngine : engine).print1(sessions.get(runtime)!, 'container');
-    type Side = { runtime: OneOffRuntime; name: string; samples: number[]; fn: () => Promise<void> };
+    type Side = { runtime: OneOffRuntime; name: string; samples: number[]; fn: () => Promise<unknown> };
     const sides: Side[] = runtimes.flatMap((runtime) => [
       { runtime, name: 'api', samples: [], fn: oneOffApi(runtime) },
       { runtime, name: 'tier', samples: [], fn: viaTier(runtime) },

@@ -24,8 +24,13 @@
  * 10. console: the web console's timeline on a 10 000-action session in headless Chromium, first rows and all rows,
  *    vs a raw Playwright page load and a raw fetch of the timeline (`bench/console.ts`). Target: all rows p90 <= 1 s.
  *
+ * 11. kubernetes: the container tiers on the Kubernetes backend (the test cluster, `bash scripts/k8s.sh start`): a warm
+ *    pooled print(1) through the API vs a raw client-node exec in the same pod and vs the Docker backend, pod claims
+ *    (warm, cold), idle warm pod memory, the one-off tier vs a raw pod, workspace copies (`bench/kubernetes.ts`).
+ *    Target: API <= 1.3x raw exec.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console).
+ * checkpoints, console, kubernetes).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -43,6 +48,7 @@ import { benchConsole } from './console';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
 import { benchKernels } from './kernels';
+import { benchKubernetes } from './kubernetes';
 import { benchSessions } from './sessions';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
@@ -120,6 +126,7 @@ async function main(): Promise<void> {
   if (wanted('kernels')) await benchKernels({ runs: RUNS });
   if (wanted('checkpoints')) await benchCheckpoints({ runs: RUNS });
   if (wanted('console')) await benchConsole({ runs: RUNS });
+  if (wanted('kubernetes')) await benchKubernetes({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */
