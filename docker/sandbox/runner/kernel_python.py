@@ -17,7 +17,8 @@ expression, its repr is the cell's `result` (None gives none), as in a notebook.
 (the cell's frames, not the kernel's) on stderr; exit()/sys.exit() ends the cell, not the kernel.
 
 SIGINT (the runner's interrupt) raises KeyboardInterrupt in the running cell, which ends it and keeps the state;
-between cells it is ignored.
+between cells it is ignored. One that lands in a cell is acknowledged at once on fd 4 (`{"ev": "sigint"}`): until
+then the runner sends it again.
 """
 
 import _ast
@@ -33,6 +34,9 @@ in_cell = False
 
 def on_sigint(_signum, _frame):
     if in_cell:
+        # Tell the runner it landed: a SIGINT that came just before a blocking call (time.sleep checks for signals
+        # only once woken) is lost, and the runner sends it again until it hears this.
+        write_fd(REPLIES_FD, b'{"ev":"sigint"}\n')
         raise KeyboardInterrupt
 
 

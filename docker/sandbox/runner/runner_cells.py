@@ -6,7 +6,8 @@ kernel still getting into the cell would drop the signal (node could even die of
 node's SIGINT listener for its watchdog around the code), so an interrupt asked for before the cell's start token
 waits for it; node and bash then get it as their go-ahead's "no" instead, and in the first moments after a
 go-ahead the signal is held back a little. A signal can still be lost on its way into the code (bash between a
-fork and the child's exec, node around vm's watchdog), so node and bash get it again while the cell runs on.
+fork and the child's exec, node around vm's watchdog, python just before a blocking call), so a cell running on
+gets it again: node and bash while the cell runs, python until its kernel acknowledges it.
 """
 
 import secrets
@@ -19,17 +20,20 @@ from runner_streams import Cap
 TOKEN_SECONDS = 0.5
 # How long after the go-ahead an interrupt waits, while node or bash get into the cell's code.
 SETTLE_SECONDS = 0.05
-# After a signalled interrupt, how long the cell may run on before the signal is sent again (node and bash only:
-# python's KeyboardInterrupt is never lost, and a cell handling it must not be interrupted twice), and how often.
+# After a signalled interrupt, how long the cell may run on before the signal is sent again, and how often. Python
+# acknowledges a SIGINT that raised KeyboardInterrupt and gets none after that (a cell handling it must not be
+# interrupted twice).
 RESEND_SECONDS = 0.4
 RESENDS = 5
 
 
 class Cell:
-    def __init__(self, request, count, handshake):
+    def __init__(self, request, count, handshake, acks_sigint=False):
         self.id = request.get("id")
         self.count = count
         self.handshake = handshake  # the kernel waits for a go-ahead after its start token
+        self.acks_sigint = acks_sigint  # the kernel says when a SIGINT landed (python): resent only until then
+        self.sigint_acked = False
         self.started = now()
         self.deadline = self.started + max(1, int(request.get("timeoutMs", 30000))) / 1000.0
         self.grace = max(0, int(request.get("graceMs", 2000))) / 1000.0
@@ -69,9 +73,14 @@ class Cell:
         return True
 
     def signalled(self):
-        """The interrupt's SIGINT went out: a handshake kernel gets it again if the cell has not ended by then."""
-        if self.handshake and self.resends < RESENDS:
+        """The interrupt's SIGINT went out: it goes again if the cell has not ended (or, python, not said so) by then."""
+        if (self.handshake or (self.acks_sigint and not self.sigint_acked)) and self.resends < RESENDS:
             self.resend_at = now() + RESEND_SECONDS
+
+    def sigint_landed(self):
+        """The kernel acknowledged a SIGINT (python): no more resends."""
+        self.sigint_acked = True
+        self.resend_at = None
 
     def begin(self):
         """The kernel wrote the start token. Returns the go-ahead (handshake), or whether to signal now (else)."""

@@ -121,7 +121,7 @@ class Kernels:
             raise RequestError("busy", "kernel %s is still starting" % kernel.id)
         if kernel.cell is not None:
             raise RequestError("busy", "kernel %s is running a cell" % kernel.id)
-        cell = Cell(request, kernel.count + 1, kernel.language in HANDSHAKE)
+        cell = Cell(request, kernel.count + 1, kernel.language in HANDSHAKE, acks_sigint=kernel.language == "python")
         code, env = str(request.get("code") or ""), string_env(request.get("env"))
         line = cell_request(kernel.language, cell.id, code, env, cell.start_token, cell.end_token)
         kernel.count += 1
@@ -253,6 +253,9 @@ class Kernels:
                     self.runner.send(
                         {"ev": "kernel_ready", "id": kernel.start_id, "kernel": kernel.id, "pid": kernel.pid}
                     )
+            elif message.get("ev") == "sigint":
+                if kernel.cell is not None:
+                    kernel.cell.sigint_landed()
             elif kernel.cell is not None and kernel.cell.running:
                 kernel.cell.reply = message
                 kernel.cell.reply_at = now()

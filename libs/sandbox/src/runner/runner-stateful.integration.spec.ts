@@ -435,6 +435,20 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
     expect((await cell(box, 'krn_sh', 'echo still')).stdout).toBe('still\n');
   });
 
+  it('never interrupts twice a python cell that handles the interrupt (its kernel acknowledged the first)', async () => {
+    // The handler outlives the runner's resend delay (400 ms): a second SIGINT would cut it short.
+    const handling =
+      'import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    time.sleep(1.5)\n    print("cleaned up")\n' +
+      'handled = True';
+    const running = runCell(box, 'krn_py', handling);
+    await new Promise((r) => setTimeout(r, 300));
+    await expect(box.connection.kernelInterrupt('krn_py')).resolves.toEqual({ found: true, running: true });
+    const { done, stdout } = await running.outcome;
+    expect(stdout).toBe('cleaned up\n');
+    expect(done).toMatchObject({ ok: true, interrupted: false, ended: 'interrupt', stateLost: false });
+    expect((await cell(box, 'krn_py', 'handled')).done.result).toBe('True');
+  });
+
   it('keeps a cell’s boundaries when bash redirects its output for good', async () => {
     await startKernel(box, 'krn_sh_quiet', 'bash');
     const quiet = await cell(box, 'krn_sh_quiet', 'exec >/tmp/quiet.log 2>&1; echo hidden; x=5');
