@@ -325,7 +325,9 @@ describe('checkpoints, restore and fork through the API', () => {
     const badLabel = await checkpoint(sid, { label: 7 });
     expect(badLabel.status).toBe(400);
     expect(JSON.stringify(badLabel.body)).toContain('label');
-    for (const id of ['chk_0000', '..%2F..%2Fetc', first.id.replace(/.$/, '0')]) {
+    // A well-formed id of no checkpoint: the real one with its last digit changed (to another digit, always).
+    const unknown = first.id.slice(0, -1) + (first.id.endsWith('0') ? '1' : '0');
+    for (const id of ['chk_0000', '..%2F..%2Fetc', unknown]) {
       expect((await engine.request('GET', `/v1/sessions/${sid}/checkpoints/${id}`)).status).toBe(404);
       expect((await restore(sid, id)).status).toBe(404);
     }
