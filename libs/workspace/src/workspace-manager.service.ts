@@ -12,7 +12,8 @@ import {
 import { InvalidInputError } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
 import { errno, realRootOf } from './path-guard';
-import { compareSegments, diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
+import { changedPaths } from './snapshot-diff';
+import { diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
 import { NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
 import { WorkspaceUsage } from './workspace-usage';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
@@ -174,22 +175,9 @@ export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
     return { entries, partial: state.partial };
   }
 
-  /**
-   * Paths added, modified or deleted between two snapshots, sorted in walk order. A partial snapshot
-   * covers a prefix of the walk order, so only paths up to the shorter coverage are compared; otherwise
-   * the entries that slid past the cap would show up as bogus deletions.
-   */
+  /** Paths added, modified or deleted between two snapshots, in walk order (snapshot-diff.ts). */
   changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
-    const bounds = [before, after].filter((s) => s.partial).map((s) => lastKey(s.entries));
-    const bound = bounds.reduce<string[] | undefined>((min, b) => {
-      if (!b) return min;
-      return !min || compareSegments(b, min) < 0 ? b : min;
-    }, undefined);
-    const inRange = (p: string) => !bound || compareSegments(p.split('/'), bound) <= 0;
-    const changed = new Set<string>();
-    for (const [p, v] of before.entries) if (after.entries.get(p) !== v && inRange(p)) changed.add(p);
-    for (const p of after.entries.keys()) if (!before.entries.has(p) && inRange(p)) changed.add(p);
-    return [...changed].sort((a, b) => compareSegments(a.split('/'), b.split('/')));
+    return changedPaths(before, after);
   }
 
   /** An uncapped workspace, file by file. */
@@ -216,10 +204,4 @@ export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
     if (!st.isDirectory()) throw new Error(`workspace root ${root} is not a directory`);
     if ((st.mode & 0o066) !== 0) await chmod(root, st.mode & 0o711);
   }
-}
-
-function lastKey(entries: Map<string, string>): string[] | undefined {
-  let last: string | undefined;
-  for (const k of entries.keys()) last = k;
-  return last?.split('/');
 }

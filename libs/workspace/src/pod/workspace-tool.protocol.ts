@@ -1,6 +1,6 @@
 import { type ErrorKind, InvalidInputError, NotFoundError } from '@switchyard/common';
 import type { FileOp, FileOpOutcome, WorkspaceLimits, WorkspaceSnapshot } from '../file-op.types';
-import { compareSegments } from '../workspace-fs';
+import { changedPaths as diff } from '../snapshot-diff';
 import {
   FileOpError,
   type FileOpErrorCode,
@@ -303,38 +303,16 @@ export function snapshotFromWire(w: WireSnapshot): WorkspaceSnapshot {
   return { entries: new Map(w.entries), partial: w.partial };
 }
 
-/**
- * Paths added, modified or deleted between two snapshots, sorted in walk order: `WorkspaceManager.changedPaths`
- * (workspace-manager.service.ts), reproduced line for line as a function, since that one is a method of a class
- * built by Nest. A partial snapshot covers a prefix of the walk order, so only paths up to the shorter coverage are
- * compared. Takes snapshots in either form.
- */
+/** `changedPaths` of snapshot-diff.ts (what `WorkspaceManager.changedPaths` answers), for snapshots in either form. */
 export function changedPaths(
-  beforeIn: WorkspaceSnapshot | WireSnapshot,
-  afterIn: WorkspaceSnapshot | WireSnapshot,
+  before: WorkspaceSnapshot | WireSnapshot,
+  after: WorkspaceSnapshot | WireSnapshot,
 ): string[] {
-  const before = asSnapshot(beforeIn);
-  const after = asSnapshot(afterIn);
-  const bounds = [before, after].filter((s) => s.partial).map((s) => lastKey(s.entries));
-  const bound = bounds.reduce<string[] | undefined>((min, b) => {
-    if (!b) return min;
-    return !min || compareSegments(b, min) < 0 ? b : min;
-  }, undefined);
-  const inRange = (p: string) => !bound || compareSegments(p.split('/'), bound) <= 0;
-  const changed = new Set<string>();
-  for (const [p, v] of before.entries) if (after.entries.get(p) !== v && inRange(p)) changed.add(p);
-  for (const p of after.entries.keys()) if (!before.entries.has(p) && inRange(p)) changed.add(p);
-  return [...changed].sort((a, b) => compareSegments(a.split('/'), b.split('/')));
+  return diff(asSnapshot(before), asSnapshot(after));
 }
 
 function asSnapshot(s: WorkspaceSnapshot | WireSnapshot): WorkspaceSnapshot {
   return s.entries instanceof Map ? (s as WorkspaceSnapshot) : snapshotFromWire(s as WireSnapshot);
-}
-
-function lastKey(entries: Map<string, string>): string[] | undefined {
-  let last: string | undefined;
-  for (const k of entries.keys()) last = k;
-  return last?.split('/');
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
