@@ -1,8 +1,8 @@
 import type { Language } from '@switchyard/common';
 import { RunnerRefusedError, type RunnerExit } from '../runner/runner-connection';
+import { runnerResult } from '../runner/runner-result';
 import type { TierJob, TierRunResult } from '../sandbox.types';
-import { signalExit } from '../supervision/exit-status';
-import { emptyResult, enforcedLimit, formatBytes, outOfMemory } from '../supervision/limit-messages';
+import { emptyResult, formatBytes, outOfMemory } from '../supervision/limit-messages';
 import { RunSupervisor } from '../supervision/run-supervisor';
 import type { Clock } from '@switchyard/common';
 import type { PodRunner } from './pod-runner';
@@ -10,8 +10,6 @@ import type { RunnerLoss } from './runner-recovery';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
 const CAP_SLACK_BYTES = 64 * 1024;
-const SIGXCPU_EXIT = signalExit('SIGXCPU');
-const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 /** No line cap for raw runs (a tar stream has newlines anywhere). */
 const NO_LINE_CAP = 2 ** 31 - 1;
 
@@ -208,49 +206,21 @@ export class PodRuns {
   }
 }
 
+/** The run's result; a runner leaving after it (`restarting`) says why in the out-of-memory message. */
 function toResult(
   exit: RunnerExit,
   supervisor: RunSupervisor,
   job: TierJob,
   limits: PodRunLimits,
 ): TierRunResult {
-  const collected = supervisor.collected();
-  const result: TierRunResult = {
-    ...collected,
-    timedOut: exit.timedOut,
-    truncated: {
-      stdout: collected.truncated.stdout || exit.capped.stdout,
-      stderr: collected.truncated.stderr || exit.capped.stderr,
-    },
-  };
-  if (exit.exitCode !== null) result.exitCode = exit.exitCode;
-  if (exit.signal !== null) result.signal = exit.signal;
-  if (supervisor.reason === 'abort') result.aborted = true;
-  if (exit.spawnError) {
-    result.spawnError = exit.spawnError;
-    return result;
-  }
-  const limit = enforcedLimit(
-    result,
-    {
-      oomKilled: exit.oomKilled,
-      outputCapped:
-        supervisor.reason === 'output' || exit.ended === 'output' || exit.capped.stdout || exit.capped.stderr,
-      cpuTime: result.signal === 'SIGXCPU' || exit.exitCode === SIGXCPU_EXIT,
-      fileSize: result.signal === 'SIGXFSZ' || exit.exitCode === SIGXFSZ_EXIT,
-      pidsLimitHit: exit.pidsLimitHit,
-    },
-    {
-      memory: exit.restarting
-        ? `${limits.memoryWords}, and left it full: memory held by no process, such as files in the memory-backed /tmp ` +
-          '(the runner restarts in a fresh cgroup with a reserve; kernels and background processes are lost)'
-        : limits.memoryWords,
-      output: job.output,
-      fileSizeBytes: limits.fileSizeBytes,
-    },
-  );
-  if (limit) result.limit = limit;
-  return result;
+  return runnerResult(exit, supervisor, {
+    memory: exit.restarting
+      ? `${limits.memoryWords}, and left it full: memory held by no process, such as files in the memory-backed /tmp ` +
+        '(the runner restarts in a fresh cgroup with a reserve; kernels and background processes are lost)'
+      : limits.memoryWords,
+    output: job.output,
+    fileSizeBytes: limits.fileSizeBytes,
+  });
 }
 
 export const memoryWords = (bytes: number, what: string): string =>

@@ -6,20 +6,18 @@ import { MAX_SOCKET_PATH_BYTES, pooledCallSocketName, withCallSocket } from '../
 import type { DockerClient } from '../container/docker-client';
 import { SandboxInternalError } from '../sandbox.errors';
 import type { CallChannel, TierJob, TierRunResult } from '../sandbox.types';
-import { signalExit } from '../supervision/exit-status';
-import { emptyResult, enforcedLimit, formatBytes, outOfMemory } from '../supervision/limit-messages';
+import { emptyResult, formatBytes, outOfMemory } from '../supervision/limit-messages';
 import { RunSupervisor } from '../supervision/run-supervisor';
 import { RunnerLostError } from './pooled.errors';
 import type { ResolvedPooledOptions } from './pooled.options';
 import { EGRESS_TARGET, egressDirOf } from './container-config';
 import type { PooledContainer } from './pooled-container';
 import { RunnerRefusedError, type RunnerExit } from '../runner/runner-connection';
+import { runnerResult } from '../runner/runner-result';
 import type { Lease, SessionLeases } from './session-leases';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
 const CAP_SLACK_BYTES = 64 * 1024;
-const SIGXCPU_EXIT = signalExit('SIGXCPU');
-const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
 /** A run's call channel answering in its container's own directory, until `close`. */
 interface OpenCall {
@@ -164,46 +162,13 @@ export class RunnerRuns {
   }
 
   private toResult(exit: RunnerExit, supervisor: RunSupervisor, job: TierJob): TierRunResult {
-    const collected = supervisor.collected();
-    const result: TierRunResult = {
-      ...collected,
-      timedOut: exit.timedOut,
-      truncated: {
-        stdout: collected.truncated.stdout || exit.capped.stdout,
-        stderr: collected.truncated.stderr || exit.capped.stderr,
-      },
-    };
-    if (exit.exitCode !== null) result.exitCode = exit.exitCode;
-    if (exit.signal !== null) result.signal = exit.signal;
-    if (supervisor.reason === 'abort') result.aborted = true;
-    if (exit.spawnError) {
-      result.spawnError = exit.spawnError;
-      return result;
-    }
     const limits = this.options.limits;
-    // bash reports a child killed by signal n as exit 128 + n.
-    const limit = enforcedLimit(
-      result,
-      {
-        oomKilled: exit.oomKilled,
-        outputCapped:
-          supervisor.reason === 'output' ||
-          exit.ended === 'output' ||
-          exit.capped.stdout ||
-          exit.capped.stderr,
-        cpuTime: result.signal === 'SIGXCPU' || exit.exitCode === SIGXCPU_EXIT,
-        fileSize: result.signal === 'SIGXFSZ' || exit.exitCode === SIGXFSZ_EXIT,
-        pidsLimitHit: exit.pidsLimitHit,
-      },
-      {
-        memory: `the container's ${formatBytes(limits.memoryBytes)} limit`,
-        output: job.output,
-        fileSizeBytes: limits.fileSizeBytes,
-        pids: limits.pids,
-      },
-    );
-    if (limit) result.limit = limit;
-    return result;
+    return runnerResult(exit, supervisor, {
+      memory: `the container's ${formatBytes(limits.memoryBytes)} limit`,
+      output: job.output,
+      fileSizeBytes: limits.fileSizeBytes,
+      pids: limits.pids,
+    });
   }
 
   /**
