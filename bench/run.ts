@@ -29,8 +29,12 @@
  *    (warm, cold), idle warm pod memory, the one-off tier vs a raw pod, workspace copies (`bench/kubernetes.ts`).
  *    Target: API <= 1.3x raw exec.
  *
+ * 12. replicas: actions/s with one and two engine replicas sharing Postgres (clients on the session's replica, and
+ *    alternating replicas), what Postgres adds to a request's latency against one engine on SQLite, and Postgres and
+ *    Neo4j writes per action (`bench/replicas.ts`).
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes).
+ * checkpoints, console, kubernetes, replicas).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -49,6 +53,7 @@ import { benchContainers } from './containers';
 import { benchGraph } from './graph';
 import { benchKernels } from './kernels';
 import { benchKubernetes } from './kubernetes';
+import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
@@ -127,6 +132,7 @@ async function main(): Promise<void> {
   if (wanted('checkpoints')) await benchCheckpoints({ runs: RUNS });
   if (wanted('console')) await benchConsole({ runs: RUNS });
   if (wanted('kubernetes')) await benchKubernetes({ runs: RUNS });
+  if (wanted('replicas')) await benchReplicas({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -13,6 +13,11 @@ command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 # Workspace images with checkpoints (snapshots) are btrfs; without it they are ext4 and checkpoints are copies.
 [ -x /usr/sbin/mkfs.btrfs ] || [ -x /sbin/mkfs.btrfs ] || need+=(btrfs-progs)
+# The tests' throwaway PostgreSQL (scripts/postgres.sh) runs Debian's server binaries; the engine itself only
+# connects to one.
+if [ "$mode" = test ]; then
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

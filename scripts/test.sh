@@ -31,6 +31,14 @@ if ! bash scripts/neo4j.sh status >/dev/null 2>&1; then
   cleanup+=('bash scripts/neo4j.sh clean')
   bash scripts/neo4j.sh start >/dev/null
 fi
+# The replica state's tests need a PostgreSQL: a throwaway one from Debian's packages on 127.0.0.1
+# (scripts/postgres.sh; each suite makes its own database in it). Reused when one already answers; otherwise
+# started on an empty data dir here and stopped, its data removed, when the tests end.
+if ! bash scripts/postgres.sh status >/dev/null 2>&1; then
+  bash scripts/postgres.sh clean
+  cleanup+=('bash scripts/postgres.sh clean')
+  bash scripts/postgres.sh start >/dev/null
+fi
 # The cluster: reused when one already answers; otherwise started fresh (the sandbox image imported from Docker)
 # and removed, data and all, when the tests end.
 if ! wait "$k8s_build"; then

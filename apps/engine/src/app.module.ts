@@ -28,6 +28,7 @@ import { PlansModule } from './plans/plans.module';
 import { PolicyApiModule } from './policies/policy-api.module';
 import { SkillsModule } from './skills/skills.module';
 import { RedactionModule } from './redaction/redaction.module';
+import { ReplicasModule } from './replicas/replicas.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { StorageModule } from './storage/storage.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
@@ -66,8 +67,8 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        ConfigModule.forRoot(config, overrides.clock),
-        StorageModule,
+        ConfigModule.forRoot(config, overrides.clock, engineInstanceId),
+        StorageModule.forRoot(config),
         WorkspacesModule.forRoot(config.kubernetes.backend),
         AuthModule,
         RedactionModule.forRoot(secretPatterns),
@@ -147,6 +148,7 @@ export class AppModule {
         GraphModule,
         HealthModule,
         MetricsModule,
+        ReplicasModule.forRoot(config),
       ],
     };
   }

@@ -17,6 +17,8 @@ import { installHttpMetrics } from './metrics/http-metrics.middleware';
 import { installConsole } from './console/console-assets';
 import { installMethodNotAllowed } from './http/method-not-allowed.middleware';
 import { installOpenApi } from './http/openapi';
+import { ApprovalsFanOut } from './replicas/approvals-fan-out';
+import { SessionForwarding } from './replicas/session-forwarding';
 
 /** The request line and headers: a 4 096-character query value percent-encodes to up to 48 KiB. */
 const MAX_HEADER_BYTES = 64 * 1024;
@@ -64,6 +66,11 @@ export async function createEngineApp(
   app.disable('x-powered-by');
   installHttpMetrics(app);
   installJsonBody(app, config.http.maxBodyBytes);
+  // Replicas: a session's requests go to the replica serving it (after the body is read and checked here).
+  if (config.state.store === 'postgres') {
+    app.use(app.get(SessionForwarding).middleware());
+    app.use(app.get(ApprovalsFanOut).middleware());
+  }
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();
   installConsole(app);
@@ -71,9 +78,14 @@ export async function createEngineApp(
   // Long query strings (a 4 096-character lineage `path`, percent-encoded) fit: Node's default is 16 KiB.
   (app.getHttpServer() as { maxHeaderSize?: number }).maxHeaderSize = MAX_HEADER_BYTES;
 
-  const interrupted = await app.get(ContextGraph).markRunningInterrupted(new Date().toISOString());
   const log = new Logger('Engine');
-  if (interrupted > 0) log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
+  // One engine: whatever ran when it last stopped was its own. Replicas: others may be running actions now; a dead
+  // replica's are marked by whoever takes its sessions over (`ReplicaTakeover`).
+  if (config.state.store === 'sqlite') {
+    const interrupted = await app.get(ContextGraph).markRunningInterrupted(new Date().toISOString());
+    if (interrupted > 0)
+      log.warn({ msg: 'actions interrupted by the previous shutdown', count: interrupted });
+  }
   // Say at start-up, not at the first action, which tiers cannot run and how to fix it (missing image, Docker down).
   const tiers = await tierAvailability(app.get(SandboxManager), app.get(BrowserRouter));
   for (const [tier, availability] of Object.entries(tiers)) {

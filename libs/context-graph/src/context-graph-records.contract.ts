@@ -74,6 +74,25 @@ export function completion(a: ActionStart, overrides: Partial<ActionCompletion> 
   return { result, ...base };
 }
 
+/**
+ * Expects the write `attempt` to be refused with `error` (and to match `match` when given). With `deferredChecks`
+ * (see `ContextGraphContractOptions`) the store acknowledges the write instead and drops it when applying it; the
+ * test's reads afterwards show that nothing was recorded either way.
+ */
+export async function expectRefused(
+  deferredChecks: boolean,
+  attempt: Promise<unknown>,
+  error: abstract new (...args: never[]) => Error,
+  match?: Record<string, unknown>,
+): Promise<void> {
+  if (deferredChecks) {
+    await expect(attempt).resolves.toBeUndefined();
+    return;
+  }
+  await expect(attempt).rejects.toBeInstanceOf(error);
+  if (match) await expect(attempt).rejects.toMatchObject(match);
+}
+
 /** Order-insensitive edge list, for checks that should not pin an adapter's edge order. */
 export const edgeSet = (view: GraphView): string[] =>
   view.edges.map((e) => `${e.type} ${e.from} -> ${e.to}`).sort();

@@ -13,6 +13,8 @@ import type {
 export interface StatefulContractContext {
   graph(): ContextGraph;
   reopen(): Promise<ContextGraph>;
+  /** The store checks writes only when it applies them (see `ContextGraphContractOptions`). */
+  deferredChecks: boolean;
 }
 
 /**

@@ -5,7 +5,16 @@ import {
   ContextGraphClosedError,
   SessionNotRecordedError,
 } from './context-graph.errors';
-import { at, completion, edgeSet, listAll, session, start, uid } from './context-graph-records.contract';
+import {
+  at,
+  completion,
+  edgeSet,
+  expectRefused,
+  listAll,
+  session,
+  start,
+  uid,
+} from './context-graph-records.contract';
 import { describeActivityContract } from './context-graph-activity.contract';
 import { describeApprovalContract } from './context-graph-approvals.contract';
 import { describeCheckpointContract } from './context-graph-checkpoints.contract';
@@ -31,6 +40,16 @@ export interface ContextGraphFixture {
   teardown(): Promise<void>;
 }
 
+/** How an adapter differs where the port allows it to. */
+export interface ContextGraphContractOptions {
+  /**
+   * The store acknowledges a write once it is durable in an outbox, before checking it against the graph
+   * (`PostgresOutboxGraph`): a write the graph refuses resolves, and is dropped when applied. Tests of refused
+   * writes then expect the write to resolve, and still check that it recorded nothing.
+   */
+  deferredChecks?: boolean;
+}
+
 /**
  * Registers the behavioural suite every `ContextGraph` adapter must pass. Uses only the port, so a new
  * adapter proves itself by calling this with its own fixture.
@@ -38,7 +57,15 @@ export interface ContextGraphFixture {
 export function describeContextGraphContract(
   name: string,
   makeGraph: () => Promise<ContextGraphFixture>,
+  options: ContextGraphContractOptions = {},
 ): void {
+  const deferredChecks = options.deferredChecks ?? false;
+  const refused = (
+    attempt: Promise<unknown>,
+    error: abstract new (...args: never[]) => Error,
+    match?: Record<string, unknown>,
+  ): Promise<void> => expectRefused(deferredChecks, attempt, error, match);
+
   describe(`ContextGraph contract: ${name}`, () => {
     let fixture: ContextGraphFixture;
     let graph: ContextGraph;
@@ -103,9 +130,8 @@ export function describeContextGraphContract(
       });
 
       it('endSession rejects for a session never recorded', async () => {
-        await expect(graph.endSession('no-such-session', at(1), 'deleted')).rejects.toBeInstanceOf(
-          SessionNotRecordedError,
-        );
+        await refused(graph.endSession('no-such-session', at(1), 'deleted'), SessionNotRecordedError);
+        expect(await graph.sessionGraph('no-such-session')).toEqual({ nodes: [], edges: [] });
       });
     });
 
@@ -120,9 +146,10 @@ export function describeContextGraphContract(
       });
 
       it('recordActionStarted rejects for a session never recorded', async () => {
-        await expect(graph.recordActionStarted(start('no-such-session'))).rejects.toBeInstanceOf(
-          SessionNotRecordedError,
-        );
+        const a = start('no-such-session');
+        await refused(graph.recordActionStarted(a), SessionNotRecordedError);
+        expect(await graph.getAction('no-such-session', a.id)).toBeUndefined();
+        expect(await graph.lastActionSeq('no-such-session')).toBe(0);
       });
 
       it('recordActionCompleted sets the final fields and keeps the result envelope', async () => {
@@ -211,9 +238,9 @@ export function describeContextGraphContract(
       it('recordActionCompleted rejects with ActionNotRecordedError for an unknown action', async () => {
         const s = await recorded();
         const ghost = start(s.id);
-        await expect(graph.recordActionCompleted(ghost.id, completion(ghost))).rejects.toBeInstanceOf(
-          ActionNotRecordedError,
-        );
+        await refused(graph.recordActionCompleted(ghost.id, completion(ghost)), ActionNotRecordedError);
+        expect(await graph.getAction(s.id, ghost.id)).toBeUndefined();
+        expect((await graph.sessionGraph(s.id)).nodes.map((n) => n.label)).toEqual(['Session']);
       });
 
       it('a second completion rejects and leaves the first intact', async () => {
@@ -222,9 +249,7 @@ export function describeContextGraphContract(
         await graph.recordActionCompleted(a.id, completion(a));
         const second = completion(a, { status: 'error', files: [{ path: 'late', access: 'write' }] });
 
-        await expect(graph.recordActionCompleted(a.id, second)).rejects.toBeInstanceOf(
-          ActionAlreadyCompletedError,
-        );
+        await refused(graph.recordActionCompleted(a.id, second), ActionAlreadyCompletedError);
         expect(await graph.getAction(s.id, a.id)).toMatchObject({ status: 'succeeded', files: [] });
         expect((await graph.sessionGraph(s.id)).nodes.map((n) => n.label)).toEqual(['Session', 'Action']);
       });
@@ -431,9 +456,11 @@ export function describeContextGraphContract(
 
       it('rejects a retry of an action the session never recorded', async () => {
         const s = await recorded();
-        await expect(
+        await refused(
           graph.recordActionStarted(start(s.id, { retryOf: 'no-such-action' })),
-        ).rejects.toBeInstanceOf(ActionNotRecordedError);
+          ActionNotRecordedError,
+        );
+        expect(await graph.lastActionSeq(s.id)).toBe(0);
       });
     });
 
@@ -993,14 +1020,13 @@ export function describeContextGraphContract(
 
       it('recordPlan rejects for a session never recorded', async () => {
         const { plan } = await planned();
-        await expect(graph.recordPlan({ ...plan, sessionId: 'no-such-session' })).rejects.toBeInstanceOf(
-          SessionNotRecordedError,
-        );
+        await refused(graph.recordPlan({ ...plan, sessionId: 'no-such-session' }), SessionNotRecordedError);
         expect((await graph.sessionGraph('no-such-session')).nodes).toEqual([]);
       });
     });
 
     const context = {
+      deferredChecks,
       graph: () => graph,
       reopen: async () => {
         await graph.close();
@@ -1035,9 +1061,39 @@ export function describeContextGraphContract(
         }
         expect(await graph.getAction(s1.id, done.id)).toMatchObject({ status: 'succeeded', endedAt: at(2) });
         expect(await graph.markRunningInterrupted(at(200))).toBe(0);
-        await expect(graph.recordActionCompleted(r1.id, completion(r1))).rejects.toBeInstanceOf(
-          ActionAlreadyCompletedError,
-        );
+        await refused(graph.recordActionCompleted(r1.id, completion(r1)), ActionAlreadyCompletedError);
+        expect(await graph.getAction(s1.id, r1.id)).toMatchObject({
+          status: 'interrupted',
+          endedAt: at(100),
+        });
+      });
+
+      it('markRunningInterrupted with session ids ends only those sessions’ open actions', async () => {
+        const [s1, s2, s3] = [await recorded(), await recorded(), await recorded()];
+        const r1 = await started(s1.id);
+        const w2 = await started(s2.id, {
+          approval: { rule: '{}', layer: 'tenant', reasons: [], requestedAt: at(1), expiresAt: at(901) },
+        });
+        const r3 = await started(s3.id);
+
+        expect(await graph.markRunningInterrupted(at(100), [s1.id, s2.id, 'no-such-session'])).toBe(2);
+        expect(await graph.getAction(s1.id, r1.id)).toMatchObject({
+          status: 'interrupted',
+          endedAt: at(100),
+        });
+        expect(await graph.getAction(s2.id, w2.id)).toMatchObject({
+          status: 'interrupted',
+          endedAt: at(100),
+        });
+        expect((await graph.getAction(s3.id, r3.id))?.status).toBe('running');
+        expect(await graph.markRunningInterrupted(at(150), [])).toBe(0);
+        expect(await graph.markRunningInterrupted(at(200), [s1.id])).toBe(0);
+        expect((await graph.getAction(s3.id, r3.id))?.status).toBe('running');
+        expect(await graph.markRunningInterrupted(at(300))).toBe(1);
+        expect(await graph.getAction(s3.id, r3.id)).toMatchObject({
+          status: 'interrupted',
+          endedAt: at(300),
+        });
       });
 
       it('keeps per-session seqs gapless under 200 concurrent start+complete pairs, 4 sessions', async () => {

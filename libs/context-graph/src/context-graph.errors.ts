@@ -104,7 +104,9 @@ export type GraphStoreSetting = 'uri' | 'credentials' | 'database';
 
 /**
  * The graph store could not be used at start-up: unreachable or malformed address (`uri`), refused login
- * (`credentials`) or no such database (`database`). The engine names the matching variable and stops.
+ * (`credentials`) or no such database (`database`). The engine names the matching variable and stops. Also thrown
+ * later by `PostgresOutboxGraph` (setting `uri`) when a read cannot be answered because Neo4j did not catch up
+ * with the outbox in time.
  */
 export class GraphStoreConnectionError extends SwitchyardError {
   readonly code = 'GRAPH_STORE_CONNECTION';

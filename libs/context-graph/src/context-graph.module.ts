@@ -4,6 +4,7 @@ import { SqliteContextGraph } from './embedded/sqlite-context-graph';
 import { Neo4jContextGraph, type Neo4jContextGraphOptions } from './neo4j/neo4j-context-graph';
 import type { OutboxForwarderOptions } from './replication/outbox-forwarder';
 import { ReplicatedContextGraph } from './replication/replicated-context-graph';
+import { PostgresOutboxGraph, type PostgresOutboxGraphOptions } from './postgres/postgres-outbox-graph';
 
 /** The embedded store: one SQLite file next to the engine. */
 export interface EmbeddedContextGraphOptions {
@@ -30,6 +31,16 @@ export interface Neo4jGraphStoreOptions {
   maxBatchSize?: number;
 }
 
+/**
+ * Engine replicas: Neo4j as the store of record behind an outbox in the replicas' shared Postgres (see
+ * `PostgresOutboxGraph`). The store opens its own small pool on `databaseUrl`.
+ */
+export interface PostgresOutboxGraphStoreOptions extends Omit<PostgresOutboxGraphOptions, 'neo4j'> {
+  store: 'postgres-outbox';
+  databaseUrl: string;
+  neo4j: Neo4jContextGraphOptions;
+}
+
 /** A graph built elsewhere (tests, benchmarks); the module still initialises and closes it. */
 export interface InstanceContextGraphOptions {
   store: 'instance';
@@ -38,7 +49,10 @@ export interface InstanceContextGraphOptions {
 
 /** Which store backs the graph; callers of `ContextGraph` do not change with it. */
 export type ContextGraphModuleOptions =
-  EmbeddedContextGraphOptions | Neo4jGraphStoreOptions | InstanceContextGraphOptions;
+  | EmbeddedContextGraphOptions
+  | Neo4jGraphStoreOptions
+  | PostgresOutboxGraphStoreOptions
+  | InstanceContextGraphOptions;
 
 export const CONTEXT_GRAPH_OPTIONS = Symbol('switchyard:context-graph:options');
 
@@ -59,6 +73,14 @@ export function createContextGraph(options: ContextGraphModuleOptions): ContextG
         remote: new Neo4jContextGraph({ maxTransactionRetryTimeMs: 2000, ...options.neo4j }),
         forwarder: options.forwarder,
       });
+    case 'postgres-outbox': {
+      const { store: _store, neo4j, ...rest } = options;
+      return new PostgresOutboxGraph({
+        ...rest,
+        // Short driver retries: the forwarder retries with its own backoff, and a read fails after its timeout.
+        neo4j: new Neo4jContextGraph({ maxTransactionRetryTimeMs: 2000, ...neo4j }),
+      });
+    }
     case 'instance':
       return options.graph;
   }

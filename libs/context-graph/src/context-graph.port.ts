@@ -25,6 +25,9 @@ import type {
  *
  * Contract (every adapter passes `context-graph.contract.ts` unchanged):
  * - Each method resolves only once its writes are durable.
+ * - The refusals documented on the writes are thrown by every adapter except one that acknowledges a write once it
+ *   is durable in an outbox, before applying it (`PostgresOutboxGraph`, the graph of engine replicas): it drops a
+ *   write the graph refuses when applying it, and logs it. The contract runs it with `deferredChecks`.
  * - `recordActionStarted` creates the `Action` node with status `running`, a `HAS_ACTION` edge from the
  *   session and a `NEXT` edge from the session's previous action; actions get a per-session `seq`
  *   (1, 2, …) in the order their starts were recorded.
@@ -197,9 +200,10 @@ export abstract class ContextGraph {
 
   /**
    * Marks actions left `running` or `awaiting_approval` by a crash as `interrupted` (an approval left undecided
-   * keeps no decision); returns how many.
+   * keeps no decision); returns how many. With `sessionIds`, only those sessions' actions (a replica taking over
+   * the sessions of one that died leaves the others' running actions alone); none given: every session's.
    */
-  abstract markRunningInterrupted(endedAt: string): Promise<number>;
+  abstract markRunningInterrupted(endedAt: string, sessionIds?: readonly string[]): Promise<number>;
 
   /**
    * Marks the session ended (deleted or expired). Its records stay: the graph is the audit trail. The first

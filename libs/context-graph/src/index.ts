@@ -21,6 +21,8 @@ export {
   ReplicatedContextGraph,
   type ReplicatedContextGraphOptions,
 } from './replication/replicated-context-graph';
+export { PostgresOutboxGraph, type PostgresOutboxGraphOptions } from './postgres/postgres-outbox-graph';
+export type { PostgresForwarderOptions, PostgresForwarderState } from './postgres/postgres-outbox-forwarder';
 export type {
   OutboxBatch,
   ReplicaAction,

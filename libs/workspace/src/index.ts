@@ -46,6 +46,8 @@ export type {
 } from './checkpoints/checkpoint.types';
 export { isCheckpointId } from './checkpoints/checkpoint-records';
 export { PodCheckpointStore, type PodCheckpointStoreOptions } from './checkpoints/pod-checkpoint-store';
+export { CHECKPOINT_VAULT, CheckpointVault } from './checkpoints/checkpoint-vault';
+export { DiskCheckpointVault } from './checkpoints/disk-checkpoint-vault';
 export { POD_WORKSPACE_IO, PodWorkspaceIo } from './checkpoints/pod-workspace-io';
 export {
   type CheckpointDiff,

@@ -9,6 +9,7 @@ import { type HooksConfig, hooksConfig } from './hooks-env';
 import { type PolicyConfig, policyConfig } from './policy-env';
 import { type KubernetesConfig, kubernetesConfig } from './kubernetes-env';
 import { type SkillsConfig, skillsConfig } from './skills-env';
+import { type StateConfig, stateConfig } from './state-env';
 import { type RedactionConfig, redactionConfig } from './redaction-env';
 import { type SandboxConfig, sandboxConfig } from './sandbox-env';
 import { type StatefulConfig, statefulConfig } from './stateful-env';
@@ -19,6 +20,7 @@ export { ConfigError, type ConfigProblem } from './config-error';
 export type { ContainerTierConfig } from './container-env';
 export { type EngineEnv, ENGINE_ENV_SCHEMAS } from './engine-env';
 export type { GraphConfig } from './graph-env';
+export type { StateConfig } from './state-env';
 export { LOG_LEVELS, type LogFormat, type LogLevel } from './http-env';
 export type { RiskThresholdConfig } from './sandbox-env';
 
@@ -39,6 +41,7 @@ export interface EngineConfig extends HttpConfig {
   hooks: HooksConfig;
   skills: SkillsConfig;
   kubernetes: KubernetesConfig;
+  state: StateConfig;
 }
 
 /**
@@ -68,5 +71,6 @@ export function loadEngineConfig(
     hooks: hooksConfig(parsed, cwd),
     skills: skillsConfig(parsed, cwd),
     kubernetes: kubernetesConfig(parsed, cwd),
+    state: stateConfig(parsed),
   };
 }

@@ -10,6 +10,7 @@ import { HooksEnv } from './hooks-env';
 import { PolicyEnv } from './policy-env';
 import { KubernetesEnv } from './kubernetes-env';
 import { SkillsEnv } from './skills-env';
+import { StateEnv } from './state-env';
 import { RedactionEnv } from './redaction-env';
 import { SandboxEnv } from './sandbox-env';
 import { StatefulEnv } from './stateful-env';
@@ -36,6 +37,7 @@ export const ENGINE_ENV_SCHEMAS = [
   HooksEnv,
   SkillsEnv,
   KubernetesEnv,
+  StateEnv,
 ] as const;
 
 /** The whole environment, parsed. */
@@ -53,7 +55,8 @@ export type EngineEnv = HttpEnv &
   PolicyEnv &
   HooksEnv &
   SkillsEnv &
-  KubernetesEnv;
+  KubernetesEnv &
+  StateEnv;
 
 type NumericVariable = {
   [K in keyof EngineEnv]-?: EngineEnv[K] extends number | undefined ? K : never;
@@ -101,7 +104,30 @@ function crossCheck(env: EngineEnv): ConfigProblem[] {
           },
         ]
       : []),
+    ...replicaConflicts(env),
   ];
+}
+
+/** Replicas share only what every one of them reaches: Neo4j for the graph, the cluster for the sandboxes. */
+function replicaConflicts(env: EngineEnv): ConfigProblem[] {
+  if (env.SWITCHYARD_STATE !== 'postgres') return [];
+  const problems: ConfigProblem[] = [];
+  if (env.SWITCHYARD_GRAPH !== 'neo4j') {
+    problems.push({
+      variable: 'SWITCHYARD_GRAPH',
+      message:
+        "must be neo4j with SWITCHYARD_STATE=postgres: replicas share one graph, and the embedded one is a replica's own file",
+    });
+  }
+  if (env.SWITCHYARD_SANDBOX_BACKEND !== 'kubernetes') {
+    problems.push({
+      variable: 'SWITCHYARD_SANDBOX_BACKEND',
+      message:
+        'must be kubernetes with SWITCHYARD_STATE=postgres: a replica takes over the sessions of one that died, ' +
+        "which needs their sandboxes in a cluster every replica reaches (Docker's are on one host's disk)",
+    });
+  }
+  return problems;
 }
 
 /** Reads and validates every variable. Throws `ConfigError` naming every bad one. */

@@ -1,23 +1,45 @@
 import { Module } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { CLOCK, type Clock } from '@switchyard/common';
 import { SessionsModule } from '../sessions/sessions.module';
+import { SessionsService } from '../sessions/sessions.service';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { PostgresDb } from '../storage/postgres-db';
 import { EventsController } from './events.controller';
+import { SessionEventLog } from './session-event-log';
 import { SessionEvents } from './session-events';
 
-/** Per-session Server-Sent Events with a bounded replay buffer. */
+/** Per-session Server-Sent Events with a bounded replay buffer (kept in Postgres too, with replicas). */
 @Module({
   imports: [SessionsModule],
   controllers: [EventsController],
   providers: [
     {
+      provide: SessionEventLog,
+      useFactory: (
+        config: EngineConfig,
+        ref: ModuleRef,
+        sessions: SessionsService,
+      ): SessionEventLog | null => {
+        if (config.state.store !== 'postgres') return null;
+        const log = new SessionEventLog(ref.get(PostgresDb, { strict: false }), config.actions.eventsBuffer);
+        sessions.onSessionEnd((sessionId) => log.drop(sessionId));
+        return log;
+      },
+      inject: [ENGINE_CONFIG, ModuleRef, SessionsService],
+    },
+    {
       provide: SessionEvents,
-      useFactory: (config: EngineConfig, clock: Clock) =>
-        new SessionEvents(config.actions.eventsBuffer, () => clock.now()),
-      inject: [ENGINE_CONFIG, CLOCK],
+      useFactory: (config: EngineConfig, clock: Clock, log: SessionEventLog | null) =>
+        new SessionEvents(
+          config.actions.eventsBuffer,
+          () => clock.now(),
+          log ? (sessionId, event) => log.append(sessionId, event) : undefined,
+        ),
+      inject: [ENGINE_CONFIG, CLOCK, SessionEventLog],
     },
   ],
-  exports: [SessionEvents],
+  exports: [SessionEvents, SessionEventLog],
 })
 export class EventsModule {}

@@ -48,4 +48,37 @@ describe('SessionEvents', () => {
     expect(b.ended()).toBe(true);
     expect(a.ended()).toBe(false);
   });
+
+  it('hands every event to its sink as published', () => {
+    const seen: Array<[string, number]> = [];
+    const bus = new SessionEvents(2, undefined, (sessionId, event) => seen.push([sessionId, event.id]));
+    bus.publish('s', 'action.started', {});
+    bus.publish('t', 'action.started', {});
+    bus.publish('s', 'action.completed', {});
+    expect(seen).toEqual([
+      ['s', 1],
+      ['t', 1],
+      ['s', 2],
+    ]);
+  });
+
+  it('restores a stream another engine published: its buffer replays, and ids continue after the last', () => {
+    const bus = new SessionEvents(2);
+    const earlier: SessionEvent[] = [5, 6, 7].map((id) => ({
+      id,
+      type: 'action.output',
+      at: '2026-01-01T00:00:00.000Z',
+      data: { id },
+    }));
+    bus.restore('s', earlier);
+    const resumed = bus.subscribe('s', 5, collect().listener);
+    expect(resumed.replay.map((e) => e.id)).toEqual([6, 7]);
+    expect(resumed.missed).toBe(false);
+    expect(bus.publish('s', 'action.started', {}).id).toBe(8);
+    // A stream this engine already has is its own truth.
+    bus.restore('s', []);
+    expect(bus.publish('s', 'action.started', {}).id).toBe(9);
+    bus.restore('empty', []);
+    expect(bus.publish('empty', 'action.started', {}).id).toBe(1);
+  });
 });

@@ -49,7 +49,23 @@ export class SessionEvents {
   constructor(
     private readonly bufferSize: number,
     private readonly now: () => Date = () => new Date(),
+    /** Sees every event as published (replicas keep them in Postgres, so a successor can resume the ids). */
+    private readonly sink?: (sessionId: string, event: SessionEvent) => void,
   ) {}
+
+  /**
+   * Starts a session's stream from events another engine published (a replica taking the session over): they are
+   * the replay buffer, and the next id follows the last. Does nothing for a stream this engine already has.
+   */
+  restore(sessionId: string, events: readonly SessionEvent[]): void {
+    if (this.streams.has(sessionId)) return;
+    const buffer = events.slice(-this.bufferSize);
+    this.streams.set(sessionId, {
+      nextId: (events.at(-1)?.id ?? 0) + 1,
+      buffer,
+      listeners: new Set(),
+    });
+  }
 
   publish(sessionId: string, type: SessionEventType, data: Record<string, unknown>): SessionEvent {
     const stream = this.stream(sessionId);
@@ -57,6 +73,7 @@ export class SessionEvents {
     stream.buffer.push(event);
     if (stream.buffer.length > this.bufferSize)
       stream.buffer.splice(0, stream.buffer.length - this.bufferSize);
+    this.sink?.(sessionId, event);
     for (const listener of stream.listeners) {
       try {
         listener.onEvent(event);

@@ -16,7 +16,9 @@ export const GRAPH_SETTING_VARIABLES: Record<GraphStoreSetting, string[]> = {
 
 /**
  * The graph store for this configuration: the SQLite file in the data dir, either alone (`embedded`) or as
- * the durable outbox in front of Neo4j (`neo4j`). `instance` replaces it (the bench's no-op store).
+ * the durable outbox in front of Neo4j (`neo4j`); with replicas (SWITCHYARD_STATE=postgres), Neo4j behind an outbox
+ * in the shared Postgres, so a record any replica acknowledged outlives it. `instance` replaces it (the bench's
+ * no-op store).
  */
 export function contextGraphOptions(
   config: EngineConfig,
@@ -29,6 +31,9 @@ export function contextGraphOptions(
     case 'embedded':
       return { store: 'embedded', sqlitePath };
     case 'neo4j':
+      if (config.state.store === 'postgres') {
+        return { store: 'postgres-outbox', databaseUrl: config.state.databaseUrl, neo4j: graph.neo4j };
+      }
       return { store: 'neo4j', sqlitePath, neo4j: graph.neo4j };
   }
 }

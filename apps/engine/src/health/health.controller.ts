@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Req } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ApiErrors } from '../http/api-responses';
 import { BrowserRouter } from '@switchyard/browser';
@@ -8,6 +9,7 @@ import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
 import { ApiKeys } from '../http/api-keys';
 import { jsonBody } from '../http/response-schemas';
+import { ReplicaLeases } from '../replicas/replica-leases';
 import type { Request } from 'express';
 
 /** With API keys set, a request without a valid key gets `status` alone: the rest is for operators. */
@@ -25,6 +27,8 @@ export interface HealthResponse {
   };
   /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
   graph?: GraphHealth;
+  /** Where the engine's state is (SWITCHYARD_STATE); with replicas, this one's id and how many hold a lease. */
+  state?: { store: 'sqlite' | 'postgres'; replica?: string; replicas?: number };
 }
 
 /** Every execution tier's availability: the sandbox tiers' and the browser's. */
@@ -44,6 +48,7 @@ export class HealthController {
     private readonly browser: BrowserRouter,
     private readonly graph: ContextGraph,
     private readonly keys: ApiKeys,
+    private readonly ref: ModuleRef,
   ) {}
 
   @Get()
@@ -67,7 +72,15 @@ export class HealthController {
       backend: this.backend(tiers),
       tiers,
       graph: await this.graph.health(),
+      state: await this.state(),
     };
+  }
+
+  private async state(): Promise<NonNullable<HealthResponse['state']>> {
+    if (this.config.state.store === 'sqlite') return { store: 'sqlite' };
+    const leases = this.ref.get(ReplicaLeases, { strict: false });
+    const live = await leases.live().catch(() => undefined);
+    return { store: 'postgres', replica: leases.replicaId, ...(live && { replicas: live.length }) };
   }
 
   /** The backend of the container tiers and its readiness as the pooled tier found it (Docker's daemon, the cluster). */

@@ -75,6 +75,15 @@ const HEALTH_SCHEMA: SchemaObject = object(
       },
       'The context graph store',
     ),
+    state: object(
+      ['store'],
+      {
+        store: { type: 'string', enum: ['sqlite', 'postgres'], description: 'SWITCHYARD_STATE' },
+        replica: { type: 'string', description: 'Replicas: this replica’s id (its pods’ engine label)' },
+        replicas: { type: 'integer', description: 'Replicas: how many hold a lease now, this one included' },
+      },
+      "Where the engine's shared state is kept",
+    ),
   },
   'Alive; with a valid key (or none configured), the tiers this engine can use and its graph store',
 );

@@ -58,7 +58,7 @@ export class BeforeHooks {
         createdAt: now,
         updatedAt: now,
       };
-      this.deliveries.insert(delivery);
+      await this.deliveries.insert(delivery);
       const body = JSON.stringify({
         event: 'action.before',
         deliveryId: delivery.id,
@@ -87,7 +87,7 @@ export class BeforeHooks {
       delivery.updatedAt = this.clock.now().toISOString();
       if (!answer) {
         delivery.status = 'failed';
-        this.deliveries.update(delivery);
+        await this.deliveries.update(delivery);
         this.logger.warn({
           msg: 'before-hook failed',
           hook: hook.name,
@@ -111,7 +111,7 @@ export class BeforeHooks {
       delivery.status = 'delivered';
       delivery.decision = answer.decision === 'deny' ? 'deny' : 'allow';
       delete delivery.lastError;
-      this.deliveries.update(delivery);
+      await this.deliveries.update(delivery);
       if (
         isRecord(answer.annotations) &&
         Buffer.byteLength(JSON.stringify(answer.annotations)) <= MAX_ANNOTATION_BYTES

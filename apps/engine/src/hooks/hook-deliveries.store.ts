@@ -1,6 +1,3 @@
-import { Injectable } from '@nestjs/common';
-import type { DatabaseSync } from 'node:sqlite';
-import { EngineDb } from '../storage/engine-db';
 import type { HookPhase } from './hook-file';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'dropped'] as const;
@@ -28,151 +25,48 @@ export interface HookDelivery {
   nextAttemptAt?: string;
 }
 
-interface Row {
-  id: string;
-  hook: string;
-  phase: string;
-  action_id: string;
-  session_id: string;
-  tenant: string;
-  status: string;
-  attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  decision: string | null;
-  created_at: string;
-  updated_at: string;
-  next_attempt_at: string | null;
-  payload: string | null;
+/** A pending after-hook delivery with the body it sends. */
+export interface PendingDelivery {
+  delivery: HookDelivery;
+  payload: string;
 }
 
-const toDelivery = (r: Row): HookDelivery => ({
-  id: r.id,
-  hook: r.hook,
-  phase: r.phase as HookPhase,
-  actionId: r.action_id,
-  sessionId: r.session_id,
-  tenant: r.tenant,
-  status: r.status as DeliveryStatus,
-  attempts: r.attempts,
-  ...(r.last_status !== null && { lastStatus: r.last_status }),
-  ...(r.last_error !== null && { lastError: r.last_error }),
-  ...(r.decision !== null && { decision: r.decision as 'allow' | 'deny' }),
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  ...(r.next_attempt_at !== null && { nextAttemptAt: r.next_attempt_at }),
-});
-
 /**
- * Hook deliveries in the engine's SQLite file: every attempt's outcome, and the body of each after-hook delivery
- * still pending, so an engine that stops (or crashes) delivers it at its next start.
+ * Hook deliveries: every attempt's outcome, and the body of each after-hook delivery still pending, so that what an
+ * engine leaves pending (a stop, a crash) is delivered by another. Adapters, chosen by SWITCHYARD_STATE:
+ * `SqliteHookDeliveryStore` (engine.db: one engine, which resumes at its next start what it left) and
+ * `PostgresHookDeliveryStore` (shared by the replicas: each row is claimed by the replica that delivers it, and a
+ * live replica adopts the pending rows of one that died). Listings show every replica's deliveries.
  */
-@Injectable()
-export class HookDeliveryStore {
-  private readonly db: DatabaseSync;
+export abstract class HookDeliveryStore {
+  /** Records a new delivery, claimed by this engine; `payload` (an after-hook's body) is kept while it is pending. */
+  abstract insert(delivery: HookDelivery, payload?: string): Promise<void>;
 
-  constructor(file: EngineDb) {
-    this.db = file.db;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS hook_deliveries (
-        id TEXT PRIMARY KEY,
-        hook TEXT NOT NULL,
-        phase TEXT NOT NULL,
-        action_id TEXT NOT NULL,
-        session_id TEXT NOT NULL,
-        tenant TEXT NOT NULL,
-        status TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        last_status INTEGER,
-        last_error TEXT,
-        decision TEXT,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        next_attempt_at TEXT,
-        payload TEXT
-      ) STRICT;
-      CREATE INDEX IF NOT EXISTS hook_deliveries_action ON hook_deliveries (session_id, action_id);
-      CREATE INDEX IF NOT EXISTS hook_deliveries_pending ON hook_deliveries (status, created_at);
-    `);
-  }
+  /**
+   * Records an attempt's outcome; a delivery that ended (not pending) drops its body. False, and nothing written,
+   * when the delivery is no longer this engine's (another replica adopted it): this engine stops delivering it.
+   */
+  abstract update(delivery: HookDelivery): Promise<boolean>;
 
-  insert(d: HookDelivery, payload?: string): void {
-    this.db
-      .prepare(
-        `INSERT INTO hook_deliveries (id, hook, phase, action_id, session_id, tenant, status, attempts, created_at,
-           updated_at, next_attempt_at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        d.id,
-        d.hook,
-        d.phase,
-        d.actionId,
-        d.sessionId,
-        d.tenant,
-        d.status,
-        d.attempts,
-        d.createdAt,
-        d.updatedAt,
-        d.nextAttemptAt ?? null,
-        payload ?? null,
-      );
-  }
+  /**
+   * The pending after-hook deliveries this engine delivers, with their bodies, oldest first: in engine.db all of them
+   * (the file is one engine's, whose id changes at each start), in Postgres those this replica claims.
+   */
+  abstract pending(): Promise<PendingDelivery[]>;
 
-  /** Records an attempt's outcome; a delivery that ended (not pending) drops its body. */
-  update(d: HookDelivery): void {
-    this.db
-      .prepare(
-        `UPDATE hook_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, decision = ?,
-           updated_at = ?, next_attempt_at = ?, payload = CASE WHEN ? = 'pending' THEN payload ELSE NULL END
-         WHERE id = ?`,
-      )
-      .run(
-        d.status,
-        d.attempts,
-        d.lastStatus ?? null,
-        d.lastError ?? null,
-        d.decision ?? null,
-        d.updatedAt,
-        d.nextAttemptAt ?? null,
-        d.status,
-        d.id,
-      );
-  }
+  /**
+   * Claims for this engine the pending after-hook deliveries of `replica` (one that died), in one statement: of
+   * replicas adopting at once, each delivery goes to exactly one. Answers them oldest first. In engine.db, nothing
+   * (there are no other replicas).
+   */
+  abstract adoptFrom(replica: string): Promise<PendingDelivery[]>;
 
-  /** After-hook deliveries left pending (with their bodies), oldest first. */
-  pending(): { delivery: HookDelivery; payload: string }[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM hook_deliveries WHERE status = 'pending' AND payload IS NOT NULL ORDER BY created_at, id`,
-      )
-      .all() as unknown as Row[];
-    return rows.map((r) => ({ delivery: toDelivery(r), payload: r.payload! }));
-  }
-
-  forAction(sessionId: string, actionId: string): HookDelivery[] {
-    const rows = this.db
-      .prepare('SELECT * FROM hook_deliveries WHERE session_id = ? AND action_id = ? ORDER BY created_at, id')
-      .all(sessionId, actionId) as unknown as Row[];
-    return rows.map(toDelivery);
-  }
+  /** An action's deliveries, oldest first. */
+  abstract forAction(sessionId: string, actionId: string): Promise<HookDelivery[]>;
 
   /** The latest deliveries, newest first: of one tenant, or of all. */
-  recent(limit: number, tenant?: string): HookDelivery[] {
-    const rows = (tenant === undefined
-      ? this.db.prepare('SELECT * FROM hook_deliveries ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)
-      : this.db
-          .prepare('SELECT * FROM hook_deliveries WHERE tenant = ? ORDER BY created_at DESC, id DESC LIMIT ?')
-          .all(tenant, limit)) as unknown as Row[];
-    return rows.map(toDelivery);
-  }
+  abstract recent(limit: number, tenant?: string): Promise<HookDelivery[]>;
 
   /** Deliveries of each hook by status. */
-  counts(): Map<string, Partial<Record<DeliveryStatus, number>>> {
-    const rows = this.db
-      .prepare('SELECT hook, status, COUNT(*) AS n FROM hook_deliveries GROUP BY hook, status')
-      .all() as { hook: string; status: DeliveryStatus; n: number }[];
-    const counts = new Map<string, Partial<Record<DeliveryStatus, number>>>();
-    for (const r of rows) counts.set(r.hook, { ...counts.get(r.hook), [r.status]: Number(r.n) });
-    return counts;
-  }
+  abstract counts(): Promise<Map<string, Partial<Record<DeliveryStatus, number>>>>;
 }

@@ -51,9 +51,9 @@ export class HooksController {
   })
   @ApiOkResponse({ description: 'The hooks', ...jsonBody('HookList') })
   @ApiErrors(403)
-  list(@Caller() caller: Principal): { hooks: HookView[]; backlog: number } {
+  async list(@Caller() caller: Principal): Promise<{ hooks: HookView[]; backlog: number }> {
     this.mustOperate(caller);
-    const counts = this.store.counts();
+    const counts = await this.store.counts();
     return {
       hooks: this.config.hooks.hooks.map((h) => ({
         name: h.name,
@@ -80,13 +80,13 @@ export class HooksController {
   })
   @ApiOkResponse({ description: 'Deliveries, newest first', ...jsonBody('HookDeliveryList') })
   @ApiErrors(400)
-  deliveries(
+  async deliveries(
     @Caller() caller: Principal,
     @Query() query: Record<string, unknown>,
-  ): { deliveries: HookDelivery[] } {
+  ): Promise<{ deliveries: HookDelivery[] }> {
     const { limit } = validateDto(HookDeliveriesQuery, query);
     return {
-      deliveries: this.store.recent(limit ?? 100, caller.admin ? undefined : caller.tenant),
+      deliveries: await this.store.recent(limit ?? 100, caller.admin ? undefined : caller.tenant),
     };
   }
 
@@ -94,13 +94,13 @@ export class HooksController {
   @ApiOperation({ summary: 'How the hooks were told of one action: each delivery, its attempts and outcome' })
   @ApiOkResponse({ description: 'The action’s deliveries, oldest first', ...jsonBody('HookDeliveryList') })
   @ApiErrors(404)
-  forAction(
+  async forAction(
     @Caller() caller: Principal,
     @Param('sessionId') sessionId: string,
     @Param('actionId') actionId: string,
-  ): { deliveries: HookDelivery[] } {
+  ): Promise<{ deliveries: HookDelivery[] }> {
     this.sessions.get(caller.tenant, sessionId);
-    return { deliveries: this.store.forAction(sessionId, actionId) };
+    return { deliveries: await this.store.forAction(sessionId, actionId) };
   }
 
   private mustOperate(caller: Principal): void {

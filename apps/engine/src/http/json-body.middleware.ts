@@ -51,6 +51,11 @@ function hasBody(req: Request): boolean {
  * A body of another media type or charset is refused rather than ignored. Body-parser's errors never reach Nest's
  * filters, so every refusal is answered here, in the format of every other error.
  */
+/** A request whose JSON body was read: its bytes as sent, kept for a replica to forward them unchanged. */
+export interface RawBodyRequest extends Request {
+  rawBody?: Buffer;
+}
+
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
   const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
   const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
@@ -99,6 +104,7 @@ export function installJsonBody(app: INestApplication, maxBodyBytes: number): vo
         return;
       }
       try {
+        (req as RawBodyRequest).rawBody = req.body;
         req.body = parseBody(req.body);
       } catch (problem) {
         if (!(problem instanceof JsonInputProblem)) return next(problem);

@@ -103,7 +103,41 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
   });
   document.components = { ...document.components, schemas };
+  if (engine.state.store === 'postgres') documentReplicaErrors(document);
   return document;
+}
+
+/** Paths whose requests a replica may forward to the replica serving the session (`replicas/session-forwarding.ts`). */
+const FORWARDED = /^\/v1\/sessions\/\{sessionId\}|^\/v1\/tools$|^\/mcp$/;
+
+/**
+ * With replicas, a forwarded request can also answer 503 (the serving replica is being taken over: retry after
+ * `Retry-After`) and 502 (it failed while handling the request); `GET /v1/approvals` asks every replica (503 when
+ * they cannot be listed). Added to the operations that can answer them, where not documented already.
+ */
+function documentReplicaErrors(document: OpenAPIObject): void {
+  const error = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: { $ref: `${SCHEMAS}${ERROR_RESPONSE}` } } },
+  });
+  for (const [route, item] of Object.entries(document.paths)) {
+    const forwarded = FORWARDED.test(route);
+    if (!forwarded && route !== '/v1/approvals') continue;
+    for (const method of ['get', 'post', 'put', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      operation.responses['503'] ??= error(
+        'Replicas: the replica serving the session is changing or being taken over (`REPLICA_UNAVAILABLE`, ' +
+          '`REPLICA_MOVED`), or the shared state cannot be read: retry after `Retry-After` seconds',
+      );
+      if (forwarded) {
+        operation.responses['502'] ??= error(
+          'Replicas: the replica serving the session failed while handling the request (`REPLICA_FAILED`); an ' +
+            'action it started ends `interrupted`: retry with the same Idempotency-Key',
+        );
+      }
+    }
+  }
 }
 
 /** Serves the OpenAPI document at /docs (UI) and /docs-json; returns it. */

@@ -1,6 +1,16 @@
 import { Module } from '@nestjs/common';
+import { stateStore } from '../storage/storage.module';
 import { IdempotencyService } from './idempotency.service';
+import { IdempotencyStore } from './idempotency.store';
+import { PostgresIdempotencyStore } from './postgres-idempotency.store';
+import { SqliteIdempotencyStore } from './sqlite-idempotency.store';
 
-/** `Idempotency-Key` answers, kept in the engine's SQLite file. */
-@Module({ providers: [IdempotencyService], exports: [IdempotencyService] })
+/** `Idempotency-Key` answers, kept in the configured state store (engine.db, or Postgres shared by the replicas). */
+@Module({
+  providers: [
+    stateStore(IdempotencyStore, { sqlite: SqliteIdempotencyStore, postgres: PostgresIdempotencyStore }),
+    IdempotencyService,
+  ],
+  exports: [IdempotencyService],
+})
 export class IdempotencyModule {}

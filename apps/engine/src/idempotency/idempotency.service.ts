@@ -1,11 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK, type Clock, InvalidInputError, SwitchyardError } from '@switchyard/common';
 import type { Response } from 'express';
 import { createHash } from 'node:crypto';
-import type { DatabaseSync } from 'node:sqlite';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
-import { EngineDb } from '../storage/engine-db';
+import { IdempotencyStore } from './idempotency.store';
 
 /** The key was used before with a different request. */
 export class IdempotencyKeyReusedError extends SwitchyardError {
@@ -30,37 +29,43 @@ export function sendIdempotentStatus<T>(res: Response, answer: IdempotentAnswer<
 /** A key the engine takes: 1–255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/** What tells two requests under one key apart: method, path and body. */
+export function requestHash(request: { method: string; path: string; body: unknown }): string {
+  return createHash('sha256')
+    .update(`${request.method} ${request.path}\n${JSON.stringify(request.body ?? null)}`)
+    .digest('hex');
+}
+
+/** Pauses between a waiting request's looks at a key another replica runs: doubling from the first to the last. */
+const POLL_FIRST_MS = 20;
+const POLL_MAX_MS = 500;
+/** How long a claim lives unrenewed with one engine (no replica can take it over, so it only bounds the sweep). */
+const SINGLE_ENGINE_CLAIM_MS = 60_000;
+
 /**
- * `Idempotency-Key` support: the first answer to a (tenant, key) is stored in the engine's SQLite file and returned
- * again for a repeat of the same request, without running it again, for `ttlSeconds`. A repeat with another body
- * (or on another endpoint) is refused with 422. A repeat that arrives while the first is still running waits for it.
+ * `Idempotency-Key` support: the first answer to a (tenant, key) is stored and returned again for a repeat of the
+ * same request, without running it again, for `ttlSeconds`. A repeat with another body (or on another endpoint) is
+ * refused with 422. A repeat that arrives while the first is still running waits for it: in memory on the same
+ * engine; across replicas by asking the store again, with pauses, until the first is answered, or released (then
+ * the repeat runs), or its claim goes unrenewed for the replica lease (its replica died: the repeat takes it over).
  * Only successful answers are kept: a refused request (4xx) may be corrected and sent again under the same key.
  */
 @Injectable()
 export class IdempotencyService {
-  private readonly db: DatabaseSync;
+  private readonly logger = new Logger('Idempotency');
   private readonly inProgress = new Map<string, { hash: string; answer: Promise<IdempotentAnswer> }>();
   private readonly ttlMs: number;
+  /** A claim not renewed for this long was left by a replica that died. */
+  private readonly claimTimeoutMs: number;
   private lastSweep = 0;
 
   constructor(
     @Inject(ENGINE_CONFIG) config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
-    file: EngineDb,
+    private readonly store: IdempotencyStore,
   ) {
-    this.db = file.db;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS idempotency (
-        tenant TEXT NOT NULL,
-        key TEXT NOT NULL,
-        request_hash TEXT NOT NULL,
-        status_code INTEGER NOT NULL,
-        body TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (tenant, key)
-      ) STRICT, WITHOUT ROWID;
-    `);
     this.ttlMs = config.actions.idempotencyTtlSeconds * 1000;
+    this.claimTimeoutMs = config.state.store === 'postgres' ? config.state.leaseMs : SINGLE_ENGINE_CLAIM_MS;
   }
 
   /** Runs `handler` once per (tenant, key); without a key it just runs it. */
@@ -77,24 +82,15 @@ export class IdempotencyService {
         'the Idempotency-Key header must be 1–255 visible ASCII characters',
       );
     }
-    const hash = createHash('sha256')
-      .update(`${request.method} ${request.path}\n${JSON.stringify(request.body ?? null)}`)
-      .digest('hex');
+    const hash = requestHash(request);
     const id = `${tenant}\n${key}`;
     const running = this.inProgress.get(id);
     if (running) {
       this.assertSame(running.hash, hash, key);
       return { ...((await running.answer) as IdempotentAnswer<T>), replayed: true };
     }
-    const stored = this.lookup(tenant, key);
-    if (stored) {
-      this.assertSame(stored.request_hash, hash, key);
-      return { statusCode: stored.status_code, body: JSON.parse(stored.body) as T, replayed: true };
-    }
-    const answer = handler().then((a) => {
-      if (a.statusCode < 300) this.store(tenant, key, hash, a.statusCode, a.body);
-      return { ...a, replayed: false };
-    });
+    // In the map before the first await, so a repeat on this engine waits for this one instead of claiming too.
+    const answer = this.claimAndRun(tenant, key, hash, handler);
     this.inProgress.set(id, { hash, answer });
     try {
       return await answer;
@@ -103,41 +99,96 @@ export class IdempotencyService {
     }
   }
 
+  private async claimAndRun<T>(
+    tenant: string,
+    key: string,
+    hash: string,
+    handler: () => Promise<{ statusCode: number; body: T }>,
+  ): Promise<IdempotentAnswer<T>> {
+    let pause = POLL_FIRST_MS;
+    for (;;) {
+      const now = this.clock.now().getTime();
+      const claim = await this.store.claim({
+        tenant,
+        key,
+        requestHash: hash,
+        now,
+        expiredAt: now - this.ttlMs,
+        staleAt: now - this.claimTimeoutMs,
+      });
+      switch (claim.state) {
+        case 'claimed':
+          return this.runClaimed(tenant, key, hash, claim.token, handler);
+        case 'answered':
+          this.assertSame(claim.requestHash, hash, key);
+          return { statusCode: claim.statusCode, body: claim.body as T, replayed: true };
+        case 'running':
+          this.assertSame(claim.requestHash, hash, key);
+          await new Promise((resolve) => setTimeout(resolve, pause));
+          pause = Math.min(pause * 2, POLL_MAX_MS);
+      }
+    }
+  }
+
+  /** Runs the request under its claim, renewed meanwhile; keeps a successful answer, else gives the key up. */
+  private async runClaimed<T>(
+    tenant: string,
+    key: string,
+    hash: string,
+    token: string,
+    handler: () => Promise<{ statusCode: number; body: T }>,
+  ): Promise<IdempotentAnswer<T>> {
+    const renewal = setInterval(() => {
+      this.store.renew(tenant, key, token, this.clock.now().getTime()).then(
+        (held) => {
+          if (!held) this.logger.warn({ msg: 'idempotency claim lost while its request runs', tenant, key });
+        },
+        (error: unknown) =>
+          this.logger.warn({ msg: 'cannot renew an idempotency claim', tenant, key, error: String(error) }),
+      );
+    }, this.claimTimeoutMs / 3);
+    renewal.unref();
+    let answer: { statusCode: number; body: T };
+    try {
+      answer = await handler();
+    } catch (error) {
+      clearInterval(renewal);
+      await this.release(tenant, key, token);
+      throw error;
+    }
+    clearInterval(renewal);
+    if (answer.statusCode >= 300) {
+      await this.release(tenant, key, token);
+      return { ...answer, replayed: false };
+    }
+    const now = this.clock.now().getTime();
+    await this.store.put(tenant, key, token, { requestHash: hash, ...answer }, now);
+    // Expired keys (and claims abandoned as long) go in passing, at most once a minute.
+    if (now - this.lastSweep > 60_000) {
+      this.lastSweep = now;
+      const expiredAt = now - this.ttlMs;
+      this.store
+        .sweep(expiredAt, Math.min(expiredAt, now - this.claimTimeoutMs))
+        .catch((error: unknown) =>
+          this.logger.warn({ msg: 'cannot sweep expired idempotency keys', error: String(error) }),
+        );
+    }
+    return { ...answer, replayed: false };
+  }
+
+  /** Gives the key up; a failure only leaves the claim to expire (logged, never thrown over the request's own). */
+  private async release(tenant: string, key: string, token: string): Promise<void> {
+    await this.store.release(tenant, key, token).catch((error: unknown) => {
+      this.logger.warn({ msg: 'cannot release an idempotency claim', tenant, key, error: String(error) });
+    });
+  }
+
   private assertSame(storedHash: string, hash: string, key: string): void {
     if (storedHash !== hash) {
       throw new IdempotencyKeyReusedError(
         `Idempotency-Key "${key}" was already used with a different request; use a new key for a new request`,
         { field: 'Idempotency-Key' },
       );
-    }
-  }
-
-  private lookup(
-    tenant: string,
-    key: string,
-  ): { request_hash: string; status_code: number; body: string } | undefined {
-    const row = this.db
-      .prepare(
-        'SELECT request_hash, status_code, body, created_at FROM idempotency WHERE tenant = ? AND key = ?',
-      )
-      .get(tenant, key) as
-      { request_hash: string; status_code: number; body: string; created_at: number } | undefined;
-    return row && row.created_at > this.clock.now().getTime() - this.ttlMs ? row : undefined;
-  }
-
-  private store(tenant: string, key: string, hash: string, statusCode: number, body: unknown): void {
-    const now = this.clock.now().getTime();
-    this.db
-      .prepare(
-        `INSERT INTO idempotency (tenant, key, request_hash, status_code, body, created_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (tenant, key) DO UPDATE SET request_hash = excluded.request_hash,
-           status_code = excluded.status_code, body = excluded.body, created_at = excluded.created_at`,
-      )
-      .run(tenant, key, hash, statusCode, JSON.stringify(body), now);
-    // Expired keys go in passing, at most once a minute.
-    if (now - this.lastSweep > 60_000) {
-      this.lastSweep = now;
-      this.db.prepare('DELETE FROM idempotency WHERE created_at <= ?').run(now - this.ttlMs);
     }
   }
 }

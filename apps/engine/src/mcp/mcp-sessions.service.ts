@@ -118,7 +118,8 @@ export class McpSessions implements OnModuleInit, BeforeApplicationShutdown {
     const server = this.servers.create(tenant, engine.id);
     let opened: McpSession | undefined;
     const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      // `<engine session>.<uuid>`: any replica can tell which engine session, so which replica, an MCP session is on.
+      sessionIdGenerator: () => `${engine.id}.${randomUUID()}`,
       onsessioninitialized: (id) => {
         opened = {
           id,

@@ -8,6 +8,8 @@ import {
 import { type ActionResult, CLOCK, type Clock, NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
 import { randomBytes } from 'node:crypto';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
 import { ActionQueueFullError } from '../actions/action-scheduler';
 import type { WorkspaceSteps } from '../actions/action-checkpoints';
 import { ExecutionEngine, type SubmittedAction } from '../actions/execution-engine.service';
@@ -55,6 +57,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
   private readonly runs = new Map<string, PlanRun>();
 
   constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly engine: ExecutionEngine,
     private readonly sessions: SessionsService,
@@ -66,8 +69,22 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     private readonly checkpoints: SessionCheckpoints,
   ) {}
 
-  onModuleInit(): void {
-    for (const plan of this.store.running()) {
+  async onModuleInit(): Promise<void> {
+    // With replicas, the plans left running are those of a replica that died, ended when its sessions are taken over.
+    if (this.config.state.store === 'sqlite') await this.interruptLeftRunning();
+    this.sessions.onSessionEnd(async (sessionId) => {
+      const runs = [...this.runs.values()].filter((r) => r.plan.sessionId === sessionId);
+      await Promise.all(runs.map((r) => this.stop(r, 'session ended')));
+    });
+  }
+
+  /**
+   * Ends as `interrupted` the plans stored as running that no one runs here: all of them (after a stop), or those of
+   * `sessionIds` (the sessions of a replica that died). Their running steps are cancelled. Returns how many.
+   */
+  async interruptLeftRunning(sessionIds?: readonly string[]): Promise<number> {
+    const left = (await this.store.running(sessionIds)).filter((p) => !this.runs.has(p.id));
+    for (const plan of left) {
       for (const step of plan.steps) {
         if (step.status === 'running') {
           step.status = 'cancelled';
@@ -76,10 +93,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       }
       this.finish(plan, 'interrupted');
     }
-    this.sessions.onSessionEnd(async (sessionId) => {
-      const runs = [...this.runs.values()].filter((r) => r.plan.sessionId === sessionId);
-      await Promise.all(runs.map((r) => this.stop(r, 'session ended')));
-    });
+    await Promise.all(left.map((p) => this.recorder.flushed(p.id)));
+    return left.length;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -90,8 +105,11 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     await this.recorder.flushAll();
   }
 
-  /** Validates the whole plan (400 naming the steps at fault, nothing runs), records it and starts it. */
-  create(session: Session, spec: PlanSpec): Plan {
+  /**
+   * Validates the whole plan (400 naming the steps at fault, nothing runs), stores it (a plan that cannot be stored
+   * never starts) and starts it.
+   */
+  async create(session: Session, spec: PlanSpec): Promise<Plan> {
     validateSteps(this.engine, session, spec.steps, new Set());
     const now = this.now();
     const plan: Plan = {
@@ -107,7 +125,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       updatedAt: now,
       steps: spec.steps.map((s) => this.toStep(s, 1, spec.checkpoints)),
     };
-    this.recorder.save(plan);
+    await this.recorder.save(plan);
     const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
     this.runs.set(plan.id, run);
     this.events.publish(session.id, 'plan.started', { planId: plan.id, steps: plan.steps.map((s) => s.id) });
@@ -115,16 +133,16 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     return plan;
   }
 
-  get(session: Session, planId: string): Plan {
-    const plan = this.runs.get(planId)?.plan ?? this.store.get(planId);
+  async get(session: Session, planId: string): Promise<Plan> {
+    const plan = this.runs.get(planId)?.plan ?? (await this.store.get(planId));
     if (!plan || plan.sessionId !== session.id) {
       throw new NotFoundError(`plan ${planId} not found in session ${session.id}`, { planId });
     }
     return plan;
   }
 
-  list(session: Session): Plan[] {
-    return this.store.listBySession(session.id).map((p) => this.runs.get(p.id)?.plan ?? p);
+  async list(session: Session): Promise<Plan[]> {
+    return (await this.store.listBySession(session.id)).map((p) => this.runs.get(p.id)?.plan ?? p);
   }
 
   /**
@@ -137,7 +155,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     steps: PlanStepSpec[],
     options: { restoreTo?: string } = {},
   ): Promise<Plan> {
-    const plan = this.get(session, planId);
+    const plan = await this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || (plan.status !== 'running' && plan.status !== 'needs_replan')) {
       throw new PlanStateError(
@@ -181,7 +199,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
 
   /** Stops the plan: running steps' actions are cancelled, pending steps never start. */
   async cancel(session: Session, planId: string): Promise<Plan> {
-    const plan = this.get(session, planId);
+    const plan = await this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || plan.status === 'succeeded' || plan.status === 'cancelled' || plan.status === 'interrupted') {
       throw new PlanStateError(`plan ${planId} already ended (${plan.status})`, {
@@ -463,9 +481,10 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     });
   }
 
+  /** Saves the plan as it is now, without waiting: saves land in order, and a failure is logged by the recorder. */
   private touch(plan: Plan): void {
     plan.updatedAt = this.now();
-    this.recorder.save(plan);
+    void this.recorder.save(plan);
   }
 
   private wake(run: PlanRun): void {

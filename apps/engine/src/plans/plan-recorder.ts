@@ -4,23 +4,38 @@ import { type Plan, toPlanGraphRecord } from './plan.model';
 import { PlanStore } from './plan.store';
 
 /**
- * Keeps each plan's current state in two places: the engine's store (so `GET …/plans/:id` survives a restart) and the
- * context graph (Plan and Step nodes). Graph writes of one plan land in order, each after the one before it.
+ * Keeps each plan's current state in two places: the engine's store (so `GET …/plans/:id` survives a restart and
+ * answers on every replica) and the context graph (Plan and Step nodes). Writes of one plan land in order in each,
+ * each after the one before it (the store orders its own saves).
  */
 @Injectable()
 export class PlanRecorder {
   private readonly logger = new Logger('Plan');
   /** Per plan, the last graph write queued. */
   private readonly graphWrites = new Map<string, Promise<void>>();
+  /** Per plan, the last store save made (failures already logged). */
+  private readonly storeWrites = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: PlanStore,
     private readonly graph: ContextGraph,
   ) {}
 
-  /** Persists the plan as it is now; the graph snapshot is taken now and written after earlier ones. */
-  save(plan: Plan): void {
-    this.store.save(plan);
+  /**
+   * Persists the plan as it is now: both snapshots are taken now and written after earlier ones. Resolves once the
+   * store has it; rejects when the store refused it (a caller that does not wait may ignore that: it is logged here).
+   */
+  save(plan: Plan): Promise<void> {
+    const stored = this.store.save(plan);
+    const logged = stored.catch((error: unknown) => {
+      this.logger.error({
+        msg: 'cannot store the plan',
+        planId: plan.id,
+        sessionId: plan.sessionId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
+    this.track(this.storeWrites, plan.id, logged);
     const record = toPlanGraphRecord(plan);
     const previous = this.graphWrites.get(plan.id) ?? Promise.resolve();
     const write = previous
@@ -33,20 +48,25 @@ export class PlanRecorder {
           sessionId: plan.sessionId,
           error: error instanceof Error ? error.message : String(error),
         });
-      })
-      .finally(() => {
-        if (this.graphWrites.get(plan.id) === write) this.graphWrites.delete(plan.id);
       });
-    this.graphWrites.set(plan.id, write);
+    this.track(this.graphWrites, plan.id, write);
+    return stored;
   }
 
-  /** Resolves once the plan's last snapshot is in the graph. */
+  /** Resolves once the plan's last snapshot is in the store and in the graph. */
   async flushed(planId: string): Promise<void> {
-    await this.graphWrites.get(planId);
+    await Promise.all([this.storeWrites.get(planId), this.graphWrites.get(planId)]);
   }
 
-  /** Resolves once every queued snapshot is in the graph (the graph closes after the engine's shutdown hooks). */
+  /** Resolves once every queued snapshot is stored and in the graph (both close after the engine's shutdown hooks). */
   async flushAll(): Promise<void> {
-    await Promise.all([...this.graphWrites.values()]);
+    await Promise.all([...this.storeWrites.values(), ...this.graphWrites.values()]);
+  }
+
+  private track(writes: Map<string, Promise<void>>, planId: string, write: Promise<void>): void {
+    writes.set(planId, write);
+    void write.finally(() => {
+      if (writes.get(planId) === write) writes.delete(planId);
+    });
   }
 }

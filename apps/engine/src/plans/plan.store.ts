@@ -1,53 +1,25 @@
-import { Injectable } from '@nestjs/common';
-import type { DatabaseSync } from 'node:sqlite';
-import { EngineDb } from '../storage/engine-db';
 import type { Plan } from './plan.model';
 
-/** Plans as JSON documents in the engine's SQLite file, so `GET …/plans/:id` survives a restart. */
-@Injectable()
-export class PlanStore {
-  private readonly db: DatabaseSync;
+/**
+ * Where plans are kept, so `GET …/plans/:id` survives a restart and, with replicas, answers on any of them. Adapters:
+ * `SqlitePlanStore` (engine.db) and `PostgresPlanStore` (shared by the replicas), chosen by SWITCHYARD_STATE.
+ */
+export abstract class PlanStore {
+  /**
+   * Stores the plan as it is at the call (later changes to the object are not part of this save). Saves of one plan
+   * land in the order they were called, so the last one called is the one kept. Resolves once it is stored; a store
+   * that is closed (a plan settling during shutdown) skips it.
+   */
+  abstract save(plan: Plan): Promise<void>;
 
-  constructor(private readonly file: EngineDb) {
-    this.db = file.db;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS plans (
-        id TEXT PRIMARY KEY,
-        session_id TEXT NOT NULL,
-        status TEXT NOT NULL,
-        doc TEXT NOT NULL
-      ) STRICT;
-      CREATE INDEX IF NOT EXISTS plans_session ON plans(session_id);
-    `);
-  }
+  abstract get(id: string): Promise<Plan | undefined>;
 
-  save(plan: Plan): void {
-    if (!this.file.isOpen) return;
-    this.db
-      .prepare(
-        `INSERT INTO plans (id, session_id, status, doc) VALUES (?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc`,
-      )
-      .run(plan.id, plan.sessionId, plan.status, JSON.stringify(plan));
-  }
+  /** The session's plans, oldest first. */
+  abstract listBySession(sessionId: string): Promise<Plan[]>;
 
-  get(id: string): Plan | undefined {
-    const row = this.db.prepare('SELECT doc FROM plans WHERE id = ?').get(id) as { doc: string } | undefined;
-    return row && (JSON.parse(row.doc) as Plan);
-  }
-
-  listBySession(sessionId: string): Plan[] {
-    return (
-      this.db.prepare('SELECT doc FROM plans WHERE session_id = ? ORDER BY rowid').all(sessionId) as {
-        doc: string;
-      }[]
-    ).map((r) => JSON.parse(r.doc) as Plan);
-  }
-
-  /** Plans left `running` by a stop. */
-  running(): Plan[] {
-    return (this.db.prepare("SELECT doc FROM plans WHERE status = 'running'").all() as { doc: string }[]).map(
-      (r) => JSON.parse(r.doc) as Plan,
-    );
-  }
+  /**
+   * Plans stored as `running`: those a stop left running (all of them), or those of the given sessions (the sessions
+   * of a replica that died). Oldest first.
+   */
+  abstract running(sessionIds?: readonly string[]): Promise<Plan[]>;
 }

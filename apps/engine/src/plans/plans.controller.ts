@@ -91,7 +91,7 @@ export class PlansController {
       idempotencyKey,
       { method: 'POST', path: `/v1/sessions/${sessionId}/plans`, body },
       async () => {
-        const plan = this.plans.create(session, spec);
+        const plan = await this.plans.create(session, spec);
         if (!dto.wait) return { statusCode: 202, body: plan };
         await this.plans.settle(plan, dto.waitTimeoutMs ?? DEFAULT_WAIT_MS);
         return { statusCode: plan.status === 'running' ? 202 : 200, body: plan };
@@ -99,15 +99,15 @@ export class PlansController {
     );
     const plan = sendIdempotentStatus(res, answer);
     // A replayed plan is shown as it is now, not as it was first answered.
-    return answer.replayed ? this.plans.get(session, plan.id) : plan;
+    return answer.replayed ? await this.plans.get(session, plan.id) : plan;
   }
 
   @Get()
   @ApiOperation({ summary: "The session's plans, oldest first" })
   @ApiOkResponse({ description: 'The plans', ...jsonBody('PlanList') })
   @ApiErrors(404)
-  list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): { plans: Plan[] } {
-    return { plans: this.plans.list(this.sessions.get(tenant, sessionId)) };
+  async list(@Tenant() tenant: string, @Param('sessionId') sessionId: string): Promise<{ plans: Plan[] }> {
+    return { plans: await this.plans.list(this.sessions.get(tenant, sessionId)) };
   }
 
   @Get(':planId')
@@ -118,7 +118,7 @@ export class PlansController {
     @Tenant() tenant: string,
     @Param('sessionId') sessionId: string,
     @Param('planId') planId: string,
-  ): Plan {
+  ): Promise<Plan> {
     return this.plans.get(this.sessions.get(tenant, sessionId), planId);
   }
 

@@ -103,7 +103,7 @@ export class PoliciesController {
     @Caller() caller: Principal,
     @Param('tenant') tenant: string,
     @Body() body: unknown,
-  ): TenantPolicy {
+  ): Promise<TenantPolicy> {
     return this.policies.setTenantPolicy(caller, tenantParam(tenant), body);
   }
 
@@ -113,9 +113,9 @@ export class PoliciesController {
   @ApiParam({ name: 'tenant', schema: { type: 'string', pattern: TENANT_ID.source } })
   @ApiNoContentResponse({ description: 'Removed' })
   @ApiErrors(400, 403, 404)
-  deleteTenantPolicy(@Caller() caller: Principal, @Param('tenant') tenant: string): void {
+  async deleteTenantPolicy(@Caller() caller: Principal, @Param('tenant') tenant: string): Promise<void> {
     const id = tenantParam(tenant);
-    if (!this.policies.deleteTenantPolicy(caller, id)) {
+    if (!(await this.policies.deleteTenantPolicy(caller, id))) {
       throw new NotFoundError(`tenant ${id} has no policy`, { tenant: id });
     }
   }

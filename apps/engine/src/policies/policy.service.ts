@@ -71,7 +71,7 @@ export class PolicyService {
   }
 
   /** Sets a tenant's layer (admins only). Throws `InvalidInputError` naming the rule at fault. */
-  setTenantPolicy(caller: Principal, tenant: string, body: unknown): TenantPolicy {
+  async setTenantPolicy(caller: Principal, tenant: string, body: unknown): Promise<TenantPolicy> {
     this.mustAdminister(caller);
     const policy: TenantPolicy = {
       tenant,
@@ -79,12 +79,12 @@ export class PolicyService {
       updatedAt: this.clock.now().toISOString(),
       updatedBy: caller.id,
     };
-    this.tenants.put(policy);
+    await this.tenants.put(policy);
     return policy;
   }
 
   /** Removes a tenant's layer (admins only); true when there was one. */
-  deleteTenantPolicy(caller: Principal, tenant: string): boolean {
+  async deleteTenantPolicy(caller: Principal, tenant: string): Promise<boolean> {
     this.mustAdminister(caller);
     return this.tenants.delete(tenant);
   }

@@ -20,8 +20,8 @@ export function policyServiceForTests(
   );
   const store = {
     get: (t: string) => stored.get(t),
-    put: (p: TenantPolicy) => void stored.set(p.tenant, p),
-    delete: (t: string) => stored.delete(t),
+    put: async (p: TenantPolicy) => void stored.set(p.tenant, p),
+    delete: async (t: string) => stored.delete(t),
   } as unknown as TenantPolicyStore;
   const config = {
     policy: { engine: { rules: engineRules }, adminKeys: [], approvers: 'tenant', approvalTimeoutMs: 60_000 },

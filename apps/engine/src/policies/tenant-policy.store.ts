@@ -1,6 +1,3 @@
-import { Injectable } from '@nestjs/common';
-import type { DatabaseSync } from 'node:sqlite';
-import { EngineDb } from '../storage/engine-db';
 import type { PolicyRule } from './policy.types';
 
 /** A tenant's policy layer as an admin set it. */
@@ -12,66 +9,17 @@ export interface TenantPolicy {
   updatedBy: string;
 }
 
-interface Row {
-  tenant: string;
-  rules: string;
-  updated_at: string;
-  updated_by: string;
-}
-
 /**
- * Tenants' policies in the engine's SQLite file, read through a cache: every action asks for its tenant's, and only
- * admins change them.
+ * Tenants' policy layers. Every action reads its tenant's, so `get` is synchronous (answered from memory); only admins
+ * change them. Adapters: `SqliteTenantPolicyStore` (engine.db, read through a cache) and `PostgresTenantPolicyStore`
+ * (every tenant's in memory, written through to Postgres and announced to the other replicas).
  */
-@Injectable()
-export class TenantPolicyStore {
-  private readonly db: DatabaseSync;
-  private readonly cache = new Map<string, TenantPolicy | null>();
+export abstract class TenantPolicyStore {
+  abstract get(tenant: string): TenantPolicy | undefined;
 
-  constructor(file: EngineDb) {
-    this.db = file.db;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS tenant_policies (
-        tenant TEXT PRIMARY KEY,
-        rules TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        updated_by TEXT NOT NULL
-      ) STRICT;
-    `);
-  }
+  /** Sets the tenant's layer; once it resolves, this engine's `get` returns it (other replicas' within moments). */
+  abstract put(policy: TenantPolicy): Promise<void>;
 
-  get(tenant: string): TenantPolicy | undefined {
-    const cached = this.cache.get(tenant);
-    if (cached !== undefined) return cached ?? undefined;
-    const row = this.db.prepare('SELECT * FROM tenant_policies WHERE tenant = ?').get(tenant) as
-      Row | undefined;
-    const policy = row
-      ? {
-          tenant: row.tenant,
-          rules: JSON.parse(row.rules) as PolicyRule[],
-          updatedAt: row.updated_at,
-          updatedBy: row.updated_by,
-        }
-      : undefined;
-    this.cache.set(tenant, policy ?? null);
-    return policy;
-  }
-
-  put(policy: TenantPolicy): void {
-    this.db
-      .prepare(
-        `INSERT INTO tenant_policies (tenant, rules, updated_at, updated_by) VALUES (?, ?, ?, ?)
-         ON CONFLICT (tenant) DO UPDATE SET rules = excluded.rules, updated_at = excluded.updated_at,
-           updated_by = excluded.updated_by`,
-      )
-      .run(policy.tenant, JSON.stringify(policy.rules), policy.updatedAt, policy.updatedBy);
-    this.cache.set(policy.tenant, policy);
-  }
-
-  /** True when there was one. */
-  delete(tenant: string): boolean {
-    const { changes } = this.db.prepare('DELETE FROM tenant_policies WHERE tenant = ?').run(tenant);
-    this.cache.set(tenant, null);
-    return Number(changes) > 0;
-  }
+  /** Removes the tenant's layer; true when there was one. */
+  abstract delete(tenant: string): Promise<boolean>;
 }

@@ -50,7 +50,9 @@ describe('SessionsController: tenant and activity', () => {
       graph as unknown as ContextGraph,
       {} as never,
     );
-    jest.spyOn(service, 'list').mockImplementation((tenant) => sessions.filter((s) => s.tenant === tenant));
+    jest
+      .spyOn(service, 'listAll')
+      .mockImplementation((tenant) => Promise.resolve(sessions.filter((s) => s.tenant === tenant)));
     jest
       .spyOn(service, 'get')
       .mockImplementation((_tenant, id) => sessions.find((s) => s.id === id) ?? sessions[0]);

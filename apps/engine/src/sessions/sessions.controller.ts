@@ -53,7 +53,7 @@ export class SessionsController {
   @ApiOperation({ summary: "List the caller's sessions" })
   @ApiOkResponse({ description: 'The sessions', ...jsonBody('SessionList') })
   async list(@Tenant() tenant: string): Promise<{ sessions: SessionResponse[] }> {
-    const sessions = this.sessions.list(tenant);
+    const sessions = await this.sessions.listAll(tenant);
     const activity = await this.sessions.activityOf(sessions);
     return { sessions: sessions.map((s, i) => toSessionResponse(s, activity[i])) };
   }

@@ -51,7 +51,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    for (const s of this.store.loadAll()) this.sessions.set(s.id, s);
+    for (const s of await this.store.loadAll()) this.sessions.set(s.id, s);
     // A crash between making a session's workspace and recording the session leaves a workspace nobody owns.
     const orphans = await this.workspaces.removeOrphans(new Set(this.sessions.keys()));
     if (orphans.length > 0) {
@@ -68,7 +68,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.sweepTimer);
     await Promise.allSettled(this.ending.values());
-    this.flushActivity();
+    await this.flushActivity();
   }
 
   onSessionEnd(hook: SessionEndHook): void {
@@ -133,7 +133,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
         createdAt: now.toISOString(),
         metadata,
       });
-      this.store.insert(session);
+      await this.store.insert(session);
     } catch (err) {
       await this.workspaces.close(session.id);
       throw err;
@@ -182,6 +182,24 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   list(tenant: string): Session[] {
     return [...this.sessions.values()].filter((s) => s.tenant === tenant && !this.ending.has(s.id));
+  }
+
+  /** The tenant's sessions whichever replica serves them (with replicas), else this engine's. */
+  async listAll(tenant: string): Promise<Session[]> {
+    const shared = await this.store.listShared(tenant);
+    if (shared === undefined) return this.list(tenant);
+    // This replica's own are the live objects (activity not yet flushed); ending ones are gone already.
+    return shared.filter((s) => !this.ending.has(s.id)).map((s) => this.sessions.get(s.id) ?? s);
+  }
+
+  /**
+   * Starts serving a session another replica served (it died): its workspace is reopened as after a restart (on
+   * Kubernetes, a fresh pod: the dead replica's pods are reaped). Idempotent.
+   */
+  async adopt(session: Session): Promise<void> {
+    if (this.sessions.has(session.id)) return;
+    this.sessions.set(session.id, session);
+    await this.workspaces.open(session.id, { reopen: true, ...this.imageOf(session.template) });
   }
 
   /**
@@ -257,13 +275,13 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     for (const hook of this.endHooks) await hook(id, reason);
     await this.workspaces.close(id);
     await this.graph.endSession(id, this.clock.now().toISOString(), reason);
-    this.store.remove(id);
+    await this.store.remove(id);
     this.logger.log({ msg: 'session ended', sessionId: id, reason });
   }
 
   /** Expires idle sessions and persists activity timestamps in one batch. */
   async sweep(): Promise<void> {
-    this.flushActivity();
+    await this.flushActivity();
     const now = this.clock.now().getTime();
     const expired = [...this.sessions.values()].filter(
       (s) =>
@@ -280,14 +298,14 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private flushActivity(): void {
+  private async flushActivity(): Promise<void> {
     const entries = [...this.dirtyActivity]
       .map((id) => this.sessions.get(id))
       .filter((s): s is Session => s !== undefined)
       .map((s) => ({ id: s.id, lastActiveAt: s.lastActiveAt }));
     this.dirtyActivity.clear();
     try {
-      this.store.updateLastActive(entries);
+      await this.store.updateLastActive(entries);
     } catch (err) {
       this.logger.error({ msg: 'failed to persist session activity', err: String(err) });
     }

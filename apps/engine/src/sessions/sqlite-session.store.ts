@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { DatabaseSync } from 'node:sqlite';
 import { EngineDb } from '../storage/engine-db';
 import type { Session } from './session.model';
+import { fromSessionOptions, type SessionOptionsDoc, sessionOptions } from './session-options';
 import { SessionStore } from './session.store';
 
 interface SessionRow {
@@ -46,26 +47,25 @@ export class SqliteSessionStore extends SessionStore {
     }
   }
 
-  loadAll(): Session[] {
+  loadAll(): Promise<Session[]> {
     const rows = this.db
       .prepare('SELECT * FROM sessions ORDER BY created_at, id')
       .all() as unknown as SessionRow[];
-    return rows.map((r) => ({
-      ...template(r.options),
-      ...forkedFrom(r.options),
-      ...policy(r.options),
-      id: r.id,
-      tenant: r.tenant,
-      createdAt: new Date(r.created_at),
-      lastActiveAt: new Date(r.last_active_at),
-      ttlSeconds: r.ttl_seconds,
-      metadata: JSON.parse(r.metadata) as Record<string, unknown>,
-      maxConcurrentActions: r.max_concurrent_actions,
-      network: { allow: (JSON.parse(r.options) as { network?: { allow?: string[] } }).network?.allow ?? [] },
-    }));
+    return Promise.resolve(
+      rows.map((r) => ({
+        ...fromSessionOptions(JSON.parse(r.options) as SessionOptionsDoc),
+        id: r.id,
+        tenant: r.tenant,
+        createdAt: new Date(r.created_at),
+        lastActiveAt: new Date(r.last_active_at),
+        ttlSeconds: r.ttl_seconds,
+        metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+        maxConcurrentActions: r.max_concurrent_actions,
+      })),
+    );
   }
 
-  insert(s: Session): void {
+  insert(s: Session): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO sessions (id, tenant, created_at, last_active_at, ttl_seconds, metadata, max_concurrent_actions, options)
@@ -79,17 +79,13 @@ export class SqliteSessionStore extends SessionStore {
         s.ttlSeconds,
         JSON.stringify(s.metadata),
         s.maxConcurrentActions,
-        JSON.stringify({
-          network: s.network,
-          ...(s.template !== undefined && { template: s.template }),
-          ...(s.forkedFrom !== undefined && { forkedFrom: s.forkedFrom }),
-          ...(s.policy !== undefined && { policy: s.policy }),
-        }),
+        JSON.stringify(sessionOptions(s)),
       );
+    return Promise.resolve();
   }
 
-  updateLastActive(entries: { id: string; lastActiveAt: Date }[]): void {
-    if (entries.length === 0) return;
+  updateLastActive(entries: { id: string; lastActiveAt: Date }[]): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
     const stmt = this.db.prepare('UPDATE sessions SET last_active_at = ? WHERE id = ?');
     this.db.exec('BEGIN');
     try {
@@ -99,34 +95,16 @@ export class SqliteSessionStore extends SessionStore {
       this.db.exec('ROLLBACK');
       throw err;
     }
+    return Promise.resolve();
   }
 
-  remove(id: string): void {
+  remove(id: string): Promise<void> {
     this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
+    return Promise.resolve();
   }
-}
 
-/** The session's template from its options, when it has one. */
-function template(options: string): { template?: string } {
-  const name = (JSON.parse(options) as { template?: unknown }).template;
-  return typeof name === 'string' ? { template: name } : {};
-}
-
-/** Where the session was forked from, when it was. */
-function forkedFrom(options: string): { forkedFrom?: Session['forkedFrom'] } {
-  const from = (JSON.parse(options) as { forkedFrom?: { sessionId?: unknown; checkpointId?: unknown } })
-    .forkedFrom;
-  if (typeof from?.sessionId !== 'string') return {};
-  return {
-    forkedFrom: {
-      sessionId: from.sessionId,
-      ...(typeof from.checkpointId === 'string' && { checkpointId: from.checkpointId }),
-    },
-  };
-}
-
-/** The session's policy layer, when it set one (validated when the session was created). */
-function policy(options: string): { policy?: Session['policy'] } {
-  const value = (JSON.parse(options) as { policy?: Session['policy'] }).policy;
-  return Array.isArray(value?.rules) ? { policy: { rules: value.rules } } : {};
+  /** One engine holds every session of this file: the engine's own list is the whole list. */
+  listShared(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
 }

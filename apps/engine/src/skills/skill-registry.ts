@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CLOCK, type Clock, ForbiddenError, SwitchyardError } from '@switchyard/common';
-import type { DatabaseSync } from 'node:sqlite';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
-import { EngineDb } from '../storage/engine-db';
 import { buildToolCatalog } from '../tools/tool-catalog';
 import { readSkill, type SkillDefinition } from './skill-definition';
+import { TenantSkillStore } from './tenant-skill.store';
 
 /** A skill as the engine holds it: where it comes from (the engine's directory, or a tenant's POST). */
 export interface SkillRecord extends SkillDefinition {
@@ -36,69 +35,50 @@ export class SkillLimitError extends SwitchyardError {
   readonly kind = 'conflict' as const;
 }
 
-interface Row {
-  tenant: string;
-  name: string;
-  definition: string;
-  created_at: string;
-}
-
 /**
  * Every skill the engine offers: its own (SWITCHYARD_SKILLS_DIR, read at boot, offered to every tenant) and each
- * tenant's (POST /v1/skills, kept in engine.db, offered to that tenant only). A tenant's skill never takes the name
+ * tenant's (POST /v1/skills, kept in the state store, offered to that tenant only). A tenant's skill never takes the name
  * of a built-in tool or of an engine skill.
  */
 @Injectable()
 export class SkillRegistry {
-  private readonly db: DatabaseSync;
   private readonly engine: Map<string, SkillRecord>;
   private readonly builtIn = new Set(buildToolCatalog().map((t) => t.name));
 
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     @Inject(CLOCK) private readonly clock: Clock,
-    file: EngineDb,
+    private readonly tenants: TenantSkillStore,
   ) {
     this.engine = new Map(
       config.skills.engineSkills.map((s) => [s.name, { ...s, source: 'engine' as const }]),
     );
-    this.db = file.db;
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS skills (
-        tenant TEXT NOT NULL,
-        name TEXT NOT NULL,
-        definition TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        PRIMARY KEY (tenant, name)
-      ) STRICT;
-    `);
   }
 
   /** The engine's skills, then the tenant's, each by name. */
   list(tenant: string): SkillRecord[] {
-    const own = (
-      this.db.prepare('SELECT * FROM skills WHERE tenant = ? ORDER BY name').all(tenant) as unknown as Row[]
-    ).map(toRecord);
+    const own = this.tenants.list(tenant);
     return [...[...this.engine.values()].sort((a, b) => a.name.localeCompare(b.name)), ...own];
   }
 
   find(tenant: string, name: string): SkillRecord | undefined {
     const engine = this.engine.get(name);
     if (engine) return engine;
-    const row = this.db.prepare('SELECT * FROM skills WHERE tenant = ? AND name = ?').get(tenant, name) as
-      Row | undefined;
-    return row && toRecord(row);
+    return this.tenants.find(tenant, name);
   }
 
   /** Adds a tenant's skill (400 naming the field at fault, 409 when the name is taken or the tenant is at its cap). */
-  add(tenant: string, body: unknown): SkillRecord {
+  async add(tenant: string, body: unknown): Promise<SkillRecord> {
     const skill = readSkill(body, this.builtIn);
     if (this.engine.has(skill.name)) {
       throw new SkillExistsError(`${skill.name} is one of the engine's skills; pick another name`, {
         name: skill.name,
       });
     }
-    if (this.find(tenant, skill.name)) {
+    const createdAt = this.clock.now().toISOString();
+    const max = this.config.skills.maxTenantSkills;
+    const added = await this.tenants.add(tenant, skill, createdAt, max);
+    if (added === 'exists') {
       throw new SkillExistsError(
         `you already have a skill ${skill.name}; DELETE /v1/skills/${skill.name} first`,
         {
@@ -106,33 +86,21 @@ export class SkillRegistry {
         },
       );
     }
-    const { n } = this.db.prepare('SELECT COUNT(*) AS n FROM skills WHERE tenant = ?').get(tenant) as {
-      n: number;
-    };
-    if (Number(n) >= this.config.skills.maxTenantSkills) {
+    if (added === 'limit') {
       throw new SkillLimitError(
-        `a tenant may have ${this.config.skills.maxTenantSkills} skills (SWITCHYARD_MAX_TENANT_SKILLS); delete one first`,
+        `a tenant may have ${max} skills (SWITCHYARD_MAX_TENANT_SKILLS); delete one first`,
       );
     }
-    const createdAt = this.clock.now().toISOString();
-    this.db
-      .prepare('INSERT INTO skills (tenant, name, definition, created_at) VALUES (?, ?, ?, ?)')
-      .run(tenant, skill.name, JSON.stringify(skill), createdAt);
     return { ...skill, source: 'tenant', createdAt };
   }
 
   /** Removes a tenant's own skill: 404 when it has none of that name, 403 for an engine skill. */
-  remove(tenant: string, name: string): void {
+  async remove(tenant: string, name: string): Promise<void> {
     if (this.engine.has(name)) {
       throw new ForbiddenError(
         `${name} is one of the engine's skills (SWITCHYARD_SKILLS_DIR); it cannot be deleted here`,
       );
     }
-    const { changes } = this.db.prepare('DELETE FROM skills WHERE tenant = ? AND name = ?').run(tenant, name);
-    if (Number(changes) === 0) throw new UnknownSkillError(name);
+    if (!(await this.tenants.remove(tenant, name))) throw new UnknownSkillError(name);
   }
-}
-
-function toRecord(r: Row): SkillRecord {
-  return { ...(JSON.parse(r.definition) as SkillDefinition), source: 'tenant', createdAt: r.created_at };
 }

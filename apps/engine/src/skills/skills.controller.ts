@@ -75,7 +75,7 @@ export class SkillsController {
   })
   @ApiBodyErrors()
   @ApiErrors(409)
-  add(@Tenant() tenant: string, @Body() body: unknown): SkillRecord {
+  add(@Tenant() tenant: string, @Body() body: unknown): Promise<SkillRecord> {
     return this.skills.add(tenant, body);
   }
 
@@ -87,7 +87,7 @@ export class SkillsController {
   @ApiParam(NAME_PARAM)
   @ApiNoContentResponse({ description: 'Removed' })
   @ApiErrors(403, 404)
-  remove(@Tenant() tenant: string, @Param('name') name: string): void {
-    this.skills.remove(tenant, name);
+  async remove(@Tenant() tenant: string, @Param('name') name: string): Promise<void> {
+    await this.skills.remove(tenant, name);
   }
 }

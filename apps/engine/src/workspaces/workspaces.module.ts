@@ -1,15 +1,15 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
-import { POD_WORKSPACE_IO } from '@switchyard/workspace';
+import { CHECKPOINT_VAULT, POD_WORKSPACE_IO } from '@switchyard/workspace';
 import type { SandboxBackend } from '../config/kubernetes-env';
 import { HostWorkspaces } from './host-workspaces';
 import { PodWorkspaces } from './pod-workspaces';
 import { SessionWorkspaces } from './session-workspaces';
-import { SessionPodsIo } from './workspace-io';
+import { checkpointVaultProvider, SessionPodsIo } from './workspace-io';
 
 /**
  * Sessions' workspaces as the engine reaches them (global: sessions, handlers, checkpoints and MCP use them): host
  * directories with the Docker backend, the session pods' volumes with the Kubernetes one (whose checkpoints then
- * travel as tars: `POD_WORKSPACE_IO`).
+ * travel as tars: `POD_WORKSPACE_IO`, kept in the `CHECKPOINT_VAULT`: the replicas' Postgres with replicas).
  */
 @Global()
 @Module({})
@@ -27,8 +27,9 @@ export class WorkspacesModule {
       providers: [
         { provide: SessionWorkspaces, useClass: PodWorkspaces },
         { provide: POD_WORKSPACE_IO, useClass: SessionPodsIo },
+        checkpointVaultProvider,
       ],
-      exports: [SessionWorkspaces, POD_WORKSPACE_IO],
+      exports: [SessionWorkspaces, POD_WORKSPACE_IO, CHECKPOINT_VAULT],
     };
   }
 }

@@ -267,10 +267,10 @@ export class SqliteContextGraph extends ContextGraph {
     return { store: 'embedded', status: 'ok', backlog: 0 };
   }
 
-  override markRunningInterrupted(endedAt: string): Promise<number> {
+  override markRunningInterrupted(endedAt: string, sessionIds?: readonly string[]): Promise<number> {
     return this.write(() => {
-      if (this.options.outbox) appendRunningActions(this.prepared);
-      return interruptRunning(this.prepared, endedAt);
+      if (this.options.outbox) appendRunningActions(this.prepared, sessionIds);
+      return interruptRunning(this.prepared, endedAt, sessionIds);
     });
   }
 

@@ -56,11 +56,13 @@ export function appendToOutbox(sql: Sql, kind: OutboxKind, key: string, sessionI
 }
 
 /** Inside a write, before they change: names every running or awaiting action, in session and seq order. */
-export function appendRunningActions(sql: Sql): void {
+export function appendRunningActions(sql: Sql, sessionIds?: readonly string[]): void {
   sql(
     `INSERT INTO outbox (kind, key, session_id)
-     SELECT 'action', id, session_id FROM actions WHERE ${OPEN_ACTION} ORDER BY session_id, seq`,
-  ).run();
+     SELECT 'action', id, session_id FROM actions
+     WHERE ${OPEN_ACTION} AND (?1 IS NULL OR session_id IN (SELECT value FROM json_each(?1)))
+     ORDER BY session_id, seq`,
+  ).run(sessionIds === undefined ? null : JSON.stringify(sessionIds));
 }
 
 export function countOutbox(sql: Sql): number {

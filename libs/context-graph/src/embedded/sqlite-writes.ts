@@ -162,12 +162,19 @@ export function writePlan(sql: Sql, record: PlanGraphRecord): StoredPlan {
   return plan;
 }
 
-/** Marks every running or awaiting action interrupted (an undecided approval stays so). Returns how many. */
-export function interruptRunning(sql: Sql, endedAt: string): number {
+/**
+ * Marks every running or awaiting action interrupted (an undecided approval stays so), only those of `sessionIds`
+ * when given. Returns how many.
+ */
+export function interruptRunning(sql: Sql, endedAt: string, sessionIds?: readonly string[]): number {
   return Number(
-    sql(`UPDATE actions SET status = 'interrupted', ended_at = ?, error = ? WHERE ${OPEN_ACTION}`).run(
+    sql(
+      `UPDATE actions SET status = 'interrupted', ended_at = ?1, error = ?2
+       WHERE ${OPEN_ACTION} AND (?3 IS NULL OR session_id IN (SELECT value FROM json_each(?3)))`,
+    ).run(
       endedAt,
       JSON.stringify(INTERRUPTED_ERROR),
+      sessionIds === undefined ? null : JSON.stringify(sessionIds),
     ).changes,
   );
 }

@@ -151,6 +151,29 @@ describe('Neo4jContextGraph', () => {
     );
   });
 
+  it('starts when several stores create the schema at once (replicas starting together)', async () => {
+    const admin = testNeo4j.admin();
+    const names = async (what: 'CONSTRAINTS' | 'INDEXES') =>
+      (
+        await admin.executeQuery(
+          what === 'CONSTRAINTS'
+            ? 'SHOW CONSTRAINTS YIELD name'
+            : "SHOW INDEXES YIELD name, type WHERE type <> 'LOOKUP'",
+        )
+      ).records.map((r) => r.get('name') as string);
+    for (const name of await names('CONSTRAINTS')) await admin.executeQuery(`DROP CONSTRAINT \`${name}\``);
+    for (const name of await names('INDEXES')) await admin.executeQuery(`DROP INDEX \`${name}\``);
+    expect(await names('INDEXES')).toEqual([]);
+    const stores = Array.from({ length: 8 }, () => new Neo4jContextGraph(options));
+    try {
+      await Promise.all(stores.map((g) => g.init()));
+    } finally {
+      await Promise.all(stores.map((g) => g.close()));
+    }
+    expect((await names('CONSTRAINTS')).length).toBeGreaterThanOrEqual(9);
+    expect((await names('INDEXES')).length).toBeGreaterThan(9);
+  });
+
   it('stores integers as Cypher integers and structured values as JSON text, for Cypher users', async () => {
     await seed();
     const { records } = await testNeo4j.admin().executeQuery(

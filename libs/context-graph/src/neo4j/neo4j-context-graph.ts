@@ -142,7 +142,9 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
       try {
         // One attempt (no driver retries): an unreachable server is retried here, up to the deadline.
         await this.driver.verifyConnectivity({ database: this.database });
-        for (const statement of Q.SCHEMA) await this.write((tx) => this.run(tx, statement));
+        for (const statement of Q.SCHEMA) {
+          await this.write((tx) => this.run(tx, statement)).catch(ignoreConcurrentSchema);
+        }
         await this.write((tx) => this.run(tx, Q.AWAIT_INDEXES));
         break;
       } catch (error) {
@@ -174,6 +176,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     return this.track(async () => {
       const result = await this.write((tx) =>
         this.run(tx, Q.RECORD_ACTION_STARTED, {
+          id: a.id,
           sessionId: a.sessionId,
           retryOf: a.retryOf ?? null,
           retryReason: a.retryReason ?? null,
@@ -382,11 +385,12 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     return this.probe.health;
   }
 
-  override markRunningInterrupted(endedAt: string): Promise<number> {
+  override markRunningInterrupted(endedAt: string, sessionIds?: readonly string[]): Promise<number> {
     return this.track(async () => {
       const result = await this.write((tx) =>
         this.run(tx, Q.MARK_RUNNING_INTERRUPTED, {
           open: OPEN_STATUSES,
+          sessionIds: sessionIds ?? null,
           endedAt,
           errorClass: INTERRUPTED_ERROR.class,
           errorMessage: INTERRUPTED_ERROR.message,
@@ -567,4 +571,20 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * `IF NOT EXISTS` does not cover two processes creating the same index at once (engine replicas starting together):
+ * the second is refused with an "equivalent rule already exists" error, which means the schema is there.
+ */
+function ignoreConcurrentSchema(error: unknown): void {
+  const code = (error as { code?: string }).code ?? '';
+  if (
+    /^Neo\.ClientError\.Schema\.(EquivalentSchemaRuleAlreadyExists|ConstraintAlreadyExists|IndexAlreadyExists)$/.test(
+      code,
+    )
+  ) {
+    return;
+  }
+  throw error;
 }

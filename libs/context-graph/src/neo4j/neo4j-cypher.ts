@@ -99,12 +99,16 @@ const summaryMap = (v: string): string => `${v} {.id, .sessionId, .seq, .type, .
   .errorClass, .errorMessage, .errorCode, retryOf: [(${v})-[:RETRY_OF]->(o:Action) | o.id][0],
   retryReason: [(${v})-[r:RETRY_OF]->(:Action) | r.reason][0], ${callerProjection(v)}}`;
 
+// The first record of a session id is kept: recording it again (an outbox entry applied twice) changes nothing.
 export const RECORD_SESSION = `
-CREATE (s:Session {id: $id, tenant: $tenant, createdAt: $createdAt, metadata: $metadata, lastSeq: 0})`;
+MERGE (s:Session {id: $id})
+  ON CREATE SET s.tenant = $tenant, s.createdAt = $createdAt, s.metadata = $metadata, s.lastSeq = 0`;
 
 // Every start in a session first takes the session's write lock (the `_lock` write, Neo4j's documented way
 // to lock a node), so concurrent starts queue there before holding anything else: seqs come out gapless in
-// commit order, and there is no lock cycle to deadlock on. No row back: the session does not exist.
+// commit order, and there is no lock cycle to deadlock on. No row back: the session does not exist. An action
+// recorded already is left as it is (a start applied again, even after its completion, neither reopens it nor
+// takes another seq).
 export const RECORD_ACTION_STARTED = `
 MATCH (s:Session {id: $sessionId})
 SET s._lock = true
@@ -112,9 +116,10 @@ REMOVE s._lock
 WITH s
 OPTIONAL MATCH (o:Action {id: $retryOf}) WHERE o.sessionId = $sessionId
 OPTIONAL MATCH (c:Action {id: $callerId}) WHERE c.sessionId = $sessionId
-WITH s, o, c, ($retryOf IS NULL OR o IS NOT NULL) AS hasOriginal, ($callerId IS NULL OR c IS NOT NULL) AS hasCaller
-CALL (s, o, c, hasOriginal, hasCaller) {
-  WITH s, o, c WHERE hasOriginal AND hasCaller
+WITH s, o, c, ($retryOf IS NULL OR o IS NOT NULL) AS hasOriginal, ($callerId IS NULL OR c IS NOT NULL) AS hasCaller,
+  EXISTS { MATCH (:Action {id: $id}) } AS recorded
+CALL (s, o, c, hasOriginal, hasCaller, recorded) {
+  WITH s, o, c WHERE hasOriginal AND hasCaller AND NOT recorded
   SET s.lastSeq = coalesce(s.lastSeq, 0) + 1
   WITH s, o, c, s.lastSeq AS seq
   CREATE (a:Action)
@@ -154,9 +159,9 @@ CALL (a, before) {
 }
 RETURN before`;
 
-// `$open`: running or awaiting approval (an undecided approval stays undecided).
+// `$open`: running or awaiting approval (an undecided approval stays undecided); `$sessionIds` null for all.
 export const MARK_RUNNING_INTERRUPTED = `
-MATCH (a:Action) WHERE a.status IN $open
+MATCH (a:Action) WHERE a.status IN $open AND ($sessionIds IS NULL OR a.sessionId IN $sessionIds)
 SET a.status = 'interrupted', a.endedAt = $endedAt, a.errorClass = $errorClass, a.errorMessage = $errorMessage
 REMOVE a.errorCode
 RETURN count(a) AS n`;

@@ -112,8 +112,8 @@ export class ReplicatedContextGraph extends ContextGraph {
   }
 
   /** Only this engine's file: its outbox names each interrupted action, so Neo4j gets exactly those. */
-  override markRunningInterrupted(endedAt: string): Promise<number> {
-    return this.written(this.local.markRunningInterrupted(endedAt));
+  override markRunningInterrupted(endedAt: string, sessionIds?: readonly string[]): Promise<number> {
+    return this.written(this.local.markRunningInterrupted(endedAt, sessionIds));
   }
 
   override endSession(sessionId: string, endedAt: string, reason: 'deleted' | 'expired'): Promise<void> {

@@ -60,6 +60,20 @@ describe('KubeReaper', () => {
     ).toBe(true);
   });
 
+  it("deletes every pod of a replica declared dead, on any host, and only that replica's", async () => {
+    const client = new FakeKubeClient();
+    const dead = `some-other-host-xyz:${DEAD_PID}:1:bb`;
+    const survivor = defaultEngineInstanceId();
+    await pod(client, 'dead-claimed', dead);
+    await pod(client, 'dead-warm', dead, 'warm');
+    await pod(client, 'survivor-claimed', survivor);
+    await pod(client, 'third-replica', `third-host:${DEAD_PID}:1:cc`);
+    const removed = await new KubeReaper(client, survivor, logger).reapEngine(dead);
+
+    expect(removed.sort()).toEqual(['dead-claimed', 'dead-warm']);
+    expect([...client.pods.keys()].sort()).toEqual(['survivor-claimed', 'third-replica']);
+  });
+
   it('retries a delete whose version only moved (a kubelet status update)', async () => {
     const client = new FakeKubeClient();
     await pod(client, 'dead-pending', `${host}:${DEAD_PID}:12345:aa`);

@@ -57,6 +57,26 @@ export class KubeReaper {
   }
 
   /**
+   * Deletes every pod of engine `engineId` (a replica another replica declared dead: its lease ran out), warm or
+   * claimed, on whatever host it ran; resolves with their names. A pod another engine claimed meanwhile stays.
+   */
+  async reapEngine(engineId: string): Promise<string[]> {
+    const pods = await this.client.listPods(engineSelector(engineId));
+    const removed: string[] = [];
+    const still = (now: PodInfo) => now.annotations[K8S_ANNOTATIONS.engine] === engineId;
+    await Promise.all(
+      pods
+        .filter((p) => !p.deleting && still(p))
+        .map(async (p) => {
+          if (await deleteWhileStill(this.client, p, still)) removed.push(p.name);
+        }),
+    );
+    if (removed.length > 0)
+      this.logger.log(`reaped ${removed.length} pod(s) of replica ${engineId}: ${removed.join(', ')}`);
+    return removed;
+  }
+
+  /**
    * Deletes every pod labelled with this engine (shutdown), known or not: warm ones at the version seen (another
    * engine may be claiming them), the others at once. Never throws.
    */

@@ -23,6 +23,7 @@ import { resolveWorkspaceOptions } from '../workspace.options';
 import type { CheckpointSpec } from './checkpoint-store';
 import type { TreeDiff } from './checkpoint.types';
 import { newCheckpointId } from './checkpoint-records';
+import { DiskCheckpointVault } from './disk-checkpoint-vault';
 import { PodCheckpointStore } from './pod-checkpoint-store';
 import { TAR_HEADROOM_BYTES } from './pod-tar';
 import { type DiffWork, splitLines, unifiedDiff } from './pod-unified-diff';
@@ -171,7 +172,11 @@ describe('PodCheckpointStore (fake pods: real directories, the system tar)', () 
   beforeEach(() => {
     dirOfStore = mkdtempSync(path.join(base, 'store-'));
     pods = new FakePods(ws);
-    store = new PodCheckpointStore({ dir: dirOfStore, io: pods, maxBytes: 8 * MiB });
+    store = new PodCheckpointStore({
+      vault: new DiskCheckpointVault(dirOfStore),
+      io: pods,
+      maxBytes: 8 * MiB,
+    });
   });
 
   it('takes a checkpoint counted as the tree tool counts, and restores the exact tree after changes', async () => {
@@ -410,7 +415,11 @@ describe('PodCheckpointStore (fake pods: real directories, the system tar)', () 
 
   it('refuses a workspace past the cap, and checkpoints that would hold more than the cap together', async () => {
     const dir = fresh('ses_big');
-    store = new PodCheckpointStore({ dir: dirOfStore, io: pods, maxBytes: 64 * 1024 });
+    store = new PodCheckpointStore({
+      vault: new DiskCheckpointVault(dirOfStore),
+      io: pods,
+      maxBytes: 64 * 1024,
+    });
     writeFileSync(path.join(dir, 'big.bin'), Buffer.alloc(64 * 1024 + 1, 7));
     await expect(store.create(spec('ses_big'))).rejects.toMatchObject({
       code: 'CHECKPOINT_SPACE',

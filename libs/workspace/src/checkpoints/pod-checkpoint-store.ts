@@ -1,19 +1,15 @@
-import { randomBytes } from 'node:crypto';
-import { constants as C } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import * as path from 'node:path';
 import { CheckpointError, formatBytes } from '../workspace.errors';
 import { type CheckpointSpec, CheckpointStore } from './checkpoint-store';
 import type { Checkpoint, RestoreStats, TreeDiff } from './checkpoint.types';
-import { isCheckpointId, removeRecord, scanRecords, writeRecord } from './checkpoint-records';
+import type { CheckpointVault } from './checkpoint-vault';
 import { readTar, type TarTree } from './pod-tar';
 import { diffTarTrees } from './pod-tree-diff';
 import type { PodWorkspaceIo } from './pod-workspace-io';
 import type { DiffLimits } from './tree-tool';
 
 export interface PodCheckpointStoreOptions {
-  /** Where the tars live: `<dir>/<sessionId>/<checkpointId>` (engine-private; the copy store's directory). */
-  dir: string;
+  /** Where the tars and their records are kept: the engine's disk, or the database replicas share. */
+  vault: CheckpointVault;
   /** The sessions' workspaces, in their pods. */
   io: PodWorkspaceIo;
   /** The workspace cap: what one tar's files may hold, and one session's checkpoints together. */
@@ -25,9 +21,9 @@ const STORED = Number.MAX_SAFE_INTEGER;
 
 /**
  * Checkpoints of workspaces that live in the sessions' pods (the Kubernetes backend), which the engine reaches only
- * through `PodWorkspaceIo`: each checkpoint is the workspace's tar, kept on the engine's disk as
- * `<dir>/<sessionId>/<checkpointId>` beside its record `<checkpointId>.json`, written last (the tar is synced and
- * renamed into place first): whole or absent, a tar without a record goes at the next `list`.
+ * through `PodWorkspaceIo`: each checkpoint is the workspace's tar, kept with its record in a `CheckpointVault` (the
+ * engine's disk, or with replicas their shared database, where another replica taking the session over finds it):
+ * whole or absent.
  *
  * A tar comes from the sandbox: it is read only in memory (`readTar`: bounded by the workspace cap plus headers,
  * absolute and `..` paths and entries under links refused, devices and fifos ignored), never unpacked on the engine's
@@ -43,8 +39,6 @@ export class PodCheckpointStore extends CheckpointStore {
   }
 
   async create(spec: CheckpointSpec): Promise<Checkpoint> {
-    const dir = path.join(this.options.dir, safeName(spec.sessionId));
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     const tar = await this.options.io.tarOut(spec.sessionId);
     const tree = await this.read(tar, spec.sessionId, false);
     const held = (await this.list(spec.sessionId)).reduce((n, c) => n + c.bytes, 0);
@@ -62,36 +56,16 @@ export class PodCheckpointStore extends CheckpointStore {
       directories: tree.directories,
       bytes: tree.bytes,
     };
-    const partial = path.join(dir, `${spec.id}~partial~${randomBytes(4).toString('hex')}`);
-    try {
-      const h = await open(partial, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
-      try {
-        await h.writeFile(tar);
-        await h.sync(); // before its record names it
-      } finally {
-        await h.close();
-      }
-      await rename(partial, this.tarOf(spec.sessionId, spec.id));
-      await writeRecord(dir, checkpoint);
-      return checkpoint;
-    } catch (err) {
-      await rm(partial, { force: true });
-      await rm(this.tarOf(spec.sessionId, spec.id), { force: true });
-      throw err;
-    }
+    await this.options.vault.put(checkpoint, tar);
+    return checkpoint;
   }
 
-  async list(sessionId: string): Promise<Checkpoint[]> {
-    const dir = path.join(this.options.dir, safeName(sessionId));
-    const { checkpoints, strays } = await scanRecords(dir, sessionId);
-    for (const name of strays) await rm(path.join(dir, name), { recursive: true, force: true });
-    return checkpoints;
+  list(sessionId: string): Promise<Checkpoint[]> {
+    return this.options.vault.list(sessionId);
   }
 
-  async remove(sessionId: string, id: string): Promise<void> {
-    const file = this.tarOf(sessionId, id);
-    await removeRecord(path.dirname(file), id);
-    await rm(file, { force: true });
+  remove(sessionId: string, id: string): Promise<void> {
+    return this.options.vault.remove(sessionId, id);
   }
 
   /**
@@ -133,8 +107,8 @@ export class PodCheckpointStore extends CheckpointStore {
     await this.options.io.tarIn(newSessionId, tar, { replace: true });
   }
 
-  async forget(sessionId: string): Promise<void> {
-    await rm(path.join(this.options.dir, safeName(sessionId)), { recursive: true, force: true });
+  forget(sessionId: string): Promise<void> {
+    return this.options.vault.forget(sessionId);
   }
 
   private read(
@@ -146,26 +120,8 @@ export class PodCheckpointStore extends CheckpointStore {
     return readTar(tar, { maxBytes, keepData, source: `the workspace of session ${sessionId}` });
   }
 
-  private tarOf(sessionId: string, id: string): string {
-    if (!isCheckpointId(id)) throw new Error(`not a checkpoint id: ${JSON.stringify(id)}`);
-    return path.join(this.options.dir, safeName(sessionId), id);
+  /** A stored tar (checked again by the caller as it reads it). */
+  private stored(sessionId: string, id: string): Promise<Buffer> {
+    return this.options.vault.get(sessionId, id);
   }
-
-  /** A stored tar (engine-private, never a link). */
-  private async stored(sessionId: string, id: string): Promise<Buffer> {
-    const h = await open(this.tarOf(sessionId, id), C.O_RDONLY | C.O_NOFOLLOW);
-    try {
-      return await h.readFile();
-    } finally {
-      await h.close();
-    }
-  }
-}
-
-/** A session id as one path component (the service has validated it; this store never builds a path otherwise). */
-function safeName(sessionId: string): string {
-  if (!sessionId || sessionId === '.' || sessionId === '..' || /[/\0]/.test(sessionId)) {
-    throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
-  }
-  return sessionId;
 }

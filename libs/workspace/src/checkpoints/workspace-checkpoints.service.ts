@@ -17,7 +17,9 @@ import { WORKSPACE_OPTIONS, type WorkspaceOptions } from '../workspace.options';
 import { type CheckpointSpec, CheckpointStore } from './checkpoint-store';
 import type { Checkpoint, RestoreStats, TreeDiff } from './checkpoint.types';
 import { isCheckpointId, newCheckpointId } from './checkpoint-records';
+import { CHECKPOINT_VAULT, type CheckpointVault } from './checkpoint-vault';
 import { CopyCheckpointStore } from './copy-checkpoint-store';
+import { DiskCheckpointVault } from './disk-checkpoint-vault';
 import { PodCheckpointStore } from './pod-checkpoint-store';
 import { POD_WORKSPACE_IO, type PodWorkspaceIo } from './pod-workspace-io';
 import { SessionQueue } from './session-queue';
@@ -51,7 +53,8 @@ export interface CheckpointDiff extends TreeDiff {
  * A session's checkpoints: take, list, delete, restore, compare, fork. The store is chosen per workspace: btrfs
  * snapshots when the workspace is a btrfs image (`SnapshotCheckpointStore`), copies otherwise
  * (`CopyCheckpointStore`); tars of the pods' workspaces when they live in pods (`PodCheckpointStore`, given a
- * `POD_WORKSPACE_IO`). Everything that changes a session's checkpoints or workspace here runs one at a time per
+ * `POD_WORKSPACE_IO`), kept in the `CHECKPOINT_VAULT` given (with replicas, their shared database) or beside the
+ * copies. Everything that changes a session's checkpoints or workspace here runs one at a time per
  * session (a restore never meets a checkpoint being taken). Limits: at most `checkpoints.max` per session (automatic
  * ones are pruned to `keepAuto`, and the oldest automatic one makes room for a new automatic one at the limit);
  * a snapshot's changed data counts against the workspace's cap like any write.
@@ -66,6 +69,8 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
   /** The copy store, or the pod store for every session when workspaces live in pods. */
   private readonly copies: CheckpointStore;
   private readonly copiesDir: string;
+  /** Where the pod store keeps its tars (pods only). */
+  private readonly vault?: CheckpointVault;
 
   private readonly clock: Clock;
 
@@ -75,6 +80,7 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
     quota: WorkspaceQuota,
     @Optional() @Inject(CLOCK) clock?: Clock,
     @Optional() @Inject(POD_WORKSPACE_IO) private readonly io?: PodWorkspaceIo,
+    @Optional() @Inject(CHECKPOINT_VAULT) vault?: CheckpointVault | null,
   ) {
     this.clock = clock ?? systemClock;
     this.copiesDir = path.join(options.imageDir, '.checkpoints');
@@ -87,12 +93,15 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
       this.snapshots = new SnapshotCheckpointStore(loop, this.host, this.tree);
     }
     const maxBytes = options.limits.maxWorkspaceBytes;
-    this.copies = io
-      ? new PodCheckpointStore({ dir: this.copiesDir, io, maxBytes })
-      : new CopyCheckpointStore(
-          { dir: this.copiesDir, workspaceOf: (id) => workspaces.dirOf(id), maxBytes },
-          this.tree,
-        );
+    if (io) {
+      this.vault = vault ?? new DiskCheckpointVault(this.copiesDir);
+      this.copies = new PodCheckpointStore({ vault: this.vault, io, maxBytes });
+    } else {
+      this.copies = new CopyCheckpointStore(
+        { dir: this.copiesDir, workspaceOf: (id) => workspaces.dirOf(id), maxBytes },
+        this.tree,
+      );
+    }
   }
 
   /** After the workspace module's start-up (the quota's `.roots` mount must exist before the jail binds it). */
@@ -227,6 +236,7 @@ export class WorkspaceCheckpoints implements OnModuleInit, OnApplicationShutdown
 
   /** Start-up: copies kept for sessions that no longer exist go (a crash before their session's end finished). */
   async forgetAllBut(known: ReadonlySet<string>): Promise<string[]> {
+    if (this.vault) return this.vault.sweep(known);
     const names = await readdir(this.copiesDir).catch(() => [] as string[]);
     const gone = names.filter((n) => !known.has(n));
     for (const id of gone) await this.forget(id);

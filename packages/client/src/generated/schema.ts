@@ -2923,6 +2923,18 @@ export interface components {
                 /** @description The last error talking to Neo4j, while degraded */
                 error?: string;
             };
+            /** @description Where the engine's shared state is kept */
+            state?: {
+                /**
+                 * @description SWITCHYARD_STATE
+                 * @enum {string}
+                 */
+                store: "sqlite" | "postgres";
+                /** @description Replicas: this replica’s id (its pods’ engine label) */
+                replica?: string;
+                /** @description Replicas: how many hold a lease now, this one included */
+                replicas?: number;
+            };
         };
         Liveness: {
             /** @enum {string} */
