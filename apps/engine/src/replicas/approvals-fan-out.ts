@@ -1,8 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { errorBody } from '../http/error-body';
 import { ReplicaLeases } from './replica-leases';
-import { FORWARDED_BY } from './session-forwarding';
+import { FORWARDED_BY, unavailable } from './session-forwarding';
 
 interface Pending {
   actionId: string;
@@ -28,16 +27,8 @@ export class ApprovalsFanOut {
       }
       this.gather(req, res).catch((err: unknown) => {
         this.logger.error({ msg: 'cannot gather the replicas’ approvals', err: String(err) });
-        if (!res.headersSent) {
-          res
-            .status(503)
-            .setHeader('Retry-After', '1')
-            .json(
-              errorBody('REPLICA_STATE_UNAVAILABLE', 'the replicas cannot be listed; retry after 1 s', [], {
-                retryAfterSeconds: 1,
-              }),
-            );
-        }
+        if (!res.headersSent)
+          unavailable(res, 'REPLICA_STATE_UNAVAILABLE', 'the replicas cannot be listed', 1);
       });
     };
   }

@@ -191,7 +191,8 @@ export class SessionForwarding {
   }
 }
 
-function unavailable(res: Response, code: string, message: string, retryAfterSeconds: number): void {
+/** A 503 the caller retries after `retryAfterSeconds` (the replicas' answers written before Nest's filter runs). */
+export function unavailable(res: Response, code: string, message: string, retryAfterSeconds: number): void {
   res
     .status(503)
     .setHeader('Retry-After', String(retryAfterSeconds))

@@ -1,18 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { SwitchyardError } from '@switchyard/common';
 import type { ContextGraph } from '../context-graph.port';
-import type { ForwarderTimers } from '../replication/outbox-forwarder';
+import {
+  type ForwarderTimers,
+  retryDelay,
+  type RetryBackoffOptions,
+  SYSTEM_TIMERS,
+} from '../replication/forwarder-retry';
 import type { ReplicaTarget } from '../replication/replication.types';
 import { applyEntry, type OutboxEntry } from './outbox-ops';
 import type { OutboxTransaction, PostgresOutbox } from './postgres-outbox';
 
-/** Real timers that do not keep the process alive. */
-export const SYSTEM_TIMERS: ForwarderTimers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
-export interface PostgresForwarderOptions {
+export interface PostgresForwarderOptions extends RetryBackoffOptions {
   /** Most entries applied in one pass (one Postgres transaction holding the apply lock). Default 100. */
   batchEntries?: number;
   /**
@@ -20,13 +19,7 @@ export interface PostgresForwarderOptions {
    * a writer that died before forwarding). Default 250 ms.
    */
   pollIntervalMs?: number;
-  /** First retry delay after a failure (Neo4j or Postgres). Default 100 ms. */
-  initialBackoffMs?: number;
-  /** Longest retry delay. Default 5000 ms. */
-  maxBackoffMs?: number;
   timers?: ForwarderTimers;
-  /** Jitter source in [0, 1). Default `Math.random`. */
-  random?: () => number;
 }
 
 /** Whether Neo4j is being kept up to date: `degraded` from a failed pass until one succeeds. */
@@ -232,10 +225,7 @@ export class PostgresOutboxForwarder {
       });
     }
     if (this.closed || this.retryTimer !== undefined) return;
-    const initial = this.options.initialBackoffMs ?? 100;
-    const max = this.options.maxBackoffMs ?? 5000;
-    const base = Math.min(max, initial * 2 ** Math.min(this.failures - 1, 30));
-    const delay = Math.round(base * (0.5 + (this.options.random ?? Math.random)() / 2));
+    const delay = retryDelay(this.failures, this.options);
     this.retryTimer = this.timers.setTimeout(() => {
       this.retryTimer = undefined;
       void this.pump();

@@ -25,11 +25,8 @@ import type { Neo4jContextGraph } from '../neo4j/neo4j-context-graph';
 import { encodeArgs } from './outbox-args-codec';
 import type { OutboxArgs, OutboxOp } from './outbox-ops';
 import { PostgresOutbox } from './postgres-outbox';
-import {
-  type PostgresForwarderOptions,
-  PostgresOutboxForwarder,
-  SYSTEM_TIMERS,
-} from './postgres-outbox-forwarder';
+import { SYSTEM_TIMERS } from '../replication/forwarder-retry';
+import { type PostgresForwarderOptions, PostgresOutboxForwarder } from './postgres-outbox-forwarder';
 import { OutboxListener } from './postgres-outbox-listener';
 
 export interface PostgresOutboxGraphOptions {

@@ -1,3 +1,4 @@
+import { type ForwarderTimers, retryDelay, type RetryBackoffOptions, SYSTEM_TIMERS } from './forwarder-retry';
 import { Logger } from '@nestjs/common';
 import type { OutboxBatch, ReplicaTarget } from './replication.types';
 
@@ -8,34 +9,19 @@ export interface Outbox {
   outboxSize(): number;
 }
 
-/** Timers the forwarder waits with; tests pass fakes. Handles must not keep the process alive. */
-export interface ForwarderTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type { ForwarderTimers } from './forwarder-retry';
 
-const SYSTEM_TIMERS: ForwarderTimers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
-export interface OutboxForwarderOptions {
+export interface OutboxForwarderOptions extends RetryBackoffOptions {
   /** Most outbox entries copied in one transaction. Default 500. */
   batchEntries?: number;
   /** About how much action data one transaction carries. Default 8 MiB. */
   batchBytes?: number;
-  /** First retry delay after a failure. Default 100 ms. */
-  initialBackoffMs?: number;
-  /** Longest retry delay. Default 5000 ms. */
-  maxBackoffMs?: number;
   /**
    * How long a wake-up waits before copying, so a burst of writes goes to Neo4j in one transaction instead of
    * one each (less work on the engine's event loop per action). 0 copies at once. Default 20 ms.
    */
   lingerMs?: number;
   timers?: ForwarderTimers;
-  /** Jitter source in [0, 1). Default `Math.random`. */
-  random?: () => number;
 }
 
 export interface ForwarderState {
@@ -181,10 +167,7 @@ export class OutboxForwarder {
       });
     }
     if (this.closed || this.retryTimer !== undefined) return;
-    const initial = this.options.initialBackoffMs ?? 100;
-    const max = this.options.maxBackoffMs ?? 5000;
-    const base = Math.min(max, initial * 2 ** Math.min(this.failures - 1, 30));
-    const delay = Math.round(base * (0.5 + (this.options.random ?? Math.random)() / 2));
+    const delay = retryDelay(this.failures, this.options);
     this.retryTimer = this.timers.setTimeout(() => {
       this.retryTimer = undefined;
       this.pump();
