@@ -83,7 +83,10 @@ build() {
     "$(java_bin)" -Xmx"$HEAP" -XX:ArchiveClassesAtExit="$dir/cds.jsa" -cp "$(classpath "$dir")" "$MAIN" \
       "$train" "$port" "$PASSWORD" >"$dir/train.log" 2>&1 &
     local pid=$!
-    if wait_ready "$pid" "$dir/train.log"; then kill -TERM "$pid" 2>/dev/null || true; fi
+    # Stopped whether or not it got ready in time: a training start slower than the timeout (a loaded machine) must
+    # not leave this script waiting on a JVM that runs on.
+    wait_ready "$pid" "$dir/train.log" || say "training start not ready in ${TIMEOUT} s; stopping it"
+    kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     rm -rf "$train"
     [[ -s "$dir/cds.jsa" ]] || say "no class-data-sharing archive (starts will be slower): see $dir/train.log"

@@ -193,3 +193,44 @@ describe('backpressure', () => {
     expect(later.stdout).toBe('queued-a\n');
   });
 });
+
+describe('resuming events the buffer no longer holds', () => {
+  let engine: EngineHarness;
+  beforeAll(async () => {
+    engine = await EngineHarness.start({ SWITCHYARD_EVENTS_BUFFER: '10' });
+  });
+  afterAll(() => engine.stop());
+
+  it('starts the replay with an events.gap event naming the first and last missing ids', async () => {
+    const sid = await engine.createSession();
+    const url = `${engine.baseUrl}/v1/sessions/${sid}/events`;
+    // Eight file actions publish 16 events (started, completed): the buffer keeps the last 10, ids 7 to 16.
+    for (let i = 0; i < 8; i++)
+      await engine.action(sid, { type: 'file', op: 'write', path: `f${i}`, content: 'x' });
+    const resumed = await SseClient.open(url, { 'Last-Event-ID': '2' });
+    await resumed.waitFor((e) => e.id === 16);
+    const [gap, ...replay] = resumed.events;
+    expect(gap.event).toBe('events.gap');
+    // No id of its own: a client's Last-Event-ID stays at the last event it saw.
+    expect(gap.id).toBeUndefined();
+    expect(gap.data).toMatchObject({ firstMissingId: 3, lastMissingId: 6, missing: 4 });
+    expect(gap.data.message).toContain(`GET /v1/sessions/${sid}/actions`);
+    expect(replay.map((e) => e.id)).toEqual([7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+    resumed.close();
+
+    // A client that missed nothing still kept gets no gap; nor does one that asks only for what is buffered.
+    for (const headers of [{ 'Last-Event-ID': '6' }, {}] as Record<string, string>[]) {
+      const sse = await SseClient.open(url, headers);
+      await sse.waitFor((e) => e.id === 16);
+      expect(sse.events.map((e) => e.event)).not.toContain('events.gap');
+      expect(sse.events[0].id).toBe(7);
+      sse.close();
+    }
+    // The query parameter resumes the same way.
+    const byQuery = await SseClient.open(`${url}?lastEventId=0`);
+    const first = await byQuery.waitFor(() => true);
+    expect(first).toMatchObject({ event: 'events.gap', data: { firstMissingId: 1, lastMissingId: 6 } });
+    byQuery.close();
+    await engine.request('DELETE', `/v1/sessions/${sid}`);
+  });
+});

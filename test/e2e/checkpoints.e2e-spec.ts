@@ -111,6 +111,65 @@ describe('checkpoints, restore and fork through the API', () => {
     });
   });
 
+  it('checkpoint, restore and fork keep the same entries: files, directories, every symlink as a link; never fifos or sockets', async () => {
+    // A fifo and a Unix socket are not data: a checkpoint does not count them, a restore does not bring them
+    // back, and a fork (now or at a checkpoint) does not copy them either. Links, in or out, are kept as links.
+    const SPECIALS =
+      'import os, stat\nos.mkfifo("pipe")\nos.mkfifo("sub/pipe2")\n' +
+      'os.mknod("sock", stat.S_IFSOCK | 0o600)\nprint("made")';
+    const ENTRIES =
+      'import os, stat, json\nout = {}\nfor root, dirs, files in os.walk("."):\n' +
+      '    for n in dirs + files:\n        p = os.path.join(root, n)[2:]\n        m = os.lstat(p).st_mode\n' +
+      '        out[p] = "link:" + os.readlink(p) if stat.S_ISLNK(m) else "dir" if stat.S_ISDIR(m) else ' +
+      '"file" if stat.S_ISREG(m) else "fifo" if stat.S_ISFIFO(m) else "sock" if stat.S_ISSOCK(m) else "other"\n' +
+      'print(json.dumps(out, sort_keys=True))';
+    const entries = async (sid: string) => {
+      const r = await code(sid, 'python', ENTRIES);
+      expect(r).toMatchObject({ status: 'succeeded' });
+      return JSON.parse(r.stdout) as Record<string, string>;
+    };
+    const kept = {
+      'a.txt': 'file',
+      sub: 'dir',
+      'sub/b.txt': 'file',
+      in: 'link:sub/b.txt',
+      out: 'link:/etc/hostname',
+      up: 'link:../outside',
+    };
+    const sid = await engine.createSession();
+    const made = await code(
+      sid,
+      'bash',
+      'mkdir sub && printf a > a.txt && printf b > sub/b.txt && ln -s sub/b.txt in && ln -s /etc/hostname out && ' +
+        'ln -s ../outside up',
+    );
+    expect(made).toMatchObject({ status: 'succeeded' });
+    expect(await code(sid, 'python', SPECIALS)).toMatchObject({ status: 'succeeded', stdout: 'made\n' });
+    expect(await entries(sid)).toEqual({ ...kept, pipe: 'fifo', 'sub/pipe2': 'fifo', sock: 'sock' });
+
+    const taken = await checkpoint(sid);
+    expect(taken.status).toBe(201);
+    // Two files and three links; the fifos and the socket are not in the checkpoint, so not in its counts.
+    expect(taken.body).toMatchObject({ files: 5, directories: 1, bytes: 2 });
+
+    // Fork now and at the checkpoint: the same entries as the checkpoint keeps.
+    const now = await engine.request('POST', `/v1/sessions/${sid}/fork`, {});
+    const past = await engine.request('POST', `/v1/sessions/${sid}/fork`, { checkpointId: taken.body.id });
+    expect([now.status, past.status]).toEqual([201, 201]);
+    expect(await entries(now.body.id)).toEqual(kept);
+    expect(await entries(past.body.id)).toEqual(kept);
+
+    // Restore over an emptied workspace: the same again.
+    expect(await code(sid, 'bash', 'rm -rf ./* && ls -A | wc -l')).toMatchObject({ stdout: '0\n' });
+    const restored = await restore(sid, taken.body.id);
+    expect(restored.status).toBe(200);
+    expect(await entries(sid)).toEqual(kept);
+    // A diff against the workspace with a fifo made since: nothing to say (a fifo is not data either way).
+    expect(await code(sid, 'bash', 'mkfifo late')).toMatchObject({ status: 'succeeded' });
+    const diff = (await engine.request('GET', `/v1/sessions/${sid}/checkpoints/${taken.body.id}/diff`)).body;
+    expect(diff).toMatchObject({ added: [], removed: [], modified: [] });
+  });
+
   it('refuses a restore while an action of the session runs (409), then restores once it is cancelled', async () => {
     const sid = await engine.createSession();
     const taken = (await checkpoint(sid)).body;

@@ -174,6 +174,223 @@ describe('egress by session policy', () => {
     expect(sub).toMatchObject({ status: 'succeeded', stdout: 'proxy=none\nno-socket-dir\n' });
   });
 
+  it('refuses a target that is not one strict host:port, and a Host header naming another host, recording each', async () => {
+    const sid = await engine.createSession({ network: { allow: ['*.example.test', 'pypi.test'] } });
+    const seen = site.requests.length;
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'pooled',
+      timeoutMs: 60_000,
+      code: [
+        'import socket',
+        'def ask(req):',
+        "    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)",
+        '    s.sendall(req.encode())',
+        "    line = s.recv(4096).decode('latin1').split('\\r\\n')[0]",
+        '    s.close()',
+        '    return line',
+        // The policy matched the raw text (`*.example.test`), the resolution read the address before the `/`.
+        "for t in ['127.0.0.11/.example.test:80', '127.0.0.11?.example.test:80', 'pypi.test/.example.test:80', 'user@pypi.test:80']:",
+        "    print('CONNECT', ask(f'CONNECT {t} HTTP/1.1\\r\\nHost: {t}\\r\\n\\r\\n'))",
+        "print('FRONTED', ask('GET http://pypi.test/simple/ HTTP/1.1\\r\\nHost: other.test\\r\\nConnection: close\\r\\n\\r\\n'))",
+        "print('PLAIN', ask('GET http://pypi.test/simple/ HTTP/1.1\\r\\nHost: pypi.test\\r\\nConnection: close\\r\\n\\r\\n'))",
+      ].join('\n'),
+    });
+    expect(r.status).toBe('succeeded');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.filter((l: string) => l.startsWith('CONNECT HTTP/1.1 400 '))).toHaveLength(4);
+    expect(lines.find((l: string) => l.startsWith('FRONTED'))).toMatch(
+      /^FRONTED HTTP\/1\.1 400 .*Host header/,
+    );
+    expect(lines).toContain('PLAIN HTTP/1.1 200 OK');
+    expect(r.egress).toEqual([
+      expect.objectContaining({ host: '127.0.0.11/.example.test:80', port: 0, allowed: false }),
+      expect.objectContaining({ host: '127.0.0.11?.example.test:80', port: 0, allowed: false }),
+      expect.objectContaining({ host: 'pypi.test/.example.test:80', port: 0, allowed: false }),
+      expect.objectContaining({ host: 'user@pypi.test:80', port: 0, allowed: false }),
+      expect.objectContaining({ host: 'pypi.test', port: 80, allowed: false }),
+      expect.objectContaining({ host: 'pypi.test', port: 80, allowed: true }),
+    ]);
+    expect(r.egress[0].reason).toContain('bad proxy request');
+    expect(r.egress[4].reason).toContain('Host header');
+    // Only the consistent request reached a site, carrying the host that was checked.
+    expect(site.requests.slice(seen)).toEqual(['pypi.test GET /simple/']);
+  });
+
+  it("applies every layer's host rules when the connection is made, whatever the code's text names", async () => {
+    const tenantPolicy = '/v1/tenants/open/policy';
+    const put = await engine.request('PUT', tenantPolicy, {
+      rules: [{ effect: 'deny', match: { host: 'pypi.test' }, reason: 'no package index for this tenant' }],
+    });
+    expect(put.status).toBe(200);
+    try {
+      const sid = await engine.createSession({
+        network: { allow: ['pypi.test', 'git.test', 'other.test'] },
+        policy: { rules: [{ effect: 'deny', match: { host: 'git.test' } }] },
+      });
+      const seen = site.requests.length;
+      // The hosts are spelled so that no text scan can see them.
+      const r = await run(
+        sid,
+        'h=pypi; curl -sS http://$h.test/simple/; echo; curl -sS https://$h.test/ 2>&1; echo; ' +
+          'g=git; curl -sS http://$g.test/repo.git/HEAD; echo; o=other; curl -sS http://$o.test/',
+      );
+      expect(r.status).toBe('succeeded');
+      expect(r.stdout).toContain('switchyard: egress to pypi.test is blocked by the tenant policy');
+      expect(r.stdout).toContain('no package index for this tenant');
+      expect(r.stdout).toMatch(/CONNECT tunnel failed, response 403/);
+      expect(r.stdout).toContain('switchyard: egress to git.test is blocked by the session policy');
+      expect(r.stdout).toContain('other site');
+      expect(r.egress.map((e: any) => [e.host, e.port, e.allowed])).toEqual([
+        ['pypi.test', 80, false],
+        ['pypi.test', 443, false],
+        ['git.test', 80, false],
+        ['other.test', 80, true],
+      ]);
+      expect(r.egress[0].reason).toContain('tenant policy');
+      expect(site.requests.slice(seen)).toEqual(['other.test GET /']);
+    } finally {
+      await engine.request('DELETE', tenantPolicy);
+    }
+  });
+
+  it("applies a plan's host rules to the connections its steps open, and only while they run", async () => {
+    const sid = await engine.createSession({ network: { allow: ['pypi.test', 'other.test'] } });
+    const seen = site.requests.length;
+    const plan = await engine.request('POST', `/v1/sessions/${sid}/plans`, {
+      wait: true,
+      waitTimeoutMs: 60_000,
+      policy: {
+        rules: [{ effect: 'deny', match: { host: 'pypi.test' }, reason: 'this plan builds offline' }],
+      },
+      steps: [
+        {
+          id: 'fetch',
+          // The host is spelled so that no text scan can see it: only the proxy knows where the step connects.
+          action: {
+            type: 'code',
+            language: 'bash',
+            tier: 'pooled',
+            timeoutMs: 60_000,
+            code: 'h=pypi; curl -sS http://$h.test/simple/; echo; o=other; curl -sS http://$o.test/',
+          },
+        },
+      ],
+    });
+    expect(plan.status).toBe(200);
+    expect(plan.body.status).toBe('succeeded');
+    const step = (await engine.request('GET', `/v1/sessions/${sid}/actions?limit=10`)).body.actions.find(
+      (a: any) => a.type === 'code',
+    );
+    const r = (await engine.request('GET', `/v1/sessions/${sid}/actions/${step.id}`)).body;
+    expect(r.stdout).toContain('switchyard: egress to pypi.test is blocked by the plan policy');
+    expect(r.stdout).toContain('this plan builds offline');
+    expect(r.stdout).toContain('other site');
+    expect(site.requests.slice(seen)).toEqual(['other.test GET /']);
+    // Outside the plan, the same session reaches the host.
+    const after = await run(sid, 'h=pypi; curl -sS -o /dev/null -w "%{http_code}" http://$h.test/simple/');
+    expect(after.stdout).toBe('200');
+  });
+
+  it('holds a connection a rule asks about until a person decides, and remembers an approval for the session', async () => {
+    const sid = await engine.createSession({
+      network: { allow: ['other.test', 'git.test'] },
+      policy: {
+        rules: [
+          { effect: 'ask', match: { host: 'other.test' }, reason: 'a person looks at this host' },
+          { effect: 'ask', match: { host: 'git.test' } },
+        ],
+      },
+    });
+    /** The waiting approval of a connection of this session to `target`, once listed. */
+    const waiting = async (target: string): Promise<any> => {
+      for (let i = 0; i < 400; i++) {
+        const list = (await engine.request('GET', '/v1/approvals')).body.approvals as any[];
+        const found = list.find((a) => a.sessionId === sid && a.summary === `connect to ${target}`);
+        if (found) return found;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`no approval for ${target}`);
+    };
+    const approved = run(
+      sid,
+      'o=other; curl -sS --max-time 50 http://$o.test/; echo; curl -sS http://$o.test/',
+    );
+    const approval = await waiting('other.test:80');
+    expect(approval).toMatchObject({ type: 'egress', tool: 'egress', layer: 'session' });
+    expect(approval.actionId).toMatch(/^egress_/);
+    expect(approval.reasons.join(' ')).toContain('a person looks at this host');
+    const ok = await engine.request('POST', `/v1/sessions/${sid}/actions/${approval.actionId}/approve`, {
+      reason: 'expected',
+    });
+    expect(ok).toMatchObject({ status: 200, body: { decision: 'approved' } });
+    const r = await approved;
+    // The second connection went through on the same approval, without asking again.
+    expect(r.stdout.match(/other site/g)).toHaveLength(2);
+    expect(r.egress.map((e: any) => [e.host, e.allowed])).toEqual([
+      ['other.test', true],
+      ['other.test', true],
+    ]);
+
+    const rejected = run(sid, 'g=git; curl -sS --max-time 50 http://$g.test/repo.git/HEAD');
+    const ask = await waiting('git.test:80');
+    await engine.request('POST', `/v1/sessions/${sid}/actions/${ask.actionId}/reject`, {
+      reason: 'not today',
+    });
+    const no = await rejected;
+    expect(no.stdout).toContain(`egress to git.test:80 was rejected by`);
+    expect(no.stdout).toContain('not today');
+    expect(no.egress).toEqual([expect.objectContaining({ host: 'git.test', allowed: false })]);
+  });
+
+  it("keeps the one-off tier's egress when its code opens more connections than the forwarder relays", async () => {
+    const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
+    // One process holds 200 connections at once (its own open-files limit is 256), past the forwarder's bound.
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      timeoutMs: 90_000,
+      code: [
+        'import collections, json, socket, time, urllib.error, urllib.request',
+        "REQ = b'GET http://pypi.test/simple/ HTTP/1.1\\r\\nHost: pypi.test\\r\\n\\r\\n'",
+        'socks, lines = [], []',
+        'for _ in range(200):',
+        '    try:',
+        "        socks.append(socket.create_connection(('127.0.0.1', 3128), timeout=20))",
+        '    except OSError as e:',
+        "        lines.append('connect failed ' + type(e).__name__)",
+        'for s in socks:',
+        '    try:',
+        "        s.sendall(REQ); lines.append(s.recv(4096).split(b'\\r\\n')[0].decode('latin1'))",
+        '    except OSError as e:',
+        "        lines.append('failed ' + type(e).__name__)",
+        'for s in socks: s.close()',
+        "counts, busy = collections.Counter(), ''",
+        'for line in lines:',
+        "    counts[line[:12] if line.startswith('HTTP/1.1 ') else line] += 1",
+        "    busy = line if line.startswith('HTTP/1.1 503') else busy",
+        // The relays end as the proxy closes its side of each: egress is back within moments, not for good lost.
+        'after = None',
+        'for _ in range(50):',
+        '    try:',
+        "        after = urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status; break",
+        '    except urllib.error.HTTPError as e:',
+        '        after = e.code; time.sleep(0.1)',
+        "print(json.dumps({'counts': counts, 'busy': busy, 'after': after}))",
+      ].join('\n'),
+    });
+    expect([r.status, r.stderr]).toEqual(['succeeded', '']);
+    const { counts, busy, after } = JSON.parse(r.stdout.trim().split('\n').pop());
+    // Some were relayed, the rest refused with a 503 that says why; none failed outright.
+    expect(counts['HTTP/1.1 200']).toBeGreaterThan(0);
+    expect(counts['HTTP/1.1 503']).toBeGreaterThan(0);
+    expect(counts['HTTP/1.1 200'] + counts['HTTP/1.1 503']).toBe(200);
+    expect(busy).toContain("too many connections through this sandbox's egress forwarder");
+    expect(after).toBe(200);
+  });
+
   it('keeps policies per session, and tells a session without network how to ask for it', async () => {
     const withNet = await engine.createSession({ network: { allow: ['pypi.test'] } });
     const without = await engine.createSession();

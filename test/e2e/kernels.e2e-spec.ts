@@ -168,6 +168,46 @@ describe('session kernels (state: "session")', () => {
     });
   });
 
+  it('a subprocess kernel that fills /tmp with empty files ends at the memory limit (OUT_OF_MEMORY), says its state is lost, and the session works on', async () => {
+    // The bubblewrap /tmp is a tmpfs capped in bytes, not in inodes: each empty file's inode and dentry are kernel
+    // memory charged to the session sandbox's cgroup, and killing processes frees none of it, so the OOM killer takes
+    // the kernel and then the runner: the whole sandbox ends. That is the memory limit, as for a fresh run.
+    const sid = await engine.createSession();
+    try {
+      const first = await cell(sid, 'python', 'before = 1\nopen("kept.txt", "w").write("kept")', {
+        tier: 'subprocess',
+      });
+      expect(first).toMatchObject({ status: 'succeeded', output: { kernel: { started: true } } });
+      const fill =
+        'import os\nos.mkdir("/tmp/inodes")\nn = 0\nwhile True:\n' +
+        '    open("/tmp/inodes/%d" % n, "w").close()\n    n += 1';
+      const r = await cell(sid, 'python', fill, { tier: 'subprocess', timeoutMs: 90_000 });
+      expect(r).toMatchObject({
+        status: 'failed',
+        tier: 'subprocess',
+        error: { class: 'limit', code: 'OUT_OF_MEMORY' },
+        output: { kernel: { id: first.output.kernel.id, stateLost: true } },
+      });
+      expect(r.error.message).toMatch(/MiB limit of the session's subprocess sandbox/);
+      expect(r.error.message).toContain('/tmp');
+      expect(r.error.message).toContain('state in it is lost');
+      // A fresh kernel in a fresh sandbox: no state, an empty /tmp, the workspace as it was.
+      const after = await cell(
+        sid,
+        'python',
+        "import os\n('before' in globals(), os.path.exists('/tmp/inodes'), open('kept.txt').read())",
+        { tier: 'subprocess' },
+      );
+      expect(after).toMatchObject({
+        status: 'succeeded',
+        output: { result: "(False, False, 'kept')", kernel: { started: true } },
+      });
+      expect(after.output.kernel.id).not.toBe(first.output.kernel.id);
+    } finally {
+      await engine.request('DELETE', `/v1/sessions/${sid}`);
+    }
+  }, 150_000);
+
   it('two sessions never see each other’s kernels', async () => {
     const a = await engine.createSession();
     const b = await engine.createSession();

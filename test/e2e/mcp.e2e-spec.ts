@@ -54,7 +54,7 @@ async function raw(
   engine: EngineHarness,
   method: string,
   init: { body?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(`${engine.baseUrl}/mcp`, {
     method,
     headers: { accept: ACCEPT, 'content-type': 'application/json', ...init.headers },
@@ -62,9 +62,9 @@ async function raw(
   });
   const body = await res.text();
   try {
-    return { status: res.status, body: JSON.parse(body) };
+    return { status: res.status, body: JSON.parse(body), headers: res.headers };
   } catch {
-    return { status: res.status, body };
+    return { status: res.status, body, headers: res.headers };
   }
 }
 
@@ -267,6 +267,26 @@ describe('MCP with API keys', () => {
     const res = await raw(engine, 'POST', { body: JSON.stringify(INITIALIZE) });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'missing bearer token' } });
+  });
+
+  it('says how to authenticate on every 401 of /mcp: WWW-Authenticate: Bearer', async () => {
+    for (const method of ['POST', 'GET', 'DELETE']) {
+      const missing = await raw(
+        engine,
+        method,
+        method === 'POST' ? { body: JSON.stringify(INITIALIZE) } : {},
+      );
+      expect(missing.status).toBe(401);
+      expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="switchyard"');
+    }
+    const invalid = await raw(engine, 'POST', {
+      body: JSON.stringify(INITIALIZE),
+      headers: { authorization: 'Bearer mcp-key-not-configured-000' },
+    });
+    expect(invalid.status).toBe(401);
+    expect(invalid.headers.get('www-authenticate')).toMatch(
+      /^Bearer realm="switchyard", error="invalid_token"/,
+    );
   });
 
   it("runs as the key's tenant; another key cannot use the MCP session", async () => {

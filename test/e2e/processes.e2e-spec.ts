@@ -214,6 +214,71 @@ describe('background processes', () => {
     expect(badCwd.status).toBe(400);
   });
 
+  it('starts no more than the limit when starts race, and refuses every other one as denied PROCESS_LIMIT', async () => {
+    // Eight run at once and 28 wait (the session queue holds 32): all pass the check made when they are submitted,
+    // so the limit (3) is met only while they start.
+    const sid = await engine.createSession({ maxConcurrentActions: 8 });
+    const count = 36;
+    const answers = await Promise.all(
+      Array.from({ length: count }, () =>
+        engine.request('POST', `/v1/sessions/${sid}/actions`, {
+          type: 'process',
+          op: 'start',
+          command: 'sleep 600',
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(count).fill(200));
+    const outcomes = answers.map((a) => a.body);
+    const started = outcomes.filter((o) => o.status === 'succeeded');
+    const refused = outcomes.filter((o) => o.status !== 'succeeded');
+    expect(started).toHaveLength(3);
+    expect(refused).toHaveLength(count - 3);
+    for (const o of refused) {
+      expect(o).toMatchObject({ status: 'denied', error: { class: 'limit', code: 'PROCESS_LIMIT' } });
+      expect(o.error.message).toContain('SWITCHYARD_MAX_PROCESSES');
+    }
+    const list = await proc(sid, { op: 'list' });
+    expect(list.output.processes.filter((p: any) => p.running)).toHaveLength(3);
+    await engine.request('DELETE', `/v1/sessions/${sid}`);
+  });
+
+  it('treats a process command and its stdin as bash code: language rules and risk scoring apply', async () => {
+    const sid = await engine.createSession({
+      policy: {
+        rules: [{ effect: 'deny', match: { language: 'bash' }, reason: 'no shell in this session' }],
+      },
+    });
+    const start = await proc(sid, { op: 'start', command: 'sleep 600' });
+    expect(start).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'POLICY_DENIED' } });
+    expect(start.error.message).toContain('process_start is blocked by the session policy');
+    expect(start.error.message).toContain('no shell in this session');
+    // The process_start tool is the same action, refused the same way; the tool list no longer offers it.
+    const call = await engine.request('POST', `/v1/sessions/${sid}/tool-calls`, {
+      id: 't1',
+      name: 'process_start',
+      input: { command: 'h=sleep; $h 600' },
+    });
+    expect(call.body).toMatchObject({ is_error: true });
+    expect(call.body.content).toContain('process_start is blocked by the session policy');
+    const tools = (await engine.request('GET', `/v1/tools?sessionId=${sid}`)).body.tools.map(
+      (t: any) => t.name,
+    );
+    expect(tools).toEqual(expect.arrayContaining(['python', 'process_list', 'process_logs']));
+    expect(tools.filter((t: string) => ['bash', 'process_start', 'process_write'].includes(t))).toEqual([]);
+    expect((await proc(sid, { op: 'list' })).output.processes).toEqual([]);
+    // Scored as bash code: a critical command is refused whatever the policy.
+    const free = await engine.createSession();
+    const wipe = await proc(free, { op: 'start', command: 'rm -rf / --no-preserve-root' });
+    expect(wipe).toMatchObject({
+      status: 'denied',
+      risk: { level: 'critical' },
+      error: { class: 'policy', code: 'RISK_CRITICAL' },
+    });
+    await engine.request('DELETE', `/v1/sessions/${sid}`);
+    await engine.request('DELETE', `/v1/sessions/${free}`);
+  });
+
   it('records STARTED edges to Process nodes and RAN_IN edges to Kernel nodes in the graph', async () => {
     const sid = await engine.createSession();
     const started = await proc(sid, { op: 'start', command: 'sleep 600', name: 'bg' });

@@ -147,6 +147,31 @@ describe('API keys and tenants', () => {
     expect((await engine.request('GET', '/v1/sessions')).status).toBe(401);
   });
 
+  it('says how to authenticate on a 401: WWW-Authenticate: Bearer, and invalid_token for a key it does not know', async () => {
+    engine.as(undefined);
+    const missing = await engine.request('GET', '/v1/sessions');
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="switchyard"');
+    engine.as('not-a-valid-key-at-all');
+    const invalid = await engine.request('POST', '/v1/sessions', {});
+    expect(invalid.status).toBe(401);
+    expect(invalid.headers.get('www-authenticate')).toMatch(
+      /^Bearer realm="switchyard", error="invalid_token"/,
+    );
+    expect(invalid.body).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'invalid bearer token' } });
+    // Answers that are not 401 carry no challenge.
+    engine.as(keyA);
+    const ok = await engine.request('GET', '/v1/sessions');
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('www-authenticate')).toBeNull();
+    // The OpenAPI document declares the header on the 401 answers.
+    const doc = (await engine.request('GET', '/docs-json')).body;
+    expect(doc.paths['/v1/sessions'].get.responses['401'].headers).toEqual({
+      'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' },
+    });
+    expect(doc.components.headers['WWW-Authenticate'].schema).toMatchObject({ type: 'string' });
+  });
+
   it('tells strangers only the status on /health and /health/ready; key holders get the details', async () => {
     engine.as(undefined);
     const health = await engine.request('GET', '/health');
@@ -209,6 +234,7 @@ describe('SWITCHYARD_METRICS_AUTH=api-key', () => {
     engine.as(undefined);
     const refused = await engine.request('GET', '/metrics');
     expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="switchyard"');
     expect(JSON.stringify(refused.body)).not.toContain('switchyard_');
     engine.as('wrong-key-0123456789abc');
     expect((await engine.request('GET', '/metrics')).status).toBe(401);

@@ -2,8 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
-/** The built engine (`npm run build`), run as a real process so a test can SIGKILL it. */
-export const ENGINE_MAIN = path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
+/**
+ * The built engine (`npm run build`), run as a real process so a test can SIGKILL it. SWITCHYARD_TEST_ENGINE_MAIN
+ * names another build (e.g. one of an earlier version, to see a new test fail on it).
+ */
+export const ENGINE_MAIN =
+  process.env.SWITCHYARD_TEST_ENGINE_MAIN ??
+  path.join(__dirname, '..', '..', 'dist', 'apps', 'engine', 'src', 'main.js');
 
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {

@@ -104,6 +104,7 @@ export class AppModule {
               memoryBytes: config.sandbox.subprocess.memoryBytes,
               pids: config.sandbox.subprocess.pids,
               cpus: config.sandbox.subprocess.cpus,
+              sessionCpus: config.sandbox.subprocess.sessionCpus,
             },
             tempDir: path.join(config.dataDir, 'tmp'),
             stateful: {

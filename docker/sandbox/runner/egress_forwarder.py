@@ -12,13 +12,20 @@ client gets an HTTP 403 saying so and how to ask for network, rather than a bare
 One thread, one selector, non-blocking sockets (no thread per connection: a sandbox's pids limit counts threads).
 The pooled runner starts it (and restarts it) beside itself; a one-off container's loader starts it before the
 code and waits for <ready file>, written once it listens.
+
+Its open files are bounded by the sandbox's nofile limit like the code's, and each relay holds two. So it relays at
+most MAX_RELAYS connections at once (what the limit leaves room for); past that a client is answered HTTP 503
+saying so (at most MAX_REFUSING at a time, the rest are closed at once), and should it still run out of descriptors
+it stops accepting until a relay ends. It never dies of too many connections: the sandbox keeps its egress.
 """
 
 import errno
 import os
+import resource
 import selectors
 import socket
 import sys
+import time
 
 PORT = 3128
 CHUNK = 64 * 1024
@@ -30,10 +37,31 @@ NO_NETWORK = (
     'POST /v1/sessions {"network":{"allow":["pypi.org","*.pythonhosted.org"]}} '
     "(hosts within the engine's SWITCHYARD_EGRESS_ALLOWED)"
 )
-REFUSAL = (
-    b"HTTP/1.1 403 switchyard: this session has no network\r\n"
-    b"Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
-)
+# Descriptors kept free of relays: stdio, the listener, the selector, the refusals being answered.
+MAX_REFUSING = 16
+RESERVED_FDS = 16 + MAX_REFUSING
+# While accepting fails for lack of descriptors, how long before trying again even if no relay ended.
+PAUSE_SECONDS = 1.0
+
+
+def refusal(status, reason, text):
+    """A complete HTTP answer: `status reason`, `text` as the body, then the connection closes."""
+    body = (text + "\n").encode("utf-8")
+    return (
+        b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+        b"Content-Length: %d\r\n\r\n" % (status, reason.encode("ascii"), len(body))
+    ) + body
+
+
+def max_relays():
+    """Relays the nofile limit leaves room for (two descriptors each), at most 1024."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 4096
+    return max(1, min(1024, (soft - RESERVED_FDS) // 2))
+
+
+NO_NETWORK_ANSWER = refusal(403, "switchyard: this session has no network", NO_NETWORK)
 
 
 class Side:
@@ -47,14 +75,16 @@ class Side:
 
 
 class Relay:
-    """A client of 127.0.0.1:3128 and its connection to the proxy socket (or the canned refusal)."""
+    """A client of 127.0.0.1:3128 and its connection to the proxy socket, or, without one, the `answer` it gets."""
 
-    def __init__(self, forwarder, client, upstream):
+    def __init__(self, forwarder, client, upstream, answer=None):
         self.f = forwarder
         self.client = Side(client)
         self.upstream = Side(upstream) if upstream is not None else None
+        self.answer = answer
         self.head = b""  # no proxy: the request head, read before refusing
         self.closed = False
+        self.f.opened(self)
 
     def sides(self):
         return [s for s in (self.client, self.upstream) if s is not None]
@@ -117,8 +147,7 @@ class Relay:
         # No proxy socket: read the request head, then answer the refusal and close.
         self.head += data
         if b"\r\n\r\n" in self.head or len(self.head) >= HEAD_LIMIT:
-            body = (NO_NETWORK + "\n").encode("utf-8")
-            side.out += REFUSAL + b"Content-Length: %d\r\n\r\n" % len(body) + body
+            side.out += self.answer
             side.eof = True
 
     def shutdown_write(self, side):
@@ -137,11 +166,22 @@ class Relay:
         for side in self.sides():
             self.f.forget(side.sock)
             side.sock.close()
+        self.f.closed(self)
 
 
 class Forwarder:
     def __init__(self, proxy_path):
         self.proxy_path = proxy_path
+        self.max_relays = max_relays()
+        self.relays = 0  # relaying to the proxy
+        self.refusing = 0  # being answered a refusal
+        self.paused_until = None  # out of descriptors: not accepting until a relay ends, or then
+        self.busy = refusal(
+            503,
+            "switchyard: too many connections through this sandbox's egress forwarder",
+            "switchyard: this sandbox has %d connections open through its egress forwarder, the most it relays at "
+            "once; close some (or reuse them) and retry" % self.max_relays,
+        )
         self.sel = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -168,27 +208,85 @@ class Forwarder:
         except (KeyError, ValueError):
             pass
 
+    def opened(self, relay):
+        if relay.upstream is None:
+            self.refusing += 1
+        else:
+            self.relays += 1
+
+    def closed(self, relay):
+        if relay.upstream is None:
+            self.refusing -= 1
+        else:
+            self.relays -= 1
+        self.resume()
+
+    def pause(self):
+        """Out of descriptors: stop watching the listener (it would stay readable) until a relay ends."""
+        if self.paused_until is None:
+            self.forget(self.listener)
+        self.paused_until = time.monotonic() + PAUSE_SECONDS
+
+    def resume(self):
+        if self.paused_until is not None:
+            self.paused_until = None
+            self.watch(self.listener, selectors.EVENT_READ, None)
+
+    def refuse(self, client, answer):
+        """
+        Answers `answer` once the client has sent its request head. With too many refusals under way already, answers
+        at once, without waiting for the head, and closes: the client still reads why.
+        """
+        if self.refusing < MAX_REFUSING:
+            Relay(self, client, None, answer).update()
+            return
+        try:
+            client.send(answer)
+            client.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        client.close()
+
     def accept(self):
         try:
             client, _ = self.listener.accept()
         except (BlockingIOError, InterruptedError):
             return
+        except OSError:
+            # EMFILE, ENFILE, ENOBUFS: no descriptor for the client. Waiting beats dying: a relay will end.
+            self.pause()
+            return
         client.setblocking(False)
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if self.relays >= self.max_relays:
+            self.refuse(client, self.busy)
+            return
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            self.refuse(client, self.busy)
+            self.pause()
+            return
         try:
             upstream.connect(self.proxy_path)
             upstream.setblocking(False)
         except OSError as err:
             upstream.close()
-            upstream = None
-            if err.errno not in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR):
+            if err.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR):
+                self.refuse(client, NO_NETWORK_ANSWER)
+            else:
                 client.close()
-                return
+            return
         Relay(self, client, upstream).update()
 
     def serve(self):
         while True:
-            for key, mask in self.sel.select():
+            timeout = None
+            if self.paused_until is not None:
+                timeout = self.paused_until - time.monotonic()
+                if timeout <= 0:
+                    self.resume()
+                    timeout = None
+            for key, mask in self.sel.select(timeout):
                 if key.data is None:
                     self.accept()
                 else:

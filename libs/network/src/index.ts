@@ -1,6 +1,5 @@
 export {
   EgressProxy,
-  splitHostPort,
   type EgressAttempt,
   type EgressProxyOptions,
   type EgressRefusal,
@@ -11,6 +10,7 @@ export {
   DEFAULT_EGRESS_PORTS,
   type EgressPattern,
 } from './egress/egress-policy';
-export { SessionEgress, type SessionEgressOptions } from './egress/session-egress';
+export { type EgressGate, SessionEgress, type SessionEgressOptions } from './egress/session-egress';
+export * from './url-policy/authority';
 export * from './url-policy/ip-address';
 export * from './url-policy/url-policy';

@@ -30,9 +30,15 @@ export interface SubprocessLimits {
   pids: number;
   /**
    * cgroup CPU quota of each action in CPUs (0.01–1024), shared by everything it forks; needs the cpu controller
-   * (v1: mounted; v2: delegated). Default 1. The code also runs at niceness 19 with or without cgroups.
+   * (v1: mounted; v2: delegated). Default 1; at most `sessionCpus` is in force. The code also runs at niceness 19
+   * with or without cgroups.
    */
   cpus: number;
+  /**
+   * cgroup CPU quota of each session in CPUs (0.01–1024): all its concurrent actions, its kernels and background
+   * processes share it, each action also held to `cpus`. Default 1. Needs the cpu controller, like `cpus`.
+   */
+  sessionCpus: number;
   /** Size of each tmpfs (`/tmp`, `/dev/shm`). Default 64 MiB. */
   tmpfsBytes: number;
   /**
@@ -282,6 +288,7 @@ export function resolveSandboxOptions(
       memoryBytes: sub.memoryBytes ?? 512 * MiB,
       pids: sub.pids ?? 128,
       cpus: sub.cpus ?? 1,
+      sessionCpus: sub.sessionCpus ?? 1,
       tmpfsBytes: sub.tmpfsBytes ?? 64 * MiB,
       warmSlots: sub.warmSlots ?? 2,
       cgroup: { mode: sub.cgroup?.mode ?? 'auto', v2Parent: sub.cgroup?.v2Parent },
@@ -340,12 +347,14 @@ export function resolveSandboxOptions(
       `must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`,
     );
   }
-  const cpus = resolved.subprocess.cpus;
-  if (typeof cpus !== 'number' || !(cpus >= 0.01 && cpus <= 1024)) {
-    throw new SandboxConfigError(
-      'subprocess.cpus',
-      `must be a number from 0.01 to 1024, got ${String(cpus)}`,
-    );
+  for (const key of ['cpus', 'sessionCpus'] as const) {
+    const cpus = resolved.subprocess[key];
+    if (typeof cpus !== 'number' || !(cpus >= 0.01 && cpus <= 1024)) {
+      throw new SandboxConfigError(
+        `subprocess.${key}`,
+        `must be a number from 0.01 to 1024, got ${String(cpus)}`,
+      );
+    }
   }
   if (!['auto', 'v2', 'v1', 'off'].includes(resolved.subprocess.cgroup.mode)) {
     throw new SandboxConfigError('subprocess.cgroup.mode', 'must be auto, v2, v1 or off');

@@ -127,8 +127,9 @@ function toEvent(message: SseMessage): SessionEvent {
 
 /**
  * A session's events as an async iterator. When the connection drops before `session.ended`, it reconnects with
- * the last id it saw as `Last-Event-ID`, so the engine replays what was missed (while still buffered). It ends
- * after `session.ended` or when `signal` aborts; a refused request (4xx/5xx) throws `SwitchyardError`.
+ * the last id it saw as `Last-Event-ID`, so the engine replays what was missed (while still buffered; what no longer
+ * is, an `events.gap` event names first). It ends after `session.ended` or when `signal` aborts; a refused request
+ * (4xx/5xx) throws `SwitchyardError`.
  */
 export async function* sessionEventStream(
   open: OpenStream,

@@ -96,9 +96,14 @@ export type SessionEventType =
   | 'checkpoint.created'
   | 'checkpoint.restored'
   | 'checkpoint.deleted'
+  | 'events.gap'
   | 'session.ended';
 
-/** One event of a session's stream. `id` is absent on `session.ended`, the last one. */
+/**
+ * One event of a session's stream. `id` is absent on `session.ended`, the last one, and on `events.gap`: sent
+ * before a resumed stream's replay when events after `Last-Event-ID` are no longer buffered, its data names them
+ * (`firstMissingId`, `lastMissingId`, `missing`) so the caller knows to re-read what they reported.
+ */
 export interface SessionEvent {
   id?: number;
   type: SessionEventType;

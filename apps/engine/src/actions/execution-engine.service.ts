@@ -9,6 +9,7 @@ import {
   type Tier,
 } from '@switchyard/common';
 import { type ApprovalRequest, ContextGraph } from '@switchyard/context-graph';
+import { ActivePlanLayers } from '../policies/active-plan-layers';
 import type { PolicyLayer } from '../policies/policy.types';
 import { randomBytes } from 'node:crypto';
 import { ENGINE_CONFIG } from '../config/config.tokens';
@@ -123,6 +124,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly redactor: SecretRedactor,
     private readonly metrics: MetricsService,
     private readonly network: SessionNetwork,
+    private readonly planLayers: ActivePlanLayers,
     private readonly actionCheckpoints: ActionCheckpoints,
     private readonly gates: ActionGates,
   ) {
@@ -257,7 +259,10 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     let finish!: () => void;
     const done = new Promise<void>((resolve) => (finish = resolve));
     this.inFlight.add(session.id, id, { abort, done });
+    // A plan step's layer holds for the connections the session's sandboxes open while it is in flight.
+    const leavePlan = options.policy && this.planLayers.enter(session.id, options.policy);
     const end = () => {
+      leavePlan?.();
       ticket.release();
       this.inFlight.delete(session.id, id);
       this.sessions.leave(session);

@@ -68,6 +68,7 @@ describe('loadEngineConfig', () => {
         SWITCHYARD_K8S_NODE_SELECTOR: 'pool=sandboxes, zone=a',
         SWITCHYARD_K8S_IMAGE_PULL_POLICY: 'IfNotPresent',
         SWITCHYARD_K8S_CPU_REQUEST: '0.25',
+        SWITCHYARD_K8S_POD_START_TIMEOUT_MS: '5000',
       },
       '/srv/engine',
     ).kubernetes;
@@ -80,8 +81,13 @@ describe('loadEngineConfig', () => {
       nodeSelector: { pool: 'sandboxes', zone: 'a' },
       imagePullPolicy: 'IfNotPresent',
       cpuRequest: 0.25,
+      podStartTimeoutMs: 5000,
     });
-    expect(loadEngineConfig({}).kubernetes).toMatchObject({ backend: 'docker', namespace: 'switchyard' });
+    expect(loadEngineConfig({}).kubernetes).toMatchObject({
+      backend: 'docker',
+      namespace: 'switchyard',
+      podStartTimeoutMs: 60_000,
+    });
   });
 
   it.each(['SWITCHYARD_EGRESS_ALLOWED', 'SWITCHYARD_EGRESS_DEFAULT'])(
@@ -124,6 +130,7 @@ describe('loadEngineConfig', () => {
     ['SWITCHYARD_K8S_RUNTIME_CLASS', 'a b'],
     ['SWITCHYARD_K8S_IMAGE_PULL_POLICY', 'Sometimes'],
     ['SWITCHYARD_K8S_CPU_REQUEST', '0'],
+    ['SWITCHYARD_K8S_POD_START_TIMEOUT_MS', '10'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     let error: unknown;
     try {

@@ -1,7 +1,7 @@
 import { IsIn, IsOptional, Matches } from 'class-validator';
 import * as path from 'node:path';
 import { configFailure } from './config-error';
-import { DecimalVar, ListVar } from './env-parsing';
+import { DecimalVar, IntVar, ListVar } from './env-parsing';
 
 export const SANDBOX_BACKENDS = ['docker', 'kubernetes'] as const;
 export type SandboxBackend = (typeof SANDBOX_BACKENDS)[number];
@@ -52,6 +52,13 @@ export class KubernetesEnv {
   @DecimalVar(0.001, 1024)
   SWITCHYARD_K8S_CPU_REQUEST = 0.1;
 
+  /**
+   * How long a sandbox pod may take from its creation to a running runner; past it the pod is deleted and the request
+   * answered 503 `POD_START_TIMEOUT` (a node that is missing or not Ready, an image that will not come).
+   */
+  @IntVar(1000, 600_000)
+  SWITCHYARD_K8S_POD_START_TIMEOUT_MS = 60_000;
+
   /** `Never` (default: the image must be on the nodes), `IfNotPresent` or `Always` (a registry the nodes reach). */
   @IsOptional()
   @IsIn(['Never', 'IfNotPresent', 'Always'])
@@ -72,6 +79,7 @@ export interface KubernetesConfig {
   nodeName?: string;
   imagePullPolicy: 'Never' | 'IfNotPresent' | 'Always';
   cpuRequest: number;
+  podStartTimeoutMs: number;
 }
 
 /** Relative paths are taken from `cwd`. */
@@ -96,5 +104,6 @@ export function kubernetesConfig(env: KubernetesEnv, cwd: string): KubernetesCon
     ...(env.SWITCHYARD_K8S_NODE_NAME && { nodeName: env.SWITCHYARD_K8S_NODE_NAME }),
     imagePullPolicy: env.SWITCHYARD_K8S_IMAGE_PULL_POLICY,
     cpuRequest: env.SWITCHYARD_K8S_CPU_REQUEST,
+    podStartTimeoutMs: env.SWITCHYARD_K8S_POD_START_TIMEOUT_MS,
   };
 }

@@ -56,7 +56,8 @@ describe('policy, hooks and skills settings', () => {
     ]);
     const bad = write(
       'bad.json',
-      JSON.stringify({ rules: [{ effect: 'deny', match: { tool: '/(a+)+/' } }] }),
+      // A back-reference: RE2 (linear time) cannot run it.
+      JSON.stringify({ rules: [{ effect: 'deny', match: { tool: '/(a)\\1/' } }] }),
     );
     expect(problems({ SWITCHYARD_POLICY_FILE: bad })).toEqual([
       expect.stringMatching(

@@ -36,9 +36,13 @@ export class SandboxEnv {
   @IntVar(8, 4096)
   SWITCHYARD_SUBPROCESS_PIDS = 128;
 
-  /** CPU quota of each subprocess-tier action, in CPUs (cgroup cpu controller). */
+  /** CPU quota of each subprocess-tier action, in CPUs (cgroup cpu controller); at most the session's. */
   @DecimalVar(0.01, 1024)
   SWITCHYARD_SUBPROCESS_CPUS = 1;
+
+  /** CPU quota of each session in the subprocess tier, shared by all its actions, kernels and processes, in CPUs. */
+  @DecimalVar(0.01, 1024)
+  SWITCHYARD_SUBPROCESS_SESSION_CPUS = 1;
 }
 
 export interface RiskThresholdConfig {
@@ -55,7 +59,7 @@ export interface SandboxConfig {
   allowWeakerTier: boolean;
   riskThresholds: RiskThresholdConfig;
   disabledRiskRules: string[];
-  subprocess: { memoryBytes: number; pids: number; cpus: number };
+  subprocess: { memoryBytes: number; pids: number; cpus: number; sessionCpus: number };
 }
 
 function parseThresholds(raw: string[]): RiskThresholdConfig {
@@ -88,6 +92,7 @@ export function sandboxConfig(env: SandboxEnv): SandboxConfig {
       memoryBytes: env.SWITCHYARD_SUBPROCESS_MEMORY_BYTES,
       pids: env.SWITCHYARD_SUBPROCESS_PIDS,
       cpus: env.SWITCHYARD_SUBPROCESS_CPUS,
+      sessionCpus: env.SWITCHYARD_SUBPROCESS_SESSION_CPUS,
     },
   };
 }

@@ -3,12 +3,18 @@ import { SessionEgress } from '@switchyard/network';
 import * as path from 'node:path';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { ApprovalsModule } from '../approvals/approvals.module';
+import { PoliciesModule } from '../policies/policies.module';
 import { SessionsModule } from '../sessions/sessions.module';
+import { EgressApprovals } from './egress-approvals';
 import { SessionNetwork } from './session-network';
 
-/** Sessions' network: their egress proxies (one per session with a policy), owned and closed here. */
+/**
+ * Sessions' network: their egress proxies (one per session with a policy), owned and closed here, each connection
+ * decided by the session's policy layers too.
+ */
 @Module({
-  imports: [SessionsModule],
+  imports: [SessionsModule, PoliciesModule, ApprovalsModule],
   providers: [
     {
       provide: SessionEgress,
@@ -20,6 +26,7 @@ import { SessionNetwork } from './session-network';
         }),
       inject: [ENGINE_CONFIG],
     },
+    EgressApprovals,
     SessionNetwork,
   ],
   exports: [SessionNetwork],

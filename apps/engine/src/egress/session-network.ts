@@ -1,11 +1,15 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { EgressRecord } from '@switchyard/common';
-import { EgressPolicy, SessionEgress } from '@switchyard/network';
+import { type EgressGate, EgressPolicy, SessionEgress } from '@switchyard/network';
 import type { SessionEgressAccess } from '@switchyard/sandbox';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
+import { ActivePlanLayers } from '../policies/active-plan-layers';
+import { PolicyService } from '../policies/policy.service';
+import type { PolicyVerdict } from '../policies/policy.types';
 import type { Session } from '../sessions/session.model';
 import { SessionsService } from '../sessions/sessions.service';
+import { EgressApprovals } from './egress-approvals';
 
 /** Failures that mean "there is no network here", as code prints them (resolvers, clients, the forwarder). */
 const NO_NETWORK =
@@ -14,18 +18,26 @@ const NO_NETWORK =
 /**
  * Each session's network, as its policy allows: the engine's egress proxy for the session (`SessionEgress`), the
  * access the container tiers get to it, the attempts an action made, and a hint when code met a session without
- * network. The proxy starts on the session's first use and stops when the session ends.
+ * network. The proxy starts on the session's first use and stops when the session ends. Every connection it lets
+ * through the network policy is then decided by the host rules of the engine's, the tenant's and the session's policy
+ * layers (`PolicyService.decideHost`), at the moment it is made: an `ask` holds it for a person (`EgressApprovals`).
  */
 @Injectable()
 export class SessionNetwork implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly egress: SessionEgress,
     private readonly sessions: SessionsService,
+    private readonly policies: PolicyService,
+    private readonly approvals: EgressApprovals,
+    private readonly planLayers: ActivePlanLayers,
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
   ) {}
 
   onModuleInit(): void {
-    this.sessions.onSessionEnd((sessionId) => this.egress.close(sessionId));
+    this.sessions.onSessionEnd((sessionId) => {
+      this.approvals.forget(sessionId);
+      return this.egress.close(sessionId);
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -46,7 +58,36 @@ export class SessionNetwork implements OnModuleInit, OnApplicationShutdown {
 
   /** Starts the session's proxy (when it has network), so its socket is there before a sandbox looks for it. */
   async ready(session: Session): Promise<void> {
-    await this.egress.open(session.id, this.policyOf(session));
+    await this.egress.open(session.id, this.policyOf(session), this.gateOf(session));
+  }
+
+  /**
+   * The policy layers' say on each connection of the session. The tenant's layer is read at each connection (an
+   * admin's change applies to the next one); so are the plan layers of the session's steps in flight then
+   * (`ActivePlanLayers`): the strictest verdict of all of them holds.
+   */
+  private gateOf(session: Session): EgressGate {
+    return async (host, port, signal) => {
+      const verdict = this.verdictOf(session, host);
+      switch (verdict.effect) {
+        case 'allow':
+          return undefined;
+        case 'deny':
+          return verdict.message;
+        case 'ask':
+          return this.approvals.decide(session, host, port, verdict, signal);
+      }
+    };
+  }
+
+  /** The strictest of the host decisions under each plan layer in force in the session (or none). */
+  private verdictOf(session: Session, host: string): PolicyVerdict {
+    const plans = this.planLayers.of(session.id);
+    if (plans.length === 0) return this.policies.decideHost(session, host);
+    const verdicts = plans.map((plan) => this.policies.decideHost(session, host, plan));
+    return (
+      verdicts.find((v) => v.effect === 'deny') ?? verdicts.find((v) => v.effect === 'ask') ?? verdicts[0]
+    );
   }
 
   /** What the session's sandboxes asked of the proxy since `sinceMs`, for the action that ran then. */

@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { Tenant } from '../http/tenant.decorator';
 import { SessionsService } from '../sessions/sessions.service';
-import { type SessionEvent, SessionEvents } from './session-events';
+import { type EventGap, type SessionEvent, SessionEvents } from './session-events';
 
 /** An event id, as `Last-Event-ID` or `?lastEventId=` give it (blanks around it are allowed). */
 const LAST_EVENT_ID = '^[ \\t]*[0-9]{1,15}[ \\t]*$';
@@ -15,6 +15,23 @@ const HEARTBEAT_MS = 15_000;
 
 const frame = (e: SessionEvent): string =>
   `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, at: e.at })}\n\n`;
+
+/**
+ * `events.gap`, before the replay of a resumed stream whose next events the buffer no longer holds: their first and
+ * last ids, so a client knows it lost them and re-reads what they reported. It has no id of its own, as it is no
+ * event of the session: a client's `Last-Event-ID` stays at the last event it saw.
+ */
+const gapFrame = (sessionId: string, gap: EventGap): string => {
+  const data = {
+    ...gap,
+    missing: gap.lastMissingId - gap.firstMissingId + 1,
+    message:
+      `events ${gap.firstMissingId} to ${gap.lastMissingId} are no longer buffered (SWITCHYARD_EVENTS_BUFFER); ` +
+      `re-read what they reported: GET /v1/sessions/${sessionId}/actions`,
+    at: new Date().toISOString(),
+  };
+  return `event: events.gap\ndata: ${JSON.stringify(data)}\n\n`;
+};
 
 @ApiTags('events')
 @ApiBearerAuth()
@@ -33,7 +50,9 @@ export class EventsController {
     description:
       '`action.started`, `action.output` (stdout/stderr chunks as they come), `action.completed`, `plan.step.*`, ' +
       '`plan.completed`. Each event has an id; reconnect with `Last-Event-ID` (or `?lastEventId=`) to get what ' +
-      'was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). The stream ends with the session.',
+      'was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). When some of it no longer is, ' +
+      'the replay starts with an `events.gap` event (no id) naming them: `{"firstMissingId","lastMissingId",' +
+      '"missing","message"}`; re-read what they reported from the session\'s actions. The stream ends with the session.',
   })
   @ApiHeader({
     name: 'Last-Event-ID',
@@ -57,7 +76,8 @@ export class EventsController {
           type: 'object',
           description:
             'One event of the stream (the schema of each, as SSE tools read it): `event` its type, `data` its JSON, ' +
-            '`id` its number (none on `session.ended`, the last one); the first frame only sets `retry`',
+            '`id` its number (none on `events.gap` and on `session.ended`, the last one); the first frame only sets ' +
+            '`retry`',
           properties: {
             event: { type: 'string', example: 'action.completed' },
             data: {
@@ -120,10 +140,9 @@ export class EventsController {
         close();
       },
     });
-    // Tell the client how to reconnect, and whether it lost events the buffer no longer holds.
-    res.write('retry: 1000\n');
-    if (subscription.missed) res.write(': some events after Last-Event-ID are no longer buffered\n');
-    res.write('\n');
+    // Tell the client how to reconnect, and which events it lost that the buffer no longer holds.
+    res.write('retry: 1000\n\n');
+    if (subscription.gap) res.write(gapFrame(sessionId, subscription.gap));
     for (const e of subscription.replay) res.write(frame(e));
     req.on('close', close);
   }

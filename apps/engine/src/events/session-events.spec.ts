@@ -24,15 +24,18 @@ describe('SessionEvents', () => {
     ]);
   });
 
-  it('replays what is buffered after Last-Event-ID and says when older events were dropped', () => {
+  it('replays what is buffered after Last-Event-ID and names the ids already dropped', () => {
     const bus = new SessionEvents(3);
     for (let i = 0; i < 5; i++) bus.publish('s', 'action.output', { i });
     const resumed = bus.subscribe('s', 3, collect().listener);
     expect(resumed.replay.map((e) => e.id)).toEqual([4, 5]);
-    expect(resumed.missed).toBe(false);
-    const late = bus.subscribe('s', 1, collect().listener);
+    expect(resumed.gap).toBeUndefined();
+    const late = bus.subscribe('s', 0, collect().listener);
     expect(late.replay.map((e) => e.id)).toEqual([3, 4, 5]);
-    expect(late.missed).toBe(true);
+    expect(late.gap).toEqual({ firstMissingId: 1, lastMissingId: 2 });
+    // A client that saw the last dropped event missed nothing; one that sends no id asks only for what is buffered.
+    expect(bus.subscribe('s', 2, collect().listener).gap).toBeUndefined();
+    expect(bus.subscribe('s', undefined, collect().listener).gap).toBeUndefined();
   });
 
   it('tells subscribers when the session ends and stops delivering after unsubscribe', () => {
@@ -73,7 +76,7 @@ describe('SessionEvents', () => {
     bus.restore('s', earlier);
     const resumed = bus.subscribe('s', 5, collect().listener);
     expect(resumed.replay.map((e) => e.id)).toEqual([6, 7]);
-    expect(resumed.missed).toBe(false);
+    expect(resumed.gap).toBeUndefined();
     expect(bus.publish('s', 'action.started', {}).id).toBe(8);
     // A stream this engine already has is its own truth.
     bus.restore('s', []);

@@ -32,6 +32,15 @@ export interface SessionEventListener {
   onEnd(): void;
 }
 
+/**
+ * Events a resuming client asked for that the buffer no longer holds: ids `firstMissingId` to `lastMissingId`. The
+ * stream says so in an `events.gap` event before its replay, so the client knows to re-read what they reported.
+ */
+export interface EventGap {
+  firstMissingId: number;
+  lastMissingId: number;
+}
+
 interface Stream {
   nextId: number;
   buffer: SessionEvent[];
@@ -86,20 +95,23 @@ export class SessionEvents {
 
   /**
    * Replays buffered events with an id above `afterId` (all buffered ones when undefined), then calls `listener`
-   * for every new event until the returned function is called. `missed` is true when events after `afterId` were
-   * already dropped from the buffer.
+   * for every new event until the returned function is called. `gap` names the events after `afterId` that were
+   * already dropped from the buffer, when there are any.
    */
   subscribe(
     sessionId: string,
     afterId: number | undefined,
     listener: SessionEventListener,
-  ): { replay: SessionEvent[]; missed: boolean; unsubscribe: () => void } {
+  ): { replay: SessionEvent[]; gap?: EventGap; unsubscribe: () => void } {
     const stream = this.stream(sessionId);
     const replay = stream.buffer.filter((e) => afterId === undefined || e.id > afterId);
     const oldest = stream.buffer[0]?.id ?? stream.nextId;
-    const missed = afterId !== undefined && afterId + 1 < oldest;
+    const gap =
+      afterId !== undefined && afterId + 1 < oldest
+        ? { firstMissingId: afterId + 1, lastMissingId: oldest - 1 }
+        : undefined;
     stream.listeners.add(listener);
-    return { replay, missed, unsubscribe: () => stream.listeners.delete(listener) };
+    return { replay, ...(gap && { gap }), unsubscribe: () => stream.listeners.delete(listener) };
   }
 
   /** Drops the session's stream and tells its subscribers. */

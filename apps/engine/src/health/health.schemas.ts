@@ -97,8 +97,8 @@ const INDICATORS: SchemaObject = {
     additionalProperties: true,
   },
   description:
-    'By dependency (engine, graph, bubblewrap, docker, container_runtime, sandbox_image, chromium): `status`, and ' +
-    'what the check found (`reason` when down)',
+    'By dependency (engine, graph, bubblewrap, docker and container_runtime — or kubernetes with that backend —, ' +
+    'sandbox_image, chromium): `status`, and what the check found (`reason` when down; kubernetes: its `code`)',
 };
 
 const READINESS_SCHEMA: SchemaObject = object(

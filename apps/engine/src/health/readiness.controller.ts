@@ -1,4 +1,4 @@
-import { Controller, Get, Req, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Inject, Req, ServiceUnavailableException } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiOkResponse,
@@ -16,9 +16,16 @@ import {
 } from '@nestjs/terminus';
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph } from '@switchyard/context-graph';
-import { DOCKER_UNAVAILABLE, SandboxManager, type TierAvailability } from '@switchyard/sandbox';
+import {
+  DOCKER_UNAVAILABLE,
+  SANDBOX_IMAGE_MISSING,
+  SandboxManager,
+  type TierAvailability,
+} from '@switchyard/sandbox';
 import type { Request } from 'express';
 import { ExecutionEngine } from '../actions/execution-engine.service';
+import { ENGINE_CONFIG } from '../config/config.tokens';
+import type { EngineConfig } from '../config/engine-config';
 import { ApiKeys } from '../http/api-keys';
 import { ApiErrors, ERROR_RESPONSE } from '../http/api-responses';
 import { jsonBody } from '../http/response-schemas';
@@ -26,13 +33,14 @@ import { errorBody } from '../http/error-body';
 
 /**
  * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
- * (graph store, Docker, the one-off tier's container runtime, the sandbox image, bubblewrap, Chromium) and turns 503
- * when one is down or the engine is shutting down.
+ * (graph store, Docker and the one-off tier's container runtime — or, with the Kubernetes backend, the cluster —, the
+ * sandbox image, bubblewrap, Chromium) and turns 503 when one is down or the engine is shutting down.
  */
 @ApiTags('health')
 @Controller('health')
 export class ReadinessController {
   constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
     private readonly engine: ExecutionEngine,
@@ -87,10 +95,7 @@ export class ReadinessController {
     // One probe of the tiers serves the three indicators that depend on it.
     const tiers = this.engine.isShuttingDown ? undefined : await this.sandbox.availability();
     const shuttingDown: TierAvailability = { available: false, reason: 'not checked: shutting down' };
-    const tier = (key: string, a: TierAvailability | undefined): HealthIndicatorResult => {
-      const session = this.indicators.check(key);
-      return a?.available ? session.up() : session.down({ reason: a?.reason ?? 'unknown' });
-    };
+    const tier = (key: string, a: TierAvailability) => this.tier(key, a);
     return this.health.check([
       () => {
         const session = this.indicators.check('engine');
@@ -107,6 +112,40 @@ export class ReadinessController {
         }
       },
       () => tier('bubblewrap', tiers?.subprocess ?? shuttingDown),
+      ...(this.config.kubernetes.backend === 'kubernetes'
+        ? this.cluster(tiers?.pooled ?? shuttingDown)
+        : this.docker(tiers, shuttingDown)),
+      async () => tier('chromium', await this.browser.availability()),
+    ]);
+  }
+
+  /**
+   * The Kubernetes backend: `kubernetes` is down while the cluster cannot run a session's pod (the API server, the
+   * namespace, a Ready node; the reason and its code say which), `sandbox_image` while the image is on no Ready node.
+   */
+  private cluster(a: TierAvailability): Array<() => HealthIndicatorResult> {
+    const imageMissing = !a.available && a.code === SANDBOX_IMAGE_MISSING;
+    return [
+      () => {
+        const session = this.indicators.check('kubernetes');
+        if (a.available || imageMissing) {
+          return session.up({ namespace: this.config.kubernetes.namespace });
+        }
+        return session.down({ reason: a.reason ?? 'unknown', ...(a.code !== undefined && { code: a.code }) });
+      },
+      () => {
+        const session = this.indicators.check('sandbox_image');
+        return imageMissing ? session.down({ reason: a.reason ?? 'unknown' }) : session.up();
+      },
+    ];
+  }
+
+  /** The Docker backend: the daemon, the one-off tier's runtime, the image. */
+  private docker(
+    tiers: Record<string, TierAvailability> | undefined,
+    shuttingDown: TierAvailability,
+  ): Array<() => HealthIndicatorResult> {
+    return [
       () => {
         // Docker itself is down when the tier says the engine does not answer; a missing image is its own check.
         const a = tiers?.container;
@@ -122,9 +161,14 @@ export class ReadinessController {
         if (typeof runtime === 'string') return session.up({ runtime });
         return session.down({ reason: a?.reason ?? shuttingDown.reason });
       },
-      () => tier('sandbox_image', tiers?.container ?? shuttingDown),
-      async () => tier('chromium', await this.browser.availability()),
-    ]);
+      () => this.tier('sandbox_image', tiers?.container ?? shuttingDown),
+    ];
+  }
+
+  /** Up when the tier is available, else down with its reason. */
+  private tier(key: string, a: TierAvailability): HealthIndicatorResult {
+    const session = this.indicators.check(key);
+    return a.available ? session.up() : session.down({ reason: a.reason ?? 'unknown' });
   }
 }
 

@@ -9,6 +9,22 @@ export const OPEN_TENANT = 'open';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
+/** What a 401 asks for (RFC 6750's challenge): a bearer token of this engine's realm. */
+export const BEARER_CHALLENGE = 'Bearer realm="switchyard"';
+
+/**
+ * No valid bearer token: answered 401 with the engine's error body and, in `WWW-Authenticate`, the challenge that
+ * says which scheme to use, and for a token presented, that it is not one (`error="invalid_token"`).
+ */
+export class UnauthenticatedException extends UnauthorizedException {
+  constructor(
+    message: string,
+    readonly challenge: string,
+  ) {
+    super({ message, code: 'UNAUTHENTICATED' });
+  }
+}
+
 /**
  * Who made a request: the tenant its key stands for, whether the key is an admin's, and an id safe to record (it
  * names the key by a hash prefix, never the key).
@@ -62,14 +78,19 @@ export class ApiKeys {
   principal(req: Request): Principal {
     if (this.open) return { tenant: OPEN_TENANT, admin: true, id: OPEN_TENANT };
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!match) throw new UnauthorizedException({ message: 'missing bearer token', code: 'UNAUTHENTICATED' });
+    if (!match) throw new UnauthenticatedException('missing bearer token', BEARER_CHALLENGE);
     const presented = digest(match[1]);
     // Compare against every key in constant time so timing does not reveal which prefix matched.
     let found: Key | undefined;
     for (const key of this.keys) {
       if (timingSafeEqual(key.digest, presented)) found = key;
     }
-    if (!found) throw new UnauthorizedException({ message: 'invalid bearer token', code: 'UNAUTHENTICATED' });
+    if (!found) {
+      throw new UnauthenticatedException(
+        'invalid bearer token',
+        `${BEARER_CHALLENGE}, error="invalid_token", error_description="the token is not a key of this engine"`,
+      );
+    }
     return {
       tenant: found.tenant,
       admin: found.admin,

@@ -1,6 +1,11 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiResponse } from '@nestjs/swagger';
-import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type {
+  HeaderObject,
+  ReferenceObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { BEARER_CHALLENGE } from './api-keys';
 
 /** Name of the error body's schema in the OpenAPI document. */
 export const ERROR_RESPONSE = 'ErrorResponse';
@@ -72,6 +77,23 @@ const ERROR_DESCRIPTIONS = {
 
 export type ErrorStatus = keyof typeof ERROR_DESCRIPTIONS;
 
+/** Headers error answers carry besides their body, declared once in the document's `components.headers`. */
+export const ERROR_HEADER_COMPONENTS: Record<string, HeaderObject> = {
+  'WWW-Authenticate': {
+    description:
+      'The challenge (RFC 6750): a bearer key of the realm `switchyard`; `error="invalid_token"` when the key sent ' +
+      'is not one of this engine',
+    schema: { type: 'string', example: BEARER_CHALLENGE },
+  },
+};
+
+const headerRef = (name: string): ReferenceObject => ({ $ref: `#/components/headers/${name}` });
+
+/** Which of those headers each error status carries. */
+const ERROR_HEADERS: Partial<Record<ErrorStatus, Record<string, ReferenceObject>>> = {
+  401: { 'WWW-Authenticate': headerRef('WWW-Authenticate') },
+};
+
 /** Documents the error statuses an operation (or every operation of a controller) can answer, with `ErrorResponse`. */
 export const ApiErrors = (...statuses: ErrorStatus[]): MethodDecorator & ClassDecorator =>
   applyDecorators(
@@ -79,6 +101,7 @@ export const ApiErrors = (...statuses: ErrorStatus[]): MethodDecorator & ClassDe
       ApiResponse({
         status,
         description: ERROR_DESCRIPTIONS[status],
+        ...(ERROR_HEADERS[status] && { headers: ERROR_HEADERS[status] }),
         content: { 'application/json': { schema: { $ref: `#/components/schemas/${ERROR_RESPONSE}` } } },
       }),
     ),

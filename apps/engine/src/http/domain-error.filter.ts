@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { ErrorKind } from '@switchyard/common';
 import { SwitchyardError } from '@switchyard/common';
 import type { Response } from 'express';
+import { BEARER_CHALLENGE, UnauthenticatedException } from './api-keys';
 import { ErrorBody, errorBody } from './error-body';
 
 const STATUS_BY_KIND: Record<ErrorKind, number> = {
@@ -57,6 +58,12 @@ export class DomainErrorFilter implements ExceptionFilter {
     const retryAfter = body.error.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number')
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfter))));
+    // A 401 says how to authenticate (RFC 9110): the engine's one scheme is a bearer key.
+    if (status === 401) {
+      const challenge =
+        exception instanceof UnauthenticatedException ? exception.challenge : BEARER_CHALLENGE;
+      res.setHeader('WWW-Authenticate', challenge);
+    }
     res.status(status).json(body);
   }
 

@@ -2,7 +2,14 @@ import type { INestApplication } from '@nestjs/common';
 import * as express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { errorBody } from './error-body';
-import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
+import {
+  jsonInputProblem,
+  JsonInputProblem,
+  jsonShapeExceeds,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  tooManyValues,
+} from './json-input';
 
 interface BodyParserError extends Error {
   status?: number;
@@ -21,13 +28,15 @@ function parseBody(raw: Buffer): unknown {
   } catch {
     throw new JsonInputProblem('body', 'is not valid UTF-8', 'INVALID_UTF8');
   }
-  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+  const exceeds = jsonShapeExceeds(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
+  if (exceeds === 'depth') {
     throw new JsonInputProblem(
       'body',
       `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
       'TOO_DEEP',
     );
   }
+  if (exceeds === 'values') throw tooManyValues();
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -47,9 +56,10 @@ function hasBody(req: Request): boolean {
 
 /**
  * JSON body parsing with our own error shapes: the body is read raw (within SWITCHYARD_MAX_BODY_BYTES), decoded as
- * strict UTF-8, checked for depth before parsing, then for keys and strings nothing downstream can handle safely.
- * A body of another media type or charset is refused rather than ignored. Body-parser's errors never reach Nest's
- * filters, so every refusal is answered here, in the format of every other error.
+ * strict UTF-8, checked for depth and for its number of values before parsing, then for objects of too many keys, for
+ * keys and strings nothing downstream can handle safely. A body of another media type or charset is refused rather
+ * than ignored. Body-parser's errors never reach Nest's filters, so every refusal is answered here, in the format of
+ * every other error.
  */
 /** A request whose JSON body was read: its bytes as sent, kept for a replica to forward them unchanged. */
 export interface RawBodyRequest extends Request {

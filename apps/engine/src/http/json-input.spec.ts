@@ -1,5 +1,13 @@
 import * as fc from 'fast-check';
-import { jsonDepthExceeds, jsonInputProblem, JsonInputProblem, MAX_JSON_DEPTH } from './json-input';
+import {
+  jsonDepthExceeds,
+  jsonInputProblem,
+  JsonInputProblem,
+  jsonValuesExceed,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  MAX_OBJECT_KEYS,
+} from './json-input';
 
 const nested = (depth: number, open = '[', close = ']', inner = ''): string =>
   `${open.repeat(depth)}${inner}${close.repeat(depth)}`;
@@ -178,7 +186,60 @@ describe('jsonInputProblem', () => {
     let deep: unknown = 'leaf\uD800';
     for (let i = 0; i < 10_000; i++) deep = [deep];
     expect(problem(deep).code).toBe('INVALID_STRING');
-    const wide = Array.from({ length: 100_000 }, (_, i) => ({ i }));
+    // The root, and each item with its one member: just within MAX_JSON_VALUES.
+    const wide = Array.from({ length: (MAX_JSON_VALUES - 1) / 2 }, (_, i) => ({ i }));
     expect(jsonInputProblem(wide)).toBeUndefined();
+  });
+});
+
+describe('jsonValuesExceed', () => {
+  /** The values JSON.parse builds from `text`: the root and every array item and object member. */
+  function parsedValues(value: unknown): number {
+    if (typeof value !== 'object' || value === null) return 1;
+    const children = Array.isArray(value) ? value : Object.values(value);
+    return 1 + children.reduce((n: number, c) => n + parsedValues(c), 0);
+  }
+
+  it('counts exactly what JSON.parse builds, whatever the nesting, white space and strings', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), fc.boolean(), (value, pretty) => {
+        const text = JSON.stringify(value, null, pretty ? 2 : undefined);
+        const n = parsedValues(JSON.parse(text));
+        expect(jsonValuesExceed(text, n)).toBe(false);
+        expect(jsonValuesExceed(text, n - 1)).toBe(true);
+      }),
+      { numRuns: 300, seed: 27 },
+    );
+  });
+
+  it('does not count commas, brackets or quotes inside strings, nor empty containers as items', () => {
+    expect(jsonValuesExceed(JSON.stringify({ a: ',,,[1,2],"x",{}' }), 2)).toBe(false);
+    expect(jsonValuesExceed('[[],{},[ ],{ }]', 5)).toBe(false);
+    expect(jsonValuesExceed('[[],{},[ ],{ }]', 4)).toBe(true);
+  });
+
+  it('refuses a body of 200 000 keys fast, before anything parses it', () => {
+    const text = JSON.stringify({
+      metadata: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, 1])),
+    });
+    const start = performance.now();
+    expect(jsonValuesExceed(text, MAX_JSON_VALUES)).toBe(true);
+    expect(performance.now() - start).toBeLessThan(100);
+  });
+});
+
+describe('jsonInputProblem: bounds', () => {
+  it('refuses an object of more than MAX_OBJECT_KEYS keys, naming it', () => {
+    const wide = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
+    expect(jsonInputProblem({ metadata: wide(MAX_OBJECT_KEYS) })).toBeUndefined();
+    const problem = jsonInputProblem({ a: [{ metadata: wide(MAX_OBJECT_KEYS + 1) }] });
+    expect(problem).toMatchObject({ field: 'a[0].metadata', code: 'TOO_MANY_KEYS' });
+    expect(problem!.message).toContain(`at most ${MAX_OBJECT_KEYS}`);
+  });
+
+  it('refuses more than MAX_JSON_VALUES values (a parsed value from elsewhere than a body, say tool arguments)', () => {
+    const many = Array.from({ length: 10 }, () => Array.from({ length: MAX_JSON_VALUES / 10 }, () => 0));
+    expect(jsonInputProblem(many)).toMatchObject({ field: 'body', code: 'TOO_MANY_VALUES' });
+    expect(jsonInputProblem(many.slice(1))).toBeUndefined();
   });
 });

@@ -1,5 +1,12 @@
 /** Limits on the shape of a JSON request body, checked before anything validates or reads it. */
 export const MAX_JSON_DEPTH = 64;
+/**
+ * The most values one body may hold (array items and object members, at any depth), and the most keys one object
+ * may have. A body within the byte limit can hold millions of them, and much that reads a body (validation, copies,
+ * storage) does work per value or per key, some of it more than linear: these bound every request's work.
+ */
+export const MAX_JSON_VALUES = 100_000;
+export const MAX_OBJECT_KEYS = 10_000;
 
 /** Keys that reach object internals in JavaScript: refused anywhere in a body rather than stored or copied. */
 const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
@@ -43,37 +50,107 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false;
 }
 
+/**
+ * Whether JSON text nests deeper than `maxDepth` or holds more than `maxValues` values (the root, and each array item
+ * and object member at any depth), in one pass without parsing, so that a body of a million tiny values is refused
+ * before anything builds them. Answers which limit it exceeds first, or undefined.
+ */
+export function jsonShapeExceeds(
+  text: string,
+  maxDepth: number,
+  maxValues: number,
+): 'depth' | 'values' | undefined {
+  let values = 1;
+  if (values > maxValues) return 'values';
+  let depth = 0;
+  let inString = false;
+  // After `[` or `{`, the next character that is not white space opens a first item, unless it closes the container.
+  let first = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    if (first && c !== 0x5d && c !== 0x7d && ++values > maxValues) return 'values';
+    first = false;
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return 'depth';
+      first = true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+    else if (c === 0x2c && ++values > maxValues) return 'values';
+  }
+  return undefined;
+}
+
+/** Whether JSON text holds more than `limit` values (see jsonShapeExceeds). */
+export const jsonValuesExceed = (text: string, limit: number): boolean =>
+  jsonShapeExceeds(text, Infinity, limit) === 'values';
+
 const pathOf = (parent: string, key: string | number): string =>
   typeof key === 'number' ? `${parent}[${key}]` : parent === '' ? key : `${parent}.${key}`;
 
 /**
- * Walks a parsed body (iteratively) and returns the first problem: a key that reaches object internals, or a string
- * (value or key) holding a lone UTF-16 surrogate, which no file name or program text can carry faithfully.
+ * Walks a parsed body (iteratively) and returns the first problem: more values than MAX_JSON_VALUES, an object of more
+ * than MAX_OBJECT_KEYS keys, a key that reaches object internals, or a string (value or key) holding a lone UTF-16
+ * surrogate, which no file name or program text can carry faithfully.
  */
 export function jsonInputProblem(value: unknown): JsonInputProblem | undefined {
-  const stack: Array<{ path: string; value: unknown }> = [{ path: '', value }];
+  // Each node knows its parent and its key; a path is spelled out only for a problem, not for every value.
+  type Node = { value: unknown; parent?: Node; key?: string | number };
+  const pathOfNode = (node: Node): string => {
+    const keys: Array<string | number> = [];
+    for (let n: Node | undefined = node; n?.parent; n = n.parent) keys.push(n.key!);
+    return keys.reverse().reduce<string>((path, key) => pathOf(path, key), '') || 'body';
+  };
+  const stack: Node[] = [{ value }];
+  let values = 0;
   while (stack.length > 0) {
-    const { path, value: v } = stack.pop()!;
+    if (++values > MAX_JSON_VALUES) return tooManyValues();
+    const node = stack.pop()!;
+    const v = node.value;
     if (typeof v === 'string') {
       if (!v.isWellFormed()) {
-        return new JsonInputProblem(path || 'body', 'contains a lone UTF-16 surrogate', 'INVALID_STRING');
+        return new JsonInputProblem(pathOfNode(node), 'contains a lone UTF-16 surrogate', 'INVALID_STRING');
       }
     } else if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push({ path: pathOf(path, i), value: item }));
+      for (let i = 0; i < v.length; i++) stack.push({ value: v[i] as unknown, parent: node, key: i });
     } else if (v !== null && typeof v === 'object') {
-      for (const [key, item] of Object.entries(v)) {
-        const at = pathOf(path, key);
-        if (isForbiddenKey(key)) return new JsonInputProblem(at, forbiddenKeyMessage(key), 'FORBIDDEN_KEY');
+      const keys = Object.keys(v);
+      if (keys.length > MAX_OBJECT_KEYS) {
+        return new JsonInputProblem(
+          pathOfNode(node),
+          `has ${keys.length} keys; an object may have at most ${MAX_OBJECT_KEYS}`,
+          'TOO_MANY_KEYS',
+        );
+      }
+      for (const key of keys) {
+        const child: Node = { value: (v as Record<string, unknown>)[key], parent: node, key };
+        if (isForbiddenKey(key)) {
+          return new JsonInputProblem(pathOfNode(child), forbiddenKeyMessage(key), 'FORBIDDEN_KEY');
+        }
         if (!key.isWellFormed()) {
           return new JsonInputProblem(
-            path || 'body',
+            pathOfNode(node),
             'a key contains a lone UTF-16 surrogate',
             'INVALID_STRING',
           );
         }
-        stack.push({ path: at, value: item });
+        stack.push(child);
       }
     }
   }
   return undefined;
 }
+
+/** The refusal of a body over MAX_JSON_VALUES, the same before and after parsing. */
+export const tooManyValues = (): JsonInputProblem =>
+  new JsonInputProblem(
+    'body',
+    `holds more than ${MAX_JSON_VALUES} values (array items and object members, at any depth)`,
+    'TOO_MANY_VALUES',
+  );

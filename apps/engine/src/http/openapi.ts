@@ -7,7 +7,7 @@ import type {
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
-import { ERROR_RESPONSE, ERROR_RESPONSE_SCHEMA } from './api-responses';
+import { ERROR_HEADER_COMPONENTS, ERROR_RESPONSE, ERROR_RESPONSE_SCHEMA } from './api-responses';
 import { TemplateRegistry } from '../templates/template-registry';
 import { ENGINE_CONFIG } from '../config/config.tokens';
 import type { EngineConfig } from '../config/engine-config';
@@ -102,7 +102,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     ...RESPONSE_SCHEMAS,
     [ERROR_RESPONSE]: ERROR_RESPONSE_SCHEMA,
   });
-  document.components = { ...document.components, schemas };
+  document.components = {
+    ...document.components,
+    schemas,
+    headers: { ...document.components?.headers, ...ERROR_HEADER_COMPONENTS },
+  };
   if (engine.state.store === 'postgres') documentReplicaErrors(document);
   return document;
 }

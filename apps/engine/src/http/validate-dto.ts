@@ -1,5 +1,7 @@
-import { ClassConstructor, plainToInstance } from 'class-transformer';
+import type { ClassConstructor } from 'class-transformer';
 import { getMetadataStorage, validateSync, ValidationError } from 'class-validator';
+import { oversizeProblems } from './dto-bounds';
+import { toInstance } from './dto-transform';
 import { forbiddenKeyMessage, isForbiddenKey } from './json-input';
 import { FieldProblem, RequestValidationError } from './request-validation.error';
 
@@ -60,9 +62,10 @@ export function validateDto<T extends object>(cls: ClassConstructor<T>, value: u
       })),
     );
   }
-  const instance = plainToInstance(cls, withoutNulls(value, declaredFields(cls)), {
-    enableImplicitConversion: false,
-  });
+  const oversize = oversizeProblems(cls, value, prefix);
+  if (oversize.length > 0) throw new RequestValidationError(oversize);
+  // class-transformer's own plainToInstance is quadratic in the keys of each object (see dto-transform.ts).
+  const instance = toInstance(cls, withoutNulls(value, declaredFields(cls)));
   const errors = validateSync(instance, {
     whitelist: true,
     forbidNonWhitelisted: true,

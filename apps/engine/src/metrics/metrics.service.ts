@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { ActionResult } from '@switchyard/common';
 import { BrowserRouter } from '@switchyard/browser';
 import { ContextGraph } from '@switchyard/context-graph';
 import { PooledTier, SANDBOX_TIERS, type SandboxTier } from '@switchyard/sandbox';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { EventLoopLag } from './event-loop-lag';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -12,8 +13,9 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
  * other components are read when scraped, so they cost nothing between scrapes.
  */
 @Injectable()
-export class MetricsService {
+export class MetricsService implements OnModuleInit, OnModuleDestroy {
   readonly registry = new Registry();
+  private readonly loopLag = new EventLoopLag(this.registry);
   private readonly actions = new Counter({
     name: 'switchyard_actions_total',
     help: 'Actions by type, tier and final status',
@@ -89,6 +91,14 @@ export class MetricsService {
         this.set({ route: 'dedicated' }, s.dedicated);
       },
     });
+  }
+
+  onModuleInit(): void {
+    this.loopLag.start();
+  }
+
+  onModuleDestroy(): void {
+    this.loopLag.stop();
   }
 
   /** Reports the actions running or queued, read from the scheduler when scraped. */

@@ -39,4 +39,32 @@ describe('action facts', () => {
       ),
     ).toEqual({ tool: 's', type: 'skill', tier: 'pooled', risk: 'medium', language: 'node', hosts: [] });
   });
+
+  it('takes a process command and its stdin for bash code, naming their hosts; other process ops run none', () => {
+    const routed = { tier: 'subprocess', risk: { level: 'low' } };
+    expect(actionFacts({ type: 'process', op: 'start', command: 'curl http://a.test/' }, routed)).toEqual({
+      tool: 'process_start',
+      type: 'process',
+      op: 'start',
+      tier: 'subprocess',
+      risk: 'low',
+      language: 'bash',
+      hosts: ['a.test'],
+    });
+    expect(
+      actionFacts(
+        { type: 'process', op: 'write', processId: 'prc_1', data: 'wget https://b.test\n' },
+        routed,
+      ),
+    ).toMatchObject({ tool: 'process_write', language: 'bash', hosts: ['b.test'] });
+    const stop = actionFacts({ type: 'process', op: 'stop', processId: 'prc_1' }, routed);
+    expect(stop).toEqual({
+      tool: 'process_stop',
+      type: 'process',
+      op: 'stop',
+      tier: 'subprocess',
+      risk: 'low',
+      hosts: [],
+    });
+  });
 });

@@ -1,5 +1,5 @@
 import { requestUrl } from '@switchyard/browser';
-import type { ActionRequest } from '../actions/action-request';
+import type { ActionRequest, ProcessActionRequest } from '../actions/action-request';
 import type { PolicyFacts } from './policy.types';
 
 /** File ops offered as tools under their own names (the rest are `file_<op>`). */
@@ -39,6 +39,28 @@ function hostOf(url: string | undefined): string[] {
   }
 }
 
+/**
+ * The process ops whose text a shell runs: a `start`'s command, a `write`'s stdin. They are bash code to policies (a
+ * `language: bash` rule matches them) as they are to risk scoring (the process handler scores them as bash).
+ */
+export const SHELL_PROCESS_OPS: ReadonlySet<string> = new Set(['start', 'write']);
+
+/** The shell text of a process op (see `SHELL_PROCESS_OPS`), or undefined for an op that runs none. */
+function shellTextOf(request: ProcessActionRequest): string | undefined {
+  switch (request.op) {
+    case 'start':
+      return request.command;
+    case 'write':
+      return request.data;
+    case 'list':
+    case 'logs':
+    case 'signal':
+    case 'stop':
+    case 'wait':
+      return undefined;
+  }
+}
+
 /** The name of the tool that runs a request, or `<type>_<op>` for an op no tool offers. */
 export function toolNameOf(request: ActionRequest): string {
   switch (request.type) {
@@ -75,8 +97,11 @@ export function actionFacts(
       return { ...common, op: request.op, hosts: [] };
     case 'browser':
       return { ...common, op: request.op, hosts: hostOf(requestUrl(request)) };
-    case 'process':
-      return { ...common, op: request.op, hosts: request.op === 'start' ? hostsIn(request.command) : [] };
+    case 'process': {
+      const shell = shellTextOf(request);
+      if (shell === undefined) return { ...common, op: request.op, hosts: [] };
+      return { ...common, op: request.op, language: 'bash', hosts: hostsIn(shell) };
+    }
     case 'kernel':
       return { ...common, op: request.op, language: request.language, hosts: [] };
     case 'skill':

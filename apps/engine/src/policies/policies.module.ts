@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { stateStore } from '../storage/storage.module';
+import { ActivePlanLayers } from './active-plan-layers';
 import { PolicyService } from './policy.service';
 import { PostgresTenantPolicyStore } from './postgres-tenant-policy.store';
 import { SqliteTenantPolicyStore } from './sqlite-tenant-policy.store';
@@ -10,7 +11,8 @@ import { TenantPolicyStore } from './tenant-policy.store';
   providers: [
     stateStore(TenantPolicyStore, { sqlite: SqliteTenantPolicyStore, postgres: PostgresTenantPolicyStore }),
     PolicyService,
+    ActivePlanLayers,
   ],
-  exports: [PolicyService],
+  exports: [PolicyService, ActivePlanLayers],
 })
 export class PoliciesModule {}

@@ -39,8 +39,8 @@ describe('policy patterns', () => {
     expect(compilePattern('a.b*', 'f')('axb')).toBe(false);
   });
 
-  it('refuses regexes that could take exponential time, and broken ones, naming the field', () => {
-    for (const bad of ['/(a+)+$/', '/(a*)*/', '/(x|y+){2,}/', '/(a)\\1/', '/[/']) {
+  it('refuses regexes RE2 cannot run in linear time (back-references, lookarounds), and broken ones, naming the field', () => {
+    for (const bad of ['/(a)\\1/', '/(?<n>a)\\k<n>/', '/(?=a)a/', '/(?<!a)b/', '/[/', '/a{1001}/']) {
       expect(() => compilePattern(bad, 'policy.rules[0].match.tool')).toThrow(InvalidInputError);
       try {
         compilePattern(bad, 'policy.rules[0].match.tool');

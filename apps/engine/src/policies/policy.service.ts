@@ -5,7 +5,7 @@ import type { EngineConfig } from '../config/engine-config';
 import type { Principal } from '../http/api-keys';
 import type { Session } from '../sessions/session.model';
 import { compileLayer, type CompiledLayer, decide, type HiddenTool, hiddenBy } from './policy-evaluator';
-import { readPolicy } from './policy-rules';
+import { type CompiledRule, readPolicy } from './policy-rules';
 import type { PolicyFacts, PolicyLayer, PolicyRule, PolicyVerdict } from './policy.types';
 import { type TenantPolicy, TenantPolicyStore } from './tenant-policy.store';
 
@@ -27,6 +27,7 @@ export class PolicyService {
   private readonly tenantLayers = new WeakMap<TenantPolicy, CompiledLayer>();
   private readonly sessionLayers = new WeakMap<Session, CompiledLayer>();
   private readonly planLayers = new WeakMap<PolicyLayer, CompiledLayer>();
+  private readonly hostLayers = new WeakMap<CompiledLayer, CompiledLayer>();
 
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
@@ -44,6 +45,20 @@ export class PolicyService {
   /** The decision on an action of `session` (a plan's step: with the plan's layer). */
   decide(session: Session, facts: PolicyFacts, plan?: PolicyLayer): PolicyVerdict {
     return decide(this.layersOf(session.tenant, session, plan), facts);
+  }
+
+  /**
+   * The decision on a connection one of the session's sandboxes opens to `host` (canonical: see the egress proxy),
+   * by the host rules of every layer, evaluated when the connection is made rather than only on the hosts an
+   * action's text names (which code can hide: `h=allowed; curl http://$h.test/`). See `hostRulesOf`.
+   */
+  decideHost(session: Session, host: string, plan?: PolicyLayer): PolicyVerdict {
+    const layers = this.layersOf(session.tenant, session, plan).map((layer) => {
+      let compiled = this.hostLayers.get(layer);
+      if (!compiled) this.hostLayers.set(layer, (compiled = hostRulesOf(layer)));
+      return compiled;
+    });
+    return decide(layers, { tool: `egress to ${host}`, type: 'egress', hosts: [host] });
   }
 
   /** Why each hidden tool is hidden for a tenant, or for one of its sessions; tools not named are offered. */
@@ -152,4 +167,26 @@ export class PolicyService {
       );
     }
   }
+}
+
+const never = (): boolean => false;
+const always = (): boolean => true;
+
+/**
+ * A layer as a connection is judged by it. A connection carries its host and nothing else (it cannot be tied to one
+ * action: a session's background processes and kernels share the proxy), so each rule is kept at its place (its
+ * number in messages) but matches by its host patterns alone:
+ * - a rule that names `host` matches the connection when one of its host patterns does, whatever else it names (a
+ *   deny or ask scoped to, say, python code applies to every connection to that host: the safe side);
+ * - a deny or ask rule that names no host concerns actions, decided when they are submitted: it never matches here;
+ * - an allow rule that names no host lets actions through whatever they connect to: it matches every connection, so
+ *   a layer restricts hosts only when all its allow rules name hosts.
+ */
+function hostRulesOf(layer: CompiledLayer): CompiledLayer {
+  const compiled = layer.compiled.map((c): CompiledRule => {
+    const host = c.fields.host;
+    if (host) return { rule: c.rule, fields: { host } };
+    return { rule: c.rule, fields: { host: c.rule.effect === 'allow' ? always : never } };
+  });
+  return { ...layer, compiled };
 }

@@ -107,3 +107,12 @@ describe('answerFor', () => {
     });
   });
 });
+
+describe('OpenAI arguments bounded before parsing', () => {
+  it('refuses an arguments string of more values than a body may hold, naming the field, without parsing it', () => {
+    const args = `[${'0,'.repeat(150_000)}0]`;
+    expect(readToolCall({ id: 'c', function: { name: 'bash', arguments: args } }, 'c')).toMatchObject({
+      invalid: { field: 'arguments', message: expect.stringContaining('more than') },
+    });
+  });
+});

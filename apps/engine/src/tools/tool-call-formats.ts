@@ -1,4 +1,4 @@
-import { jsonDepthExceeds, jsonInputProblem, MAX_JSON_DEPTH } from '../http/json-input';
+import { jsonInputProblem, jsonShapeExceeds, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../http/json-input';
 
 /**
  * The wire shape a call came in, which its answer keeps: `plain` `{id, name, input}`, Anthropic's `tool_use` block
@@ -60,7 +60,10 @@ function readArguments(args: unknown): Pick<ToolCall, 'input' | 'invalid'> {
   if (typeof args !== 'string')
     return invalid(`must be a string of JSON (or an object), not ${kindOf(args)}`);
   if (args.trim() === '') return { input: undefined };
-  if (jsonDepthExceeds(args, MAX_JSON_DEPTH)) return invalid(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  // Bounded before parsing, as a body is: the arguments string may hold far more values than its own bytes suggest.
+  const exceeds = jsonShapeExceeds(args, MAX_JSON_DEPTH, MAX_JSON_VALUES);
+  if (exceeds === 'depth') return invalid(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (exceeds === 'values') return invalid(`holds more than ${MAX_JSON_VALUES} values`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(args);

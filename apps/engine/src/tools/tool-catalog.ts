@@ -5,6 +5,7 @@ import { CodeActionDto } from '../actions/dto/code-action.dto';
 import { FILE_ACTION_DTOS } from '../actions/dto/file-action.dto';
 import { KERNEL_ACTION_DTOS } from '../actions/dto/kernel-action.dto';
 import { PROCESS_ACTION_DTOS } from '../actions/dto/process-action.dto';
+import { SHELL_PROCESS_OPS } from '../policies/action-facts';
 
 /** JSON Schema of a tool's input. */
 export interface JsonSchema {
@@ -31,7 +32,7 @@ export interface ToolDefinition {
   kind: ActionType;
   /** Its input is checked by its own schema only (a skill's): fields beyond `fields` are not refused here. */
   openInput?: boolean;
-  /** The language it runs (a skill's body), for policies that match on it. */
+  /** The language it runs (a skill's body, a process's shell command), for policies that match on it. */
   language?: string;
 }
 
@@ -131,9 +132,10 @@ function browserTool(op: keyof typeof BROWSER_ACTION_DTOS): ToolDefinition {
   return opTool('browser', `browser_${op}`, op, cls, description);
 }
 
-/** `process_<op>`: a background process op. */
+/** `process_<op>`: a background process op; `start` and `write` run shell text, so they are bash to policies. */
 function processTool(op: keyof typeof PROCESS_ACTION_DTOS, description: string): ToolDefinition {
-  return opTool('process', `process_${op}`, op, PROCESS_ACTION_DTOS[op], description);
+  const tool = opTool('process', `process_${op}`, op, PROCESS_ACTION_DTOS[op], description);
+  return SHELL_PROCESS_OPS.has(op) ? { ...tool, language: 'bash' } : tool;
 }
 
 /** Built-in descriptions; a TOML file can override them without a rebuild (see `ToolDescriptions`). */

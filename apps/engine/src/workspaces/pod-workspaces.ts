@@ -61,7 +61,13 @@ export class PodWorkspaces extends SessionWorkspaces {
   async open(sessionId: string, options: { image?: string; reopen?: boolean } = {}): Promise<void> {
     // A host directory too, empty but for the browser's files on their way in or out (`hostDir`).
     await this.staging.create(sessionId);
-    await this.pods.podFor(sessionId, options.image);
+    try {
+      await this.pods.podFor(sessionId, options.image);
+    } catch (err) {
+      // No session comes of it (the cluster could not give it a pod): nothing of it stays on the host either.
+      await this.staging.remove(sessionId).catch(() => undefined);
+      throw err;
+    }
     if (options.reopen) {
       // The previous engine's pods were reaped at start-up: the session's files went with its pod.
       this.logger.warn({

@@ -17,7 +17,7 @@ export class SessionPodsIo extends PodWorkspaceIo {
     return this.pods.tarOut(sessionId);
   }
 
-  tarIn(sessionId: string, tar: Buffer, options: { replace: boolean }): Promise<void> {
+  tarIn(sessionId: string, tar: Buffer, options: { replace: boolean; dataOnly?: boolean }): Promise<void> {
     return this.pods.tarIn(sessionId, tar, options);
   }
 }

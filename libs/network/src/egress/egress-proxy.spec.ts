@@ -1,8 +1,9 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { parseAllowlist, UrlPolicy } from '../url-policy/url-policy';
-import { type EgressRefusal, EgressProxy, splitHostPort } from './egress-proxy';
+import { canonicalHost, type HostVerdict, parseAllowlist, UrlPolicy } from '../url-policy/url-policy';
+import { parseIp } from '../url-policy/ip-address';
+import { type EgressAttempt, type EgressRefusal, EgressProxy } from './egress-proxy';
 
 const DENIAL = 'x-switchyard-egress-test';
 
@@ -22,13 +23,14 @@ async function origin(host: string): Promise<{ server: http.Server; port: number
   return { server, port: (server.address() as AddressInfo).port, hits };
 }
 
-/** Sends one absolute-form request through the proxy. */
+/** Sends one absolute-form request through the proxy (its Host header: the URL's, unless `hostHeader` is given). */
 function viaProxy(
   proxy: EgressProxy,
   url: string,
+  hostHeader?: string,
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
-    const host = URL.canParse(url) ? new URL(url).host : 'proxy';
+    const host = hostHeader ?? (URL.canParse(url) ? new URL(url).host : 'proxy');
     const req = http.request({ host: '127.0.0.1', port: proxy.port, path: url, headers: { host } });
     req.on('response', (res) => {
       let body = '';
@@ -57,6 +59,7 @@ function connect(proxy: EgressProxy, authority: string): Promise<{ head: string;
     };
     socket.on('data', onData);
     socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`closed before answering: ${buf}`)));
   });
 }
 
@@ -199,10 +202,12 @@ describe('EgressProxy', () => {
   });
 
   it('forwards absolute-form upgrades to allowed hosts only', async () => {
-    const upgrade = (url: string) =>
+    const upgrade = (url: string, host = new URL(url).host) =>
       new Promise<string>((resolve) => {
         const s = net.connect(proxy.port, '127.0.0.1', () =>
-          s.write(`GET ${url} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`),
+          s.write(
+            `GET ${url} HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+          ),
         );
         let buf = '';
         s.on('data', (d: Buffer) => {
@@ -215,8 +220,12 @@ describe('EgressProxy', () => {
       });
     expect(await upgrade(`http://127.0.0.2:${allowed.port}/ws`)).toBe('HTTP/1.1 101 Switching Protocols');
     expect(allowed.hits).toContain('UPGRADE /ws');
-    expect(await upgrade(`http://127.0.0.1:${other.port}/ws`)).toBe('HTTP/1.1 403 Forbidden');
+    expect(await upgrade(`http://127.0.0.1:${other.port}/ws`)).toMatch(/^HTTP\/1\.1 403 /);
     expect(other.hits).not.toContain('UPGRADE /ws');
+    // An upgrade naming another host in its Host header than its target is not forwarded.
+    const before = allowed.hits.length;
+    expect(await upgrade(`http://127.0.0.2:${allowed.port}/ws2`, 'evil.test')).toMatch(/^HTTP\/1\.1 400 /);
+    expect(allowed.hits.length).toBe(before);
   });
 
   it('rejects origin-form requests and non-http absolute URLs', async () => {
@@ -235,19 +244,108 @@ describe('EgressProxy', () => {
   });
 });
 
-describe('splitHostPort', () => {
-  it.each([
-    ['example.org:443', { host: 'example.org', port: 443 }],
-    ['[::1]:8080', { host: '[::1]', port: 8080 }],
-    ['127.0.0.1:1', { host: '127.0.0.1', port: 1 }],
-  ])('%s', (authority, expected) => {
-    expect(splitHostPort(authority)).toEqual(expected);
+/**
+ * Host confusion: a policy that allows `*.site.test` and resolves names the way a URL parser reads them (as the
+ * engine's did: the policy matched the raw CONNECT text, the resolution its URL-parsed host). The proxy must hand it
+ * one strictly parsed host, or refuse the request: never a text that two parsers read as two hosts.
+ */
+describe('EgressProxy: one canonical host, checked and dialled', () => {
+  let site: Awaited<ReturnType<typeof origin>>;
+  let elsewhere: Awaited<ReturnType<typeof origin>>;
+  let proxy: EgressProxy;
+  const asked: string[] = [];
+  const attempts: EgressAttempt[] = [];
+
+  beforeAll(async () => {
+    site = await origin('127.0.0.2');
+    elsewhere = await origin('127.0.0.3');
+    proxy = await EgressProxy.start({
+      checkHost: async (host): Promise<HostVerdict> => {
+        asked.push(host);
+        if (!host.endsWith('.site.test')) {
+          return {
+            allowed: false,
+            host,
+            refusal: { code: 'ADDRESS_REFUSED', reason: `${host} not allowed` },
+          };
+        }
+        const read = canonicalHost(host);
+        return { allowed: true, host, addresses: [read && parseIp(read) ? read : '127.0.0.2'] };
+      },
+      denialHeader: DENIAL,
+      onAttempt: (a) => attempts.push(a),
+    });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await new Promise((r) => site.server.close(r));
+    await new Promise((r) => elsewhere.server.close(r));
+  });
+  beforeEach(() => {
+    asked.length = 0;
+    attempts.length = 0;
   });
 
-  it.each(['example.org', 'example.org:0', 'example.org:70000', '::1:80', 'a:b', ''])(
-    'rejects %j',
-    (authority) => {
-      expect(splitHostPort(authority)).toBeUndefined();
+  it.each(['/', '?', '#', '\\'])(
+    'refuses CONNECT <address>%s.site.test:port with 400, recorded, without asking the policy or dialling',
+    async (sep) => {
+      const authority = `127.0.0.3${sep}.site.test:${elsewhere.port}`;
+      const r = await connect(proxy, authority);
+      expect(r.head).toMatch(/^HTTP\/1\.1 400 /);
+      r.socket.destroy();
+      expect(asked).toEqual([]);
+      expect(elsewhere.hits).toEqual([]);
+      expect(attempts).toEqual([
+        expect.objectContaining({ via: 'CONNECT', host: authority, allowed: false, bytesIn: 0, bytesOut: 0 }),
+      ]);
+      expect(attempts[0].reason).toContain('bad proxy request');
     },
   );
+
+  it('refuses the same confusion in an absolute-form request', async () => {
+    for (const url of [
+      `http://127.0.0.3:${elsewhere.port}%5c.site.test/`,
+      `http://x.site.test@127.0.0.3:${elsewhere.port}/`,
+    ]) {
+      const r = await viaProxy(proxy, url, 'x.site.test');
+      expect(r.status).toBe(400);
+    }
+    expect(asked).toEqual([]);
+    expect(elsewhere.hits).toEqual([]);
+    expect(attempts.map((a) => a.allowed)).toEqual([false, false]);
+  });
+
+  it('checks, dials and records the canonical host: lower case, no trailing dot, IDNA', async () => {
+    const ok = await connect(proxy, `WWW.Site.Test.:${site.port}`);
+    expect(ok.head).toBe('HTTP/1.1 200 Connection Established');
+    ok.socket.destroy();
+    const plain = await viaProxy(proxy, `http://B.Site.Test.:${site.port}/p`, `b.site.test:${site.port}`);
+    expect(plain.status).toBe(200);
+    expect(asked).toEqual(['www.site.test', 'b.site.test']);
+    // The upstream hears the host that was checked, whatever spelling the client used.
+    expect(site.hits).toContain(`GET /p host=b.site.test:${site.port}`);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(attempts.map((a) => [a.host, a.allowed])).toEqual([
+      ['www.site.test', true],
+      ['b.site.test', true],
+    ]);
+    attempts.length = 0;
+  });
+
+  it('refuses a forward request whose Host header names another host (fronting), recorded', async () => {
+    const before = site.hits.length;
+    const r = await viaProxy(proxy, `http://a.site.test:${site.port}/`, 'other.test');
+    expect(r.status).toBe(400);
+    expect(r.body).toContain('Host header');
+    const port = await viaProxy(proxy, `http://a.site.test:${site.port}/`, `a.site.test:${site.port + 1}`);
+    expect(port.status).toBe(400);
+    expect(site.hits.length).toBe(before);
+    expect(attempts).toEqual([
+      expect.objectContaining({ via: 'HTTP', host: 'a.site.test', port: site.port, allowed: false }),
+      expect.objectContaining({ via: 'HTTP', host: 'a.site.test', port: site.port, allowed: false }),
+    ]);
+    // The same host in another spelling is the same host.
+    const same = await viaProxy(proxy, `http://a.site.test:${site.port}/`, `A.SITE.TEST.:${site.port}`);
+    expect(same.status).toBe(200);
+  });
 });

@@ -1,71 +1,13 @@
 import { chmod } from 'node:fs/promises';
 import * as http from 'node:http';
-import type { EgressRecord } from '@switchyard/common';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { formatAuthority, parseAuthority, parseProxyTarget, type ProxyTarget } from '../url-policy/authority';
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
+import type { EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
+import { DEFAULT_PORT, HOP_BY_HOP, hostHeaderOf, printable, reasonPhrase, statusOf } from './proxy-answers';
 
-/** A connection the proxy refused, reported to whoever owns the browser context behind it. */
-export interface EgressRefusal {
-  /** `CONNECT` (https, websockets), `HTTP` (plain http) or `UPGRADE`. */
-  via: 'CONNECT' | 'HTTP' | 'UPGRADE';
-  host: string;
-  port: number;
-  /** Full URL for plain http; `host:port` for tunnels, whose path the proxy never sees. */
-  target: string;
-  refusal: UrlRefusal;
-}
-
-/**
- * One connection through the proxy, allowed or refused (with why), and its bytes in each direction, reported when it
- * ends (a refusal: at once): what an action's result shows (`EgressRecord`), plus how and when.
- */
-export interface EgressAttempt extends EgressRecord {
-  via: EgressRefusal['via'];
-  /** Wall-clock milliseconds (`Date.now()`) when it was asked for and when it ended. */
-  startedAt: number;
-  endedAt: number;
-}
-
-export interface EgressProxyOptions {
-  /** The host decision (and for egress, the port's); the proxy connects only to an address it returns. */
-  checkHost(host: string, port: number): Promise<HostVerdict>;
-  /**
-   * Extra veto on the address about to be dialled (e.g. the engine's own listeners on an allowlisted
-   * loopback). Returns a reason to refuse, or undefined.
-   */
-  vetoAddress?(address: string, port: number): string | undefined;
-  /**
-   * Header name put on every refusal the proxy answers over plain http, with value `denied`. Keep it
-   * unguessable: pages cannot make their own responses look like refusals.
-   */
-  denialHeader: string;
-  onRefusal?(refusal: EgressRefusal): void;
-  /** Every connection asked for, with its bytes, when it ends (accounting; refusals included). */
-  onAttempt?(attempt: EgressAttempt): void;
-  /**
-   * The text a refusal is answered with: the body of a plain-http answer and, cleaned to one line, the reason phrase of
-   * a refused tunnel (which is all a client such as curl or pip shows). Default: `Switchyard refused this request: …`.
-   */
-  refusalText?(refusal: UrlRefusal, host: string, port: number): string;
-  /** Listen on this Unix socket path (made `mode`, default 0o666) instead of a loopback TCP port. */
-  listenPath?: string;
-  listenMode?: number;
-  /** Dial timeout towards the target. Default 10 s. */
-  connectTimeoutMs?: number;
-}
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+export type { EgressAttempt, EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
 
 /**
  * A forward HTTP proxy on 127.0.0.1 that every request of one browser context goes through (Chromium's
@@ -73,6 +15,11 @@ const HOP_BY_HOP = new Set([
  * each redirect hop (a new request to the proxy), each websocket and each subresource is checked, the name is
  * resolved here, and the connection goes to exactly the address that was checked, so a second DNS answer
  * (rebinding) is never used. Chromium itself never resolves or dials anything but this proxy.
+ *
+ * Each request's target is parsed once, strictly (`parseAuthority`, `parseProxyTarget`): a target that is not
+ * `host:port` (a path, `?`, `#`, userinfo in a CONNECT authority…) is answered 400 and recorded, never reinterpreted.
+ * The one canonical host that parse gives is what is checked, resolved, dialled and recorded, and a forward request
+ * whose `Host` header names another host is refused (recorded): the upstream hears of no host but the checked one.
  */
 export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
@@ -96,7 +43,9 @@ export class EgressProxy {
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       void proxy.onUpgrade(req, socket, head);
     });
-    server.on('clientError', (_err, socket) => socket.destroy());
+    server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) =>
+      proxy.onClientError(err, socket),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       const listening = () => {
@@ -163,15 +112,34 @@ export class EgressProxy {
     s.on('error', () => s.destroy());
   }
 
-  /** The verdict plus the proxy's own veto; reports refusals. */
+  /**
+   * The verdict on the canonical `host` plus the proxy's own veto; reports refusals. Records and refusals name `host`
+   * as parsed, whatever the check answers: the host recorded is the host checked.
+   */
   private async decide(
     via: EgressRefusal['via'],
     host: string,
     port: number,
     target: string,
+    client: Duplex,
   ): Promise<{ address: string } | { refusal: UrlRefusal }> {
     const startedAt = Date.now();
-    const verdict = await this.options.checkHost(host, port);
+    const gone = new AbortController();
+    const onClose = () => gone.abort(new Error('the client closed the connection'));
+    client.once('close', onClose);
+    let verdict: HostVerdict;
+    try {
+      verdict = await this.options.checkHost(host, port, gone.signal);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      verdict = {
+        allowed: false,
+        host,
+        refusal: { code: 'ADDRESS_REFUSED', reason: `${host}:${port} refused: ${why}` },
+      };
+    } finally {
+      client.off('close', onClose);
+    }
     let refusal: UrlRefusal | undefined;
     let address: string | undefined;
     if (!verdict.allowed) {
@@ -182,24 +150,73 @@ export class EgressProxy {
       if (veto) refusal = { code: 'ADDRESS_REFUSED', reason: `${host}:${port} refused: ${veto}` };
     }
     if (refusal) {
-      if (refusal.code !== 'DNS_FAILED') {
-        this.options.onRefusal?.({ via, host: verdict.host, port, target, refusal });
-      }
-      const endedAt = Date.now();
-      this.options.onAttempt?.({
-        via,
-        host: verdict.host,
-        port,
-        allowed: false,
-        reason: refusal.reason,
-        bytesIn: 0,
-        bytesOut: 0,
-        startedAt,
-        endedAt,
-      });
+      this.refused(via, host, port, target, refusal, startedAt);
       return { refusal };
     }
     return { address: address! };
+  }
+
+  /** Reports a refusal (to the owner, unless it is a failed lookup) and records the attempt. */
+  private refused(
+    via: EgressRefusal['via'],
+    host: string,
+    port: number,
+    target: string,
+    refusal: UrlRefusal,
+    startedAt = Date.now(),
+  ): void {
+    if (refusal.code !== 'DNS_FAILED') this.options.onRefusal?.({ via, host, port, target, refusal });
+    this.options.onAttempt?.({
+      via,
+      host,
+      port,
+      allowed: false,
+      reason: refusal.reason,
+      bytesIn: 0,
+      bytesOut: 0,
+      startedAt,
+      endedAt: Date.now(),
+    });
+  }
+
+  /**
+   * A request whose target could not be parsed: recorded (under its raw text, clipped) and refused as malformed.
+   * Answers the refusal to send.
+   */
+  private malformed(via: EgressRefusal['via'], raw: string, reason: string): UrlRefusal {
+    const refusal: UrlRefusal = { code: 'URL_INVALID', reason: `bad proxy request: ${reason}` };
+    this.refused(via, printable(raw).slice(0, 200), 0, printable(raw).slice(0, 200), refusal);
+    return refusal;
+  }
+
+  /**
+   * The `Host` header a forward request must carry: absent, or naming the target's own host and port (compared in
+   * canonical form). Answers the refusal when it names another host (fronting: an allowed address asked for another
+   * site), recorded under the target.
+   */
+  private frontingRefusal(
+    via: EgressRefusal['via'],
+    hostHeader: string | undefined,
+    target: ProxyTarget,
+  ): UrlRefusal | undefined {
+    if (hostHeader === undefined) return undefined;
+    // A Host without a port means the scheme's default (RFC 9110 §7.2), as the target does.
+    const sent = parseAuthority(hostHeader.trim(), DEFAULT_PORT);
+    if (!('reason' in sent) && sent.host === target.host && sent.port === target.port) return undefined;
+    const refusal: UrlRefusal = {
+      code: 'URL_INVALID',
+      reason:
+        `the Host header (${printable(hostHeader).slice(0, 120)}) names another host than the request's target ` +
+        `${formatAuthority(target.host, target.port)}; the proxy sends a request only to the host it checked`,
+    };
+    this.refused(
+      via,
+      target.host,
+      target.port,
+      `${target.scheme}//${formatAuthority(target.host, target.port)}${target.path}`,
+      refusal,
+    );
+    return refusal;
   }
 
   /** Reports an allowed connection once it has ended, with what went through it. */
@@ -229,7 +246,7 @@ export class EgressProxy {
   }
 
   private refuseHttp(res: http.ServerResponse, refusal: UrlRefusal, host: string, port: number): void {
-    const status = refusal.code === 'DNS_FAILED' ? 502 : 403;
+    const status = statusOf(refusal);
     const text = this.text(refusal, host, port);
     const body = `${text}\n`;
     res.writeHead(status, reasonPhrase(text), {
@@ -241,35 +258,52 @@ export class EgressProxy {
     res.end(body);
   }
 
+  /**
+   * A request the HTTP parser itself could not read (`#` or `\` in a CONNECT target, bytes outside ASCII…): answered
+   * 400 and recorded like any malformed target, under its request line. A connection that merely broke is closed.
+   */
+  private onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+    const line = err.rawPacket?.toString('latin1').split('\r\n', 1)[0] ?? '';
+    if (!socket.writable || line === '' || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const via = line.startsWith('CONNECT ') ? 'CONNECT' : 'HTTP';
+    const target = line.replace(/^\S+ /, '').replace(/ HTTP\/\d\.\d$/, '');
+    this.refuseRaw(socket, this.malformed(via, target, 'the request line cannot be parsed'), target, 0);
+  }
+
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let target: URL;
-    try {
-      target = new URL(req.url ?? '');
-    } catch {
-      res.writeHead(400, { 'content-type': 'text/plain' }).end('absolute-form requests only\n');
+    const raw = req.url ?? '';
+    const target = parseProxyTarget(raw, ['http:']);
+    if ('reason' in target) {
+      req.resume();
+      this.refuseHttp(res, this.malformed('HTTP', raw, target.reason), raw, 0);
       return;
     }
-    if (target.protocol !== 'http:') {
-      res.writeHead(400, { 'content-type': 'text/plain' }).end('only http:// through this proxy\n');
-      return;
-    }
-    const port = Number(target.port || 80);
-    const decision = await this.decide('HTTP', target.hostname, port, target.href);
+    const { host, port } = target;
+    const href = `http://${formatAuthority(host, port)}${target.path}`;
+    // The target first (a refused target is refused as such, whatever its Host header), then its Host header.
+    let decision = await this.decide('HTTP', host, port, href, req.socket);
+    const fronting = 'address' in decision && this.frontingRefusal('HTTP', req.headers.host, target);
+    if (fronting) decision = { refusal: fronting };
     if ('refusal' in decision) {
       req.resume();
-      this.refuseHttp(res, decision.refusal, target.hostname, port);
+      this.refuseHttp(res, decision.refusal, host, port);
       return;
     }
-    const tally = this.account('HTTP', target.hostname, port);
+    const tally = this.account('HTTP', host, port);
     req.on('data', (c: Buffer) => (tally.bytesOut += c.length));
     res.on('close', () => tally.end?.());
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
+    // The upstream hears the host that was checked, in its canonical spelling.
+    headers.host = hostHeaderOf(target);
     const upstream = http.request({
       host: decision.address,
       port,
       method: req.method,
-      path: `${target.pathname}${target.search}`,
+      path: target.path,
       headers,
       setHost: false,
       agent: this.agent,
@@ -299,22 +333,21 @@ export class EgressProxy {
 
   private async onConnect(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     this.track(client);
-    const hp = splitHostPort(req.url ?? '');
-    if (!hp) {
-      client.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
+    const raw = req.url ?? '';
+    const hp = parseAuthority(raw);
+    if ('reason' in hp) {
+      this.refuseRaw(client, this.malformed('CONNECT', raw, hp.reason), raw, 0);
       return;
     }
-    const decision = await this.decide('CONNECT', hp.host, hp.port, `${hp.host}:${hp.port}`);
+    const decision = await this.decide(
+      'CONNECT',
+      hp.host,
+      hp.port,
+      formatAuthority(hp.host, hp.port),
+      client,
+    );
     if ('refusal' in decision) {
-      const text = this.text(decision.refusal, hp.host, hp.port);
-      const code = decision.refusal.code === 'DNS_FAILED' ? 502 : 403;
-      // The reason phrase is what a client shows of a refused tunnel ("Tunnel connection failed: 403 …").
-      const phrase = reasonPhrase(text);
-      const body = `${text}\n`;
-      client.end(
-        `HTTP/1.1 ${code} ${phrase}\r\n${this.options.denialHeader}: denied\r\ncontent-type: text/plain; charset=utf-8\r\n` +
-          `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
+      this.refuseRaw(client, decision.refusal, hp.host, hp.port);
       return;
     }
     const tally = this.account('CONNECT', hp.host, hp.port);
@@ -327,35 +360,44 @@ export class EgressProxy {
   /** Absolute-form upgrade requests (websockets from clients that do not tunnel them with CONNECT). */
   private async onUpgrade(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     this.track(client);
-    let target: URL;
-    try {
-      target = new URL(req.url ?? '');
-    } catch {
-      client.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
+    const raw = req.url ?? '';
+    const target = parseProxyTarget(raw, ['http:', 'ws:']);
+    if ('reason' in target) {
+      this.refuseRaw(client, this.malformed('UPGRADE', raw, target.reason), raw, 0);
       return;
     }
-    if (target.protocol !== 'http:' && target.protocol !== 'ws:') {
-      client.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
-    const port = Number(target.port || 80);
-    const decision = await this.decide('UPGRADE', target.hostname, port, target.href);
+    const { host, port } = target;
+    const href = `${target.scheme}//${formatAuthority(host, port)}${target.path}`;
+    let decision = await this.decide('UPGRADE', host, port, href, client);
+    const fronting = 'address' in decision && this.frontingRefusal('UPGRADE', req.headers.host, target);
+    if (fronting) decision = { refusal: fronting };
     if ('refusal' in decision) {
-      client.end(
-        `HTTP/1.1 403 Forbidden\r\n${this.options.denialHeader}: denied\r\ncontent-length: 0\r\n\r\n`,
-      );
+      this.refuseRaw(client, decision.refusal, host, port);
       return;
     }
-    const lines = [`${req.method} ${target.pathname}${target.search} HTTP/1.1`];
+    const lines = [`${req.method} ${target.path} HTTP/1.1`, `Host: ${hostHeaderOf(target)}`];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i];
-      if (!name.toLowerCase().startsWith('proxy-')) lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
+      const name = req.rawHeaders[i].toLowerCase();
+      if (!name.startsWith('proxy-') && name !== 'host') {
+        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      }
     }
-    const tally = this.account('UPGRADE', target.hostname, port);
+    const tally = this.account('UPGRADE', host, port);
     this.dial(decision.address, port, client, tally, (upstream) => {
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
     });
+  }
+
+  /** A refusal answered on a raw socket (a tunnel or an upgrade): status, reason phrase, the text as body. */
+  private refuseRaw(client: Duplex, refusal: UrlRefusal, host: string, port: number): void {
+    const text = this.text(refusal, host, port);
+    // The reason phrase is what a client shows of a refused tunnel ("Tunnel connection failed: 403 …").
+    const body = `${text}\n`;
+    client.end(
+      `HTTP/1.1 ${statusOf(refusal)} ${reasonPhrase(text)}\r\n${this.options.denialHeader}: denied\r\n` +
+        `content-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   }
 
   /** Connects to the vetted address and splices the two sockets once connected. */
@@ -366,6 +408,11 @@ export class EgressProxy {
     tally: Tally,
     onOpen: (upstream: net.Socket) => void,
   ): void {
+    // The client left while its host was decided (a wait for approval): nothing to splice.
+    if (client.destroyed) {
+      tally.end?.();
+      return;
+    }
     const upstream = net.connect({ host: address, port });
     upstream.on('data', (c: Buffer) => (tally.bytesIn += c.length));
     this.track(upstream);
@@ -394,14 +441,6 @@ export class EgressProxy {
   }
 }
 
-/** `text` as an HTTP reason phrase: one line of printable ASCII. */
-function reasonPhrase(text: string): string {
-  return text
-    .replace(/[\r\n]+/g, ' ')
-    .replace(/[^\x20-\x7e]/g, '?')
-    .slice(0, 300);
-}
-
 /** Bytes of one allowed connection so far; `end` reports it once. */
 interface Tally {
   bytesIn: number;
@@ -409,13 +448,4 @@ interface Tally {
   startedAt: number;
   done: boolean;
   end?: () => void;
-}
-
-/** `host:port` of a CONNECT line; IPv6 in brackets. */
-export function splitHostPort(authority: string): { host: string; port: number } | undefined {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port < 1 || port > 65535) return undefined;
-  return { host: m[1], port };
 }

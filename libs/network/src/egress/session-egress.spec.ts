@@ -48,7 +48,7 @@ describe('SessionEgress (real proxy on a Unix socket)', () => {
     const since = Date.now();
     const ok = await viaSocket(
       socket,
-      'GET http://allowed.test:8079/x HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n',
+      'GET http://allowed.test:8079/x HTTP/1.1\r\nHost: allowed.test:8079\r\nConnection: close\r\n\r\n',
     );
     expect(ok).toMatch(/^HTTP\/1.1 200/);
     expect(ok).toContain('hi /x');
@@ -82,11 +82,64 @@ describe('SessionEgress (real proxy on a Unix socket)', () => {
     const stop = await egress.listen('ses_a', extra);
     const ok = await viaSocket(
       extra,
-      'GET http://allowed.test:8079/y HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n',
+      'GET http://allowed.test:8079/y HTTP/1.1\r\nHost: allowed.test:8079\r\nConnection: close\r\n\r\n',
     );
     expect(ok).toContain('hi /y');
     await stop();
     await expect(viaSocket(extra, 'GET / HTTP/1.1\r\n\r\n')).rejects.toThrow();
+  });
+
+  it('checks, resolves and records one canonical host, and refuses a target that is not host:port', async () => {
+    const policy = EgressPolicy.parse(['allowed.test:8079', '*.example.test:8079'], 'network.allow');
+    const socket = path.join((await egress.open('ses_c', policy))!.socketDir, 'proxy.sock');
+    const since = Date.now();
+    // Any spelling of the mapped name reaches it: the policy and the resolution see the same host.
+    const ok = await viaSocket(
+      socket,
+      'GET http://ALLOWED.Test.:8079/z HTTP/1.1\r\nHost: allowed.test:8079\r\nConnection: close\r\n\r\n',
+    );
+    expect(ok).toContain('hi /z');
+    const confused = await viaSocket(socket, 'CONNECT 127.0.0.21/.example.test:8079 HTTP/1.1\r\n\r\n');
+    expect(confused).toMatch(/^HTTP\/1.1 400 /);
+    expect(confused).toContain('bad proxy request');
+    const fronted = await viaSocket(
+      socket,
+      'GET http://allowed.test:8079/ HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n',
+    );
+    expect(fronted).toMatch(/^HTTP\/1.1 400 /);
+    expect((await egress.attempts('ses_c', since)).map((a) => [a.host, a.port, a.allowed])).toEqual([
+      ['allowed.test', 8079, true],
+      ['127.0.0.21/.example.test:8079', 0, false],
+      ['allowed.test', 8079, false],
+    ]);
+    await egress.close('ses_c');
+  });
+
+  it("asks the engine's gate about each connection the network policy allows, with the canonical host", async () => {
+    const policy = EgressPolicy.parse(['allowed.test:8079', 'blocked.test:8079'], 'network.allow');
+    const asked: string[] = [];
+    const gate = async (host: string, port: number) => {
+      asked.push(`${host}:${port}`);
+      return host === 'allowed.test' ? undefined : `egress to ${host} is blocked by the tenant policy`;
+    };
+    const socket = path.join((await egress.open('ses_g', policy, gate))!.socketDir, 'proxy.sock');
+    const since = Date.now();
+    const ok = await viaSocket(
+      socket,
+      'GET http://Allowed.Test:8079/g HTTP/1.1\r\nHost: allowed.test:8079\r\nConnection: close\r\n\r\n',
+    );
+    expect(ok).toContain('hi /g');
+    const no = await viaSocket(socket, 'CONNECT blocked.test:8079 HTTP/1.1\r\n\r\n');
+    expect(no).toContain('403 switchyard: egress to blocked.test is blocked by the tenant policy');
+    // Outside the network policy: refused before the gate is asked.
+    await viaSocket(socket, 'CONNECT elsewhere.test:8079 HTTP/1.1\r\n\r\n');
+    expect(asked).toEqual(['allowed.test:8079', 'blocked.test:8079']);
+    expect((await egress.attempts('ses_g', since)).map((a) => [a.host, a.allowed, a.reason])).toEqual([
+      ['allowed.test', true, undefined],
+      ['blocked.test', false, 'egress to blocked.test is blocked by the tenant policy'],
+      ['elsewhere.test', false, expect.stringContaining("not in this session's network policy")],
+    ]);
+    await egress.close('ses_g');
   });
 
   it('closes a session: its sockets go', async () => {

@@ -6,6 +6,12 @@ import { type HostVerdict, parseAllowlist, UrlPolicy, type UrlRefusal } from '..
 import { type EgressAttempt, EgressProxy } from './egress-proxy';
 import type { EgressPolicy } from './egress-policy';
 
+/**
+ * The engine's say on a connection, past the session's network policy: its policy layers' host rules (a rule may
+ * hold the connection for a person's approval, until `signal` aborts). Answers why it is refused, or undefined.
+ */
+export type EgressGate = (host: string, port: number, signal: AbortSignal) => Promise<string | undefined>;
+
 /** Attempts kept per session for the actions to collect (the oldest go first). */
 const MAX_ATTEMPTS = 1000;
 
@@ -14,7 +20,8 @@ export interface SessionEgressOptions {
   root: string;
   /**
    * Test-only resolution (`host → address`), for names that must reach servers on this machine's loopback; their
-   * addresses are trusted as if public. Empty in production: the system resolver, and loopback refused.
+   * addresses are trusted as if public. Empty in production: the system resolver, and loopback refused. Looked up
+   * by the request's canonical host, the one the policy checked.
    */
   resolve?: ReadonlyMap<string, string>;
   /** How refusals name the settings a caller can act on. */
@@ -57,18 +64,23 @@ export class SessionEgress {
    * resolved by the system and refused unless every address is public (a literal address is judged as it is).
    */
   private checkAddress(host: string): Promise<HostVerdict> {
-    const mapped = this.resolve.get(host.toLowerCase().replace(/\.$/, ''));
+    const mapped = this.resolve.get(host);
     if (mapped) return Promise.resolve({ allowed: true, host, addresses: [mapped] });
     return this.policyOfAddresses.checkHost(host);
   }
 
   /**
    * The session's proxy, started on first use: `undefined` for a session without network. The primary socket is
-   * `socketDir/proxy.sock`, for one-off containers (which mount that directory).
+   * `socketDir/proxy.sock`, for one-off containers (which mount that directory). `gate`, when given, is asked about
+   * every connection the network policy allows, before its host is resolved.
    */
-  async open(sessionId: string, policy: EgressPolicy): Promise<{ socketDir: string } | undefined> {
+  async open(
+    sessionId: string,
+    policy: EgressPolicy,
+    gate?: EgressGate,
+  ): Promise<{ socketDir: string } | undefined> {
     if (policy.isEmpty) return undefined;
-    const entry = await this.entry(sessionId, policy);
+    const entry = await this.entry(sessionId, policy, gate);
     return { socketDir: entry.dir };
   }
 
@@ -104,11 +116,11 @@ export class SessionEgress {
     await Promise.allSettled([...this.sessions.keys()].map((id) => this.close(id)));
   }
 
-  private entry(sessionId: string, policy: EgressPolicy): Promise<Entry> {
+  private entry(sessionId: string, policy: EgressPolicy, gate?: EgressGate): Promise<Entry> {
     let pending = this.sessions.get(sessionId);
     if (!pending) {
       if (this.closed) return Promise.reject(new Error('the engine is shutting down'));
-      pending = this.start(sessionId, policy);
+      pending = this.start(sessionId, policy, gate);
       this.sessions.set(sessionId, pending);
       pending.catch(() => this.sessions.delete(sessionId));
     }
@@ -121,18 +133,21 @@ export class SessionEgress {
     return path.join(this.options.root, createHash('sha256').update(sessionId).digest('hex').slice(0, 16));
   }
 
-  private async start(sessionId: string, policy: EgressPolicy): Promise<Entry> {
+  private async start(sessionId: string, policy: EgressPolicy, gate?: EgressGate): Promise<Entry> {
     const dir = this.socketDirOf(sessionId);
     fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
     fs.chmodSync(dir, 0o755);
     const socket = path.join(dir, 'proxy.sock');
     fs.rmSync(socket, { force: true });
     const attempts: EgressAttempt[] = [];
+    // Refusals of the engine's gate already say who refused and why: they are shown as they are.
+    const byGate = new WeakSet<UrlRefusal>();
     const bound = this.options.settingNames?.bound ?? 'the engine bound';
     const proxy = await EgressProxy.start({
       listenPath: socket,
       denialHeader: this.denialHeader,
-      checkHost: async (host, port) => {
+      // `host` is the request's canonical host: the one value checked here, resolved, dialled and recorded.
+      checkHost: async (host, port, signal) => {
         if (!policy.allows(host, port)) {
           const refusal: UrlRefusal = {
             code: 'ADDRESS_REFUSED',
@@ -140,14 +155,22 @@ export class SessionEgress {
           };
           return { allowed: false, host, refusal };
         }
+        const denied = await gate?.(host, port, signal);
+        if (denied !== undefined) {
+          const refusal: UrlRefusal = { code: 'ADDRESS_REFUSED', reason: denied };
+          byGate.add(refusal);
+          return { allowed: false, host, refusal };
+        }
         return this.checkAddress(host);
       },
       refusalText: (refusal, host) =>
         refusal.code === 'DNS_FAILED'
           ? `switchyard: could not resolve ${host}`
-          : refusal.reason.startsWith('egress to ')
-            ? `switchyard: egress to ${host} denied by this session's network policy`
-            : `switchyard: egress to ${host} denied: ${refusal.reason}`,
+          : byGate.has(refusal)
+            ? `switchyard: ${refusal.reason}`
+            : refusal.reason.includes("is not in this session's network policy")
+              ? `switchyard: egress to ${host} denied by this session's network policy`
+              : `switchyard: egress to ${host} denied: ${refusal.reason}`,
       onAttempt: (attempt) => {
         attempts.push(attempt);
         if (attempts.length > MAX_ATTEMPTS) attempts.splice(0, attempts.length - MAX_ATTEMPTS);

@@ -25,7 +25,12 @@ import { resolveSandboxOptions } from '../sandbox.options';
 import type { TierJob, TierRunResult } from '../sandbox.types';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from './container.constants';
 import { ContainerModule } from './container.module';
-import { currentImage, resolveContainerOptions, type ContainerTierOptions } from './container.options';
+import {
+  currentImage,
+  defaultEngineInstanceId,
+  resolveContainerOptions,
+  type ContainerTierOptions,
+} from './container.options';
 import { buildContainerSpec } from './container-spec';
 import { ContainerTier } from './container-tier';
 import { DockerodeClient } from './docker-client';
@@ -473,6 +478,30 @@ describeDocker('ContainerTier (real Docker)', () => {
           .getContainer(dead)
           .remove({ force: true })
           .catch(() => undefined);
+      }
+    });
+
+    it('reaps every container of an engine dead on this host, even one of a live session (#17)', async () => {
+      // This host's name and a pid above the kernel's pid_max: the label a SIGKILLed engine leaves on its containers.
+      const deadHere = defaultEngineInstanceId(4_194_305);
+      const spec = buildContainerSpec({
+        job: job('bash', ''),
+        image: IMAGE!,
+        options: resolveContainerOptions({ ...tierOptions, engineInstanceId: deadHere }),
+      });
+      const c = await docker.createContainer({
+        ...spec,
+        Entrypoint: ['sleep', '1000'],
+        Cmd: [],
+        Labels: { ...spec.Labels, [LABEL_SESSION]: `${RUN}-still-live` },
+      });
+      await c.start();
+      try {
+        // Every session counts as live: the action of a dead engine's container was interrupted all the same.
+        expect(await tier.reapLeftovers({ isLive: () => true })).toContain(c.id);
+        await expect(c.inspect()).rejects.toMatchObject({ statusCode: 404 });
+      } finally {
+        await c.remove({ force: true }).catch(() => undefined);
       }
     });
 

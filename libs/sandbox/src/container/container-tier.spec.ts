@@ -380,11 +380,12 @@ describe('ContainerTier (fake Docker)', () => {
       expect(await tier.run(job())).toMatchObject({ exitCode: 0 });
       docker.removeError = undefined;
       docker.calls.length = 0;
+      const ofSession = `list ${JSON.stringify({ 'dev.switchyard.tier': 'container', 'dev.switchyard.session': 's1' })}`;
       await tier.releaseSession('s1');
-      expect(docker.calls).toEqual(['remove c1']);
+      expect(docker.calls).toEqual([ofSession, 'remove c1']);
       docker.calls.length = 0;
       await tier.releaseSession('s1');
-      expect(docker.calls).toEqual([]); // nothing held: a no-op
+      expect(docker.calls).toEqual([ofSession]); // nothing left: only the look
     });
   });
 
@@ -463,6 +464,42 @@ describe('ContainerTier (fake Docker)', () => {
       expect(docker.listed.map((c) => c.id)).toEqual(['live', 'mine', 'neighbour']);
       // Naming an engine reaps that engine's, including this one's when asked explicitly.
       expect(await tier.reapLeftovers({ engineInstanceId: 'engine-me' })).toEqual(['mine']);
+    });
+
+    it('reaps every container of an engine dead on this host, live session or not; retries a failed removal', async () => {
+      const labels = (engine: string, session: string) => ({
+        'dev.switchyard.engine': engine,
+        'dev.switchyard.tier': 'container',
+        'dev.switchyard.session': session,
+      });
+      // This host's name and a pid no process has: an engine that was killed.
+      const dead = defaultEngineInstanceId(2 ** 30);
+      docker.listed.push(
+        { id: 'interrupted', state: 'exited', labels: labels(dead, 'alive') },
+        { id: 'stuck', state: 'running', labels: labels(dead, 'alive') },
+      );
+      const everyoneLive = { isLive: () => true };
+      docker.removeError = new DockerTimeoutError('remove', 'no answer within 10000 ms');
+      expect(await tier.reapLeftovers(everyoneLive)).toEqual([]);
+      docker.removeError = undefined;
+      expect(await tier.reapLeftovers(everyoneLive)).toEqual(['interrupted', 'stuck']);
+      expect(docker.listed).toEqual([]);
+    });
+
+    it('releaseSession removes every container labelled with the session, whichever engine started it', async () => {
+      const labels = (engine: string, session: string) => ({
+        'dev.switchyard.engine': engine,
+        'dev.switchyard.tier': 'container',
+        'dev.switchyard.session': session,
+      });
+      await tier.availability(); // Docker answers
+      docker.listed.push(
+        { id: 'elsewhere', state: 'running', labels: labels('other-host:1:1:abcd', 's1') },
+        { id: 'mine-unknown', state: 'created', labels: labels('engine-me', 's1') },
+        { id: 'other-session', state: 'running', labels: labels('other-host:1:1:abcd', 's2') },
+      );
+      await tier.releaseSession('s1');
+      expect(docker.listed.map((c) => c.id)).toEqual(['other-session']);
     });
 
     it('reaps at start-up in the background when asked to', async () => {

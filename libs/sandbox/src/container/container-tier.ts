@@ -18,14 +18,9 @@ import { emptyResult, enforcedLimit, formatBytes } from '../supervision/limit-me
 import { PendingCleanups } from '../supervision/pending-cleanups';
 import { RunSupervisor } from '../supervision/run-supervisor';
 import { ContainerAvailability } from './container-availability';
-import {
-  CONTAINER_OPTIONS,
-  CONTAINER_TIER_LABEL,
-  LABEL_ENGINE,
-  LABEL_SESSION,
-  LABEL_TIER,
-} from './container.constants';
-import { engineAliveHere, type ResolvedContainerOptions } from './container.options';
+import { ContainerReaper, type ReapOptions } from './container-reaper';
+import { CONTAINER_OPTIONS } from './container.constants';
+import type { ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
 import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
 import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
@@ -34,8 +29,12 @@ import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } 
 const KILL_GRACE_MS = 2000;
 /** After the exit, how long output still in flight may take to arrive before the connection is dropped. */
 const DRAIN_MS = 1000;
-/** Deadline of the Docker calls made while shutting down or reaping. */
-const CLEANUP_TIMEOUT_MS = 10_000;
+/**
+ * After start-up, leftovers of dead engines are looked for again this often: a container the daemon finished creating
+ * for a dead engine after the first pass listed, or one whose removal failed (a daemon slow under load), would
+ * otherwise stay until the next start.
+ */
+const REAP_AGAIN_MS = 60_000;
 /**
  * A 137 exit the tier did not cause is checked again for the OOM flag, which the daemon may record after the exit (under
  * gVisor on a loaded machine, hundreds of ms after): first after this long, then twice as long each time, in all
@@ -70,9 +69,9 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private readonly clock: Clock;
   private readonly probe: ContainerAvailability;
   private readonly runs = new Set<ActiveRun>();
-  /** Containers whose removal failed, by id, with their session: retried on release, reaping and shutdown. */
-  private readonly unremoved = new Map<string, string>();
+  private readonly reaper: ContainerReaper;
   private readonly cleanups = new PendingCleanups(this.logger);
+  private reapTimer?: NodeJS.Timeout;
 
   constructor(
     @Inject(DOCKER_CLIENT) private readonly docker: DockerClient,
@@ -82,6 +81,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     super();
     this.clock = clock ?? systemClock;
     this.probe = new ContainerAvailability(docker, options, this.clock, this.logger);
+    this.reaper = new ContainerReaper(docker, options, this.logger);
   }
 
   /**
@@ -137,7 +137,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         );
         return result;
       } finally {
-        await this.removeContainer(id, job.sessionId);
+        await this.reaper.remove(id, job.sessionId);
       }
     } catch (err) {
       // Whatever Docker did wrong, the next availability check asks it again instead of trusting the cache.
@@ -150,84 +150,57 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   }
 
   /**
-   * Holds nothing between runs; kills any run of the session still going (the run reports `aborted`) and removes
-   * whatever of the session's containers could not be removed before.
+   * Holds nothing between runs; kills any run of the session still going (the run reports `aborted`), then removes
+   * every one-off container labelled with the session, whichever engine started it.
    */
   async releaseSession(sessionId: string): Promise<void> {
     const runs = [...this.runs].filter((r) => r.sessionId === sessionId);
     for (const r of runs) r.controller.abort(new Error(`session ${sessionId} released`));
     await Promise.all(runs.map((r) => r.done));
-    const leftovers = [...this.unremoved].filter(([, s]) => s === sessionId).map(([id]) => id);
-    await Promise.all(leftovers.map((id) => this.removeContainer(id, sessionId, true)));
-  }
-
-  /** Removes leftovers of engines that died, in the background: start-up must not wait for Docker. */
-  onApplicationBootstrap(): void {
-    if (!this.options.reapOnStart) return;
-    this.cleanups.track(
-      this.reapLeftovers().then((removed) => {
-        if (removed.length > 0)
-          this.logger.log(`removed ${removed.length} leftover container(s) of other engines`);
-      }),
-    );
+    // A daemon the probe cannot reach is not asked: the session's end must not wait on it (the reaper's later
+    // passes remove what a dead engine left of it).
+    if (this.probe.lastAvailable || (await this.probe.current()).value.available) {
+      await this.reaper.removeSession(sessionId);
+    }
   }
 
   /**
-   * Removes one-off containers left behind (SECURITY.md #17) whose session `isLive` (default: the `isSessionLive`
-   * option) says is not live: those labelled with engine `engineInstanceId`, or by default those of any engine
-   * other than this one that is not provably alive on this host (`engineAliveHere`). This engine's own running
-   * containers are never touched. Resolves with the removed ids.
+   * Removes leftovers of engines that died, in the background (start-up must not wait for Docker), and again every
+   * `REAP_AGAIN_MS`.
    */
-  async reapLeftovers(
-    options: { engineInstanceId?: string; isLive?: (sessionId: string) => boolean | Promise<boolean> } = {},
-  ): Promise<string[]> {
-    const isLive = options.isLive ?? this.options.isSessionLive;
-    const own = this.options.engineInstanceId;
-    const found = await this.docker.listByLabel(
-      { [LABEL_TIER]: CONTAINER_TIER_LABEL, [LABEL_ENGINE]: options.engineInstanceId ?? true },
-      { timeoutMs: CLEANUP_TIMEOUT_MS },
-    );
-    const running = new Set([...this.runs].map((r) => r.containerId));
-    const removed: string[] = [];
-    await Promise.all(
-      found.map(async (c) => {
-        const engine = c.labels[LABEL_ENGINE];
-        if (running.has(c.id)) return;
-        // By default, never this engine's containers nor those of another engine still running on this host.
-        if (options.engineInstanceId === undefined && (engine === own || engineAliveHere(engine ?? '')))
-          return;
-        const session = c.labels[LABEL_SESSION];
-        if (session !== undefined && (await isLive(session))) return;
-        this.logger.log(
-          `reaping leftover container ${c.id.slice(0, 12)} (engine ${engine}, session ${session})`,
-        );
-        await this.docker.remove(c.id, { timeoutMs: CLEANUP_TIMEOUT_MS });
-        this.unremoved.delete(c.id);
-        removed.push(c.id);
-      }),
-    );
-    return removed;
+  onApplicationBootstrap(): void {
+    if (!this.options.reapOnStart) return;
+    const reap = () =>
+      this.cleanups.track(
+        this.reapLeftovers().then((removed) => {
+          if (removed.length > 0)
+            this.logger.log(`removed ${removed.length} leftover container(s) of other engines`);
+        }),
+      );
+    reap();
+    this.reapTimer = setInterval(reap, REAP_AGAIN_MS).unref();
+  }
+
+  /**
+   * Removes one-off containers left behind (SECURITY.md #17; see `ContainerReaper.reapLeftovers`): every container
+   * of an engine dead on this host, whatever its session, and those of unknown engines whose session `isLive`
+   * (default: the `isSessionLive` option) says is not live. This engine's running containers are never touched.
+   * Resolves with the removed ids.
+   */
+  reapLeftovers(options: ReapOptions = {}): Promise<string[]> {
+    return this.reaper.reapLeftovers(new Set([...this.runs].map((r) => r.containerId)), options);
   }
 
   /** Kills every run, then removes every container carrying this engine's label. */
   async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.reapTimer);
     this.probe.close();
     const runs = [...this.runs];
     for (const r of runs) r.controller.abort(new Error('engine shutting down'));
     await Promise.all(runs.map((r) => r.done));
     await this.cleanups.drain();
-    if (runs.length === 0 && this.unremoved.size === 0 && !this.probe.lastAvailable) return; // never reached Docker
-    try {
-      const left = await this.docker.listByLabel(
-        { [LABEL_TIER]: CONTAINER_TIER_LABEL, [LABEL_ENGINE]: this.options.engineInstanceId },
-        { timeoutMs: CLEANUP_TIMEOUT_MS },
-      );
-      await Promise.all(left.map((c) => this.removeContainer(c.id, c.labels[LABEL_SESSION] ?? '', true)));
-    } catch (err) {
-      this.logger.warn(
-        `could not remove this engine's containers at shutdown (the next start reaps them): ${(err as Error).message}`,
-      );
-    }
+    if (runs.length === 0 && this.reaper.pending === 0 && !this.probe.lastAvailable) return; // never reached Docker
+    await this.reaper.removeAtShutdown();
   }
 
   /** Attaches, feeds stdin, starts, enforces timeout, abort and output caps, and reads the outcome. */
@@ -331,19 +304,6 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     } catch (err) {
       this.logger.warn(`inspect ${id.slice(0, 12)}: ${(err as Error).message}`);
       return false;
-    }
-  }
-
-  /** Never throws: a container that cannot be removed now is remembered and removed later. */
-  private async removeContainer(id: string, sessionId: string, cleanup = false): Promise<void> {
-    try {
-      await this.docker.remove(id, cleanup ? { timeoutMs: CLEANUP_TIMEOUT_MS } : undefined);
-      this.unremoved.delete(id);
-    } catch (err) {
-      this.unremoved.set(id, sessionId);
-      this.logger.warn(
-        `could not remove container ${id.slice(0, 12)} (retried later): ${(err as Error).message}`,
-      );
     }
   }
 }

@@ -223,6 +223,17 @@ export function engineAliveHere(engineInstanceId: string, hostname: string = os.
   return id !== undefined && processStartTicks(id.pid) === id.ticks;
 }
 
+/**
+ * True when `engineInstanceId` has the default shape, names this host, and its process no longer runs (or its pid now
+ * belongs to a later process): whatever such an engine started is a leftover nobody will ever read. Ids of other
+ * hosts and of unknown shapes are never dead from here.
+ */
+export function engineDeadHere(engineInstanceId: string, hostname: string = os.hostname()): boolean {
+  return (
+    engineOnThisHost(engineInstanceId, hostname) !== undefined && !engineAliveHere(engineInstanceId, hostname)
+  );
+}
+
 /** The pid and start ticks of an id of the default shape naming this host; undefined for anything else. */
 export function engineOnThisHost(
   engineInstanceId: string,

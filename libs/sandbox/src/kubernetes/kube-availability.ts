@@ -85,7 +85,7 @@ export class KubeAvailability {
         return {
           available: false,
           code: 'KUBERNETES_NAMESPACE_MISSING',
-          reason: `namespace ${o.namespace} does not exist (kubernetes.namespace)`,
+          reason: `namespace ${o.namespace} does not exist: create it or set ${o.settingNames.namespace}`,
         };
       }
     } catch (err) {
@@ -112,9 +112,9 @@ export class KubeAvailability {
     details.readyNodes = ready.map((n) => n.name);
     if (ready.length === 0) {
       const where = o.nodeName
-        ? `node ${o.nodeName}`
+        ? `node ${o.nodeName} (${o.settingNames.nodeName})`
         : o.nodeSelector
-          ? 'a node matching kubernetes.nodeSelector'
+          ? `a node matching ${o.settingNames.nodeSelector}`
           : 'a node';
       return {
         available: false,

@@ -140,6 +140,39 @@ describe('KubeReaper', () => {
     expect(preconditions['mine-warm']).toEqual({ resourceVersion: expect.any(String) });
   });
 
+  it("deletes every pod labelled with an ended session, whichever engine made it, and no other session's", async () => {
+    const client = new FakeKubeClient();
+    const own = defaultEngineInstanceId();
+    const otherReplica = `some-other-host-xyz:${DEAD_PID}:1:bb`;
+    const oneOff = async (name: string, engineId: string, sessionId: string) => {
+      const options = resolveKubernetesOptions({ image: 'img:1', engineId });
+      await client.createPod(
+        oneOffPodManifest({
+          name,
+          image: 'img:1',
+          engineId,
+          limits: options.limits.container,
+          options,
+          sessionId,
+          actionId: 'a',
+          activeDeadlineSeconds: 60,
+        }),
+      );
+    };
+    await oneOff('ended-elsewhere', otherReplica, 'ses_ended');
+    await oneOff('ended-here', own, 'ses_ended');
+    await oneOff('kept', otherReplica, 'ses_kept');
+    // A session id whose label is a hash: the annotation is what names it.
+    const long = `ses_${'x'.repeat(80)}`;
+    await oneOff('ended-long', otherReplica, long);
+    await pod(client, 'warm', otherReplica, 'warm');
+    const reaper = new KubeReaper(client, own, logger);
+
+    expect((await reaper.removeSession('ses_ended')).sort()).toEqual(['ended-elsewhere', 'ended-here']);
+    expect(await reaper.removeSession(long)).toEqual(['ended-long']);
+    expect([...client.pods.keys()].sort()).toEqual(['kept', 'warm']);
+  });
+
   it('never throws at shutdown when the API server is gone', async () => {
     const client = new FakeKubeClient();
     client.down = true;

@@ -1,10 +1,10 @@
 import * as os from 'node:os';
 import type { Logger } from '@nestjs/common';
-import { engineAliveHere, engineOnThisHost } from '../container/container.options';
+import { engineDeadHere as sameHostDead } from '../container/container.options';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
 import { K8S_ANNOTATIONS, K8S_LABELS, MANAGED_VALUE, DELETE_GRACE_SECONDS } from './kubernetes.constants';
-import { engineSelector, selector } from './pod-spec';
+import { engineSelector, labelValue, selector } from './pod-spec';
 
 /** Calls made while shutting down wait at most this long each: a hung API server must not hold the engine open. */
 const SHUTDOWN_CALL_MS = 5000;
@@ -14,9 +14,7 @@ const SHUTDOWN_CALL_MS = 5000;
  * exists (or whose pid was reused). Ids of other hosts are never dead from here: on Kubernetes another replica of the
  * engine may own them and be alive.
  */
-export function engineDeadHere(engineId: string, hostname = os.hostname()): boolean {
-  return engineOnThisHost(engineId, hostname) !== undefined && !engineAliveHere(engineId, hostname);
-}
+export const engineDeadHere: (engineId: string, hostname?: string) => boolean = sameHostDead;
 
 /**
  * Removes what the Kubernetes tiers left behind (SECURITY.md #17): at start-up, the pods of engines that died on this
@@ -74,6 +72,35 @@ export class KubeReaper {
     if (removed.length > 0)
       this.logger.log(`reaped ${removed.length} pod(s) of replica ${engineId}: ${removed.join(', ')}`);
     return removed;
+  }
+
+  /**
+   * The session ended: deletes every pod labelled with it, whichever engine made it (a one-off pod of an engine that
+   * died, a session pod another replica held), so that a session's delete leaves none; resolves with their names.
+   * Never throws: a pod left by a dead engine is also reaped with that engine.
+   */
+  async removeSession(sessionId: string): Promise<string[]> {
+    try {
+      const labelled = await this.client.listPods(
+        selector({ [K8S_LABELS.managed]: MANAGED_VALUE, [K8S_LABELS.session]: labelValue(sessionId) }),
+      );
+      // The label is a label-safe form (perhaps a hash): the annotation holds the exact id.
+      const pods = labelled.filter(
+        (p) => !p.deleting && p.annotations[K8S_ANNOTATIONS.session] === sessionId,
+      );
+      const removed: string[] = [];
+      await Promise.all(
+        pods.map(async (p) => {
+          if (await this.client.deletePod(p.name, DELETE_GRACE_SECONDS)) removed.push(p.name);
+        }),
+      );
+      return removed;
+    } catch (err) {
+      this.logger.warn(
+        `could not delete the pods of session ${sessionId} (those of dead engines are reaped with them): ${(err as Error).message}`,
+      );
+      return [];
+    }
   }
 
   /**

@@ -78,9 +78,11 @@ export class KubernetesOneOffTier extends SandboxTier {
     return this.backend.oneOff.run(job, signal);
   }
 
-  /** Kills the session's one-off runs, then deletes its session pod. Idempotent. */
+  /** Kills the session's one-off runs, then deletes its session pod and any other pod labelled with it. Idempotent. */
   async releaseSession(sessionId: string): Promise<void> {
     await this.backend.oneOff.releaseSession(sessionId);
     await this.backend.sessions.release(sessionId);
+    // Then whatever pod of the session this engine does not hold (SECURITY.md #17).
+    await this.backend.reaper.removeSession(sessionId);
   }
 }

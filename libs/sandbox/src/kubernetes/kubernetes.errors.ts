@@ -45,6 +45,25 @@ export class KubeApiError extends SandboxError {
 }
 
 /**
+ * The cluster cannot give the engine what it was configured to use: the namespace is not there, the cluster refuses
+ * the engine's pods, or a pod does not start in time (no such node, a node that is not Ready, an image that will not
+ * come). A missing dependency, not an engine fault: answered 503 with the code, the message naming what to check and
+ * the setting to change. Retriable: the cluster may be fixed meanwhile.
+ */
+export class KubernetesUnavailableError extends SandboxError {
+  readonly kind: ErrorKind = 'unavailable';
+  override readonly retriable = true;
+
+  constructor(
+    readonly code: 'KUBERNETES_NAMESPACE_MISSING' | 'KUBERNETES_FORBIDDEN' | 'POD_START_TIMEOUT',
+    message: string,
+    options: { cause?: unknown; details?: Record<string, unknown> } = {},
+  ) {
+    super(message, options.details ?? {}, { cause: options.cause });
+  }
+}
+
+/**
  * A job asks for something this backend cannot give (`EGRESS_UNSUPPORTED`, `CALL_CHANNEL_UNSUPPORTED`): the engine
  * should not route such a job to the Kubernetes tiers. Not retriable.
  */

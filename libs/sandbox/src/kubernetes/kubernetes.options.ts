@@ -38,6 +38,8 @@ export interface KubernetesLimits {
 
 /** Options that bound how many sessions the backend serves at once: a refusal names the one to raise. */
 export type KubernetesCapacitySetting = 'min' | 'max' | 'maxSessions' | 'acquireTimeoutMs';
+/** Options that say where pods go and how long they may take to start: a cluster that fails them names the one. */
+export type KubernetesPlacementSetting = 'namespace' | 'nodeName' | 'nodeSelector' | 'podStartTimeoutMs';
 
 /** What `KubernetesSandboxModule.forRoot` accepts: option > default. The library reads no environment. */
 export interface KubernetesOptions {
@@ -87,8 +89,11 @@ export interface KubernetesOptions {
   hostname?: string;
   /** Engine instance id (`<host>:<pid>:<ticks>:<instance>`). Default: this process's (`defaultEngineInstanceId`). */
   engineId?: string;
-  /** How operators set the capacity options, named in refusals. Default the option's own name (`kubernetes.max`). */
-  settingNames?: Partial<Record<KubernetesCapacitySetting, string>>;
+  /**
+   * How operators set the capacity and placement options, named in refusals and in the cluster's failures. Default
+   * the option's own name (`kubernetes.max`, `kubernetes.namespace`).
+   */
+  settingNames?: Partial<Record<KubernetesCapacitySetting | KubernetesPlacementSetting, string>>;
   limits?: { pooled?: Partial<KubernetesLimits>; container?: Partial<KubernetesLimits> };
 }
 
@@ -116,7 +121,7 @@ export interface ResolvedKubernetesOptions {
   nodeName?: string;
   hostname: string;
   engineId: string;
-  settingNames: Record<KubernetesCapacitySetting, string>;
+  settingNames: Record<KubernetesCapacitySetting | KubernetesPlacementSetting, string>;
   limits: { pooled: KubernetesLimits; container: KubernetesLimits };
 }
 
@@ -187,6 +192,10 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
       max: 'kubernetes.max',
       maxSessions: 'kubernetes.maxSessions',
       acquireTimeoutMs: 'kubernetes.acquireTimeoutMs',
+      namespace: 'kubernetes.namespace',
+      nodeName: 'kubernetes.nodeName',
+      nodeSelector: 'kubernetes.nodeSelector',
+      podStartTimeoutMs: 'kubernetes.podStartTimeoutMs',
       ...options.settingNames,
     },
     limits: {

@@ -4,7 +4,7 @@ import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../
 import type { KubeClient } from './kube-client';
 import { DELETE_GRACE_SECONDS } from './kubernetes.constants';
 import type { DeletePrecondition, PodInfo, PodManifest } from './kube-types';
-import { KubeApiError } from './kubernetes.errors';
+import { KubeApiError, KubernetesUnavailableError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import { attachRunner, runnerStatus, type PodRunner } from './pod-runner';
 
@@ -69,7 +69,7 @@ export class PodLauncher {
     try {
       let info: PodInfo;
       for (let attempt = 1; ; attempt++) {
-        await this.client.createPod(manifest);
+        await this.create(manifest);
         created = true;
         try {
           info = await this.waitRunning(name, deadline);
@@ -107,6 +107,38 @@ export class PodLauncher {
   }
 
   /**
+   * Creates the pod. The API server answers a create 404 only when the namespace is not there, and 403 when the
+   * engine's account may not create pods there (or the namespace lacks its `default` ServiceAccount): the cluster is
+   * not what the engine was configured for, which the caller answers 503, naming the setting.
+   */
+  private async create(manifest: PodManifest): Promise<void> {
+    try {
+      await this.client.createPod(manifest);
+    } catch (err) {
+      if (!(err instanceof KubeApiError)) throw err;
+      const o = this.options;
+      const namespace = o.namespace;
+      if (err.code === 'KUBE_NOT_FOUND') {
+        throw new KubernetesUnavailableError(
+          'KUBERNETES_NAMESPACE_MISSING',
+          `namespace ${namespace} does not exist in the cluster: create it (with its default ServiceAccount) or ` +
+            `set ${o.settingNames.namespace} to one that does`,
+          { cause: err, details: { namespace } },
+        );
+      }
+      if (err.code === 'KUBE_FORBIDDEN') {
+        throw new KubernetesUnavailableError(
+          'KUBERNETES_FORBIDDEN',
+          `the cluster refuses to create the engine's pods in namespace ${namespace} (${err.message}): let the ` +
+            `engine's account create, get and delete pods there, or set ${o.settingNames.namespace}`,
+          { cause: err, details: { namespace } },
+        );
+      }
+      throw err;
+    }
+  }
+
+  /**
    * Polls the pod until its runner container runs (the pod is `Running`). Rejects at `deadline`, when the pod failed
    * (admission refused it: `OutOfcpu`, `OutOfmemory`…), is being deleted, or waits for a reason that never clears.
    */
@@ -135,19 +167,30 @@ export class PodLauncher {
           `pod ${name} cannot start its container: ${runner.reason}${runner.message ? ` (${runner.message})` : ''}`,
         );
       }
-      if (this.clock.monotonic() + delay > deadline) {
-        const why = runner?.reason ?? last.reason ?? last.phase;
-        throw new SandboxInternalError(
-          'POD_START_TIMEOUT',
-          `pod ${name} was not running in time (still ${why})`,
-          {
-            retriable: true,
-          },
-        );
-      }
+      if (this.clock.monotonic() + delay > deadline) throw this.startTimeout(last, runner?.reason);
       await this.sleep(delay);
       delay = Math.min(POLL_MAX_MS, delay * 2);
     }
+  }
+
+  /**
+   * A pod that did not run in time: its node is missing or not Ready, or its image or volumes will not come. The
+   * cluster's fault (503), said with what the pod was waiting for and the settings that place and time it.
+   */
+  private startTimeout(pod: PodInfo, waiting: string | undefined): KubernetesUnavailableError {
+    const o = this.options;
+    const why = waiting ?? pod.reason ?? pod.phase;
+    const where = o.nodeName
+      ? `node ${o.nodeName} (${o.settingNames.nodeName})`
+      : o.nodeSelector
+        ? `a node matching ${o.settingNames.nodeSelector}`
+        : 'a node';
+    return new KubernetesUnavailableError(
+      'POD_START_TIMEOUT',
+      `pod ${pod.name} was not running within ${o.podStartTimeoutMs} ms (still ${why}${pod.message ? `: ${pod.message}` : ''}): ` +
+        `check that ${where} exists, is Ready and has the sandbox image, or raise ${o.settingNames.podStartTimeoutMs}`,
+      { details: { pod: pod.name, waiting: why, ...(o.nodeName !== undefined && { node: o.nodeName }) } },
+    );
   }
 
   /** Deletes the pod (`DELETE_GRACE_SECONDS`); `false` when the precondition failed (someone else changed it). */

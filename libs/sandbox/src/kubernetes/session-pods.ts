@@ -12,7 +12,7 @@ import { podName, sessionPodManifest, sessionPodSpecHash } from './pod-spec';
 import type { RunnerLoss, RunnerRecovery } from './runner-recovery';
 import { SessionPod } from './session-pod';
 import type { WarmPods } from './warm-pods';
-import { tarIn, tarOut } from './workspace-tar';
+import { tarIn, type TarInOptions, tarOut } from './workspace-tar';
 
 /** `runInPod`: a fresh run through the session's runner, raw output (the file API, checkpoints). */
 export type RunInPodRequest = RawRunRequest;
@@ -104,8 +104,11 @@ export class SessionPods {
     return this.serialise(pod, () => this.tarOutLocked(pod));
   }
 
-  /** Unpacks `tar` into the session's /workspace; `replace` empties it first (deletions propagate). */
-  async tarIn(sessionId: string, tar: Buffer, options: { replace: boolean }): Promise<void> {
+  /**
+   * Unpacks `tar` into the session's /workspace; `replace` empties it first (deletions propagate), `dataOnly` leaves
+   * only files, directories and links.
+   */
+  async tarIn(sessionId: string, tar: Buffer, options: TarInOptions): Promise<void> {
     const pod = await this.podFor(sessionId);
     return this.serialise(pod, () => this.tarInLocked(pod, tar, options));
   }
@@ -117,7 +120,7 @@ export class SessionPods {
   }
 
   /** `tarIn` for a caller already inside `serialise`. */
-  tarInLocked(pod: SessionPod, tar: Buffer, options: { replace: boolean }): Promise<void> {
+  tarInLocked(pod: SessionPod, tar: Buffer, options: TarInOptions): Promise<void> {
     return tarIn(this.client, this.tarTarget(pod), tar, options);
   }
 

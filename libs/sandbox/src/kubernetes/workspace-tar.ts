@@ -23,6 +23,31 @@ const TAR_CREATE =
   'tar -c -f - --numeric-owner --null -T -';
 /** /workspace itself is the emptyDir's root, owned by root: its own times and mode are never touched. */
 const TAR_EXTRACT = `tar -x -p -f - --no-overwrite-dir -C ${WORKSPACE_PATH}`;
+/**
+ * Takes the fifos, sockets and devices out of /workspace, as the engine's tree tool does to a host workspace's fork:
+ * a checkpoint keeps files, directories and links only. A directory that lost one gets its times back (tar set
+ * them; one the code made read-only is opened for the unlink and closed again), but for /workspace itself, whose
+ * mode and times are never the workspace's (see `TAR_EXTRACT`). Python, in the pod, because names are bytes; links are
+ * never followed.
+ */
+const PRUNE_SPECIALS =
+  "python3 -I -S -c 'import os, stat\n" +
+  `top = b"${WORKSPACE_PATH}"\n` +
+  'for root, dirs, files in os.walk(top):\n' +
+  '    before = None\n' +
+  '    for name in files:\n' +
+  '        p = os.path.join(root, name)\n' +
+  '        m = os.lstat(p).st_mode\n' +
+  '        if stat.S_ISREG(m) or stat.S_ISLNK(m):\n' +
+  '            continue\n' +
+  '        if before is None:\n' +
+  '            before = os.lstat(root)\n' +
+  '            if root != top:\n' +
+  '                os.chmod(root, stat.S_IMODE(before.st_mode) | 0o700)\n' +
+  '        os.unlink(p)\n' +
+  '    if before is not None and root != top:\n' +
+  '        os.chmod(root, stat.S_IMODE(before.st_mode))\n' +
+  "        os.utime(root, ns=(before.st_atime_ns, before.st_mtime_ns))'";
 /** Empties /workspace (not itself: it is a mount point), also what the code made read-only. */
 const EMPTY_WORKSPACE =
   `find ${WORKSPACE_PATH} -mindepth 1 -type d ! -perm -u=rwx -exec chmod u+rwx {} + 2>/dev/null || true; ` +
@@ -62,6 +87,14 @@ export async function tarOut(client: KubeClient, target: TarTarget, limits: TarL
   return checked('tar out', big.exitCode, big.stdout, big.stderr, false);
 }
 
+/** How `tarIn` unpacks. */
+export interface TarInOptions {
+  /** Empty /workspace first, so that what the tar lacks is gone. */
+  replace: boolean;
+  /** Leave only files, directories and links (a checkpoint's restore or fork): fifos and sockets are taken out. */
+  dataOnly?: boolean;
+}
+
 /**
  * Unpacks `tar` into the pod's /workspace; with `replace`, /workspace is emptied first so that deletions propagate.
  * The device and inode of /workspace do not change (its contents do).
@@ -70,13 +103,14 @@ export async function tarIn(
   client: KubeClient,
   target: TarTarget,
   tar: Buffer,
-  options: { replace: boolean },
+  options: TarInOptions,
 ): Promise<void> {
   const script = `set -e; ${options.replace ? `${EMPTY_WORKSPACE}; ` : ''}`;
+  const after = options.dataOnly ? `; ${PRUNE_SPECIALS}` : '';
   if (tar.length <= RUNNER_TAR_MAX_BYTES) {
     const r = await target.raw({
       language: 'bash',
-      code: `${script}base64 -d | ${TAR_EXTRACT}`,
+      code: `${script}base64 -d | ${TAR_EXTRACT}${after}`,
       stdin: tar.toString('base64'),
       timeoutMs: TAR_TIMEOUT_MS,
       capBytes: 64 * 1024,
@@ -87,7 +121,7 @@ export async function tarIn(
   const r = await client.exec(
     target.podName,
     RUNNER_CONTAINER,
-    ['/bin/sh', '-c', `${script}${TAR_EXTRACT}`],
+    ['/bin/sh', '-c', `${script}${TAR_EXTRACT}${after}`],
     {
       stdin: tar,
       timeoutMs: TAR_TIMEOUT_MS,

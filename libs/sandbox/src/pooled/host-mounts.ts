@@ -11,6 +11,13 @@ const COMMAND_TIMEOUT_MS = 10_000;
 
 /** One line of /proc/self/mountinfo that matters here. */
 export interface MountEntry {
+  /** Mount id, and that of the mount it sits on. */
+  id: string;
+  parent: string;
+  /** `major:minor` of the filesystem. */
+  device: string;
+  /** The directory of that filesystem seen at `target` (`/` unless a bind mount). */
+  root: string;
   target: string;
   /** `shared:N` present: mounts made below it propagate to its peers and slaves. */
   shared: boolean;
@@ -33,6 +40,15 @@ export abstract class HostMounts {
   abstract unmount(target: string): Promise<void>;
   /** Mount points strictly below `dir`, deepest first. */
   abstract mountsUnder(dir: string): Promise<string[]>;
+  /**
+   * Undoes `ensureSharedRoot` at shutdown when nothing uses `dir` any more (no entry in it, no mount below it: no
+   * container of any engine sharing the root), so a stopped engine leaves no mount behind. Only a bind of `dir` onto
+   * itself is removed, never a filesystem an operator mounted there. Resolves whether it unmounted. The default, for
+   * adapters that make no mount, keeps everything.
+   */
+  releaseSharedRoot(_dir: string): Promise<boolean> {
+    return Promise.resolve(false);
+  }
   /** Releases what the adapter holds (a helper process). Later calls still work, perhaps slower. */
   close(): Promise<void> {
     return Promise.resolve();
@@ -104,6 +120,34 @@ export class ChildProcessHostMounts extends HostMounts implements OnApplicationS
         throw mountError(`umount -l ${target}`, detached);
       }
     }
+  }
+
+  override async releaseSharedRoot(dir: string): Promise<boolean> {
+    let released = false;
+    // Two engines starting at once may each have bound it: peel every self-bind layer.
+    for (let layer = 0; layer < MAX_LAYERS; layer++) {
+      const entries = await this.entries();
+      const top = entries.findLast((e) => e.target === dir);
+      if (!top || !isSelfBind(top, entries)) return released;
+      const entriesInDir = await fs.promises.readdir(dir).catch(() => []);
+      if (entriesInDir.length > 0 || entries.some((e) => e.target.startsWith(`${dir}/`))) return released;
+      // Never lazily: busy means a process still works in it, and then the mount stays.
+      const reply = await this.viaHelper({ op: 'umount', target: dir });
+      if (reply === undefined) {
+        try {
+          await this.exec(this.umountPath, ['--', dir]);
+        } catch (err) {
+          this.logger.warn(`kept the mount of ${dir}: ${(err as Error).message}`);
+          return released;
+        }
+      } else if (!reply.ok) {
+        if (reply.errno !== 'EBUSY') throw mountError(`umount ${dir}`, reply);
+        this.logger.warn(`kept the mount of ${dir}: it is busy`);
+        return released;
+      }
+      released = true;
+    }
+    return released;
   }
 
   onApplicationShutdown(): Promise<void> {
@@ -182,14 +226,32 @@ function mountError(what: string, reply: MountReply): SandboxInternalError {
 /** Mount points and their shared flag from /proc/<pid>/mountinfo text (octal escapes in paths decoded). */
 export function parseMountInfo(text: string): MountEntry[] {
   const entries: MountEntry[] = [];
+  const decode = (field: string) =>
+    field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
   for (const line of text.split('\n')) {
     const fields = line.split(' ');
     const separator = fields.indexOf('-');
     if (fields.length < 7 || separator < 6) continue;
-    const target = fields[4].replace(/\\([0-7]{3})/g, (_, octal: string) =>
-      String.fromCharCode(parseInt(octal, 8)),
-    );
-    entries.push({ target, shared: fields.slice(6, separator).some((f) => f.startsWith('shared:')) });
+    entries.push({
+      id: fields[0],
+      parent: fields[1],
+      device: fields[2],
+      root: decode(fields[3]),
+      target: decode(fields[4]),
+      shared: fields.slice(6, separator).some((f) => f.startsWith('shared:')),
+    });
   }
   return entries;
+}
+
+/**
+ * True when `entry` shows at its target the very directory it covers (a bind of the directory onto itself, what
+ * `ensureSharedRoot` makes): same filesystem as the mount it sits on, and the same directory of it.
+ */
+export function isSelfBind(entry: MountEntry, entries: readonly MountEntry[]): boolean {
+  const under = entries.find((e) => e.id === entry.parent);
+  if (!under || under.device !== entry.device) return false;
+  const relative = path.posix.relative(under.target, entry.target);
+  if (relative.startsWith('..')) return false;
+  return path.posix.join(under.root, relative) === entry.root;
 }

@@ -1,9 +1,8 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
-import { engineAliveHere, engineOnThisHost } from '../container/container.options';
+import { engineDeadHere } from '../container/container.options';
 import type { ContainerSummary, DockerCallOptions, DockerClient } from '../container/docker-client';
 import { POOLED_LABELS, POOLED_TIER_LABEL } from './container-config';
 import type { HostMounts } from './host-mounts';
@@ -14,11 +13,14 @@ import type { PooledContainer, PooledContainerFactory } from './pooled-container
 const STRAY_DIR_AGE_MS = 5 * 60_000;
 /** Docker calls made at shutdown wait at most this long: a hung daemon must not hold the engine open. */
 const SHUTDOWN_DOCKER_CALL_MS = 5000;
+/**
+ * A file `<mountRoot>/.engine-<engine id>` says an engine uses the root (one with no container yet has nothing else
+ * there): while any is there, no engine unmounts the root at its shutdown. Files of dead engines are swept.
+ */
+const ROOT_MARKER = '.engine-';
 
 /** True when `engineId` (`<hostname>:<pid>:<start ticks>`) names a process of this host that no longer exists. */
-export function engineIsDead(engineId: string, hostname = os.hostname()): boolean {
-  return engineOnThisHost(engineId, hostname) !== undefined && !engineAliveHere(engineId, hostname);
-}
+export const engineIsDead: (engineId: string, hostname?: string) => boolean = engineDeadHere;
 
 /**
  * Removes what the pooled tier left behind (SECURITY.md #17): containers of dead engines and their mounts at start-up,
@@ -38,6 +40,12 @@ export class PooledReaper {
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {}
+
+  /** Marks the mount root as used by this engine, before the root is made a shared mount (see `removeAll`). */
+  async markRoot(): Promise<void> {
+    await fs.promises.mkdir(this.options.mountRoot, { recursive: true, mode: 0o711 });
+    await fs.promises.writeFile(this.rootMarker, '');
+  }
 
   /** A container that could not be destroyed: it is retried later. */
   orphan(container: PooledContainer, err: Error): void {
@@ -61,12 +69,23 @@ export class PooledReaper {
 
   /**
    * Shutdown, once nothing else is running: destroys every container still known (a destroy that failed, a start
-   * that raced the close), then, if the tier started, any other container labelled with this engine's id.
+   * that raced the close), then, if the tier started, any other container labelled with this engine's id, and last
+   * the mount root's self-bind, unless another engine still uses the root (its marker, a container's directory).
    */
   async removeAll(started: boolean): Promise<void> {
     const rest = [...this.factory.live.values(), ...this.orphans];
     await Promise.allSettled(rest.map((c) => this.factory.destroy(c)));
-    if (started) await this.removeUnknownOwnContainers();
+    if (!started) return;
+    await this.removeUnknownOwnContainers();
+    try {
+      // An engine marking the root between the release's look and its unmount would lose its shared root: a window of
+      // a syscall, during that engine's start.
+      await fs.promises.rm(this.rootMarker, { force: true });
+      if (await this.mounts.releaseSharedRoot(this.options.mountRoot))
+        this.logger.log(`unmounted the pooled mount root ${this.options.mountRoot}`);
+    } catch (err) {
+      this.logger.warn(`could not unmount ${this.options.mountRoot}: ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -98,6 +117,12 @@ export class PooledReaper {
     // Compared with file times: wall-clock time.
     const now = this.clock.now().getTime();
     for (const name of await fs.promises.readdir(root).catch(() => [] as string[])) {
+      if (name.startsWith(ROOT_MARKER)) {
+        const marker = path.join(root, name);
+        if (marker !== this.rootMarker && engineDeadHere(name.slice(ROOT_MARKER.length)))
+          await fs.promises.rm(marker, { force: true });
+        continue;
+      }
       // `<key>.egress` holds a container's egress socket, never a mount: it goes with its key.
       const egress = /^[0-9a-f]+\.egress$/.test(name);
       const key = egress ? name.slice(0, -'.egress'.length) : name;
@@ -115,6 +140,12 @@ export class PooledReaper {
         .catch(() => undefined);
     }
     if (removed > 0) this.logger.log(`reaped ${removed} pooled container(s) left by dead engines`);
+  }
+
+  private get rootMarker(): string {
+    // Default ids are file-name safe already (and stay checkable by `engineDeadHere`); any other id is made so.
+    const id = this.options.engineId.replace(/[^A-Za-z0-9_.:-]/g, '_');
+    return path.join(this.options.mountRoot, `${ROOT_MARKER}${id}`);
   }
 
   /**

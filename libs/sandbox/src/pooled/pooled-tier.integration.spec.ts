@@ -515,6 +515,31 @@ describeDocker('ChildProcessHostMounts (real mounts)', () => {
     }
   });
 
+  it('releases the shared root it made once nothing is in it, never a mount someone else made there', async () => {
+    const mounts = new ChildProcessHostMounts();
+    const [root, source, target] = ['root', 'source', 'target'].map((d) => path.join(dir, d));
+    fs.mkdirSync(root);
+    try {
+      await mounts.ensureSharedRoot(root);
+      expect(mountCount(root)).toBe(1);
+      fs.mkdirSync(path.join(root, 'abc123')); // a container's mount point: the root is in use
+      expect(await mounts.releaseSharedRoot(root)).toBe(false);
+      expect(mountCount(root)).toBe(1);
+      fs.rmdirSync(path.join(root, 'abc123'));
+      expect(await mounts.releaseSharedRoot(root)).toBe(true);
+      expect(mountCount(root)).toBe(0);
+
+      // Another directory bound there (an operator's volume) is not a self-bind: it stays.
+      await mounts.bind(source, target);
+      fs.rmSync(path.join(source, 'file.txt'));
+      expect(await mounts.releaseSharedRoot(target)).toBe(false);
+      expect(mountCount(target)).toBe(1);
+    } finally {
+      for (let i = 0; i < 4; i++) spawnSync('umount', ['-l', root]);
+      await mounts.close();
+    }
+  });
+
   it('keeps working after close, through the mount command', async () => {
     const mounts = new ChildProcessHostMounts();
     await mounts.bind(path.join(dir, 'source'), path.join(dir, 'target'));

@@ -20,6 +20,7 @@ import { POOLED_LABELS } from './container-config';
 import { HostMounts } from './host-mounts';
 import { PoolExhaustedError, RunnerLostError } from './pooled.errors';
 import { resolvePooledOptions, type PooledOptions } from './pooled.options';
+import { defaultEngineInstanceId } from '../container/container.options';
 import { engineIsDead } from './pooled-reaper';
 import { PooledTier } from './pooled-tier';
 import { RUNNER_PROTOCOL, type RunnerExit, type RunnerRunRequest } from '../runner/runner-connection';
@@ -257,6 +258,10 @@ class FakeMounts extends HostMounts {
   mountsUnder(dir: string): Promise<string[]> {
     return Promise.resolve([...this.bound.keys()].filter((t) => t.startsWith(`${dir}/`)));
   }
+  override releaseSharedRoot(dir: string): Promise<boolean> {
+    this.calls.push(`release ${dir}`);
+    return Promise.resolve(true);
+  }
 }
 
 async function eventually(check: () => boolean, withinMs = 2000): Promise<void> {
@@ -325,6 +330,25 @@ describe('PooledTier', () => {
     expect(mounts.calls[0]).toBe(`shared ${path.join(root, 'pool')}`);
     expect(docker.containers.size).toBe(2);
     expect(tier.stats()).toMatchObject({ size: 2, available: 2, claimed: 0, pending: 0, min: 2, max: 4 });
+  });
+
+  it('marks the mount root while it runs, sweeps the marks of dead engines, and releases the root at shutdown', async () => {
+    const pool = path.join(root, 'pool');
+    const marks = () => fs.readdirSync(pool).filter((n) => n.startsWith('.engine-'));
+    fs.mkdirSync(pool, { recursive: true });
+    // This host's name: a pid above pid_max (an engine killed long ago), and this very process (alive).
+    const dead = `.engine-${defaultEngineInstanceId(4_194_305)}`;
+    const live = `.engine-${defaultEngineInstanceId(process.pid)}`;
+    for (const m of [dead, live]) fs.writeFileSync(path.join(pool, m), '');
+    await make();
+    const own = marks().filter((m) => m !== live);
+    expect(own).toHaveLength(1);
+    expect(own[0]).toContain(`:${process.pid}:test`);
+    expect(marks()).not.toContain(dead);
+
+    await tier.onApplicationShutdown();
+    expect(marks()).toEqual([live]);
+    expect(mounts.calls.at(-1)).toBe(`release ${pool}`);
   });
 
   it('claims a warm container per session, mounts the workspace onto it, and refills the pool', async () => {

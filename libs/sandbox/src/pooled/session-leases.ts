@@ -70,16 +70,23 @@ export class SessionLeases {
     return { claimed: this.leases.size, claiming: this.sessions.size - this.leases.size };
   }
 
-  /** Makes the mount root a shared mount, once; a failure lets a later call try again. */
+  /**
+   * Marks the mount root as used by this engine (so no other engine's shutdown unmounts it) and makes it a shared
+   * mount, once; a failure lets a later call try again.
+   */
   ensureRoot(): Promise<void> {
-    this.rootReady ??= this.mounts.ensureSharedRoot(this.options.mountRoot).catch((err: unknown) => {
-      this.rootReady = undefined;
-      throw new SandboxUnavailableError(
-        `cannot make ${this.options.mountRoot} a shared mount point (pooled.mountRoot): ${(err as Error).message}`,
-        {},
-        { cause: err },
-      );
-    });
+    const root = this.options.mountRoot;
+    this.rootReady ??= this.reaper
+      .markRoot()
+      .then(() => this.mounts.ensureSharedRoot(root))
+      .catch((err: unknown) => {
+        this.rootReady = undefined;
+        throw new SandboxUnavailableError(
+          `cannot make ${this.options.mountRoot} a shared mount point (pooled.mountRoot): ${(err as Error).message}`,
+          {},
+          { cause: err },
+        );
+      });
     return this.rootReady;
   }
 

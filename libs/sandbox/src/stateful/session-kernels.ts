@@ -260,6 +260,9 @@ export class SessionKernels {
       if (err instanceof SandboxInternalError) throw err;
       // The runner went away during the cell: the box is gone and every kernel in it with it.
       this.forget(kernel, 'died');
+      // Its memory limit took the whole box (e.g. /tmp filled with files, which are memory the OOM killer cannot
+      // free by killing processes): the cell met a limit, like a fresh run meeting it, not an engine fault.
+      if (kernel.box.oomKilledSinceLastCheck?.()) return this.lostToMemory(kernel, started, supervisor);
       throw new SandboxInternalError(
         'KERNEL_LOST',
         `the session's ${kernel.tier} sandbox stopped during the cell (${(err as Error).message}); the kernel's ` +
@@ -327,6 +330,32 @@ export class SessionKernels {
       result.exitCode = done.kernelExit.exitCode;
     }
     return result;
+  }
+
+  /**
+   * A cell whose box the OOM killer ended, runner and all: the kernel's state, and the box's /tmp with it, are gone;
+   * the workspace stays, and the next cell starts a fresh kernel in a fresh box.
+   */
+  private lostToMemory(kernel: Kernel, started: boolean, supervisor: RunSupervisor): CellRunResult {
+    const bytes = this.hosts.get(kernel.tier)!.memoryBytes;
+    return {
+      ...supervisor.collected(),
+      timedOut: false,
+      kernel: {
+        id: kernel.id,
+        language: kernel.language,
+        tier: kernel.tier,
+        executionCount: kernel.executionCount + 1,
+        started,
+      },
+      ...(kernel.box.containerId !== undefined && { containerId: kernel.box.containerId }),
+      signal: 'SIGKILL',
+      stateLost: true,
+      limit: outOfMemory(
+        `the ${formatBytes(bytes)} limit of the session's ${kernel.tier} sandbox (files in its /tmp count against ` +
+          `it), which ended with its kernels, processes and /tmp (the workspace is kept)`,
+      ),
+    };
   }
 
   /**

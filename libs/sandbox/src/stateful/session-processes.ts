@@ -57,6 +57,11 @@ export class SessionProcesses {
   private readonly logger = new Logger(SessionProcesses.name);
   private readonly hosts = new Map<StatefulTier, StatefulBoxHost>();
   private readonly sessions = new Map<string, Map<string, Entry>>();
+  /**
+   * Starts under way (a box opening, the runner asked), per session: each holds a slot of the limit, and its name,
+   * from its check until it is registered or fails, so concurrent starts cannot all pass one check and overshoot.
+   */
+  private readonly starting = new Map<string, Set<{ name?: string }>>();
   private readonly watchedBoxes = new WeakSet<StatefulBox>();
   private readonly listeners: StatefulListener[] = [];
   private closed = false;
@@ -79,6 +84,22 @@ export class SessionProcesses {
     const host = this.hosts.get(spec.tier);
     if (!host) throw new SandboxUnavailableError(`the ${spec.tier} tier holds no processes in this engine`);
     this.checkStart(spec.sessionId, spec.name);
+    const reservation = { ...(spec.name !== undefined && { name: spec.name }) };
+    let pending = this.starting.get(spec.sessionId);
+    if (!pending) this.starting.set(spec.sessionId, (pending = new Set()));
+    pending.add(reservation);
+    try {
+      return await this.launch(spec, host);
+    } finally {
+      // Registered by now when it started: the slot passes from the reservation to the entry with no gap between.
+      pending.delete(reservation);
+      if (pending.size === 0 && this.starting.get(spec.sessionId) === pending)
+        this.starting.delete(spec.sessionId);
+    }
+  }
+
+  /** Opens the box, asks its runner to start the command, and registers the running process. */
+  private async launch(spec: ProcessStart, host: StatefulBoxHost): Promise<ProcessInfo> {
     const box = await host.box(spec.sessionId, spec.workspaceDir, spec.egress, spec.image);
     this.watch(box);
     const id = newProcessId();
@@ -133,10 +154,16 @@ export class SessionProcesses {
     return { ...entry.info };
   }
 
-  /** Fails fast (before a box is opened) for a taken name or a session at its limit. */
+  /**
+   * Fails fast (before a box is opened) for a taken name or a session at its limit. Starts under way count as
+   * running: they hold their slot and name until they end.
+   */
   checkStart(sessionId: string, name?: string): void {
-    const running = [...(this.sessions.get(sessionId)?.values() ?? [])].filter((e) => e.info.running);
-    if (name !== undefined && running.some((e) => e.info.name === name)) {
+    const running = [
+      ...[...(this.sessions.get(sessionId)?.values() ?? [])].filter((e) => e.info.running).map((e) => e.info),
+      ...(this.starting.get(sessionId) ?? []),
+    ];
+    if (name !== undefined && running.some((e) => e.name === name)) {
       throw new InvalidInputError(
         'name',
         `a process named "${name}" is already running in this session`,

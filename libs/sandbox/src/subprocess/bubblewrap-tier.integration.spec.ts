@@ -358,8 +358,10 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
       if (limiter.mode === 'cgroup-v1' && limiter.description.includes('cpu at')) controllers.push('cpu');
       for (const controller of controllers) {
         const line = cgroups.split('\n').find((l) => l.split(':')[1]?.split(',').includes(controller));
-        // Named after the engine (pid and start ticks), so a successor can tell a dead engine's leftovers.
-        expect(line).toMatch(new RegExp(`/switchyard/e${process.pid}-\\d+-[0-9a-f]+$`));
+        // Named after the engine (pid and start ticks), so a successor can tell a dead engine's leftovers; under the
+        // session's group (also so named) where there is a CPU quota to share.
+        const named = `e${process.pid}-\\d+-[0-9a-f]+`;
+        expect(line).toMatch(new RegExp(`/switchyard/(?:${named}/)?${named}$`));
       }
       const r = await running;
       // Its own cgroup namespace: the sandbox cannot even see where it sits on the host.
@@ -378,7 +380,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
         expect(fs.readFileSync(`${cgroupDirOf(pid, '')}/cpu.max`, 'utf8').trim()).toBe('100000 100000');
       } else if (limiter.mode === 'cgroup-v1' && limiter.description.includes('cpu at')) {
         const dir = cgroupDirOf(pid, 'cpu')!;
-        expect(dir).toMatch(/\/switchyard\/e\d+-\d+-[0-9a-f]+$/);
+        expect(dir).toMatch(/\/switchyard\/e\d+-\d+-[0-9a-f]+\/e\d+-\d+-[0-9a-f]+$/);
         // One CPU (the default): the whole run gets 100 ms of CPU time per 100 ms, however many processes.
         expect(fs.readFileSync(`${dir}/cpu.cfs_quota_us`, 'utf8').trim()).toBe('100000');
         expect(fs.readFileSync(`${dir}/cpu.cfs_period_us`, 'utf8').trim()).toBe('100000');

@@ -31,6 +31,7 @@ import {
 import { ProcessLauncher } from './process-launcher';
 import { ProcessLimiter } from './process-limiter';
 import { buildScaffold, resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
+import { SessionGroups } from './session-groups';
 import { RUNNER_TARGET, SubprocessBoxes } from './subprocess-boxes';
 import { type Slot, WarmSlots } from './warm-slots';
 
@@ -51,7 +52,8 @@ const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 /**
  * The subprocess tier: each run is a fresh bubblewrap sandbox (all namespaces unshared, no network, uid 65534,
  * no capabilities, read-only system dirs, only /workspace and size-capped tmpfs writable), at niceness 19, under
- * rlimits and, where the host allows, a per-run cgroup for memory, pids and CPU. Killing the outer bubblewrap kills
+ * rlimits and, where the host allows, a per-run cgroup for memory, pids and CPU, under a group per session whose CPU
+ * quota all the session's runs, kernels and processes share (`SessionGroups`). Killing the outer bubblewrap kills
  * the sandbox's pid namespace, so nothing a run started outlives it, whether it ends normally, times out or is
  * aborted; and the engine's death kills the outer bubblewrap (SECURITY.md #23). At start-up the tier removes what
  * dead engines left behind: marked launchers and their cgroups.
@@ -63,6 +65,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   private readonly clock: Clock;
   private readonly cleanups = new PendingCleanups(this.logger);
   private readonly slots: WarmSlots;
+  private readonly sessions: SessionGroups;
   /** Sessions' long-lived sandboxes for kernels and background processes. */
   override readonly stateful: SubprocessBoxes;
   private scaffold?: Scaffold;
@@ -79,11 +82,13 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   ) {
     super();
     this.clock = clock ?? systemClock;
-    this.slots = new WarmSlots(options, launcher, limiter, this.cleanups, this.logger);
+    this.sessions = new SessionGroups(limiter, options.subprocess.sessionCpus, this.cleanups);
+    this.slots = new WarmSlots(options, launcher, limiter, this.sessions, this.cleanups, this.logger);
     this.stateful = new SubprocessBoxes(
       options,
       launcher,
       limiter,
+      this.sessions,
       () => this.prepare(),
       this.cleanups,
       this.logger,
@@ -123,12 +128,16 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     const inside = scaffold.sandboxInterpreters[job.language] ?? interpreter.path;
     // A run with a call channel binds the action's own directory, so no slot launched ahead fits it: it starts cold,
     // and no slot is made ahead for a command no other run will have.
-    return this.execute(job, this.argv(job.language, inside), signal, !job.channel);
+    return this.execute(job, this.argv(job.language, inside), signal, !job.channel, job.sessionId);
   }
 
-  /** Every run is a fresh sandbox; what a session holds is its stateful sandbox (kernels, processes). */
-  releaseSession(sessionId: string): Promise<void> {
-    return this.stateful.release(sessionId);
+  /**
+   * Every run is a fresh sandbox; what a session holds is its stateful sandbox (kernels, processes) and sandboxes
+   * launched ahead for it. Its session cgroup goes with the last of them (and of its runs).
+   */
+  async releaseSession(sessionId: string): Promise<void> {
+    this.slots.forget(sessionId);
+    await this.stateful.release(sessionId);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -136,6 +145,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     for (const controller of this.running) controller.abort(new Error('engine shutting down'));
     this.slots.close();
     await this.stateful.close();
+    this.sessions.close();
     await this.cleanups.drain();
     await this.limiter.dispose();
     if (this.scaffold) fs.rmSync(this.scaffold.tempDir, { recursive: true, force: true });
@@ -253,6 +263,8 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     argv: string[],
     signal?: AbortSignal,
     warm = false,
+    /** The session whose group the run goes in; none for the probe. */
+    session?: string,
   ): Promise<TierRunResult> {
     const started = this.clock.monotonic();
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
@@ -278,7 +290,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     this.running.add(controller);
     let slot: Slot | undefined;
     try {
-      slot = this.slots.take(key, launch);
+      slot = this.slots.take(key, launch, session);
       try {
         await slot.ready;
         // Lets the sandbox start: until now its launcher could not fork (see WarmSlots).
@@ -303,7 +315,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       const abort = AbortSignal.any(signal ? [signal, controller.signal] : [controller.signal]);
       const supervised = this.supervise(slot, job, args, abort, started);
       // Spawning blocks the event loop for a few ms, so the next slot is made once this run has its options.
-      if (warm) setImmediate(() => this.slots.refill(key, launch));
+      if (warm) setImmediate(() => this.slots.refill(key, launch, session));
       const result = await supervised;
       this.logger.debug(`run ${job.actionId} ended: exit=${result.exitCode} timedOut=${result.timedOut}`);
       return result;

@@ -118,7 +118,7 @@ const v1Files = (dir: string): Record<string, string> =>
         'memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n',
       }
     : dir.includes('/cpu')
-      ? { 'cgroup.procs': '', 'cpu.cfs_period_us': '100000', 'cpu.cfs_quota_us': '-1' }
+      ? { 'cgroup.procs': '', 'cpu.cfs_period_us': '100000', 'cpu.cfs_quota_us': '-1', 'cpu.shares': '1024' }
       : { 'cgroup.procs': '', 'pids.max': 'max', 'pids.events': 'max 0\n' };
 
 const v2Files = (): Record<string, string> => ({
@@ -133,6 +133,7 @@ const v2Files = (): Record<string, string> => ({
   'pids.max': 'max',
   'pids.events': 'max 0\n',
   'cpu.max': 'max 100000',
+  'cpu.weight': '100',
 });
 
 describe('cgroup discovery', () => {
@@ -280,6 +281,36 @@ describe('CgroupLimiter groups', () => {
     );
     host.files.set('/sys/fs/cgroup/pids/sy/e1-a/pids.events', 'max 7\n');
     expect(group.report()).toEqual({ oomKilled: true, oomKills: 1, pidsLimitHit: true });
+  });
+
+  it('v1: a session group holds the session quota and weight, caps its run groups at it, and goes with them', async () => {
+    const { host, limiter } = v1();
+    const session = limiter.createParent('e1-s', { cpus: 1, weight: 50 })!;
+    expect(host.writes).toEqual([
+      '/sys/fs/cgroup/cpu/sy/e1-s/cpu.cfs_period_us=100000',
+      '/sys/fs/cgroup/cpu/sy/e1-s/cpu.cfs_quota_us=100000',
+      '/sys/fs/cgroup/cpu/sy/e1-s/cpu.shares=512',
+    ]);
+    // A run asking for more than the session may have gets the session's quota (v1 refuses more with EINVAL).
+    const run = limiter.create('e1-r', { memoryBytes: 1000, pids: 16, cpus: 2 }, { parent: session });
+    expect(host.read('/sys/fs/cgroup/cpu/sy/e1-s/e1-r/cpu.cfs_quota_us')).toBe('100000');
+    expect(host.exists('/sys/fs/cgroup/memory/sy/e1-s/e1-r')).toBe(true);
+    await run.join(77);
+    session.setWeight(10);
+    expect(host.read('/sys/fs/cgroup/cpu/sy/e1-s/cpu.shares')).toBe('102');
+    await session.destroy();
+    expect(host.killed).toEqual([77]);
+    for (const h of ['memory', 'pids', 'cpu']) expect(host.exists(`/sys/fs/cgroup/${h}/sy/e1-s`)).toBe(false);
+  });
+
+  it('makes no session group without a cpu controller', () => {
+    const host = new FakeCgroupFs(v1Files);
+    const limiter = new CgroupLimiter(
+      1,
+      { memory: '/sys/fs/cgroup/memory/sy', pids: '/sys/fs/cgroup/pids/sy' },
+      host,
+    );
+    expect(limiter.createParent('e1-s', { cpus: 1 })).toBeUndefined();
   });
 
   it('destroy kills what is left and removes the directories; idempotent', async () => {

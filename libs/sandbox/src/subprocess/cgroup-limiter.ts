@@ -12,6 +12,8 @@ import {
   type LimitGroup,
   type LimitGroupReport,
   type LimiterMode,
+  type LimitParent,
+  type ParentLimits,
 } from './process-limiter';
 
 /** The few filesystem and process calls the cgroup code makes, so it can be tested against a fake. */
@@ -60,6 +62,8 @@ const CPU_PERIOD_US = 100_000;
 const MIN_CPU_QUOTA_US = 1000;
 /** pids.max of a group created closed: its one process may not fork. */
 const CLOSED_PIDS = 1;
+/** cgroup v1 `cpu.shares` of a nice-0 process, what v2's `cpu.weight` 100 stands for. */
+const V1_SHARES_PER_WEIGHT = 1024 / 100;
 
 /** One directory per hierarchy (all the same directory on v2); `cpu` absent where no cpu controller is usable. */
 export interface CgroupDirs {
@@ -225,6 +229,17 @@ class CgroupGroup implements LimitGroup {
   private async remove(): Promise<void> {
     await this.kill();
     for (const dir of uniqueDirs(this.dirs)) {
+      // A session group holds run groups: they go first (a cgroup with children cannot be removed).
+      let children: string[] = [];
+      try {
+        children = this.host.listDirs(dir);
+      } catch {
+        // Already gone.
+      }
+      for (const child of children) {
+        const sub = `${dir}/${child}`;
+        await new CgroupGroup(child, this.version, { memory: sub, pids: sub }, this.host).destroy();
+      }
       // rmdir fails with EBUSY while killed tasks are still being reaped; that takes milliseconds.
       for (let attempt = 0; attempt < 50; attempt++) {
         try {
@@ -239,8 +254,36 @@ class CgroupGroup implements LimitGroup {
   }
 }
 
+/** A session group: one CPU quota (and weight) over the run groups created under it; no process of its own. */
+class CgroupParent implements LimitParent {
+  private destroyed?: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    private readonly version: 1 | 2,
+    readonly dirs: CgroupDirs,
+    /** The session quota: a run group under it may not ask for more (cgroup v1 refuses it with EINVAL). */
+    readonly cpus: number,
+    private readonly host: CgroupHost,
+  ) {}
+
+  setWeight(weight: number): void {
+    if (!this.dirs.cpu) return;
+    try {
+      writeCpuWeight(this.host, this.version, this.dirs.cpu, weight);
+    } catch {
+      // Gone, or a weight the kernel refused: the quota still bounds the session.
+    }
+  }
+
+  destroy(): Promise<void> {
+    this.destroyed ??= new CgroupGroup(this.name, this.version, this.dirs, this.host).destroy();
+    return this.destroyed;
+  }
+}
+
 /**
- * Per-run cgroups under a `switchyard/` parent. v1 uses the memory, pids and (where mounted) cpu hierarchies below
+ * Per-run cgroups under a `switchyard/` parent, directly or under a session group there. v1 uses the memory, pids and (where mounted) cpu hierarchies below
  * the engine's own cgroups; v2 uses one directory with the memory, pids and (where delegated) cpu controllers.
  */
 export class CgroupLimiter extends ProcessLimiter {
@@ -269,19 +312,44 @@ export class CgroupLimiter extends ProcessLimiter {
       this.host.mkdir(parent);
       if (this.version === 2) {
         // Both the parent's parent and the parent must pass the controllers down.
-        const controllers = this.parents.cpu ? ['memory', 'pids', 'cpu'] : ['memory', 'pids'];
-        enableControllers(this.host, parent.slice(0, parent.lastIndexOf('/')), controllers);
-        enableControllers(this.host, parent, controllers);
+        enableControllers(this.host, parent.slice(0, parent.lastIndexOf('/')), this.controllers);
+        enableControllers(this.host, parent, this.controllers);
       }
     }
   }
 
+  /**
+   * A session group under `switchyard/` with the session's CPU quota; none without a cpu controller (there would
+   * be nothing for it to share). On v2 it passes the controllers down and holds no process (the v2 rule).
+   */
+  override createParent(name: string, limits: ParentLimits): LimitParent | undefined {
+    if (!this.parents.cpu) return undefined;
+    const dirs = childDirs(this.parents, name);
+    const parent = new CgroupParent(name, this.version, dirs, limits.cpus, this.host);
+    try {
+      if (uniqueDirs(this.parents).some((p) => !this.host.exists(p))) this.prepare();
+      for (const dir of uniqueDirs(dirs)) {
+        this.host.mkdir(dir);
+        if (this.version === 2) enableControllers(this.host, dir, this.controllers);
+      }
+      this.limitCpu(dirs.cpu!, limits.cpus);
+      if (limits.weight !== undefined) writeCpuWeight(this.host, this.version, dirs.cpu!, limits.weight);
+    } catch (err) {
+      void parent.destroy();
+      throw new SandboxInternalError(
+        'CGROUP_SETUP',
+        `could not set up session cgroup ${name}: ${(err as Error).message}`,
+        { retriable: true, cause: err },
+      );
+    }
+    return parent;
+  }
+
   create(name: string, limits: GroupLimits, options: GroupOptions = {}): LimitGroup {
-    const dirs: CgroupDirs = {
-      memory: `${this.parents.memory}/${name}`,
-      pids: `${this.parents.pids}/${name}`,
-      cpu: this.parents.cpu && `${this.parents.cpu}/${name}`,
-    };
+    const parent = options.parent instanceof CgroupParent ? options.parent : undefined;
+    const dirs = childDirs(parent?.dirs ?? this.parents, name);
+    // Under a session group a run's own cap is at most the session's quota (v1 refuses a larger one).
+    const cpus = parent && limits.cpus !== undefined ? Math.min(limits.cpus, parent.cpus) : limits.cpus;
     const group = new CgroupGroup(
       name,
       this.version,
@@ -304,7 +372,7 @@ export class CgroupLimiter extends ProcessLimiter {
         this.writeIfPresent(`${dirs.memory}/memory.memsw.limit_in_bytes`, mem);
       }
       this.host.write(`${dirs.pids}/pids.max`, String(options.closed ? CLOSED_PIDS : limits.pids));
-      if (dirs.cpu && limits.cpus !== undefined) this.limitCpu(dirs.cpu, limits.cpus);
+      if (dirs.cpu && cpus !== undefined) this.limitCpu(dirs.cpu, cpus);
     } catch (err) {
       void group.destroy();
       throw new SandboxInternalError(
@@ -369,6 +437,27 @@ export class CgroupLimiter extends ProcessLimiter {
   private writeIfPresent(file: string, data: string): void {
     if (this.host.exists(file)) this.host.write(file, data);
   }
+
+  /** What a v2 parent passes down to its children. */
+  private get controllers(): string[] {
+    return this.parents.cpu ? ['memory', 'pids', 'cpu'] : ['memory', 'pids'];
+  }
+}
+
+/** The directories of group `name` under `base`, one per hierarchy. */
+function childDirs(base: CgroupDirs, name: string): CgroupDirs {
+  return {
+    memory: `${base.memory}/${name}`,
+    pids: `${base.pids}/${name}`,
+    cpu: base.cpu && `${base.cpu}/${name}`,
+  };
+}
+
+/** A group's CPU weight: v2 `cpu.weight` as given (1–10000); v1 `cpu.shares`, where 1024 is v2's 100. */
+function writeCpuWeight(host: CgroupHost, version: 1 | 2, dir: string, weight: number): void {
+  const w = Math.min(10_000, Math.max(1, Math.round(weight)));
+  if (version === 2) host.write(`${dir}/cpu.weight`, String(w));
+  else host.write(`${dir}/cpu.shares`, String(Math.max(2, Math.round(w * V1_SHARES_PER_WEIGHT))));
 }
 
 function enableControllers(host: CgroupHost, dir: string, controllers: readonly string[]): void {

@@ -19,6 +19,31 @@ export interface GroupOptions {
    * the runner and the session's other kernels and processes with it.
    */
   oomGroup?: boolean;
+  /** Create the group under this session group (its CPU quota then bounds the group with its siblings). */
+  parent?: LimitParent;
+}
+
+/** Limits of a session group: what all the groups under it share. */
+export interface ParentLimits {
+  /** CPU quota in CPUs for everything under the group together, however many runs it holds. */
+  cpus: number;
+  /**
+   * Relative CPU weight of the group against its siblings and the engine (cgroup v2 `cpu.weight`, 1–10000, 100 =
+   * a nice-0 process; v1 `cpu.shares` scaled to 1024). Default 100.
+   */
+  weight?: number;
+}
+
+/**
+ * A session's group: a cgroup holding no process itself, whose CPU quota is shared by every run group created under
+ * it ({@link GroupOptions.parent}), so concurrent runs of one session cannot take more CPU than one session may.
+ */
+export interface LimitParent {
+  readonly name: string;
+  /** Sets the group's CPU weight (see {@link ParentLimits.weight}); best effort, never throws. */
+  setWeight(weight: number): void;
+  /** Kills everything below it, removes its groups and itself. Idempotent; never throws. */
+  destroy(): Promise<void>;
 }
 
 /** What a group saw, read after the run and before it is destroyed. */
@@ -59,6 +84,13 @@ export abstract class ProcessLimiter {
   abstract readonly description: string;
   /** Creates a group for one run; `undefined` in mode `none`. Throws `SandboxInternalError` on failure. */
   abstract create(name: string, limits: GroupLimits, options?: GroupOptions): LimitGroup | undefined;
+  /**
+   * Creates a session group to create run groups under; `undefined` where there is no CPU quota to share (mode
+   * `none`, or no cpu controller): runs are then grouped flat, as before. Throws `SandboxInternalError` on failure.
+   */
+  createParent(_name: string, _limits: ParentLimits): LimitParent | undefined {
+    return undefined;
+  }
   /** Removes what the limiter itself created (best effort). */
   abstract dispose(): Promise<void>;
   /**

@@ -12,6 +12,7 @@ import { cgroupName, ENGINE_MARK_ENV, formatEngineMark } from './engine-mark';
 import type { LaunchedProcess, ProcessLauncher } from './process-launcher';
 import type { LimitGroup, ProcessLimiter } from './process-limiter';
 import type { Scaffold } from './sandbox-scaffold';
+import type { SessionGroups } from './session-groups';
 
 /** Where the runner directory appears inside the sandbox: the same path as in the container image. */
 export const RUNNER_TARGET = '/opt/switchyard/runner';
@@ -28,6 +29,8 @@ interface Box extends StatefulBox {
   pins: number;
   emptyTimer?: NodeJS.Timeout;
   oomKillsSeen: number;
+  /** The group's OOM kill count when the box died, read before its cgroup is removed. */
+  oomKillsAtClose?: number;
   gone: boolean;
 }
 
@@ -35,7 +38,8 @@ interface Box extends StatefulBox {
  * The subprocess tier's stateful sandboxes: one long-lived bubblewrap sandbox per session that asks for state, with
  * the confinement of every subprocess-tier run (all namespaces unshared, so no network but its own loopback; the
  * sandbox uid; read-only system; only /workspace, /tmp and the runner's scratch writable; niceness 19; dies with
- * the engine) and one cgroup with the tier's memory, pids and CPU limits for everything in it. Its main process
+ * the engine) and one cgroup with the tier's memory, pids and CPU limits for everything in it, under the session's
+ * group (`SessionGroups`): kernels and processes share the session's CPU quota with its code actions. Its main process
  * is the runner the pooled containers run (docker/sandbox/runner/runner.py, bound read-only), which starts the
  * session's kernels and background processes. No CPU-time rlimit: kernels live long; the cgroup caps the CPU rate
  * and each cell's timeout its time.
@@ -50,6 +54,7 @@ export class SubprocessBoxes extends StatefulBoxHost {
     private readonly options: ResolvedSandboxOptions,
     private readonly launcher: ProcessLauncher,
     private readonly limiter: ProcessLimiter,
+    private readonly sessions: SessionGroups,
     private readonly scaffold: () => Scaffold,
     private readonly cleanups: PendingCleanups,
     private readonly logger: Logger,
@@ -142,11 +147,21 @@ export class SubprocessBoxes extends StatefulBoxHost {
       },
       argv: [python, '-I', `${RUNNER_TARGET}/runner.py`],
     });
-    const group = this.limiter.create(
-      cgroupName(),
-      { memoryBytes: s.memoryBytes, pids: s.pids, cpus: s.cpus },
-      { oomGroup: false },
-    );
+    const hold = this.sessions.hold(sessionId);
+    let group: LimitGroup | undefined;
+    try {
+      group = this.limiter.create(
+        cgroupName(),
+        { memoryBytes: s.memoryBytes, pids: s.pids, cpus: s.cpus },
+        { oomGroup: false, parent: hold.parent },
+      );
+    } catch (err) {
+      hold.release();
+      throw err;
+    }
+    // The session group stays while the box's own group does.
+    const removeGroup = () =>
+      group ? this.cleanups.track(group.destroy().finally(() => hold.release())) : hold.release();
     let proc: LaunchedProcess;
     try {
       proc = this.launcher.launch({
@@ -158,7 +173,7 @@ export class SubprocessBoxes extends StatefulBoxHost {
       });
       if (group && proc.pid !== undefined) await group.join(proc.pid);
     } catch (err) {
-      if (group) this.cleanups.track(group.destroy());
+      removeGroup();
       throw new SandboxInternalError(
         'BOX_START',
         `cannot launch the stateful sandbox: ${(err as Error).message}`,
@@ -202,7 +217,7 @@ export class SubprocessBoxes extends StatefulBoxHost {
       gone: false,
       pin: () => this.pin(box),
       oomKilledSinceLastCheck: () => {
-        const kills = group?.report().oomKills;
+        const kills = box.oomKillsAtClose ?? group?.report().oomKills;
         if (kills === undefined) return undefined;
         const fresh = kills > box.oomKillsSeen;
         box.oomKillsSeen = kills;
@@ -212,7 +227,10 @@ export class SubprocessBoxes extends StatefulBoxHost {
     void connection.closed.then(() => {
       box.gone = true;
       clearTimeout(box.emptyTimer);
-      if (group) this.cleanups.track(group.destroy());
+      // A box the OOM killer took (its /tmp filled its memory: tmpfs pages, inodes and dentries are charged to its
+      // cgroup, and killing processes frees none of them) is a limit, not a fault: keep the count its cell reads.
+      box.oomKillsAtClose = group?.report().oomKills;
+      removeGroup();
     });
     try {
       await withTimeout(connection.hello, HELLO_TIMEOUT_MS, 'the runner did not start');

@@ -55,12 +55,29 @@ class FakePods implements PodWorkspaceIo {
     return Promise.resolve(out);
   }
 
-  tarIn(sessionId: string, tar: Buffer, options: { replace: boolean }): Promise<void> {
+  tarIn(sessionId: string, tar: Buffer, options: { replace: boolean; dataOnly?: boolean }): Promise<void> {
     this.tarIns.push(sessionId);
     const dir = this.dirOf(sessionId);
     mkdirSync(dir, { recursive: true });
     if (options.replace) execFileSync('find', [dir, '-mindepth', '1', '-delete']);
     execFileSync('tar', ['-x', '-p', '-C', dir, '-f', '-'], { input: tar });
+    if (options.dataOnly) {
+      execFileSync('find', [
+        dir,
+        '-mindepth',
+        '1',
+        '!',
+        '-type',
+        'f',
+        '!',
+        '-type',
+        'd',
+        '!',
+        '-type',
+        'l',
+        '-delete',
+      ]);
+    }
     return Promise.resolve();
   }
 }

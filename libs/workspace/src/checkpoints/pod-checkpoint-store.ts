@@ -27,7 +27,9 @@ const STORED = Number.MAX_SAFE_INTEGER;
  *
  * A tar comes from the sandbox: it is read only in memory (`readTar`: bounded by the workspace cap plus headers,
  * absolute and `..` paths and entries under links refused, devices and fifos ignored), never unpacked on the engine's
- * host, and stored only once it passed. Like the copy store's, a session's checkpoints may hold at most the
+ * host, and stored only once it passed. What a checkpoint keeps is what the tree tool keeps of a host workspace:
+ * files, directories and links; the fifos a tar may hold are not counted or compared, and a restore or a fork takes
+ * them out of the workspace it unpacks to (`dataOnly`). Like the copy store's, a session's checkpoints may hold at most the
  * workspace cap together. Restore and fork hand a stored tar back to a pod, which unpacks it (emptying the
  * workspace first); `diff` compares two tars entry by entry in memory, answering what the tree tool answers.
  */
@@ -78,7 +80,7 @@ export class PodCheckpointStore extends CheckpointStore {
   async restore(sessionId: string, id: string): Promise<RestoreStats> {
     const tar = await this.stored(sessionId, id);
     const tree = await this.read(tar, sessionId, false, STORED);
-    await this.options.io.tarIn(sessionId, tar, { replace: true });
+    await this.options.io.tarIn(sessionId, tar, { replace: true, dataOnly: true });
     return { copied: tree.files + tree.directories, removed: 0, kept: 0, bytesCopied: tree.dataBytes };
   }
 
@@ -104,7 +106,7 @@ export class PodCheckpointStore extends CheckpointStore {
       await this.read(tar, sessionId, false); // checked before it reaches another session's pod
     } else tar = await this.stored(sessionId, from);
     await create();
-    await this.options.io.tarIn(newSessionId, tar, { replace: true });
+    await this.options.io.tarIn(newSessionId, tar, { replace: true, dataOnly: true });
   }
 
   forget(sessionId: string): Promise<void> {

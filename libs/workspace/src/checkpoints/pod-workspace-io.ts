@@ -12,8 +12,15 @@ export abstract class PodWorkspaceIo {
    * directories, symlinks; modes and mtimes kept.
    */
   abstract tarOut(sessionId: string): Promise<Buffer>;
-  /** Unpacks `tar` into the session's workspace; `replace` empties it first (so what the tar lacks is gone). */
-  abstract tarIn(sessionId: string, tar: Buffer, options: { replace: boolean }): Promise<void>;
+  /**
+   * Unpacks `tar` into the session's workspace; `replace` empties it first (so what the tar lacks is gone);
+   * `dataOnly` then takes out fifos, sockets and devices (a tar may hold fifos: a checkpoint does not keep them).
+   */
+  abstract tarIn(
+    sessionId: string,
+    tar: Buffer,
+    options: { replace: boolean; dataOnly?: boolean },
+  ): Promise<void>;
 }
 
 /** The Nest token of the `PodWorkspaceIo` the Kubernetes backend provides (absent: workspaces are host directories). */

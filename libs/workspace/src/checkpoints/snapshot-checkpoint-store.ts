@@ -19,7 +19,8 @@ const CHECKPOINTS = 'checkpoints';
  * untouched files are recognised by inode and ctime and kept, changed ones come back as reflinks), so kernels,
  * processes and container mounts keep seeing the same directory. Fork copies the image while its filesystem is
  * frozen, then turns the copy's workspace into the checkpoint's (a writable snapshot of it) and drops the copy's
- * checkpoints.
+ * checkpoints. A snapshot holds the tree as it was, fifos and sockets too, but what the checkpoint keeps is what the
+ * tree tool counts, restores, compares and leaves in a fork: files, directories and links (see its source).
  */
 export class SnapshotCheckpointStore extends CheckpointStore {
   readonly kind = 'snapshot' as const;
@@ -105,6 +106,8 @@ export class SnapshotCheckpointStore extends CheckpointStore {
       for (const name of strays) await this.removeEntry(dir, name);
     });
     await create();
+    // The image copy took the tree as it is, fifos and sockets too: a fork holds what a checkpoint keeps, no more.
+    await this.tree.prune(path.join(await this.root(newSessionId), WS));
   }
 
   async forget(): Promise<void> {

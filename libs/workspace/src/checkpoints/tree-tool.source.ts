@@ -8,6 +8,11 @@
  * racing process is met as a link (copied as one, or ELOOP), never followed. It also stays on the tree's
  * filesystem, and `TreeTool` jails it besides (only the directories it serves are bound).
  *
+ * What a checkpoint keeps: regular files (their data, modes, owners, times), directories and symlinks (as links,
+ * whatever they point at: they are never followed). Fifos, sockets and devices are not data: they are not counted,
+ * not copied (`sync` skips them and removes them from the destination), not compared, and `prune` takes them out of
+ * a tree made some other way (a fork's image copy).
+ *
  * Files: `FICLONE` (a reflink: no data copied, btrfs shares the extents) when source and destination share a
  * filesystem, else copy_file_range (or reads and writes across filesystems). Identity: with `trust: "inode"` (a btrfs snapshot and its subvolume) a file whose
  * inode number, ctime and size match is the same file, untouched since the snapshot (ctime cannot be set, and
@@ -235,7 +240,7 @@ def counts_of(fd, depth, out):
                 counts_of(sub, depth + 1, out)
             finally:
                 os.close(sub)
-        else:
+        elif k != 'other':  # fifos, sockets, devices: not data, never in a checkpoint, not counted
             out['files'] += 1
             if k == 'file':
                 out['bytes'] += st.st_size
@@ -245,6 +250,36 @@ def op_count(r):
     fd = open_top(r['root'])
     try:
         counts_of(fd, 0, out)
+    finally:
+        os.close(fd)
+    return out
+
+def prune_dir(fd, dev, depth, out):
+    # Unlinks every fifo, socket and device under fd; a directory that lost one keeps its times.
+    if depth > MAX_DEPTH:
+        raise OSError(errno.ELOOP, 'directories nested too deep')
+    before = os.fstat(fd)
+    dropped = 0
+    for name, st in listing(fd).items():
+        k = kind(st)
+        if k == 'other':
+            os.unlink(name, dir_fd=fd)
+            dropped += 1
+        elif k == 'dir':
+            sub = open_sub(fd, name, dev)
+            try:
+                prune_dir(sub, dev, depth + 1, out)
+            finally:
+                os.close(sub)
+    if dropped:
+        os.utime(fd, ns=(before.st_atime_ns, before.st_mtime_ns))
+        out['dropped'] += dropped
+
+def op_prune(r):
+    out = {'dropped': 0}
+    fd = open_top(r['root'])
+    try:
+        prune_dir(fd, os.fstat(fd).st_dev, 0, out)
     finally:
         os.close(fd)
     return out
@@ -390,7 +425,7 @@ def op_diff(r):
         os.close(a)
     return {'added': d.added, 'removed': d.removed, 'modified': d.modified, 'truncated': d.truncated}
 
-OPS = {'count': op_count, 'sync': op_sync, 'diff': op_diff}
+OPS = {'count': op_count, 'sync': op_sync, 'diff': op_diff, 'prune': op_prune}
 out = sys.stdout
 lock = threading.Lock()
 

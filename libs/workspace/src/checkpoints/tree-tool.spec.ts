@@ -83,10 +83,30 @@ describe('TreeTool (real files, in its bubblewrap jail)', () => {
     execFileSync('mkfifo', [path.join(dir, 'pipe')]);
   };
 
-  it('counts files (links included), directories and bytes', async () => {
+  it('counts files (links included, the fifo not: a checkpoint does not keep it), directories and bytes', async () => {
     const dir = fresh();
     populate(dir);
-    expect(await tool.count(dir)).toEqual({ files: 8, directories: 3, bytes: 9 + 6 + 18 + 6 });
+    expect(await tool.count(dir)).toEqual({ files: 7, directories: 3, bytes: 9 + 6 + 18 + 6 });
+  });
+
+  it("prunes fifos and sockets from a tree (a fork's copy), leaving everything else and the directories' times", async () => {
+    const dir = fresh();
+    populate(dir);
+    execFileSync('mkfifo', [path.join(dir, 'src/lib/pipe2')]);
+    execFileSync('python3', [
+      '-c',
+      'import os, stat, sys; os.mknod(sys.argv[1], stat.S_IFSOCK | 0o600)',
+      path.join(dir, 'sock'),
+    ]);
+    utimesSync(path.join(dir, 'src/lib'), new Date('2021-03-04'), new Date('2021-03-04'));
+    const want = describeTree(dir);
+    for (const special of ['pipe', 'sock', 'src/lib/pipe2']) {
+      expect(want[special]).toBe('other');
+      delete want[special];
+    }
+    expect(await tool.prune(dir)).toEqual({ dropped: 3 });
+    expect(describeTree(dir)).toEqual(want);
+    expect(await tool.prune(dir)).toEqual({ dropped: 0 });
   });
 
   it('copies a tree exactly: entries, modes, owners, times, links as links; fifos skipped', async () => {

@@ -9,7 +9,7 @@ export interface SyncStats {
   copied: number;
   removed: number;
   kept: number;
-  /** Fifos and sockets, which are not data and are not copied. */
+  /** Fifos, sockets and devices, which are not data and are not copied. */
   skipped: number;
   /** Bytes actually copied (0 when every file was a reflink). */
   bytesCopied: number;
@@ -99,7 +99,10 @@ export class TreeTool {
     this.helper.close();
   }
 
-  /** Files (everything but directories), directories and bytes of regular files under `root`. */
+  /**
+   * Files (regular files and symlinks), directories and bytes of regular files under `root`: what a checkpoint of it
+   * keeps (fifos, sockets and devices are not counted).
+   */
   async count(root: string): Promise<TreeCounts> {
     return (await this.call({ op: 'count', root })) as unknown as TreeCounts;
   }
@@ -107,6 +110,11 @@ export class TreeTool {
   /** Makes the existing directory `dst` hold exactly what `src` holds: entries, modes, owners, times. */
   async sync(src: string, dst: string, trust: Trust): Promise<SyncStats> {
     return (await this.call({ op: 'sync', src, dst, trust })) as unknown as SyncStats;
+  }
+
+  /** Removes the fifos, sockets and devices under `root` (a fork's copy): a checkpoint keeps none. */
+  async prune(root: string): Promise<{ dropped: number }> {
+    return (await this.call({ op: 'prune', root })) as unknown as { dropped: number };
   }
 
   /** What changed from tree `a` to tree `b`. */

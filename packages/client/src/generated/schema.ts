@@ -69,7 +69,7 @@ export interface paths {
         };
         /**
          * Server-Sent Events of the session's actions and plans
-         * @description `action.started`, `action.output` (stdout/stderr chunks as they come), `action.completed`, `plan.step.*`, `plan.completed`. Each event has an id; reconnect with `Last-Event-ID` (or `?lastEventId=`) to get what was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). The stream ends with the session.
+         * @description `action.started`, `action.output` (stdout/stderr chunks as they come), `action.completed`, `plan.step.*`, `plan.completed`. Each event has an id; reconnect with `Last-Event-ID` (or `?lastEventId=`) to get what was missed while it is still buffered (SWITCHYARD_EVENTS_BUFFER per session). When some of it no longer is, the replay starts with an `events.gap` event (no id) naming them: `{"firstMissingId","lastMissingId","missing","message"}`; re-read what they reported from the session's actions. The stream ends with the session.
          */
         get: operations["EventsController_stream"];
         put?: never;
@@ -2962,7 +2962,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
-            /** @description By dependency (engine, graph, bubblewrap, docker, container_runtime, sandbox_image, chromium): `status`, and what the check found (`reason` when down) */
+            /** @description By dependency (engine, graph, bubblewrap, docker and container_runtime — or kubernetes with that backend —, sandbox_image, chromium): `status`, and what the check found (`reason` when down; kubernetes: its `code`) */
             details?: {
                 [key: string]: {
                     /** @enum {string} */
@@ -3004,7 +3004,10 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The challenge (RFC 6750): a bearer key of the realm `switchyard`; `error="invalid_token"` when the key sent is not one of this engine */
+        "WWW-Authenticate": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3030,6 +3033,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3068,6 +3072,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3119,6 +3124,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3186,6 +3192,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3233,6 +3240,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3308,6 +3316,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3357,6 +3366,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3422,6 +3432,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3508,6 +3519,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3556,6 +3568,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3606,6 +3619,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3677,6 +3691,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3742,6 +3757,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3850,6 +3866,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3924,6 +3941,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4053,6 +4071,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4157,6 +4176,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4216,6 +4236,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4265,6 +4286,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4339,6 +4361,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4416,6 +4439,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4488,6 +4512,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4565,6 +4590,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4623,6 +4649,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4673,6 +4700,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4721,6 +4749,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4771,6 +4800,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4821,6 +4851,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4884,6 +4915,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5054,6 +5086,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5119,6 +5152,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5159,6 +5193,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5217,6 +5252,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5279,6 +5315,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5353,6 +5390,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5409,6 +5447,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5482,6 +5521,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5549,6 +5589,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5596,6 +5637,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5672,6 +5714,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5743,6 +5786,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5813,6 +5857,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5969,6 +6014,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6007,6 +6053,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6061,6 +6108,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6160,6 +6208,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6243,6 +6292,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6301,6 +6351,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6342,6 +6393,7 @@ export interface operations {
             /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {

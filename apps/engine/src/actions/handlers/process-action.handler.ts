@@ -46,6 +46,13 @@ async function refusalsFail(
   }
 }
 
+/** A session at its limit of processes: a refusal recorded `denied`, class `limit`, naming the setting to raise. */
+const limitDenial = (err: ProcessLimitError): ActionError => ({
+  class: 'limit',
+  code: err.code,
+  message: err.message,
+});
+
 /** The process as an answer shows it (its session is the action's). */
 function shown(info: ProcessInfo): Omit<ProcessInfo, 'sessionId'> {
   const { sessionId: _sessionId, ...rest } = info;
@@ -141,9 +148,7 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
       // action fails with PROCESS_NAME_TAKEN, recorded like PROCESS_NOT_FOUND.
       this.processes.checkStart(ctx.session.id);
     } catch (err) {
-      if (err instanceof ProcessLimitError) {
-        return { tier, risk, denial: { class: 'limit', code: err.code, message: err.message } };
-      }
+      if (err instanceof ProcessLimitError) return { tier, risk, denial: limitDenial(err) };
       throw err;
     }
     const stateful = decision.tier;
@@ -154,8 +159,16 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
         const unavailable =
           (await this.sandbox.unavailable(stateful)) ?? (await this.templates.notReady(template));
         if (unavailable) return { status: 'denied', tier, risk, error: unavailable, files: [] };
-        // A cwd that does not exist (only the sandbox can tell) fails like a file op on a missing path.
-        return refusalsFail({ tier, risk }, () => this.start(request, ctx, env, stateful, template));
+        try {
+          // A cwd that does not exist (only the sandbox can tell) fails like a file op on a missing path.
+          return await refusalsFail({ tier, risk }, () => this.start(request, ctx, env, stateful, template));
+        } catch (err) {
+          // Starts submitted together all pass the check above; those that come to run once the others hold every
+          // slot meet the limit here, and are refused as the check would have refused them.
+          if (err instanceof ProcessLimitError)
+            return { status: 'denied', tier, risk, error: limitDenial(err), files: [] };
+          throw err;
+        }
       },
     };
   }

@@ -1,0 +1,162 @@
+import { EngineHarness } from '../support/engine-harness';
+import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
+
+jest.setTimeout(120_000);
+
+/**
+ * The Kubernetes backend against a cluster that is not what the engine was configured for (the real test cluster,
+ * `scripts/k8s.sh`): a namespace that does not exist, a node that does not exist. These are missing dependencies,
+ * never engine faults: `/health` says the backend is not ready and why, and a request that needs a pod is answered
+ * 503 with a code and a message naming the setting to change. Also the pod side of checkpoints: a restore or a fork
+ * unpacks only what a checkpoint keeps.
+ */
+describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) => [b.name, b] as const))(
+  'the %s backend and its cluster',
+  (_name, backend) => {
+    describe('with a namespace that does not exist', () => {
+      let engine: EngineHarness;
+      beforeAll(async () => {
+        engine = await EngineHarness.start({
+          ...(await backend.env()),
+          SWITCHYARD_K8S_NAMESPACE: 'switchyard-no-such-namespace',
+          SWITCHYARD_POOL_MIN: '0',
+        });
+      });
+      afterAll(() => engine?.stop());
+
+      it('/health says the backend is not ready and why; /health/ready is 503 naming the cluster', async () => {
+        const health = (await engine.request('GET', '/health')).body;
+        expect(health.backend).toMatchObject({
+          name: 'kubernetes',
+          namespace: 'switchyard-no-such-namespace',
+          ready: false,
+          reason: expect.stringContaining('SWITCHYARD_K8S_NAMESPACE'),
+        });
+        expect(health.backend.reason).toContain('namespace switchyard-no-such-namespace does not exist');
+        expect(health.tiers.pooled).toMatchObject({
+          available: false,
+          code: 'KUBERNETES_NAMESPACE_MISSING',
+        });
+        const ready = await engine.request('GET', '/health/ready');
+        expect(ready.status).toBe(503);
+        expect(ready.body.error.code).toBe('NOT_READY');
+        expect(ready.body.error.details.indicators.kubernetes).toMatchObject({
+          status: 'down',
+          code: 'KUBERNETES_NAMESPACE_MISSING',
+        });
+      });
+
+      it('a new session is 503 KUBERNETES_NAMESPACE_MISSING naming SWITCHYARD_K8S_NAMESPACE, and leaves nothing', async () => {
+        const r = await engine.request('POST', '/v1/sessions', {});
+        expect(r.status).toBe(503);
+        expect(r.body.error.code).toBe('KUBERNETES_NAMESPACE_MISSING');
+        expect(r.body.error.message).toContain('SWITCHYARD_K8S_NAMESPACE');
+        expect(r.body.error.message).toContain('switchyard-no-such-namespace');
+        expect((await engine.request('GET', '/v1/sessions')).body.sessions).toEqual([]);
+      });
+    });
+
+    describe('with a node that does not exist', () => {
+      let engine: EngineHarness;
+      beforeAll(async () => {
+        engine = await EngineHarness.start({
+          ...(await backend.env()),
+          SWITCHYARD_K8S_NODE_NAME: 'switchyard-no-such-node',
+          SWITCHYARD_K8S_POD_START_TIMEOUT_MS: '3000',
+          SWITCHYARD_POOL_MIN: '0',
+        });
+      });
+      afterAll(() => engine?.stop());
+
+      it('/health says no Ready node of that name, naming SWITCHYARD_K8S_NODE_NAME', async () => {
+        const health = (await engine.request('GET', '/health')).body;
+        expect(health.backend).toMatchObject({ name: 'kubernetes', ready: false });
+        expect(health.backend.reason).toContain('switchyard-no-such-node (SWITCHYARD_K8S_NODE_NAME)');
+        expect(health.tiers.pooled.code).toBe('KUBERNETES_NO_READY_NODE');
+      });
+
+      it('a new session is 503 POD_START_TIMEOUT once its pod did not start in time, naming the settings', async () => {
+        const t0 = Date.now();
+        const r = await engine.request('POST', '/v1/sessions', {});
+        expect(r.status).toBe(503);
+        expect(r.body.error.code).toBe('POD_START_TIMEOUT');
+        expect(r.body.error.message).toContain('was not running within 3000 ms');
+        expect(r.body.error.message).toContain('node switchyard-no-such-node (SWITCHYARD_K8S_NODE_NAME)');
+        expect(r.body.error.message).toContain('SWITCHYARD_K8S_POD_START_TIMEOUT_MS');
+        // The start timeout, not the claim's 30 s or more: the pod's own deadline is what failed.
+        expect(Date.now() - t0).toBeLessThan(30_000);
+        expect((await engine.request('GET', '/v1/sessions')).body.sessions).toEqual([]);
+      });
+    });
+
+    describe('checkpoints of a pod workspace', () => {
+      let engine: EngineHarness;
+      beforeAll(async () => {
+        engine = await EngineHarness.start({ ...(await backend.env()), SWITCHYARD_POOL_MIN: '1' });
+      });
+      afterAll(() => engine?.stop());
+
+      const ENTRIES =
+        'import os, stat, json\nout = {}\nfor root, dirs, files in os.walk("."):\n' +
+        '    for n in dirs + files:\n        p = os.path.join(root, n)[2:]\n        m = os.lstat(p).st_mode\n' +
+        '        out[p] = "link:" + os.readlink(p) if stat.S_ISLNK(m) else "dir" if stat.S_ISDIR(m) else ' +
+        '"file" if stat.S_ISREG(m) else "fifo" if stat.S_ISFIFO(m) else "other"\n' +
+        'print(json.dumps(out, sort_keys=True))';
+
+      it('/health/ready is 200 with the cluster as configured: kubernetes and the sandbox image up', async () => {
+        const ready = await engine.request('GET', '/health/ready');
+        expect(ready.status).toBe(200);
+        expect(ready.body.details).toMatchObject({
+          kubernetes: { status: 'up', namespace: 'switchyard-test' },
+          sandbox_image: { status: 'up' },
+        });
+        expect(ready.body.details.docker).toBeUndefined();
+      });
+
+      it('keeps files, directories and links (in or out); a restore and a fork bring back no fifo', async () => {
+        const code = (sid: string, language: string, source: string) =>
+          engine.action(sid, { type: 'code', language, code: source, tier: 'pooled', timeoutMs: 30_000 });
+        const entries = async (sid: string) => {
+          const r = await code(sid, 'python', ENTRIES);
+          expect(r).toMatchObject({ status: 'succeeded' });
+          return JSON.parse(r.stdout) as Record<string, string>;
+        };
+        const kept = {
+          'a.txt': 'file',
+          sub: 'dir',
+          'sub/b.txt': 'file',
+          in: 'link:sub/b.txt',
+          out: 'link:/etc/hostname',
+        };
+        const sid = await engine.createSession();
+        const made = await code(
+          sid,
+          'bash',
+          'mkdir sub && printf a > a.txt && printf b > sub/b.txt && ln -s sub/b.txt in && ' +
+            'ln -s /etc/hostname out && mkfifo pipe sub/pipe2 && echo made',
+        );
+        expect(made).toMatchObject({ status: 'succeeded', stdout: 'made\n' });
+        expect(await entries(sid)).toEqual({ ...kept, pipe: 'fifo', 'sub/pipe2': 'fifo' });
+
+        const taken = await engine.request('POST', `/v1/sessions/${sid}/checkpoints`, {});
+        expect(taken.status).toBe(201);
+        expect(taken.body).toMatchObject({ files: 4, directories: 1, bytes: 2 });
+
+        const now = await engine.request('POST', `/v1/sessions/${sid}/fork`, {});
+        const past = await engine.request('POST', `/v1/sessions/${sid}/fork`, {
+          checkpointId: taken.body.id,
+        });
+        expect([now.status, past.status]).toEqual([201, 201]);
+        expect(await entries(now.body.id)).toEqual(kept);
+        expect(await entries(past.body.id)).toEqual(kept);
+
+        expect(await code(sid, 'bash', 'rm -rf ./* && ls -A | wc -l')).toMatchObject({ stdout: '0\n' });
+        expect(
+          (await engine.request('POST', `/v1/sessions/${sid}/checkpoints/${taken.body.id}/restore`)).status,
+        ).toBe(200);
+        expect(await entries(sid)).toEqual(kept);
+        for (const s of [sid, now.body.id, past.body.id]) await engine.request('DELETE', `/v1/sessions/${s}`);
+      });
+    });
+  },
+);
