@@ -432,6 +432,34 @@ describe('FileOperations', () => {
       expect(err.message).toMatch(/catastrophic backtracking/);
       expect(Date.now() - started).toBeLessThan(2000);
     });
+
+    it('matches off the event loop: a backtracking pattern holds its grep, never the timers of everything else', async () => {
+      await put('redos.txt', `${'a'.repeat(40)}!\n`);
+      ops = make({ grepFileTimeoutMs: 1000 });
+      // A tick every 10 ms while the grep backtracks for its whole second: the longest gap between ticks is the
+      // longest time the event loop was held.
+      let last = Date.now();
+      let longest = 0;
+      const ticker = setInterval(() => {
+        const now = Date.now();
+        longest = Math.max(longest, now - last);
+        last = now;
+      }, 10);
+      try {
+        await expectFileOpError(
+          run({ op: 'grep', pattern: '^(a+)+$', path: 'redos.txt' }),
+          'INVALID_PATTERN',
+        );
+      } finally {
+        clearInterval(ticker);
+      }
+      expect(longest).toBeLessThan(100);
+      // The next grep still works (a fresh worker replaces the one that was stopped).
+      await put('ok.txt', 'find me\n');
+      expect((await run({ op: 'grep', pattern: 'find', path: 'ok.txt' })).output.matches).toEqual([
+        'ok.txt:1:find me',
+      ]);
+    });
   });
 
   describe('stat', () => {

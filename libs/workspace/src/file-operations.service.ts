@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants as C, linkSync, type Stats, unlinkSync } from 'node:fs';
 import { readdir, rename, unlink } from 'node:fs/promises';
 import * as path from 'node:path';
-import * as vm from 'node:vm';
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, Optional } from '@nestjs/common';
 import { InvalidInputError } from '@switchyard/common';
 import type {
   DeleteOp,
@@ -29,6 +28,7 @@ import {
   writeFdAll,
 } from './file-content';
 import { compileGlob, type GlobMatcher } from './glob';
+import { GrepMatcher } from './grep-matcher';
 import {
   applyOwnershipSync,
   assertPlainFd,
@@ -79,8 +79,9 @@ interface Policy {
  * after which the next write re-measures with a bounded walk.
  */
 @Injectable()
-export class FileOperations {
+export class FileOperations implements OnApplicationShutdown {
   private readonly usage: WorkspaceUsage;
+  private readonly matcher = new GrepMatcher();
 
   constructor(
     @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
@@ -89,6 +90,10 @@ export class FileOperations {
   ) {
     assertProcFd();
     this.usage = usage ?? new WorkspaceUsage();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.matcher.close();
   }
 
   /**
@@ -439,7 +444,6 @@ export class FileOperations {
       }
     };
 
-    const ctx = vm.createContext({});
     const matches: string[] = [];
     const touched: Touched = [];
     let truncated = false;
@@ -450,7 +454,7 @@ export class FileOperations {
       const text = await this.readTextQuietly({ realRoot: rp.realRoot, realRel, rel: shown, stat });
       if (text === undefined) continue;
       const lines = text.endsWith('\n') ? text.slice(0, -1) : text;
-      const hits = this.matchLines(ctx, re, lines, limit - matches.length + 1, shown, deadline);
+      const hits = await this.matchLines(re, lines, limit - matches.length + 1, shown, deadline);
       if (hits === undefined || (hits.length > 0 && matches.length === limit)) {
         truncated = true;
         break;
@@ -470,7 +474,7 @@ export class FileOperations {
     return { output: { matches, truncated: truncated || state.partial }, touched };
   }
 
-  /** The length cap limits the surface; the per-file timeout in `matchLines` is what stops ReDoS. */
+  /** The length cap limits the surface; the per-file timeout in `matchLines` bounds a backtracking pattern. */
   private compileRegex(pattern: unknown, ignoreCase: boolean): RegExp {
     const max = this.options.maxRegexLength;
     if (typeof pattern !== 'string' || pattern === '' || pattern.length > max) {
@@ -497,37 +501,27 @@ export class FileOperations {
 
   /**
    * Indices of matching lines, at most `max`; undefined once the grep's overall deadline has passed.
-   * Runs in a vm context with a timeout: V8 interrupts a backtracking regex there, so `(a+)+$` on a long
-   * line costs one timeout, not a frozen engine.
+   * Matched in a worker thread with a timeout (`GrepMatcher`): a backtracking pattern such as `(a+)+$` on a long line
+   * costs this grep one timeout, and never holds the event loop every other request needs.
    */
-  private matchLines(
-    ctx: vm.Context,
+  private async matchLines(
     re: RegExp,
     text: string,
     max: number,
     shown: string,
     deadline: number,
-  ): number[] | undefined {
+  ): Promise<number[] | undefined> {
     const perFile = this.options.grepFileTimeoutMs;
     const timeout = Math.min(perFile, deadline - Date.now());
     if (timeout <= 0) return undefined;
-    Object.assign(ctx, { re, text, max });
-    try {
-      return [...(MATCH_SCRIPT.runInContext(ctx, { timeout }) as number[])];
-    } catch (err) {
-      if (errno(err) === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
-        if (timeout < perFile) return undefined; // the overall budget ran out, not this file's
-
-        throw new FileOpError(
-          'INVALID_PATTERN',
-          `pattern took over ${this.options.grepFileTimeoutMs} ms on ${shown} (catastrophic backtracking?); simplify it`,
-          { field: 'pattern' },
-        );
-      }
-      throw err;
-    } finally {
-      Object.assign(ctx, { re: undefined, text: undefined });
-    }
+    const hits = await this.matcher.match(re, text, max, timeout);
+    if (hits !== 'timeout') return hits;
+    if (timeout < perFile) return undefined; // the overall budget ran out, not this file's
+    throw new FileOpError(
+      'INVALID_PATTERN',
+      `pattern took over ${perFile} ms on ${shown} (catastrophic backtracking?); simplify it`,
+      { field: 'pattern' },
+    );
   }
 
   /** Text of a file for grep, or undefined for anything it should skip (binary, hardlinked, swapped…). */
@@ -678,18 +672,6 @@ export class FileOperations {
 }
 
 // ------------------------------------------------------------------ helpers
-
-const MATCH_SCRIPT = new vm.Script(`(function () {
-  const out = [];
-  let start = 0;
-  for (let i = 0; start <= text.length && out.length < max; i++) {
-    let end = text.indexOf('\\n', start);
-    if (end === -1) end = text.length;
-    if (re.test(text.slice(start, end))) out.push(i);
-    start = end + 1;
-  }
-  return out;
-})()`);
 
 /**
  * New entries take their permission bits and (when the engine is root) their owner from the workspace
