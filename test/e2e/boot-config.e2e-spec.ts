@@ -162,7 +162,7 @@ describe('boot configuration (the built engine as a real process)', () => {
       expect(names.filter((n) => n.endsWith('Env'))).toEqual([]);
     });
 
-    it('resolves every $ref to a published schema, and publishes only schemas something refers to', () => {
+    it('resolves every $ref to a published component, and publishes only schemas and headers something refers to', () => {
       const refs = new Set<string>();
       const walk = (node: unknown): void => {
         if (Array.isArray(node)) node.forEach(walk);
@@ -175,14 +175,20 @@ describe('boot configuration (the built engine as a real process)', () => {
       };
       walk(document);
       expect(refs.size).toBeGreaterThan(0);
-      const schemas = document.components.schemas;
-      const unresolved = [...refs].filter(
-        (ref) =>
-          !ref.startsWith('#/components/schemas/') || !(ref.slice('#/components/schemas/'.length) in schemas),
-      );
+      // Each ref names a published component (`#/components/<kind>/<name>`: schemas, and headers such as the 401's
+      // WWW-Authenticate), and every published component is referred to.
+      const components = document.components as Record<string, Record<string, unknown>>;
+      const unresolved = [...refs].filter((ref) => {
+        const [, kind, name] = /^#\/components\/([^/]+)\/([^/]+)$/.exec(ref) ?? [];
+        return kind === undefined || !(name in (components[kind] ?? {}));
+      });
       expect(unresolved).toEqual([]);
-      const referenced = new Set([...refs].map((ref) => ref.slice('#/components/schemas/'.length)));
-      expect(Object.keys(schemas).filter((name) => !referenced.has(name))).toEqual([]);
+      // (Security schemes are named by `security`, not by a $ref.)
+      const published = ['schemas', 'headers'].flatMap((kind) =>
+        Object.keys(components[kind] ?? {}).map((name) => `#/components/${kind}/${name}`),
+      );
+      expect(published.filter((ref) => !refs.has(ref))).toEqual([]);
+      expect(Object.keys(components.schemas).length).toBeGreaterThan(0);
       expect(Object.keys(document.paths).length).toBeGreaterThan(0);
     });
 

@@ -135,6 +135,15 @@ describe('OutputCollector', () => {
       expect(r.text).toBe(`Authorization: ${REDACTED}\nGH_TOKEN=${REDACTED} DB_PASSWORD: "${REDACTED}"\n`);
     });
 
+    it('redacts in time linear in the text: long blank runs cost no more than other text', () => {
+      // Each pattern runs over 256 KiB of blank characters (the quadratic look-behind took minutes here).
+      const blanks = `${'\n \t'.repeat(87_382)}API_TOKEN = abcdef123456\n`;
+      const started = performance.now();
+      const r = collect({ ...limits, maxBytes: 1 << 20, maxLines: 1 << 20 }, [blanks]);
+      expect(performance.now() - started).toBeLessThan(100);
+      expect(r.text.endsWith(`API_TOKEN = ${REDACTED}\n`)).toBe(true);
+    });
+
     it('leaves ordinary output alone', () => {
       const text = 'risk-assessment task-1234567890abcdefghijkl sk-short AKIA123\n';
       expect(collect(limits, [text]).text).toBe(text);

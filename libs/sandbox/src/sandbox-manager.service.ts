@@ -3,6 +3,7 @@ import {
   criticalRiskDenial,
   TIERS,
   type ActionError,
+  type Language,
   type RiskAssessment,
   type Tier,
 } from '@switchyard/common';
@@ -123,6 +124,14 @@ export class SandboxManager {
           `with state "fresh"`,
       },
     };
+  }
+
+  /**
+   * Scores long code ahead without holding the event loop (see `RiskPolicy.assessAhead`), so that the routing of the
+   * same code that follows finds its score made. Call it before routing code that came from a request.
+   */
+  assessAhead(language: Language, code: string): Promise<void> {
+    return this.risk.assessAhead(language, code);
   }
 
   /** The routing decision alone: risk, tier, and a refusal when the request may not run. Pure. */

@@ -91,8 +91,11 @@ export const DEFAULT_SECRET_PATTERNS: readonly RegExp[] = [
   /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/g, // OpenAI / Anthropic style API keys
   /\bAIza[0-9A-Za-z_-]{35}\b/g, // Google API key
   /\b[Bb]earer\s+[A-Za-z0-9._~+/-]{16,}=*/g, // bearer tokens (Authorization headers)
-  // The value of `*_TOKEN=…`, `*_SECRET: …`, `*PASSWORD=…` assignments (the name stays readable).
-  /(?<=\b[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)\s*[=:]\s*["']?)[^\s"']{6,}/gi,
+  // The value of `*_TOKEN=…`, `*_SECRET: …`, `*PASSWORD=…` assignments (the name stays readable). V8 tries a
+  // look-behind at every position, so it comes last and bounded: an unbounded `\s*` in it made a run of n blank
+  // characters in output or input cost n² steps (64 Ki newlines held the engine 10 s); cheap one-character checks
+  // first leave it to the few positions that follow `=`, `:`, a blank or a quote.
+  /(?=[^\s"'])(?<=[=:\t "'])(?<=(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)[ \t]{0,16}[=:][ \t]{0,16}["']?)[^\s"']{6,}/gi,
 ];
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;

@@ -9,6 +9,7 @@ import {
   type Tier,
 } from '@switchyard/common';
 import { type ApprovalRequest, ContextGraph } from '@switchyard/context-graph';
+import { SandboxManager } from '@switchyard/sandbox';
 import { ActivePlanLayers } from '../policies/active-plan-layers';
 import type { PolicyLayer } from '../policies/policy.types';
 import { randomBytes } from 'node:crypto';
@@ -125,6 +126,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     private readonly metrics: MetricsService,
     private readonly network: SessionNetwork,
     private readonly planLayers: ActivePlanLayers,
+    private readonly sandbox: SandboxManager,
     private readonly actionCheckpoints: ActionCheckpoints,
     private readonly gates: ActionGates,
   ) {
@@ -173,6 +175,16 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
 
   get busy(): number {
     return this.inFlight.size;
+  }
+
+  /**
+   * Scores the long code of these requests ahead, a rule per turn of the event loop, so that checking or submitting
+   * them next holds the loop no longer than short code does (`SandboxManager.assessAhead`).
+   */
+  async assessAhead(requests: readonly ActionRequest[]): Promise<void> {
+    for (const r of requests) {
+      if (r.type === 'code' && typeof r.code === 'string') await this.sandbox.assessAhead(r.language, r.code);
+    }
   }
 
   /** Checks an action as `submit` would (400 for bad input), without recording or running anything. */
@@ -235,6 +247,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     if (this.isShuttingDown) {
       throw new EngineShuttingDownError('the engine is shutting down; retry on another instance');
     }
+    await this.assessAhead([request]);
     const id = `act_${randomBytes(12).toString('hex')}`;
     const handler = this.handlerFor(request);
     const gated = this.gates.check(

@@ -63,28 +63,34 @@ export function jsonShapeExceeds(
   let values = 1;
   if (values > maxValues) return 'values';
   let depth = 0;
-  let inString = false;
   // After `[` or `{`, the next character that is not white space opens a first item, unless it closes the container.
   let first = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-      continue;
-    }
     if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
     if (first && c !== 0x5d && c !== 0x7d && ++values > maxValues) return 'values';
     first = false;
-    if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
+    if (c === 0x22) {
+      // A string is skipped to its closing quote by the engine's own search (a body's bulk is strings: code,
+      // file contents), not a character at a time: a quote ends it unless an odd run of backslashes precedes it.
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && backslashesBefore(text, end, i) % 2 === 1) end = text.indexOf('"', end + 1);
+      if (end === -1) return undefined; // unterminated: JSON.parse says so
+      i = end;
+    } else if (c === 0x5b || c === 0x7b) {
       if (++depth > maxDepth) return 'depth';
       first = true;
     } else if (c === 0x5d || c === 0x7d) depth--;
     else if (c === 0x2c && ++values > maxValues) return 'values';
   }
   return undefined;
+}
+
+/** How many backslashes stand right before `at`, back to (not including) `from`. */
+function backslashesBefore(text: string, at: number, from: number): number {
+  let n = 0;
+  while (at - n - 1 > from && text.charCodeAt(at - n - 1) === 0x5c) n++;
+  return n;
 }
 
 /** Whether JSON text holds more than `limit` values (see jsonShapeExceeds). */

@@ -110,6 +110,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
    * never starts) and starts it.
    */
   async create(session: Session, spec: PlanSpec): Promise<Plan> {
+    await this.engine.assessAhead(spec.steps.map((s) => s.action));
     validateSteps(this.engine, session, spec.steps, new Set());
     const now = this.now();
     const plan: Plan = {
@@ -155,6 +156,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     steps: PlanStepSpec[],
     options: { restoreTo?: string } = {},
   ): Promise<Plan> {
+    // Before the plan is looked at: nothing awaits between its state being checked and the steps going in.
+    await this.engine.assessAhead(steps.map((s) => s.action));
     const plan = await this.get(session, planId);
     const run = this.runs.get(planId);
     if (!run || (plan.status !== 'running' && plan.status !== 'needs_replan')) {

@@ -1,4 +1,10 @@
-import { compileSchema, MAX_SCHEMA_PATTERN_SIZE, SCHEMA_CHECK_TIMEOUT_MS, violation } from './skill-schemas';
+import {
+  checkWithin,
+  compileSchema,
+  MAX_SCHEMA_PATTERN_SIZE,
+  SCHEMA_CHECK_TIMEOUT_MS,
+  violation,
+} from './skill-schemas';
 
 /** Milliseconds `fn` takes. */
 const timed = (fn: () => unknown): number => {
@@ -92,5 +98,37 @@ describe('skill schemas: every check is bounded in time (a first check may take 
     );
     expect(found!.message).toContain(`within ${SCHEMA_CHECK_TIMEOUT_MS} ms`);
     expect(violation(schema, { v: 'x' }, 'input')).toBeUndefined();
+  });
+});
+
+describe('skill schemas: a check held up without costing anything is not refused', () => {
+  it('tries again a check that ran out of wall time while the thread slept (a GC pause, a busy machine)', () => {
+    const schema = { type: 'object' };
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let calls = 0;
+    // Sleeps past the deadline on its first two warm runs (no CPU used), then answers at once.
+    const check = (): boolean => {
+      calls++;
+      if (calls >= 2 && calls <= 3) Atomics.wait(pause, 0, 0, SCHEMA_CHECK_TIMEOUT_MS + 30);
+      return true;
+    };
+    expect(checkWithin(schema, check, {})).toBe(true); // cold, at once
+    expect(checkWithin(schema, check, {})).toBe(true); // held up twice, then answered
+    expect(calls).toBe(4);
+  });
+
+  it('refuses a warm check that spends its budget on the CPU, at once', () => {
+    const schema = { type: 'object' };
+    let calls = 0;
+    const check = (): boolean => {
+      calls++;
+      if (calls > 1) for (;;); // busy until interrupted
+      return true;
+    };
+    expect(checkWithin(schema, check, {})).toBe(true);
+    expect(timed(() => expect(checkWithin(schema, check, {})).toBeUndefined())).toBeLessThan(
+      SCHEMA_CHECK_TIMEOUT_MS * 3,
+    );
+    expect(calls).toBe(2);
   });
 });

@@ -87,32 +87,52 @@ export interface SchemaViolation {
 
 const context = vm.createContext({});
 /** Checks that have run once (their code compiled, their automata built). */
-const warm = new WeakSet<ValidateFunction>();
+const warm = new WeakSet<(value: unknown) => boolean>();
 const CHECK = new vm.Script('check(value)');
 
+/** How many times a check that ran out of time without using the CPU for it is tried again. */
+const HELD_UP_RETRIES = 2;
+
+/** The CPU time this thread has used, in milliseconds. */
+const threadCpuMs = (): number => {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+};
+
 /**
- * Runs a compiled check under SCHEMA_CHECK_TIMEOUT_MS; undefined when it ran out of time. The check is then dropped
- * from both caches: an interrupted check may leave a half-built state in its patterns' lazy automata.
+ * Runs a compiled check under SCHEMA_CHECK_TIMEOUT_MS; undefined when it ran out of time. The deadline is wall time,
+ * so a check can also run out of it without costing anything: a garbage collection, or a machine busy with other
+ * processes, held the thread. A check that used less than half its budget on the CPU was held up, not costly, and is
+ * tried again (twice at most); so is a schema's first check, which also compiles its code and builds its patterns'
+ * automata. A check refused for its cost is dropped from both caches: an interrupted check may leave a half-built
+ * state in its patterns' lazy automata.
  */
-function checkWithin(schema: object, fn: ValidateFunction, value: unknown): boolean | undefined {
-  Object.assign(context, { check: fn, value });
-  try {
-    const ok = CHECK.runInContext(context, { timeout: SCHEMA_CHECK_TIMEOUT_MS }) as boolean;
-    warm.add(fn);
-    return ok;
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw err;
-    // A schema's first check also compiles its code and builds its patterns' automata: on a busy machine that alone
-    // can take the budget, so a first check that ran out of time gets one more (warm) try.
-    if (!warm.has(fn)) {
+export function checkWithin(
+  schema: object,
+  fn: (value: unknown) => boolean,
+  value: unknown,
+  timeoutMs = SCHEMA_CHECK_TIMEOUT_MS,
+): boolean | undefined {
+  let heldUp = 0;
+  for (;;) {
+    Object.assign(context, { check: fn, value });
+    const cpu = threadCpuMs();
+    try {
+      const ok = CHECK.runInContext(context, { timeout: timeoutMs }) as boolean;
       warm.add(fn);
-      return checkWithin(schema, fn, value);
+      return ok;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw err;
+      const first = !warm.has(fn);
+      warm.add(fn);
+      if (first) continue;
+      if (threadCpuMs() - cpu < timeoutMs / 2 && heldUp++ < HELD_UP_RETRIES) continue;
+      compiled.delete(schema);
+      ajv.removeSchema(schema);
+      return undefined;
+    } finally {
+      Object.assign(context, { check: undefined, value: undefined });
     }
-    compiled.delete(schema);
-    ajv.removeSchema(schema);
-    return undefined;
-  } finally {
-    Object.assign(context, { check: undefined, value: undefined });
   }
 }
 

