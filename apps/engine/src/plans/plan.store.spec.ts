@@ -8,6 +8,10 @@ import { SqlitePlanStore } from './sqlite-plan.store';
 interface Backend {
   store: PlanStore;
   another(): Promise<PlanStore>;
+  /** The stored document's size in bytes, as the store holds it. */
+  docBytes(id: string): Promise<number>;
+  /** Stores a document as stores did before actions were kept apart: the whole plan, actions inline. */
+  putLegacy(plan: Plan): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -16,9 +20,21 @@ const BACKENDS: Array<[string, () => Promise<Backend>]> = [
     'sqlite',
     async () => {
       const file = tempEngineDb();
+      const store = new SqlitePlanStore(file.db);
       return {
-        store: new SqlitePlanStore(file.db),
+        store,
         another: async () => new SqlitePlanStore(file.db),
+        docBytes: async (id) =>
+          (
+            file.db.db.prepare('SELECT length(CAST(doc AS BLOB)) AS n FROM plans WHERE id = ?').get(id) as {
+              n: number;
+            }
+          ).n,
+        putLegacy: async (p) => {
+          file.db.db
+            .prepare('INSERT INTO plans (id, session_id, status, doc) VALUES (?, ?, ?, ?)')
+            .run(p.id, p.sessionId, p.status, JSON.stringify(p));
+        },
         close: async () => file.close(),
       };
     },
@@ -27,9 +43,26 @@ const BACKENDS: Array<[string, () => Promise<Backend>]> = [
     'postgres',
     async () => {
       const pg = await freshPostgres();
+      const db = await pg.open();
       return {
-        store: new PostgresPlanStore(await pg.open()),
+        store: new PostgresPlanStore(db),
         another: async () => new PostgresPlanStore(await pg.open()),
+        docBytes: async (id) =>
+          Number(
+            (
+              await db.query<{ n: string }>('SELECT octet_length(doc::text) AS n FROM plans WHERE id = $1', [
+                id,
+              ])
+            )[0].n,
+          ),
+        putLegacy: async (p) => {
+          await db.query('INSERT INTO plans (id, session_id, status, doc) VALUES ($1, $2, $3, $4::json)', [
+            p.id,
+            p.sessionId,
+            p.status,
+            JSON.stringify(p),
+          ]);
+        },
         close: () => pg.close(),
       };
     },
@@ -114,6 +147,41 @@ describe.each(BACKENDS)('PlanStore (%s)', (_name, open) => {
     const got = await store.get(p.id);
     expect(got?.updatedAt).toBe('2026-01-01T00:00:19.000Z');
     expect(got?.status).toBe('running');
+  });
+
+  it('writes a step action once: later saves of the plan rewrite only its document', async () => {
+    const p = plan('s1');
+    p.steps[0].action = { type: 'code', language: 'bash', code: `${' '.repeat(512 * 1024)}echo big` };
+    await store.save(p);
+    p.steps[0].status = 'running';
+    await store.save(p);
+    expect(await backend.docBytes(p.id)).toBeLessThan(4096);
+    expect(await store.get(p.id)).toEqual(p);
+    expect(JSON.stringify(await (await backend.another()).get(p.id))).toBe(JSON.stringify(p));
+  });
+
+  it('keeps every version of a replaced step with its own action, key order included', async () => {
+    const p = plan('s1');
+    await store.save(p);
+    const old = p.steps[0];
+    p.steps[0] = {
+      ...old,
+      version: 2,
+      action: { type: 'code', language: 'python', code: 'print(2)' },
+      replaced: [old],
+    };
+    await store.save(p);
+    expect(JSON.stringify(await store.get(p.id))).toBe(JSON.stringify(p));
+    expect((await store.listBySession('s1')).map((x) => x.steps[0].replaced?.[0].action)).toEqual([
+      old.action,
+    ]);
+  });
+
+  it('reads a document stored with its actions inline (before they were kept apart)', async () => {
+    const p = plan('s1');
+    await backend.putLegacy(p);
+    expect(JSON.stringify(await store.get(p.id))).toBe(JSON.stringify(p));
+    expect((await store.running(['s1'])).map((x) => x.id)).toEqual([p.id]);
   });
 
   it('finds the plans left running: all of them, or those of given sessions', async () => {

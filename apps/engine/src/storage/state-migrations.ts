@@ -141,4 +141,17 @@ export const STATE_MIGRATIONS: readonly StateMigration[] = [
         FOREIGN KEY (session_id, checkpoint_id) REFERENCES checkpoints (session_id, id) ON DELETE CASCADE
       );`,
   },
+  {
+    version: 5,
+    name: "plans' step actions apart from their documents",
+    // A plan is saved at every step transition; its actions (up to megabytes of code each) are written once, here.
+    // json, as the documents: an action goes back out as it came in.
+    sql: `
+      CREATE TABLE plan_actions (
+        plan_id text NOT NULL,
+        key text NOT NULL,
+        action json NOT NULL,
+        PRIMARY KEY (plan_id, key)
+      );`,
+  },
 ];
