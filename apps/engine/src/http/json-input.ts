@@ -30,25 +30,11 @@ export class JsonInputProblem extends Error {
 }
 
 /**
- * The deepest nesting of arrays and objects in JSON text, found without parsing (so a hostile body cannot exhaust
- * the stack of anything that walks it later). Stops counting past `limit`.
+ * Whether JSON text nests arrays and objects deeper than `limit`, found without parsing (so a hostile body cannot
+ * exhaust the stack of anything that walks it later). See jsonShapeExceeds.
  */
-export function jsonDepthExceeds(text: string, limit: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return false;
-}
+export const jsonDepthExceeds = (text: string, limit: number): boolean =>
+  jsonShapeExceeds(text, limit, Infinity) === 'depth';
 
 /**
  * Whether JSON text nests deeper than `maxDepth` or holds more than `maxValues` values (the root, and each array item
