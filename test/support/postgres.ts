@@ -52,5 +52,15 @@ export async function freshDatabase(name = 'test'): Promise<string> {
 export async function dropDatabase(url: string): Promise<void> {
   const database = decodeURIComponent(new URL(url).pathname.slice(1));
   if (!/^test_[0-9a-f]+$/.test(database)) throw new Error(`not a database from freshDatabase: ${database}`);
-  await onMaintenanceDb(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  // FORCE cannot end a backend of another role (an autovacuum worker that is just then on the database: "must be a
+  // member of the role whose process is being terminated"); that one ends by itself in moments, so try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await onMaintenanceDb(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42501' || attempt === 20) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
