@@ -9,6 +9,9 @@ import { MountHelper, type MountReply, type MountRequest } from './mount-helper'
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 10_000;
 
+/** Per mount root, the last `ensureSharedRoot` or `releaseSharedRoot` of this process: they run one at a time. */
+const rootLocks = new Map<string, Promise<unknown>>();
+
 /** One line of /proc/self/mountinfo that matters here. */
 export interface MountEntry {
   /** Mount id, and that of the mount it sits on. */
@@ -89,6 +92,21 @@ export class ChildProcessHostMounts extends HostMounts implements OnApplicationS
   async ensureSharedRoot(dir: string): Promise<void> {
     // Started now, so that the first claim does not pay for it.
     const helper = this.helper.start();
+    // One at a time per directory in this process: two engines starting together (tests, replicas in one process)
+    // would otherwise both look, both bind, and leave a layer that is not shared (Docker then refuses to start a
+    // container below it), or one's release would run between the other's look and its bind.
+    const previous = rootLocks.get(dir) ?? Promise.resolve();
+    const mine = previous.catch(() => undefined).then(() => this.makeShared(dir));
+    rootLocks.set(dir, mine);
+    try {
+      await mine;
+    } finally {
+      if (rootLocks.get(dir) === mine) rootLocks.delete(dir);
+    }
+    if (!(await helper)) this.logger.warn('no mount helper: every claim starts `mount` (slower claims)');
+  }
+
+  private async makeShared(dir: string): Promise<void> {
     await fs.promises.mkdir(dir, { recursive: true, mode: 0o711 });
     const entry = (await this.entries()).findLast((e) => e.target === dir);
     if (!entry?.shared) {
@@ -96,7 +114,6 @@ export class ChildProcessHostMounts extends HostMounts implements OnApplicationS
       await this.exec(this.mountPath, ['--make-rshared', dir]);
       this.logger.log(`made ${dir} a shared mount point for pooled workspaces`);
     }
-    if (!(await helper)) this.logger.warn('no mount helper: every claim starts `mount` (slower claims)');
   }
 
   async bind(source: string, target: string): Promise<void> {
@@ -123,6 +140,17 @@ export class ChildProcessHostMounts extends HostMounts implements OnApplicationS
   }
 
   override async releaseSharedRoot(dir: string): Promise<boolean> {
+    const previous = rootLocks.get(dir) ?? Promise.resolve();
+    const mine = previous.catch(() => undefined).then(() => this.release(dir));
+    rootLocks.set(dir, mine);
+    try {
+      return await mine;
+    } finally {
+      if (rootLocks.get(dir) === mine) rootLocks.delete(dir);
+    }
+  }
+
+  private async release(dir: string): Promise<boolean> {
     let released = false;
     // Two engines starting at once may each have bound it: peel every self-bind layer.
     for (let layer = 0; layer < MAX_LAYERS; layer++) {
