@@ -13,6 +13,7 @@ export default tseslint.config(
       '.runtime/**',
       '**/*.mjs',
       '**/*.js',
+      '**/*.cjs',
       'packages/*/dist/**',
       'packages/*/src/generated/**',
     ],

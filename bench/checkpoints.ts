@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 import { median, ms, pct } from './stats';
 
 const DIRS = 100;

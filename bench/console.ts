@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium } from 'playwright-core';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 import { median, ms, pct } from './stats';
 
 const ACTIONS = Number(process.env.BENCH_CONSOLE_ACTIONS ?? 10_000);

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import type Dockerode from 'dockerode';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 
 export const sleep = (n: number) => new Promise((resolve) => setTimeout(resolve, n));
 

@@ -34,7 +34,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import neo4j from 'neo4j-driver';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 import {
   neo4jScript,
   neo4jTestServer,

@@ -60,7 +60,7 @@ import {
   timed,
   until,
 } from './engine-client';
-import { SessionWorkspaces } from '../apps/engine/src/workspaces/session-workspaces';
+import { SessionWorkspaces } from '../apps/engine/src/session/workspaces/session-workspaces';
 import { median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');

@@ -18,7 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { createEngineApp } from '../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 import { median, ms, pct } from './stats';
 
 const TARGET_RATIO = 1.5;

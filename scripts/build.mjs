@@ -3,7 +3,15 @@
 // rebuilding on every start would break another engine already running from the same checkout.
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { buildConsole } from './build-console.mjs';
 import { buildPodTools } from './build-pod-tools.mjs';
@@ -39,6 +47,26 @@ function hashInputs() {
   return hash.digest('hex');
 }
 
+/**
+ * The Python files under apps/ and libs/ (tools a module reads next to itself and runs with `python3 -c`, such as
+ * libs/workspace/src/checkpoints/tree_tool.py), copied beside the compiled modules: tsc emits only JavaScript.
+ */
+function copyPythonSources() {
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'dist' || entry.name === 'node_modules') continue;
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.isFile() && entry.name.endsWith('.py')) {
+        const out = path.join(root, 'dist', path.relative(root, p));
+        mkdirSync(path.dirname(out), { recursive: true });
+        copyFileSync(p, out);
+      }
+    }
+  };
+  for (const dir of ['apps', 'libs']) if (existsSync(path.join(root, dir))) walk(path.join(root, dir));
+}
+
 const current = hashInputs();
 const previous = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : '';
 const entry = path.join(root, 'dist', 'apps', 'engine', 'src', 'main.js');
@@ -59,6 +87,7 @@ if (
     cwd: root,
     stdio: 'inherit',
   });
+  copyPythonSources();
   execFileSync(
     path.join(root, 'node_modules', '.bin', 'tsc'),
     ['-p', path.join('packages', 'client', 'tsconfig.build.json')],

@@ -226,6 +226,7 @@ free_port() {
 ETCD_PORT="" ETCD_PEER_PORT="" API_PORT="" KUBELET_PORT=""
 choose_ports() {
   local name var kept env_value port
+  # shellcheck source=/dev/null # choose_ports writes it at run time: nothing to follow here
   [[ -f "$STATE/ports.env" ]] && source "$STATE/ports.env"
   for name in ETCD ETCD_PEER API KUBELET; do
     var="${name}_PORT"
@@ -636,6 +637,7 @@ start_apiserver() {
 # containerd in a new private mount namespace; the kubelet joins it later (nsenter). The /proc/sys files the kubelet
 # and the bridge plugin write are covered there by the plain files of write_configs.
 start_containerd() {
+  # shellcheck disable=SC2016 # expanded by the inner bash (its $0 and $@), not here
   local setup='set -e
 for f in "$0"/*; do mount --bind "$f" "/proc/sys/$(basename "$f" | tr . /)"; done
 exec "$@"'
@@ -785,6 +787,7 @@ any_running() {
 
 load_ports() {
   [[ -f "$STATE/ports.env" ]] || return 1
+  # shellcheck source=/dev/null # choose_ports writes it at run time: nothing to follow here
   source "$STATE/ports.env"
 }
 
@@ -824,7 +827,11 @@ start() {
   choose_ports
   make_pki
   write_configs
-  [[ -f "$STATE/etcd/member/snap/db" ]] && say "starting (cluster data kept)" || say "starting a new cluster"
+  if [[ -f "$STATE/etcd/member/snap/db" ]]; then
+    say "starting (cluster data kept)"
+  else
+    say "starting a new cluster"
+  fi
 
   start_etcd
   start_containerd
@@ -960,7 +967,9 @@ stop_all() {
   # Anything still in the node's mount namespace; when the last process goes, so do its mounts.
   if [[ -n "$mntns" && "$mntns" != "$(readlink /proc/self/ns/mnt)" ]]; then
     for p in /proc/[0-9]*; do
-      [[ "$(readlink "$p/ns/mnt" 2>/dev/null)" == "$mntns" ]] && kill -KILL "${p#/proc/}" 2>/dev/null || true
+      if [[ "$(readlink "$p/ns/mnt" 2>/dev/null)" == "$mntns" ]]; then
+        kill -KILL "${p#/proc/}" 2>/dev/null || true
+      fi
     done
   fi
   stop_daemons 20 kube-apiserver etcd

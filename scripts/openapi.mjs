@@ -11,8 +11,8 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const require = createRequire(import.meta.url);
 const built = (p) => path.join(root, 'dist', 'apps', 'engine', 'src', p);
 const { createEngineApp } = require(built('bootstrap.js'));
-const { loadEngineConfig } = require(built('config/engine-config.js'));
-const { buildOpenApiDocument } = require(built('http/openapi.js'));
+const { loadEngineConfig } = require(built('platform/config/engine-config.js'));
+const { buildOpenApiDocument } = require(built('edge/http/openapi.js'));
 
 const documentPath = path.join(root, 'packages', 'client', 'openapi.json');
 const schemaPath = path.join(root, 'packages', 'client', 'src', 'generated', 'schema.ts');

@@ -3,7 +3,7 @@
 // docker/README.md for the file format.
 //
 // Tag: switchyard/sandbox-<name>:<first 12 hex of sha256 over TEMPLATE_RECIPE, the name, the base image reference and
-// the template file's bytes>. The engine computes the same tag (apps/engine/src/templates/template-tag.ts) to tell a
+// the template file's bytes>. The engine computes the same tag (apps/engine/src/session/templates/template-tag.ts) to tell a
 // template's build state; keep the two in step (a unit test runs both).
 //
 // Build: `docker run --network host --user 0:0` of the base image with the generated install script (and the host's
@@ -28,7 +28,7 @@ const NPM_INTEGRITY =
 /** CA bundles of the host tried in order (SWITCHYARD_BUILD_CA_FILE first); the image's own is used without one. */
 const HOST_CA_FILES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt'];
 
-// The rules below match apps/engine/src/templates/template-file.ts (the engine also refuses env names a caller may
+// The rules below match apps/engine/src/session/templates/template-file.ts (the engine also refuses env names a caller may
 // not set); a file one accepts and the other refuses would have no usable tag.
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const IMAGE_REF = /^[\w][\w.\-/:@]*$/;

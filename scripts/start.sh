@@ -12,7 +12,7 @@
 #
 # SWITCHYARD_START_SETUP=off skips steps 1–3 (a machine set up by other means).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit
 
 say() { printf '[start] %s\n' "$*" >&2; }
 

@@ -17,6 +17,8 @@ command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
 # connects to one.
 if [ "$mode" = test ]; then
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+  # `npm run lint` checks the shell scripts with it (scripts/lint-more.sh).
+  command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -17,6 +17,8 @@ on_exit() {
 }
 trap on_exit EXIT
 npm run lint
+# The Python tests (test/python/: the sandbox runner, the workspace tools), with the pinned pytest (python-tools.sh).
+bash scripts/python-tests.sh -q
 npm run typecheck
 npm run build
 # The container tiers need a Docker engine (installed and started here when none answers) and the sandbox

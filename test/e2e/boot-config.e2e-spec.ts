@@ -7,7 +7,7 @@ import Ajv from 'ajv';
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ENGINE_ENV_SCHEMAS } from '../../apps/engine/src/config/engine-config';
+import { ENGINE_ENV_SCHEMAS } from '../../apps/engine/src/platform/config/engine-config';
 import { BrowserSite } from '../support/browser-site';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ENGINE_MARK_ENV } from '../../libs/sandbox/src/subprocess/engine-mark';
+import { ENGINE_MARK_ENV } from '../../libs/sandbox/src/backends/subprocess/engine-mark';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 import {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { buildOpenApiDocument } from '../../apps/engine/src/http/openapi';
+import { buildOpenApiDocument } from '../../apps/engine/src/edge/http/openapi';
 import { EngineHarness } from '../support/engine-harness';
 
 // The client's types are generated from packages/client/openapi.json: a route or DTO changed without

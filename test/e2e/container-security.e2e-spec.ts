@@ -1028,7 +1028,7 @@ describe.each(BACKENDS)(
 /**
  * Docker only: warm and claimed containers broken with `docker pause`, `docker kill` and a SIGKILLed runner. On
  * Kubernetes a session pod's runner that dies is restarted in the same pod (the workspace is the pod's), and a pod
- * that goes away takes the workspace with it: those cases are in libs/sandbox/src/kubernetes/
+ * that goes away takes the workspace with it: those cases are in libs/sandbox/src/backends/kubernetes/
  * kubernetes.integration.spec.ts ('a runner killed by the code fails the run with RUNNER_LOST…', 'restarts a runner
  * whose connection dropped…'), and an evicted session pod is above (6. pooled, on kubernetes).
  */

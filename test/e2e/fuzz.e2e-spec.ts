@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
-import { ACTION_DTO_CLASSES } from '../../apps/engine/src/actions/dto/action-body';
-import { BROWSER_ACTION_DTOS } from '../../apps/engine/src/actions/dto/browser-action.dto';
-import { dtoSchema } from '../../apps/engine/src/tools/tool-catalog';
+import { ACTION_DTO_CLASSES } from '../../apps/engine/src/engine/actions/dto/action-body';
+import { BROWSER_ACTION_DTOS } from '../../apps/engine/src/engine/actions/dto/browser-action.dto';
+import { dtoSchema } from '../../apps/engine/src/engine/tools/tool-catalog';
 import { BrowserSite } from '../support/browser-site';
 import { type ApiResponse, EngineHarness, LogCapture } from '../support/engine-harness';
 import { fieldsOf, isErrorEnvelope } from '../support/error-body';

@@ -7,7 +7,7 @@ import { holdTestNeo4j, neo4jTestServer } from '../../libs/context-graph/src/tes
 import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConfigError } from '../../apps/engine/src/config/engine-config';
+import { ConfigError } from '../../apps/engine/src/platform/config/engine-config';
 import { EngineHarness } from '../support/engine-harness';
 import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { verifySignature } from '../../apps/engine/src/hooks/hook-signature';
+import { verifySignature } from '../../apps/engine/src/gates/hooks/hook-signature';
 import { holdTestNeo4j, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { removeDataDir } from '../support/data-dir';
 import { EngineHarness } from '../support/engine-harness';

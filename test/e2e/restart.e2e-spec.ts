@@ -2,8 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultEngineInstanceId } from '../../libs/sandbox/src/container/container.options';
-import { parseMountInfo } from '../../libs/sandbox/src/pooled/host-mounts';
+import { defaultEngineInstanceId } from '../../libs/sandbox/src/core/engine-instance';
+import { parseMountInfo } from '../../libs/sandbox/src/backends/docker/pooled/host-mounts';
 import { removeDataDir } from '../support/data-dir';
 import { ENGINE_MAIN, EngineProcess, freePort } from '../support/engine-process';
 import {

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { cgroupDirOf } from '../../libs/sandbox/src/subprocess/cgroup-limiter';
+import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-limiter';
 import { EngineHarness } from '../support/engine-harness';
 import { eventually, mountDevice, sandboxedProcessesOf } from '../support/host-probes';
 

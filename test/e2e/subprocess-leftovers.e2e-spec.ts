@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { cgroupDirOf } from '../../libs/sandbox/src/subprocess/cgroup-limiter';
-import { ENGINE_MARK_ENV, ownPidNamespace } from '../../libs/sandbox/src/subprocess/engine-mark';
+import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-limiter';
+import { ENGINE_MARK_ENV, ownPidNamespace } from '../../libs/sandbox/src/backends/subprocess/engine-mark';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 

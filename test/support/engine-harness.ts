@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../../apps/engine/src/bootstrap';
-import { loadEngineConfig } from '../../apps/engine/src/config/engine-config';
+import { loadEngineConfig } from '../../apps/engine/src/platform/config/engine-config';
 import { removeDataDir } from './data-dir';
 
 /** Collects the engine's JSON log lines, parsed. */

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
-/** Labels every container the engine starts carries (libs/sandbox/src/container/container.constants.ts). */
+/** Labels every container the engine starts carries (libs/sandbox/src/backends/docker/container.constants.ts). */
 export const LABELS = {
   engine: 'dev.switchyard.engine',
   session: 'dev.switchyard.session',

@@ -10,7 +10,7 @@ would only report the document's limits. These hooks keep Schemathesis to reques
 - a plan's steps form a DAG: unique ids, `dependsOn` naming steps of the same request, no cycle (a rule between
   array items);
 - `env` keys are variable names (`^[A-Za-z_][A-Za-z0-9_]*$`), none the sandbox refuses (`LD_*`, `PATH`… as
-  libs/sandbox/src/env-policy.ts lists them), values without NUL (a rule on an object's keys);
+  libs/sandbox/src/core/env-policy.ts lists them), values without NUL (a rule on an object's keys);
 - workspace paths (`path`, `to`, `cwd`) are relative, stay inside the workspace, and hold no backslash, percent
   sign, control, format or other invisible character (the path guard's rules, stated in the README; OpenAPI 3.0
   patterns cannot name Unicode categories);
@@ -48,18 +48,52 @@ FORBIDDEN_KEYS = {"__proto__", "constructor", "prototype"}
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 ENV_DENIED = {
-    "PATH", "HOME", "ENV", "BASHOPTS", "SHELLOPTS", "IFS", "PS4", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND",
-    "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "HOSTALIASES", "OPENSSL_CONF", "OPENSSL_ENGINES", "PERL5OPT",
-    "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+    "PATH",
+    "HOME",
+    "ENV",
+    "BASHOPTS",
+    "SHELLOPTS",
+    "IFS",
+    "PS4",
+    "CDPATH",
+    "GLOBIGNORE",
+    "PROMPT_COMMAND",
+    "GLIBC_TUNABLES",
+    "GCONV_PATH",
+    "LOCPATH",
+    "HOSTALIASES",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
 }
 ENV_ALLOWED = {
-    "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
-    "PYTHONFAULTHANDLER", "NODE_ENV", "NODE_NO_WARNINGS",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONHASHSEED",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONFAULTHANDLER",
+    "NODE_ENV",
+    "NODE_NO_WARNINGS",
 }
 PATH_KEYS = {"path", "to", "cwd"}
 # Default_Ignorable_Code_Point beyond the format characters (Cf): what the path guard also refuses.
-IGNORABLE = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
-             (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xE0000, 0xE0FFF)]
+IGNORABLE = [
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0000, 0xE0FFF),
+]
 
 
 def _has_forbidden_key(value):
@@ -77,8 +111,10 @@ def _is_dag(steps):
     if len(set(map(repr, ids))) != len(ids):
         return False
     deps = {repr(step.get("id")): step.get("dependsOn") or [] for step in steps}
-    if any(not isinstance(d, list) or any(repr(x) not in deps or x == step for x in d)
-           for step, d in ((s.get("id"), deps[repr(s.get("id"))]) for s in steps)):
+    if any(
+        not isinstance(d, list) or any(repr(x) not in deps or x == step for x in d)
+        for step, d in ((s.get("id"), deps[repr(s.get("id"))]) for s in steps)
+    ):
         return False
     state = {}
 

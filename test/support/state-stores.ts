@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { EngineConfig } from '../../apps/engine/src/config/engine-config';
-import { EngineDb } from '../../apps/engine/src/storage/engine-db';
-import { PostgresDb } from '../../apps/engine/src/storage/postgres-db';
+import type { EngineConfig } from '../../apps/engine/src/platform/config/engine-config';
+import { EngineDb } from '../../apps/engine/src/state/storage/engine-db';
+import { PostgresDb } from '../../apps/engine/src/state/storage/postgres-db';
 import { dropDatabase, freshDatabase } from './postgres';
 
 const REPO = path.resolve(__dirname, '../..');

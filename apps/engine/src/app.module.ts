@@ -12,29 +12,31 @@ import {
 } from '@switchyard/sandbox';
 import { WorkspaceModule } from '@switchyard/workspace';
 import * as path from 'node:path';
-import { ActionsModule } from './actions/actions.module';
-import { CheckpointsModule } from './checkpoints/checkpoints.module';
-import { ConfigModule } from './config/config.module';
-import type { ContainerTierConfig, EngineConfig } from './config/engine-config';
-import { EventsModule } from './events/events.module';
-import { GraphModule } from './graph/graph.module';
-import { contextGraphOptions } from './graph/graph-store';
-import { HealthModule } from './health/health.module';
-import { KernelsModule } from './kernels/kernels.module';
-import { AuthModule } from './http/auth.module';
-import { McpModule } from './mcp/mcp.module';
-import { MetricsModule } from './metrics/metrics.module';
-import { PlansModule } from './plans/plans.module';
-import { PolicyApiModule } from './policies/policy-api.module';
-import { SkillsModule } from './skills/skills.module';
-import { RedactionModule } from './redaction/redaction.module';
-import { ReplicasModule } from './replicas/replicas.module';
-import { SessionsModule } from './sessions/sessions.module';
-import { StorageModule } from './storage/storage.module';
-import { WorkspacesModule } from './workspaces/workspaces.module';
+import { ConfigModule } from './platform/config/config.module';
+import type { ContainerTierConfig, EngineConfig } from './platform/config/engine-config';
+import { contextGraphOptions } from './engine/graph/graph-store';
+import { HealthModule } from './edge/health/health.module';
+import { AuthModule } from './edge/http/auth.module';
+import { McpModule } from './edge/mcp/mcp.module';
+import { RedactionModule } from './platform/redaction/redaction.module';
+import { ReplicaForwardingModule } from './edge/replicas/replica-forwarding.module';
+import { StorageModule } from './state/storage/storage.module';
+import { WorkspacesModule } from './session/workspaces/workspaces.module';
 import { containerTiers } from './sandbox-backend';
-import { TemplatesModule } from './templates/templates.module';
-import { ToolsModule } from './tools/tools.module';
+import { TemplatesApiModule } from './edge/templates/templates-api.module';
+import { SessionsApiModule } from './edge/sessions/sessions-api.module';
+import { EventsApiModule } from './edge/events/events-api.module';
+import { CheckpointsApiModule } from './edge/checkpoints/checkpoints-api.module';
+import { ActionsApiModule } from './edge/actions/actions-api.module';
+import { ApprovalsApiModule } from './edge/approvals/approvals-api.module';
+import { HooksApiModule } from './edge/hooks/hooks-api.module';
+import { PlansApiModule } from './edge/plans/plans-api.module';
+import { KernelsApiModule } from './edge/kernels/kernels-api.module';
+import { ToolsApiModule } from './edge/tools/tools-api.module';
+import { PolicyApiModule } from './edge/policies/policies-api.module';
+import { SkillsApiModule } from './edge/skills/skills-api.module';
+import { GraphApiModule } from './edge/graph/graph-api.module';
+import { MetricsApiModule } from './edge/metrics/metrics-api.module';
 
 /**
  * Composition root: the libraries wired from one validated configuration, and the engine's feature modules (sessions,
@@ -135,21 +137,23 @@ export class AppModule {
           outputMaxBytes: config.sandbox.output.maxBytes,
           prelaunch: config.browser.prelaunch,
         }),
-        TemplatesModule,
-        SessionsModule,
-        EventsModule,
-        CheckpointsModule,
-        ActionsModule,
-        PlansModule,
-        KernelsModule,
-        ToolsModule,
+        TemplatesApiModule,
+        SessionsApiModule,
+        EventsApiModule,
+        CheckpointsApiModule,
+        ActionsApiModule,
+        PlansApiModule,
+        KernelsApiModule,
+        ToolsApiModule,
         McpModule,
         PolicyApiModule,
-        SkillsModule,
-        GraphModule,
+        SkillsApiModule,
+        GraphApiModule,
         HealthModule,
-        MetricsModule,
-        ReplicasModule.forRoot(config),
+        MetricsApiModule,
+        ApprovalsApiModule,
+        HooksApiModule,
+        ReplicaForwardingModule.forRoot(config),
       ],
     };
   }

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createEngineApp } from './bootstrap';
-import { ConfigError, loadEngineConfig } from './config/engine-config';
+import { ConfigError, loadEngineConfig } from './platform/config/engine-config';
 
 async function main(): Promise<void> {
   const config = loadEngineConfig(process.env);

@@ -9,7 +9,7 @@ import {
   PooledTierModule,
   type SandboxTierExtensions,
 } from '@switchyard/sandbox';
-import type { EngineConfig } from './config/engine-config';
+import type { EngineConfig } from './platform/config/engine-config';
 
 /**
  * The container tiers (`pooled`, `container`) of the configured backend. Docker: containers on DOCKER_HOST sharing

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Switchyard bash kernel: one shell kept across a session's cells (its cwd, variables, functions, aliases, options).
 #
 # The runner starts `bash --norc --noprofile --noediting +o history +H -i` with its command input (fd 0) a pipe from

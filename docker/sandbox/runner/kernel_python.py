@@ -105,7 +105,7 @@ def show_exception(exc):
         if tb.tb_frame.f_code.co_filename != __file__:
             own.append(tb)
         tb = tb.tb_next
-    for frame, after in zip(own, own[1:] + [None]):
+    for frame, after in zip(own, own[1:] + [None], strict=True):  # equal lengths by construction
         frame.tb_next = after
     import traceback  # only now: most kernels never need it
 

@@ -73,7 +73,8 @@ class Cell:
         return True
 
     def signalled(self):
-        """The interrupt's SIGINT went out: it goes again if the cell has not ended (or, python, not said so) by then."""
+        """The interrupt's SIGINT went out: it goes again if the cell has not ended (or, python, not said so) by
+        then."""
         if (self.handshake or (self.acks_sigint and not self.sigint_acked)) and self.resends < RESENDS:
             self.resend_at = now() + RESEND_SECONDS
 

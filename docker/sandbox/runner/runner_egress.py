@@ -48,7 +48,9 @@ class Egress:
         root = os.open("/", os.O_PATH | os.O_DIRECTORY)
         try:
             argv = ["/usr/bin/python3", "-I", FORWARDER, os.path.join(EGRESS_DIR, "proxy.sock")]
-            self.pid = spawn(argv, {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, {0: devnull, 1: devnull, 2: devnull}, root)
+            self.pid = spawn(
+                argv, {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, {0: devnull, 1: devnull, 2: devnull}, root
+            )
             self.runner.adopt(self.pid, self.on_exit)
         except SpawnError:
             self.restart_at = now() + RESTART_SECONDS

@@ -19,6 +19,8 @@ import os
 import selectors
 import signal
 
+from runner_cells import Cell
+from runner_languages import HANDSHAKE, INTERPRETERS, cell_request, first_request, go_request, kernel_argv, kernel_fds
 from runner_spawn import (
     READ_CHUNK,
     RequestError,
@@ -32,8 +34,6 @@ from runner_spawn import (
     spawn,
     string_env,
 )
-from runner_cells import Cell
-from runner_languages import HANDSHAKE, INTERPRETERS, cell_request, first_request, go_request, kernel_argv, kernel_fds
 from runner_streams import CellStream
 from runner_trees import kill_tree, tree_members
 
@@ -344,24 +344,28 @@ class Kernels:
         if not kernel.ready:
             tail = kernel.tail.decode("utf-8", "replace").strip()
             status = "exit code %s" % exit_code if sig is None else sig
-            self.runner.send({
-                "ev": "error",
-                "id": kernel.start_id,
-                "code": "kernel_start",
-                "message": "the %s kernel ended (%s) before it was ready: %s" % (kernel.language, status, tail),
-            })
+            self.runner.send(
+                {
+                    "ev": "error",
+                    "id": kernel.start_id,
+                    "code": "kernel_start",
+                    "message": "the %s kernel ended (%s) before it was ready: %s" % (kernel.language, status, tail),
+                }
+            )
         else:
             if kernel.cell is not None:
                 for fd_num in (1, 2):
                     self.forward(kernel, fd_num, kernel.streams[fd_num].flush())
                 self.finish_cell(kernel, lost=True)
-            self.runner.send({
-                "ev": "kernel_exit",
-                "kernel": kernel.id,
-                "exitCode": exit_code,
-                "signal": sig,
-                "oomKilled": oom,
-            })
+            self.runner.send(
+                {
+                    "ev": "kernel_exit",
+                    "kernel": kernel.id,
+                    "exitCode": exit_code,
+                    "signal": sig,
+                    "oomKilled": oom,
+                }
+            )
         self.runner.kill_strays()
 
     def finish_cell(self, kernel, lost):

@@ -194,14 +194,16 @@ class Runner:
         self.watch(wake_r, selectors.EVENT_READ, lambda _mask: self.drain(wake_r))
         os.set_blocking(0, False)
         self.watch(0, selectors.EVENT_READ, self.on_control)
-        self.send({
-            "ev": "hello",
-            "protocol": PROTOCOL,
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "oomCounter": oom_kills() is not None,
-            "stateful": True,
-        })
+        self.send(
+            {
+                "ev": "hello",
+                "protocol": PROTOCOL,
+                "pid": os.getpid(),
+                "python": sys.version.split()[0],
+                "oomCounter": oom_kills() is not None,
+                "stateful": True,
+            }
+        )
         while not self.closing:
             for key, mask in self.sel.select(self.timeout()):
                 # An earlier handler of this batch may have closed it (and the fd number may be reused).

@@ -17,6 +17,8 @@ from runner_spawn import (
     PINNED_EXIT,
     READ_CHUNK,
     RESTART_WHEN_PINNED,
+    RequestError,
+    SpawnError,
     cgroup_counter,
     checked_workspace,
     close_all,
@@ -24,9 +26,7 @@ from runner_spawn import (
     memory_pinned,
     now,
     oom_kills,
-    RequestError,
     spawn,
-    SpawnError,
     string_env,
 )
 from runner_streams import Cap
@@ -230,21 +230,23 @@ class Runs:
         pids_after = cgroup_counter(PIDS_FILES, "max")
         exit_code, sig = exit_fields(job.returncode)
         restarting = oom and RESTART_WHEN_PINNED and memory_pinned()
-        self.runner.send({
-            "ev": "exit",
-            "id": job.id,
-            "exitCode": exit_code,
-            "signal": sig,
-            "timedOut": job.ended == "timeout",
-            "ended": job.ended,
-            "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
-            "oomKilled": oom,
-            "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
-            "leftovers": job.leftovers,
-            "durationMs": round((now() - job.started) * 1000, 3),
-            "spawnError": spawn_error,
-            **({"restarting": True} if restarting else {}),
-        })
+        self.runner.send(
+            {
+                "ev": "exit",
+                "id": job.id,
+                "exitCode": exit_code,
+                "signal": sig,
+                "timedOut": job.ended == "timeout",
+                "ended": job.ended,
+                "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
+                "oomKilled": oom,
+                "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
+                "leftovers": job.leftovers,
+                "durationMs": round((now() - job.started) * 1000, 3),
+                "spawnError": spawn_error,
+                **({"restarting": True} if restarting else {}),
+            }
+        )
         if restarting:
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)

@@ -44,7 +44,7 @@ def cgroup_counter(paths, key):
     """A counter from a cgroup events file (v1 or v2), or None when it cannot be read (no /sys under bubblewrap)."""
     for path in paths:
         try:
-            with open(path, "r", encoding="ascii") as f:
+            with open(path, encoding="ascii") as f:
                 for line in f:
                     parts = line.split()
                     if len(parts) == 2 and parts[0] == key:
@@ -73,9 +73,9 @@ def memory_pinned():
     killer took the code. Nothing started in this container can run then; a restarted runner gets a new cgroup."""
     for usage_path, limit_path in MEMORY_FILES:
         try:
-            with open(usage_path, "r", encoding="ascii") as f:
+            with open(usage_path, encoding="ascii") as f:
                 usage = int(f.read().strip())
-            with open(limit_path, "r", encoding="ascii") as f:
+            with open(limit_path, encoding="ascii") as f:
                 raw = f.read().strip()
         except (OSError, ValueError):
             continue

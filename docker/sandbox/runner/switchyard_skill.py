@@ -57,9 +57,7 @@ class Context:
         result = answer["result"]
         if result.get("status") not in ("succeeded", "failed"):
             err = result.get("error") or {}
-            raise CallError(
-                "%s %s: %s" % (name, result.get("status"), err.get("message", "")), err.get("code"), result
-            )
+            raise CallError("%s %s: %s" % (name, result.get("status"), err.get("message", "")), err.get("code"), result)
         return result
 
     def skill(self, name, input=None):
@@ -67,7 +65,9 @@ class Context:
         result = self.call(name, input)
         if result.get("status") != "succeeded":
             err = result.get("error") or {}
-            raise CallError("skill %s failed: %s" % (name, err.get("message", result.get("stderr", ""))), err.get("code"), result)
+            raise CallError(
+                "skill %s failed: %s" % (name, err.get("message", result.get("stderr", ""))), err.get("code"), result
+            )
         return (result.get("output") or {}).get("value")
 
     def _input(self):

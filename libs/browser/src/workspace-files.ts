@@ -1,13 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants as C, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants as C } from 'node:fs';
 import * as path from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  applyOwnershipSync,
   assertPlainFd,
-  type CreateAs,
-  fdPath,
   FileOpError,
+  newEntryPolicy,
   openDirInsideSync,
   openFileInSync,
   readFdUpTo,
@@ -16,7 +13,7 @@ import {
   WORKSPACE_OPTIONS,
   WorkspaceManager,
   type WorkspaceOptions,
-  writeFdAll,
+  writeFileAtomic,
 } from '@switchyard/workspace';
 
 /**
@@ -24,8 +21,9 @@ import {
  * workspace's own path guard: paths are vetted by `realPathInside` (no traversal, no symlink out), and the
  * directories on the way are then opened one component at a time with O_NOFOLLOW through `/proc/self/fd`,
  * so a component that sandboxed code swaps for a symlink meanwhile is refused instead of followed. Writes
- * are atomic (temp file + rename in the pinned directory) and take the mode and, as root, the owner of the
- * workspace root, like files the file API creates; uploads read only regular, single-link files.
+ * are the file API's own atomic write (`writeFileAtomic`: temp file + rename in the pinned directory) and
+ * take the mode and, as root, the owner of the workspace root (`newEntryPolicy`), like files the file API
+ * creates; uploads read only regular, single-link files.
  */
 @Injectable()
 export class WorkspaceFiles {
@@ -58,28 +56,11 @@ export class WorkspaceFiles {
         { path: rp.rel },
       );
     }
-    const root = rp.rootStat;
-    const owner = process.getuid?.() === 0 ? { uid: root.uid, gid: root.gid } : undefined;
-    const dirAs: CreateAs = { mode: root.mode & 0o777, owner };
-    const fileAs: CreateAs = { mode: root.mode & 0o666, owner };
-    const dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), field, dirAs);
-    const name = path.basename(rp.realRel);
-    const tmp = `.${name.slice(0, 200)}.${randomBytes(6).toString('hex')}.tmp`;
+    const policy = newEntryPolicy(rp.rootStat);
+    const dir = openDirInsideSync(rp.realRoot, parentOf(rp.realRel), field, policy.dir);
     try {
-      const fd = openFileInSync(dir, tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, field, rp.rel, 0o600);
-      try {
-        applyOwnershipSync(fd, fileAs);
-        await writeFdAll(fd, bytes);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(fdPath(dir, tmp), fdPath(dir, name));
+      await writeFileAtomic(dir, path.basename(rp.realRel), bytes, { rel: rp.rel, field, as: policy.file });
     } catch (err) {
-      try {
-        unlinkSync(fdPath(dir, tmp));
-      } catch {
-        // never created, or already renamed
-      }
       // A directory in the way, the workspace's own quota (its loop-mounted image) or the disk full…
       throw toFileOpError(err, rp.rel);
     } finally {

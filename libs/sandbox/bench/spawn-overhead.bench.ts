@@ -9,18 +9,18 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
-import { buildChildEnv } from '../src/env-policy';
-import { resolveSandboxOptions } from '../src/sandbox.options';
+import { buildChildEnv } from '../src/core/env-policy';
+import { resolveSandboxOptions } from '../src/core/sandbox.options';
 import {
   ARGS_FD,
   buildLauncherCommand,
   buildRunArgs,
   CODE_TARGET,
   detectSystemLayout,
-} from '../src/subprocess/bwrap-command';
-import { BubblewrapTier } from '../src/subprocess/bubblewrap-tier';
-import { detectProcessLimiter } from '../src/subprocess/cgroup-limiter';
-import { ChildProcessLauncher } from '../src/subprocess/process-launcher';
+} from '../src/backends/subprocess/bwrap-command';
+import { BubblewrapTier } from '../src/backends/subprocess/bubblewrap-tier';
+import { detectProcessLimiter } from '../src/backends/subprocess/cgroup-limiter';
+import { ChildProcessLauncher } from '../src/backends/subprocess/process-launcher';
 
 const RUNS = Number(process.argv[2] ?? 30);
 

@@ -1,12 +1,17 @@
 import { InvalidInputError, type Tier } from '@switchyard/common';
-import { CALL_DIR_TARGET, CALL_SOCKET_TARGET, pooledCallSocketName, withCallSocket } from './call-channel';
-import { buildContainerSpec } from './container/container-spec';
-import { resolveContainerOptions } from './container/container.options';
-import { validateEnv } from './env-policy';
+import {
+  CALL_DIR_TARGET,
+  CALL_SOCKET_TARGET,
+  pooledCallSocketName,
+  withCallSocket,
+} from './core/call-channel';
+import { buildContainerSpec } from './backends/docker/container-spec';
+import { resolveContainerOptions } from './backends/docker/container.options';
+import { validateEnv } from './core/env-policy';
 import { RiskPolicy } from './risk/risk-policy';
-import { resolveSandboxOptions } from './sandbox.options';
+import { resolveSandboxOptions } from './core/sandbox.options';
 import { SandboxManager } from './sandbox-manager.service';
-import { SandboxTier } from './sandbox-tier.port';
+import { SandboxTier } from './core/sandbox-tier.port';
 import { kernelsOf } from './sandbox-manager.testing';
 import {
   CALL_SOCKET_ENV,
@@ -16,7 +21,7 @@ import {
   type TierAvailability,
   type TierJob,
   type TierRunResult,
-} from './sandbox.types';
+} from './core/sandbox.types';
 
 /** Records the jobs it was given. */
 class RecordingTier extends SandboxTier {

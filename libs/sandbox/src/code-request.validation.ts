@@ -1,7 +1,7 @@
 import { InvalidInputError, LANGUAGES, TIERS } from '@switchyard/common';
-import { validateEnv } from './env-policy';
-import type { ResolvedSandboxOptions } from './sandbox.options';
-import type { CodeRequest } from './sandbox.types';
+import { validateEnv } from './core/env-policy';
+import type { ResolvedSandboxOptions } from './core/sandbox.options';
+import type { CodeRequest } from './core/sandbox.types';
 
 type Limits = Pick<
   ResolvedSandboxOptions,

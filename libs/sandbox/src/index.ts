@@ -1,42 +1,52 @@
-export * from './sandbox.types';
-export * from './stateful/stateful.types';
-export * from './sandbox-tier.port';
-export * from './sandbox.errors';
-export * from './sandbox.constants';
-export * from './sandbox.options';
+export * from './core/sandbox.types';
+export * from './core/stateful/stateful.types';
+export * from './core/sandbox-tier.port';
+export * from './core/sandbox.errors';
+export * from './core/sandbox.constants';
+export * from './core/sandbox.options';
+export * from './core/pooled.errors';
+export { defaultEngineInstanceId } from './core/engine-instance';
+export { RUNNER_PROTOCOL } from './core/runner/runner-connection';
 export * from './sandbox.module';
 export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
-export { BASE_ENV, ENV_LIMITS, EGRESS_PROXY_URL, buildChildEnv, egressEnv, validateEnv } from './env-policy';
-export { CALL_DIR_TARGET, CALL_SOCKET_NAME, CALL_SOCKET_TARGET } from './call-channel';
-export { OutputCollector, RedactingDecoder, REDACTED } from './output-collector';
+export {
+  BASE_ENV,
+  ENV_LIMITS,
+  EGRESS_PROXY_URL,
+  buildChildEnv,
+  egressEnv,
+  validateEnv,
+} from './core/env-policy';
+export { CALL_DIR_TARGET, CALL_SOCKET_NAME, CALL_SOCKET_TARGET } from './core/call-channel';
+export { OutputCollector, RedactingDecoder, REDACTED } from './core/output-collector';
 export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';
 export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/risk-rules';
-export { BubblewrapTier } from './subprocess/bubblewrap-tier';
+export { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 export {
   ProcessLauncher,
   ChildProcessLauncher,
   type LaunchSpec,
   type LaunchedProcess,
   type ProcessExit,
-} from './subprocess/process-launcher';
-export * from './subprocess/process-limiter';
+} from './backends/subprocess/process-launcher';
+export * from './backends/subprocess/process-limiter';
 export {
   CgroupLimiter,
   NoCgroupLimiter,
   detectProcessLimiter,
   nodeCgroupHost,
   type CgroupHost,
-} from './subprocess/cgroup-limiter';
-export * from './container';
-export * from './pooled';
-export { SessionKernels } from './stateful/session-kernels';
+} from './backends/subprocess/cgroup-limiter';
+export * from './backends/docker';
+export * from './backends/docker/pooled';
+export { SessionKernels } from './core/stateful/session-kernels';
 export {
   SessionProcesses,
   ProcessLimitError,
   PROCESS_SIGNALS,
   exitWords,
   type ProcessSignal,
-} from './stateful/session-processes';
-export { StatefulBoxHost, type StatefulBox } from './stateful/stateful-box.port';
-export type { StatefulOptions } from './stateful/stateful.options';
-export * from './kubernetes';
+} from './core/stateful/session-processes';
+export { StatefulBoxHost, type StatefulBox } from './core/stateful/stateful-box.port';
+export type { StatefulOptions } from './core/stateful/stateful.options';
+export * from './backends/kubernetes';

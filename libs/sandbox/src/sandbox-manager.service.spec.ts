@@ -1,12 +1,12 @@
 import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
-import { PoolExhaustedError } from './pooled/pooled.errors';
-import { KubernetesUnsupportedError } from './kubernetes/kubernetes.errors';
-import { BASE_ENV } from './env-policy';
-import { SandboxInternalError } from './sandbox.errors';
-import { resolveSandboxOptions, type SandboxModuleOptions } from './sandbox.options';
+import { PoolExhaustedError } from './core/pooled.errors';
+import { KubernetesUnsupportedError } from './backends/kubernetes/kubernetes.errors';
+import { BASE_ENV } from './core/env-policy';
+import { SandboxInternalError } from './core/sandbox.errors';
+import { resolveSandboxOptions, type SandboxModuleOptions } from './core/sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
-import { SandboxTier } from './sandbox-tier.port';
+import { SandboxTier } from './core/sandbox-tier.port';
 import { kernelsOf, prepareAndRun } from './sandbox-manager.testing';
 import {
   isRunnable,
@@ -14,7 +14,7 @@ import {
   type TierAvailability,
   type TierJob,
   type TierRunResult,
-} from './sandbox.types';
+} from './core/sandbox.types';
 
 /** Records what it was asked to do and answers with what the test configured. */
 class FakeTier extends SandboxTier {

@@ -8,19 +8,19 @@ import {
   type Tier,
 } from '@switchyard/common';
 import { validateCodeRequest } from './code-request.validation';
-import { buildChildEnv, egressEnv } from './env-policy';
+import { buildChildEnv, egressEnv } from './core/env-policy';
 import { RiskPolicy } from './risk/risk-policy';
-import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
+import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './core/sandbox.constants';
 import {
   SandboxCapacityError,
   SandboxConfigError,
   SandboxError,
   SandboxInternalError,
-} from './sandbox.errors';
-import type { ResolvedSandboxOptions } from './sandbox.options';
-import { SandboxTier } from './sandbox-tier.port';
-import { SessionKernels } from './stateful/session-kernels';
-import { type CellRunResult, isStatefulTier } from './stateful/stateful.types';
+} from './core/sandbox.errors';
+import type { ResolvedSandboxOptions } from './core/sandbox.options';
+import { SandboxTier } from './core/sandbox-tier.port';
+import { SessionKernels } from './core/stateful/session-kernels';
+import { type CellRunResult, isStatefulTier } from './core/stateful/stateful.types';
 import type {
   CodeOutcome,
   CodeRequest,
@@ -30,7 +30,7 @@ import type {
   TierAvailability,
   TierJob,
   TierRunResult,
-} from './sandbox.types';
+} from './core/sandbox.types';
 
 const NO_TRUNCATION = Object.freeze({ stdout: false, stderr: false });
 const rank = (tier: Tier) => TIERS.indexOf(tier);

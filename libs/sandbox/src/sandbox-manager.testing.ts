@@ -1,8 +1,8 @@
 import { systemClock } from '@switchyard/common';
 import type { SandboxManager } from './sandbox-manager.service';
-import type { SandboxTier } from './sandbox-tier.port';
-import { SessionKernels } from './stateful/session-kernels';
-import { type CodeOutcome, type CodeRequest, isRunnable, type TierJob } from './sandbox.types';
+import type { SandboxTier } from './core/sandbox-tier.port';
+import { SessionKernels } from './core/stateful/session-kernels';
+import { type CodeOutcome, type CodeRequest, isRunnable, type TierJob } from './core/sandbox.types';
 
 /**
  * @internal Tests only: prepares a request once and runs it, as the engine's code handler does. A request the policy

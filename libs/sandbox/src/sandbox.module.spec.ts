@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
+import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './core/sandbox.constants';
 import { SandboxManager } from './sandbox-manager.service';
 import { SandboxModule } from './sandbox.module';
-import type { ResolvedSandboxOptions } from './sandbox.options';
-import { SandboxTier } from './sandbox-tier.port';
-import { isRunnable, type TierAvailability, type TierRunResult } from './sandbox.types';
-import { BubblewrapTier } from './subprocess/bubblewrap-tier';
+import type { ResolvedSandboxOptions } from './core/sandbox.options';
+import { SandboxTier } from './core/sandbox-tier.port';
+import { isRunnable, type TierAvailability, type TierRunResult } from './core/sandbox.types';
+import { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 
 /** Stands in for a container tier registered from another module. */
 @Injectable()

@@ -9,21 +9,21 @@ import {
 } from '@nestjs/common';
 import { CLOCK, type Clock, systemClock } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
-import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './sandbox.constants';
+import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './core/sandbox.constants';
 import { SandboxManager } from './sandbox-manager.service';
 import {
   resolveSandboxOptions,
   type ResolvedSandboxOptions,
   type SandboxModuleOptions,
-} from './sandbox.options';
-import type { SandboxTier } from './sandbox-tier.port';
-import { SessionKernels } from './stateful/session-kernels';
-import { SessionProcesses } from './stateful/session-processes';
-import type { StatefulBoxHost } from './stateful/stateful-box.port';
-import { BubblewrapTier } from './subprocess/bubblewrap-tier';
-import { detectProcessLimiter } from './subprocess/cgroup-limiter';
-import { ChildProcessLauncher, ProcessLauncher } from './subprocess/process-launcher';
-import { ProcessLimiter } from './subprocess/process-limiter';
+} from './core/sandbox.options';
+import type { SandboxTier } from './core/sandbox-tier.port';
+import { SessionKernels } from './core/stateful/session-kernels';
+import { SessionProcesses } from './core/stateful/session-processes';
+import type { StatefulBoxHost } from './core/stateful/stateful-box.port';
+import { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
+import { detectProcessLimiter } from './backends/subprocess/cgroup-limiter';
+import { ChildProcessLauncher, ProcessLauncher } from './backends/subprocess/process-launcher';
+import { ProcessLimiter } from './backends/subprocess/process-limiter';
 
 /** Tiers beyond the built-in subprocess tier, e.g. the container tiers, and the modules they need. */
 export interface SandboxTierExtensions {

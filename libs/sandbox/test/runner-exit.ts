@@ -1,4 +1,4 @@
-import type { RunnerExit } from '../src/runner/runner-connection';
+import type { RunnerExit } from '../src/core/runner/runner-connection';
 
 /** A run the pooled runner reports as a plain success; specs override what they test. @internal */
 export const RUNNER_EXIT_OK: Readonly<RunnerExit> = Object.freeze({

@@ -4,6 +4,9 @@ export { compileGlob, type GlobMatcher } from './glob';
 // For other libs that move bytes in and out of a workspace (the browser's uploads and artifacts): bounded
 // content I/O on a raw fd.
 export { readFdUpTo, writeFdAll } from './file-content';
+// …and write a whole file into it the way the file API does: atomically, with the workspace's mode and owner.
+export { type AtomicWriteOptions, writeFileAtomic } from './atomic-write';
+export { type EntryPolicy, newEntryPolicy } from './entry-policy';
 export {
   applyOwnershipSync,
   assertPlainFd,

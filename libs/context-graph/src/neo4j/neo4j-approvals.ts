@@ -15,7 +15,7 @@ import type {
   ApprovalRecord,
   CallerRef,
 } from '../context-graph.types';
-import type { WriteStatement } from './neo4j-checkpoints';
+import type { WriteStatement } from './neo4j-write';
 
 // Approvals and calls between actions in the Neo4j store: the Cypher fragments the action statements (in
 // neo4j-cypher.ts) splice in, the decision's statement and writer, the parameters they read and the refs rebuilt

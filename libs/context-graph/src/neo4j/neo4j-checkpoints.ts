@@ -16,6 +16,7 @@ import {
 } from '../context-graph.errors';
 import type { CheckpointRecord, CheckpointRef, ForkRecord, RestoreRecord } from '../context-graph.types';
 import * as Q from './neo4j-cypher';
+import type { WriteStatement } from './neo4j-write';
 
 // Workspace checkpoints, restores and forks in the Neo4j store: their writes (one statement each, the row it
 // answers turned into the port's errors), the parameters their statements (in neo4j-cypher.ts) read, and the
@@ -24,9 +25,6 @@ import * as Q from './neo4j-cypher';
 
 /** Node properties as they come back (integers already JS numbers). */
 type Props = Record<string, unknown>;
-
-/** Runs one statement in its own write transaction (the store's: tracked and retried); hands back its rows. */
-export type WriteStatement = (query: string, params: Props) => Promise<Props[]>;
 
 export async function writeCheckpoint(write: WriteStatement, c: CheckpointRecord): Promise<void> {
   const [row] = await write(Q.RECORD_CHECKPOINT, {

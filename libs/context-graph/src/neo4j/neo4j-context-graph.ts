@@ -59,7 +59,6 @@ import {
   toAncestorCheckpoints,
   toCheckpointGraphInput,
   toStoredCheckpoint,
-  type WriteStatement,
   writeCheckpoint,
   writeCheckpointDeleted,
   writeFork,
@@ -79,6 +78,7 @@ import {
   touchParams,
 } from './neo4j-records';
 import { statefulParams } from './neo4j-stateful';
+import type { WriteStatement } from './neo4j-write';
 
 export interface Neo4jContextGraphOptions {
   /** `bolt://host:7687`, `neo4j://…`, or their `+s`/`+ssc` TLS forms. */

@@ -1,5 +1,5 @@
 import type { Language, RiskLevel } from '@switchyard/common';
-import { SandboxConfigError } from '../sandbox.errors';
+import { SandboxConfigError } from '../core/sandbox.errors';
 import { ASSESS_AHEAD_CHARS, RiskPolicy } from './risk-policy';
 
 const policy = new RiskPolicy();

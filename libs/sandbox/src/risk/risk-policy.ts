@@ -1,7 +1,7 @@
 import type { Language, RiskAssessment, RiskLevel } from '@switchyard/common';
-import { SandboxConfigError } from '../sandbox.errors';
-import type { RiskOptions } from '../sandbox.options';
-import type { RiskThresholds } from '../sandbox.types';
+import { SandboxConfigError } from '../core/sandbox.errors';
+import type { RiskOptions } from '../core/sandbox.options';
+import type { RiskThresholds } from '../core/sandbox.types';
 import { DEFAULT_RISK_RULES, type RiskRule } from './risk-rules';
 
 export const DEFAULT_RISK_THRESHOLDS: Readonly<RiskThresholds> = Object.freeze({

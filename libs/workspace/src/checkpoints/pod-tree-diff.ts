@@ -7,7 +7,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * What changed from tree `a` to tree `b` (both read with `keepData`), answered as the tree tool's `diff` answers it
- * (`Differ` in `tree-tool.source.ts`, with `trust: "content"`), step for step: each directory's names in code-point
+ * (`Differ` in `tree_tool.py`, with `trust: "content"`), step for step: each directory's names in code-point
  * order, depth first; a path on one side only listed with everything under it; a path whose type changed removed
  * then added; files modified when their contents or permission bits differ (a mode-only change is
  * `contentUnchanged`), links when their targets do, directories never (their modes are not compared); text files

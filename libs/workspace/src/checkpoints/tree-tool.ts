@@ -61,7 +61,7 @@ export class TreeToolError extends Error {
 
 /**
  * Counts, copies and compares workspace trees for checkpoints through one long-lived Python process (the tree
- * tool, `tree-tool.source.ts`), which works relative to directory fds and never follows a link inside a tree. It
+ * tool, `tree_tool.py`), which works relative to directory fds and never follows a link inside a tree. It
  * runs as the engine's user (root, to keep files' owners) inside a bubblewrap jail that shows only the system
  * directories and `binds`, with just the capabilities it needs and no network: should a racing sandbox ever trick
  * it, there is nothing else to reach. Mounts made under a bind afterwards reach the jail when the bind is a shared

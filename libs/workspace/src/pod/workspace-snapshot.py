@@ -85,15 +85,24 @@ def main():
         max_entries = positive(request, "maxEntries", 10000)
         max_scan = positive(request, "maxScanEntries", 100000)
     except ValueError as err:
-        return {"ok": False, "error": {"name": "WorkspaceToolError", "code": "BAD_REQUEST", "message": str(err),
-                                       "details": {}}}
+        return {
+            "ok": False,
+            "error": {"name": "WorkspaceToolError", "code": "BAD_REQUEST", "message": str(err), "details": {}},
+        }
     try:
         start = os.path.realpath(root)
         if not stat.S_ISDIR(os.lstat(start).st_mode):
             raise FileNotFoundError(root)
     except OSError:
-        return {"ok": False, "error": {"name": "NotFoundError", "code": "NOT_FOUND",
-                                       "message": "workspace %s does not exist" % root, "details": {"root": root}}}
+        return {
+            "ok": False,
+            "error": {
+                "name": "NotFoundError",
+                "code": "NOT_FOUND",
+                "message": "workspace %s does not exist" % root,
+                "details": {"root": root},
+            },
+        }
     entries = []
     state = {"scanned": 0, "partial": False}
     walk(start, [], state, entries, max_entries, max_scan)

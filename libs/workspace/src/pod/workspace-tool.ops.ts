@@ -1,19 +1,17 @@
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants as C, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants as C } from 'node:fs';
 import * as path from 'node:path';
+import { writeFileAtomic } from '../atomic-write';
+import { newEntryPolicy } from '../entry-policy';
 import { FileOperations } from '../file-operations.service';
 import {
-  applyOwnershipSync,
   assertPlainFd,
-  type CreateAs,
-  fdPath,
   openDirInsideSync,
   openFileInSync,
   realPathInside,
   realRootOf,
   toFileOpError,
 } from '../path-guard';
-import { readFdUpTo, writeFdAll } from '../file-content';
+import { readFdUpTo } from '../file-content';
 import { diskUsage, walk, type WalkState } from '../workspace-fs';
 import { FileOpError } from '../workspace.errors';
 import { DEFAULT_WORKSPACE_LIMITS, resolveWorkspaceOptions } from '../workspace.options';
@@ -153,7 +151,7 @@ async function readBytes(
 }
 
 /**
- * `WorkspaceFiles.write`: atomic (temp file and rename in the pinned parent), mode and (as root) owner of the
+ * `WorkspaceFiles.write`: atomic (`writeFileAtomic`, the file API's own), mode and (as root) owner of the
  * workspace root, refused past the workspace cap; plus a cap on the content itself (`maxBytes`).
  */
 async function writeBytes(
@@ -191,33 +189,16 @@ async function writeBytes(
       { path: rp.rel },
     );
   }
-  const st = rp.rootStat;
-  const owner = process.getuid?.() === 0 ? { uid: st.uid, gid: st.gid } : undefined;
-  const dirAs: CreateAs = { mode: st.mode & 0o777, owner };
-  const fileAs: CreateAs = { mode: st.mode & 0o666, owner };
+  const policy = newEntryPolicy(rp.rootStat);
   const dir = openDirInsideSync(
     rp.realRoot,
     parentOf(rp.realRel),
     field,
-    req.mkdirs === false ? undefined : dirAs,
+    req.mkdirs === false ? undefined : policy.dir,
   );
-  const name = path.basename(rp.realRel);
-  const tmp = `.${name.slice(0, 200)}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    const fd = openFileInSync(dir, tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, field, rp.rel, 0o600);
-    try {
-      applyOwnershipSync(fd, fileAs);
-      await writeFdAll(fd, bytes);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(fdPath(dir, tmp), fdPath(dir, name));
+    await writeFileAtomic(dir, path.basename(rp.realRel), bytes, { rel: rp.rel, field, as: policy.file });
   } catch (err) {
-    try {
-      unlinkSync(fdPath(dir, tmp));
-    } catch {
-      // never created, or already renamed
-    }
     throw toFileOpError(err, rp.rel);
   } finally {
     closeSync(dir);

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { WorkspaceFiles } from '../../../browser/src/workspace-files';
+import { WorkspaceFiles } from '@switchyard/browser';
 import { FileOperations } from '../file-operations.service';
 import { WorkspaceManager } from '../workspace-manager.service';
 import { resolveWorkspaceOptions } from '../workspace.options';

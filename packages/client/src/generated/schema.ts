@@ -1479,10 +1479,6 @@ export interface components {
             /** @description Copy the workspace as it was at this checkpoint of the session (default: as it is now). */
             checkpointId?: string | null;
         };
-        DecideApprovalDto: {
-            /** @description Why: recorded with the decision (and, for a rejection, in the action’s error) */
-            reason?: string | null;
-        };
         /** @description Retry an action, as it was or revised; the new action is linked by RETRY_OF. */
         RetryActionDto: {
             action?: (components["schemas"]["CodeActionDto"] | components["schemas"]["SkillActionDto"] | components["schemas"]["FileReadDto"] | components["schemas"]["FileWriteDto"] | components["schemas"]["FileEditDto"] | components["schemas"]["FileListDto"] | components["schemas"]["FileFindDto"] | components["schemas"]["FileGrepDto"] | components["schemas"]["FileStatDto"] | components["schemas"]["FileMkdirDto"] | components["schemas"]["FileMoveDto"] | components["schemas"]["FileDeleteDto"] | components["schemas"]["BrowserNavigateDto"] | components["schemas"]["BrowserClickDto"] | components["schemas"]["BrowserFillDto"] | components["schemas"]["BrowserTypeDto"] | components["schemas"]["BrowserPressDto"] | components["schemas"]["BrowserSelectDto"] | components["schemas"]["BrowserHoverDto"] | components["schemas"]["BrowserCheckDto"] | components["schemas"]["BrowserWaitForDto"] | components["schemas"]["BrowserExtractDto"] | components["schemas"]["BrowserScreenshotDto"] | components["schemas"]["BrowserPdfDto"] | components["schemas"]["BrowserDownloadDto"] | components["schemas"]["BrowserUploadDto"] | components["schemas"]["BrowserEvaluateDto"] | components["schemas"]["BrowserBackDto"] | components["schemas"]["BrowserForwardDto"] | components["schemas"]["BrowserReloadDto"] | components["schemas"]["BrowserNewTabDto"] | components["schemas"]["BrowserSwitchTabDto"] | components["schemas"]["BrowserCloseTabDto"] | components["schemas"]["ProcessStartDto"] | components["schemas"]["ProcessListDto"] | components["schemas"]["ProcessLogsDto"] | components["schemas"]["ProcessWriteDto"] | components["schemas"]["ProcessSignalDto"] | components["schemas"]["ProcessStopDto"] | components["schemas"]["ProcessWaitDto"] | components["schemas"]["KernelRestartDto"]) | (null);
@@ -1499,6 +1495,10 @@ export interface components {
              * @enum {string|null}
              */
             checkpoint?: "before" | null;
+        };
+        DecideApprovalDto: {
+            /** @description Why: recorded with the decision (and, for a rejection, in the action’s error) */
+            reason?: string | null;
         };
         StepRetryDto: {
             /** @description Extra attempts after the first fails (0–10). */

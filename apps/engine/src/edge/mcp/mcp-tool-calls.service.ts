@@ -1,0 +1,73 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { NotFoundError } from '@switchyard/common';
+import { ToolCallsService, type ToolAnswer } from '../../engine/tools/tool-calls.service';
+import { ToolsService } from '../../engine/tools/tools.service';
+import { SessionsService } from '../../session/sessions/sessions.service';
+import { McpImages } from './mcp-images.service';
+import { imageArtifacts, mcpErrorResult, toMcpResult } from './mcp-tool-result';
+
+/**
+ * The engine's tools in MCP terms: the catalog as `tools/list` answers it, and `tools/call` run through the same
+ * `ToolCallsService` as `POST /v1/sessions/:id/tool-calls`, so results, errors and records are the same.
+ */
+@Injectable()
+export class McpToolCalls {
+  private readonly logger = new Logger('Mcp');
+  private calls = 0;
+
+  constructor(
+    private readonly tools: ToolsService,
+    private readonly toolCalls: ToolCallsService,
+    private readonly images: McpImages,
+    private readonly sessions: SessionsService,
+  ) {}
+
+  /**
+   * The catalog in Anthropic's shape, which is MCP's but for the schema's key: what the engine session's policy offers
+   * (its engine, tenant and session layers).
+   */
+  list(tenant: string, engineSessionId: string): Tool[] {
+    const session = this.sessions.find(engineSessionId);
+    const scope = { tenant, ...(session && { session }) };
+    return (
+      this.tools.list('anthropic', scope) as { name: string; description: string; input_schema: unknown }[]
+    ).map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.input_schema as Tool['inputSchema'],
+    }));
+  }
+
+  async call(tenant: string, engineSessionId: string, name: string, input: unknown): Promise<CallToolResult> {
+    let answer: ToolAnswer;
+    try {
+      answer = (await this.toolCalls.run(tenant, engineSessionId, {
+        id: `mcp_${++this.calls}`,
+        name,
+        input,
+      })) as ToolAnswer;
+    } catch (err) {
+      // The engine session ended under the MCP session (expired, deleted through the REST API).
+      if (err instanceof NotFoundError) {
+        return mcpErrorResult(
+          `engine session ${engineSessionId} has ended; open a new MCP session (initialize) to get a new one`,
+          engineSessionId,
+        );
+      }
+      this.logger.error({
+        msg: 'MCP tool call failed',
+        tool: name,
+        sessionId: engineSessionId,
+        err: String(err),
+      });
+      throw err;
+    }
+    const browser = this.tools.find(name, tenant)?.kind === 'browser';
+    const images =
+      browser && !answer.is_error
+        ? await this.images.read(tenant, engineSessionId, imageArtifacts(answer.content))
+        : [];
+    return toMcpResult(answer, images, engineSessionId);
+  }
+}

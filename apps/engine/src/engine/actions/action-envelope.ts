@@ -1,0 +1,99 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { type ActionResult, type ActionType, CLOCK, type Clock, type EgressRecord } from '@switchyard/common';
+import { SecretRedactor } from '../../platform/redaction/secret-redactor';
+import type { Outcome } from './action-handler.port';
+
+const EXCERPT_CHARS = 2048;
+
+/** Where an action sits, for its envelope. */
+export interface EnvelopeFields {
+  id: string;
+  sessionId: string;
+  type: ActionType;
+  startedAt: string;
+  durationMs: number;
+  requestId?: string;
+  /** Connections the session's sandboxes asked the egress proxy for while the action ran. */
+  egress?: EgressRecord[];
+  /** The checkpoint taken before it ran, and the one it restored first. */
+  checkpoint?: ActionResult['checkpoint'];
+  restored?: ActionResult['restored'];
+  /** What before-action hooks noted on it. */
+  annotations?: ActionResult['annotations'];
+}
+
+/**
+ * Turns an outcome into what leaves the engine: the result envelope (redacted), the graph's output excerpt and the
+ * one log line per action. The same for every action type.
+ */
+@Injectable()
+export class ActionEnvelopes {
+  private readonly logger = new Logger('Action');
+
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly redactor: SecretRedactor,
+  ) {}
+
+  envelope(at: EnvelopeFields, o: Outcome): ActionResult {
+    // Code output was redacted by the tier as it streamed (before its caps); everything else is redacted here.
+    const output = o.output === undefined ? undefined : this.redactor.value(o.output);
+    const error = o.error && this.redactor.value(o.error);
+    const redacted = Boolean(o.redacted || output?.redacted || error?.redacted);
+    return {
+      id: at.id,
+      sessionId: at.sessionId,
+      type: at.type,
+      status: o.status,
+      ...(o.exitCode !== undefined && { exitCode: o.exitCode }),
+      ...(o.stdout !== undefined && { stdout: o.stdout }),
+      ...(o.stderr !== undefined && { stderr: o.stderr }),
+      ...(output !== undefined && { output: output.value }),
+      truncated: o.truncated ?? { stdout: false, stderr: false },
+      durationMs: at.durationMs,
+      startedAt: at.startedAt,
+      endedAt: this.clock.now().toISOString(),
+      tier: o.tier,
+      risk: o.risk,
+      ...(error && { error: error.value }),
+      ...(redacted && { redacted: true }),
+      ...(at.requestId !== undefined && { requestId: at.requestId }),
+      ...(at.egress !== undefined && { egress: at.egress }),
+      ...(o.hints !== undefined && o.hints.length > 0 && { hints: o.hints }),
+      ...(at.checkpoint !== undefined && { checkpoint: at.checkpoint }),
+      ...(at.restored !== undefined && { restored: at.restored }),
+      ...(at.annotations !== undefined && { annotations: at.annotations }),
+    };
+  }
+
+  /** What the graph keeps of the output: the head of stdout and the tail of stderr, or the op's data, or the error. */
+  excerpt(r: ActionResult): string {
+    if (r.stdout !== undefined || r.stderr !== undefined) {
+      const out = (r.stdout ?? '').slice(0, EXCERPT_CHARS);
+      const err = (r.stderr ?? '').slice(-EXCERPT_CHARS);
+      return err ? `${out}\n[stderr]\n${err}` : out;
+    }
+    if (r.output !== undefined) return JSON.stringify(r.output).slice(0, EXCERPT_CHARS);
+    return r.error?.message ?? '';
+  }
+
+  /** The one structured log line per action. */
+  log(r: ActionResult, summary: string): void {
+    this.logger.log({
+      msg: 'action',
+      sessionId: r.sessionId,
+      actionId: r.id,
+      type: r.type,
+      tier: r.tier,
+      risk: r.risk.level,
+      riskScore: r.risk.score,
+      command: summary,
+      durationMs: r.durationMs,
+      exitCode: r.exitCode,
+      outputBytes: Buffer.byteLength(r.stdout ?? '') + Buffer.byteLength(r.stderr ?? ''),
+      status: r.status,
+      errorClass: r.error?.class,
+      requestId: r.requestId,
+    });
+  }
+}

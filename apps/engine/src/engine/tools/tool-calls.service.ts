@@ -1,0 +1,169 @@
+import { Injectable } from '@nestjs/common';
+import { type ActionResult, type ActionType, SwitchyardError } from '@switchyard/common';
+import { parseActionRequest } from '../actions/dto/action-body';
+import { ExecutionEngine } from '../actions/execution-engine.service';
+import type { ApprovalRequest } from '@switchyard/context-graph';
+import { RequestValidationError } from '../../platform/validation/request-validation.error';
+import type { Session } from '../../state/sessions/session.model';
+import { SessionsService } from '../../session/sessions/sessions.service';
+import {
+  answerFor,
+  readToolCall,
+  type ToolAnswer,
+  type ToolCall,
+  type ToolResult,
+} from './tool-call-formats';
+import { readToolInput } from './tool-input';
+import { toolProblem } from './tool-input-errors';
+import { ToolsService } from './tools.service';
+
+export type { ToolAnswer, ToolResult } from './tool-call-formats';
+
+const TRUNCATED = '...(truncated)';
+
+/**
+ * Executes tool calls through the same path as REST actions (risk routing, graph records) and answers each in its
+ * API's result shape. Whatever is wrong with a call itself (unknown tool, bad input or arguments, refusal, timeout)
+ * is an `is_error` result a model can act on, not an HTTP error.
+ */
+@Injectable()
+export class ToolCallsService {
+  constructor(
+    private readonly tools: ToolsService,
+    private readonly engine: ExecutionEngine,
+    private readonly sessions: SessionsService,
+  ) {}
+
+  /** One call or an array of calls run in order. Throws only for an unknown session or a call without an id. */
+  async run(tenant: string, sessionId: string, body: unknown): Promise<ToolAnswer | ToolAnswer[]> {
+    const session = this.sessions.get(tenant, sessionId);
+    if (Array.isArray(body)) {
+      const calls = body.map((c, i) => readToolCall(c as Record<string, unknown>, envelopeId(c, `[${i}]`)));
+      const results: ToolAnswer[] = [];
+      for (const call of calls) results.push(answerFor(call, await this.one(session, call)));
+      return results;
+    }
+    const call = readToolCall(body as Record<string, unknown>, envelopeId(body, ''));
+    return answerFor(call, await this.one(session, call));
+  }
+
+  private async one(session: Session, call: ToolCall): Promise<Omit<ToolResult, 'tool_use_id'>> {
+    const error = (content: string): Omit<ToolResult, 'tool_use_id'> => ({ content, is_error: true });
+    if (call.invalid && call.invalid.field !== 'arguments') {
+      return error(`${call.invalid.field}: ${call.invalid.message}`);
+    }
+    const tool = typeof call.name === 'string' ? this.tools.find(call.name, session.tenant) : undefined;
+    if (!tool) {
+      return error(
+        `unknown tool ${JSON.stringify(call.name)}; available tools: ${this.tools.names(session.tenant).join(', ')}`,
+      );
+    }
+    if (call.invalid) {
+      return error(
+        `invalid arguments for ${tool.name}: ${call.invalid.message}; arguments is a JSON object (as a string) ` +
+          `with the fields of ${tool.name}: ${tool.fields.join(', ')}`,
+      );
+    }
+    const reading = readToolInput(tool, call.input);
+    if ('error' in reading) return error(reading.error);
+    let result: ActionResult;
+    try {
+      const request = parseActionRequest(tool.toAction(reading.input));
+      const submitted = await this.engine.submit(session, request);
+      // A person decides when it runs: the model hears at once, and can carry on or check back.
+      if (submitted.approval) return pending(tool.name, session.id, submitted.id, submitted.approval);
+      const completion = await submitted.completion;
+      // A refusal of the input found only while running reads like one found before it.
+      if (completion.inputRefusal) throw completion.inputRefusal;
+      result = completion.result;
+    } catch (err) {
+      if (err instanceof RequestValidationError) {
+        return error(
+          `invalid input for ${tool.name}: ` +
+            err.problems.map((p) => toolProblem(tool, p.field, p.message)).join('; '),
+        );
+      }
+      if (err instanceof SwitchyardError) {
+        const field = typeof err.details.field === 'string' ? err.details.field : undefined;
+        return error(toolProblem(tool, field, err.message));
+      }
+      throw err;
+    }
+    return toContent(tool.kind, result);
+  }
+}
+
+/** What a model reads when its call waits for a person: the action, why, until when, and where its result will be. */
+function pending(
+  tool: string,
+  sessionId: string,
+  actionId: string,
+  approval: ApprovalRequest,
+): Omit<ToolResult, 'tool_use_id'> {
+  const actions = `/v1/sessions/${sessionId}/actions/${actionId}`;
+  return {
+    content:
+      `[pending approval]\n${tool} was not run yet: it waits for a person's approval (action ${actionId}).\n` +
+      `${approval.reasons[0]}.\n` +
+      `It runs once approved (POST ${actions}/approve) and ends denied if rejected or not decided by ` +
+      `${approval.expiresAt}. Its result: GET ${actions}. Carry on with other work, or ask the user to approve it.`,
+    is_error: false,
+  };
+}
+
+/** The call's id, or a 400: without an id there is nothing to answer a model with. */
+function envelopeId(call: unknown, at: string): string {
+  const id = (call as { id?: unknown } | null)?.id;
+  if (
+    typeof call !== 'object' ||
+    call === null ||
+    Array.isArray(call) ||
+    typeof id !== 'string' ||
+    id.length === 0
+  ) {
+    throw new RequestValidationError([
+      {
+        field: `${at ? `${at}.` : ''}id`,
+        message: 'each tool call needs a non-empty string id (the tool_use or tool_call id)',
+      },
+    ]);
+  }
+  return id;
+}
+
+function section(name: string, text: string | undefined, truncated = false): string[] {
+  if (!text && !truncated) return [];
+  return [`[${name}]\n${text ?? ''}${truncated ? TRUNCATED : ''}`];
+}
+
+/** `[stdout]…[stderr]…[exit_code]…` for code, the op's output for files; engine failures lead with `[error]`. */
+export function toContent(kind: ActionType, r: ActionResult): Omit<ToolResult, 'tool_use_id'> {
+  const failed = r.status !== 'succeeded';
+  const parts: string[] = [];
+  if (r.error && r.status !== 'failed') parts.push(`[error]\n${r.status}: ${r.error.message}`);
+  if (kind === 'code') {
+    parts.push(...section('stdout', r.stdout, r.truncated.stdout));
+    parts.push(...section('stderr', r.stderr, r.truncated.stderr));
+    const { result, note } = (r.output ?? {}) as { result?: unknown; note?: unknown };
+    if (typeof result === 'string') parts.push(`[result]\n${result}`);
+    if (typeof note === 'string') parts.push(`[note]\n${note}`);
+    if (r.exitCode !== undefined) parts.push(`[exit_code]\n${r.exitCode}`);
+  } else if (r.error && r.status === 'failed') {
+    parts.push(`[error]\n${r.error.message}`);
+    if (r.output !== undefined) parts.push(JSON.stringify(r.output));
+  } else if (r.output !== undefined) {
+    const out = r.output as { content?: unknown; truncated?: unknown };
+    if (
+      typeof out.content === 'string' &&
+      Object.keys(out).every((k) =>
+        ['content', 'truncated', 'path', 'lines', 'totalLines', 'offset', 'encoding', 'size'].includes(k),
+      )
+    ) {
+      parts.push(`${out.content}${out.truncated === true ? TRUNCATED : ''}`);
+    } else {
+      parts.push(JSON.stringify(r.output));
+    }
+  }
+  for (const hint of r.hints ?? []) parts.push(`[hint]\n${hint}`);
+  return { content: parts.join('\n') || '(no output)', is_error: failed };
+}

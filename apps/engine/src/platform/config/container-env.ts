@@ -1,0 +1,187 @@
+import { CONTAINER_RUNTIME_SETTINGS, type ContainerRuntimeSetting } from '@switchyard/sandbox';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import * as path from 'node:path';
+import { configFailure } from './config-error';
+import { AbsolutePathVar, DecimalVar, IntVar, MiB } from './env-parsing';
+import type { SandboxEnv } from './sandbox-env';
+
+/** The two container tiers (pooled and one-off): their image, the Docker engine, the pool and their limits. */
+export class ContainerEnv {
+  /**
+   * Sandbox image of both container tiers. Default: the tag `npm run sandbox:image` wrote to `.runtime/sandbox-image.tag`.
+   */
+  @IsOptional()
+  @Matches(/^[\w][\w.\-/:@]*$/, { message: 'must be an image reference like switchyard/sandbox:tag' })
+  SWITCHYARD_SANDBOX_IMAGE?: string = undefined;
+
+  /** Docker engine of both container tiers, as Docker's own tools read it. Unset: the local socket. */
+  @IsOptional()
+  @IsString()
+  DOCKER_HOST?: string = undefined;
+
+  /** Warm containers kept ready for sessions' first pooled action. */
+  @IntVar(0, 64)
+  SWITCHYARD_POOL_MIN = 2;
+
+  /** Most warm (unclaimed) containers at once. */
+  @IntVar(1, 256)
+  SWITCHYARD_POOL_MAX = 8;
+
+  /**
+   * Most sessions holding a pooled container at once; beyond it pooled actions are `denied` (`error.class: limit`,
+   * code `POOL_SESSIONS_EXHAUSTED`, naming this setting) until one ends.
+   */
+  @IntVar(1, 4096)
+  SWITCHYARD_POOL_MAX_SESSIONS = 16;
+
+  /**
+   * How long a pooled action's claim waits for a healthy warm container; past it the action is `denied` (`error.class:
+   * limit`, code `POOL_ACQUIRE_TIMEOUT`).
+   */
+  @IntVar(1, 600_000)
+  SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+
+  /** A session's container idle this long is destroyed (its next pooled action claims a fresh one). */
+  @IntVar(1000, 2 ** 31 - 1)
+  SWITCHYARD_POOL_SESSION_IDLE_MS = 900_000;
+
+  /**
+   * Host directory for the pooled tier's per-container mount points; must be the same path for the Docker daemon.
+   * Default: `<tmpdir>/switchyard-pooled`.
+   */
+  @AbsolutePathVar()
+  SWITCHYARD_POOL_MOUNT_ROOT?: string = undefined;
+
+  /** Memory limit of each pooled container. */
+  @IntVar(16 * MiB)
+  SWITCHYARD_POOLED_MEMORY_BYTES = 512 * MiB;
+
+  /** CPU limit of each pooled container, in CPUs. */
+  @DecimalVar(0.01, 1024)
+  SWITCHYARD_POOLED_CPUS = 1;
+
+  /** Process limit of each pooled container. */
+  @IntVar(64, 256)
+  SWITCHYARD_POOLED_PIDS = 128;
+
+  /** Longest `timeoutMs` a pooled action may ask for (beyond: `denied`). Default: SWITCHYARD_MAX_TIMEOUT_MS. */
+  @IntVar(1)
+  SWITCHYARD_POOLED_MAX_TIMEOUT_MS?: number = undefined;
+
+  /** Output cap per stream of pooled actions. Default: SWITCHYARD_OUTPUT_MAX_BYTES. */
+  @IntVar(1024)
+  SWITCHYARD_POOLED_OUTPUT_MAX_BYTES?: number = undefined;
+
+  /**
+   * Docker runtime of the one-off tier: `runsc` (gVisor), `runc`, or `auto` (runsc when the Docker engine has a runtime
+   * of that name, else the engine's default). An explicit `runsc` the engine lacks makes the tier unavailable, naming
+   * this setting (never runc instead). The pooled tier always uses the engine's default (runc).
+   */
+  @IsOptional()
+  @IsIn(CONTAINER_RUNTIME_SETTINGS)
+  SWITCHYARD_CONTAINER_RUNTIME: ContainerRuntimeSetting = 'auto';
+
+  /** Memory limit of each one-off container. */
+  @IntVar(16 * MiB)
+  SWITCHYARD_CONTAINER_MEMORY_BYTES = 512 * MiB;
+
+  /** CPU limit of each one-off container, in CPUs. */
+  @DecimalVar(0.01, 1024)
+  SWITCHYARD_CONTAINER_CPUS = 1;
+
+  /** Process limit of each one-off container. */
+  @IntVar(64, 256)
+  SWITCHYARD_CONTAINER_PIDS = 128;
+
+  /**
+   * Longest `timeoutMs` a one-off container action may ask for (beyond: `denied`). Default: SWITCHYARD_MAX_TIMEOUT_MS.
+   */
+  @IntVar(1)
+  SWITCHYARD_CONTAINER_MAX_TIMEOUT_MS?: number = undefined;
+
+  /** Output cap per stream of one-off container actions. Default: SWITCHYARD_OUTPUT_MAX_BYTES. */
+  @IntVar(1024)
+  SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES?: number = undefined;
+}
+
+/** Limits of one container tier. */
+export interface ContainerTierConfig {
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+  maxTimeoutMs: number;
+  outputMaxBytes: number;
+}
+
+export interface ContainerTiersConfig {
+  /** Explicit image (SWITCHYARD_SANDBOX_IMAGE), else the tag in `imageTagFile`. */
+  image?: string;
+  /** Absolute path of the tag file `npm run sandbox:image` writes: `.runtime/sandbox-image.tag` in the working dir. */
+  imageTagFile: string;
+  /** The Docker engine's address (DOCKER_HOST); unset: the local socket. */
+  dockerHost?: string;
+  pool: {
+    min: number;
+    max: number;
+    maxSessions: number;
+    acquireTimeoutMs: number;
+    sessionIdleTimeoutMs: number;
+    mountRoot?: string;
+  };
+  pooled: ContainerTierConfig;
+  container: ContainerTierConfig;
+  /** Docker runtime of the one-off tier (SWITCHYARD_CONTAINER_RUNTIME). */
+  containerRuntime: ContainerRuntimeSetting;
+}
+
+/** The tiers' limits fall back to the global ones. */
+type TiersEnv = ContainerEnv & Pick<SandboxEnv, 'SWITCHYARD_MAX_TIMEOUT_MS' | 'SWITCHYARD_OUTPUT_MAX_BYTES'>;
+
+function tierConfig(env: TiersEnv, tier: 'POOLED' | 'CONTAINER'): ContainerTierConfig {
+  return {
+    memoryBytes: env[`SWITCHYARD_${tier}_MEMORY_BYTES`],
+    nanoCpus: Math.round(env[`SWITCHYARD_${tier}_CPUS`] * 1e9),
+    pids: env[`SWITCHYARD_${tier}_PIDS`],
+    maxTimeoutMs: env[`SWITCHYARD_${tier}_MAX_TIMEOUT_MS`] ?? env.SWITCHYARD_MAX_TIMEOUT_MS,
+    outputMaxBytes: env[`SWITCHYARD_${tier}_OUTPUT_MAX_BYTES`] ?? env.SWITCHYARD_OUTPUT_MAX_BYTES,
+  };
+}
+
+/**
+ * DOCKER_HOST as dockerode would take it, refused here rather than at the first Docker call: unix:// and
+ * npipe:// are socket paths, anything else must be a URL (`tcp://` when no scheme is given).
+ */
+function dockerHost(value: string | undefined): string | undefined {
+  // Empty is unset for dockerode too: the local socket.
+  if (!value) return undefined;
+  if (/^(unix|npipe):\/\//.test(value)) return value;
+  try {
+    new URL(value.includes('//') ? value : `tcp://${value}`);
+  } catch {
+    configFailure(
+      'DOCKER_HOST',
+      `must be unix:///path/to/docker.sock or tcp://host:port (got ${JSON.stringify(value)})`,
+    );
+  }
+  return value;
+}
+
+/** Relative paths are taken from `cwd`, the engine's working directory. */
+export function containerTiersConfig(env: TiersEnv, cwd: string): ContainerTiersConfig {
+  return {
+    image: env.SWITCHYARD_SANDBOX_IMAGE,
+    imageTagFile: path.resolve(cwd, '.runtime', 'sandbox-image.tag'),
+    dockerHost: dockerHost(env.DOCKER_HOST),
+    pool: {
+      min: env.SWITCHYARD_POOL_MIN,
+      max: env.SWITCHYARD_POOL_MAX,
+      maxSessions: env.SWITCHYARD_POOL_MAX_SESSIONS,
+      acquireTimeoutMs: env.SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS,
+      sessionIdleTimeoutMs: env.SWITCHYARD_POOL_SESSION_IDLE_MS,
+      mountRoot: env.SWITCHYARD_POOL_MOUNT_ROOT,
+    },
+    pooled: tierConfig(env, 'POOLED'),
+    container: tierConfig(env, 'CONTAINER'),
+    containerRuntime: env.SWITCHYARD_CONTAINER_RUNTIME,
+  };
+}

@@ -1,0 +1,44 @@
+import * as path from 'node:path';
+import { IntVar, MiB } from './env-parsing';
+
+/** Session kernels (`state: "session"` code) and background processes (`process` actions). */
+export class StatefulEnv {
+  /** A kernel without cells this long is stopped (its state is gone; the next cell starts a fresh one). */
+  @IntVar(1000, 7 * 24 * 3_600_000)
+  SWITCHYARD_KERNEL_IDLE_MS = 30 * 60_000;
+
+  /**
+   * After a cell's timeout or cancel interrupts it, how long it may take to stop before its kernel is killed (and its
+   * state lost).
+   */
+  @IntVar(0, 60_000)
+  SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS = 2000;
+
+  /** Background processes running at once per session. */
+  @IntVar(0, 1024)
+  SWITCHYARD_MAX_PROCESSES = 8;
+
+  /** Output kept per background process for `logs` (the oldest goes first). */
+  @IntVar(1024, 1024 * MiB)
+  SWITCHYARD_PROCESS_LOG_BYTES = 1 * MiB;
+}
+
+export interface StatefulConfig {
+  /** The runner the subprocess tier's stateful sandboxes run (the container image carries its own copy). */
+  runnerDir: string;
+  kernelIdleMs: number;
+  interruptGraceMs: number;
+  maxProcessesPerSession: number;
+  processLogBytes: number;
+}
+
+/** The runner directory is the checkout's (relative to `cwd`, like the sandbox image's tag file). */
+export function statefulConfig(env: StatefulEnv, cwd: string): StatefulConfig {
+  return {
+    runnerDir: path.resolve(cwd, 'docker', 'sandbox', 'runner'),
+    kernelIdleMs: env.SWITCHYARD_KERNEL_IDLE_MS,
+    interruptGraceMs: env.SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS,
+    maxProcessesPerSession: env.SWITCHYARD_MAX_PROCESSES,
+    processLogBytes: env.SWITCHYARD_PROCESS_LOG_BYTES,
+  };
+}

@@ -1,0 +1,211 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { KUBERNETES_SESSION_PODS, type SessionPods } from '@switchyard/sandbox';
+import {
+  changedPaths,
+  type FileOp,
+  type FileOpOutcome,
+  parseAnswer,
+  resolveInside,
+  snapshotFromWire,
+  unwrapAnswer,
+  WORKSPACE_TOOL_ROOT,
+  type WorkspaceSnapshot,
+  type WorkspaceToolOp,
+  type WorkspaceToolRequest,
+  type WorkspaceToolSuccess,
+  WorkspaceManager,
+} from '@switchyard/workspace';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
+import type { EngineConfig } from '../../platform/config/engine-config';
+import { SessionWorkspaces } from './session-workspaces';
+
+/** A walk's bound and a snapshot's, as the host workspaces default them. */
+const MAX_SCAN_ENTRIES = 100_000;
+const SNAPSHOT_MAX_ENTRIES = 10_000;
+/** How long one file API op may take in the pod: a grep may spend its time budget on many files. */
+const TOOL_TIMEOUT_MS = 60_000;
+
+/** Thrown when the tool in the pod fails in a way that is the engine's, not the caller's (a 500). */
+class PodToolError extends Error {}
+
+/**
+ * The Kubernetes backend's workspaces: each session's `/workspace` is a volume of its own pod (`SessionPods`), where the
+ * engine reaches it only through the pod's runner. Every file API operation, snapshot and raw read or write runs there
+ * as the workspace tool (libs/workspace/src/pod: the file API's own code, bundled, run by the pod's `node`), so paths
+ * are guarded and limits applied exactly as on a host workspace, by the same code, confined to the pod.
+ */
+@Injectable()
+export class PodWorkspaces extends SessionWorkspaces {
+  readonly kind = 'pod' as const;
+  private readonly logger = new Logger('PodWorkspaces');
+  private readonly tool: string;
+  private readonly snapshotTool: string;
+
+  constructor(
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
+    @Inject(KUBERNETES_SESSION_PODS) private readonly pods: SessionPods,
+    private readonly staging: WorkspaceManager,
+  ) {
+    super();
+    this.tool = readTool(config.kubernetes.workspaceTool);
+    this.snapshotTool = readTool(config.kubernetes.workspaceSnapshot);
+  }
+
+  root(): string {
+    return WORKSPACE_TOOL_ROOT;
+  }
+
+  async open(sessionId: string, options: { image?: string; reopen?: boolean } = {}): Promise<void> {
+    // A host directory too, empty but for the browser's files on their way in or out (`hostDir`).
+    await this.staging.create(sessionId);
+    try {
+      await this.pods.podFor(sessionId, options.image);
+    } catch (err) {
+      // No session comes of it (the cluster could not give it a pod): nothing of it stays on the host either.
+      await this.staging.remove(sessionId).catch(() => undefined);
+      throw err;
+    }
+    if (options.reopen) {
+      // The previous engine's pods were reaped at start-up: the session's files went with its pod.
+      this.logger.warn({
+        msg: 'session reopened in a new pod: its workspace did not survive the engine restart',
+        sessionId,
+      });
+    }
+  }
+
+  async close(sessionId: string): Promise<void> {
+    await this.pods.release(sessionId);
+    await this.staging.remove(sessionId);
+  }
+
+  /** Staging directories of sessions the engine does not hold; their pods are the reaper's (by label). */
+  removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    return this.staging.removeOrphans(known);
+  }
+
+  hostDir(sessionId: string): string {
+    return this.staging.dirOf(sessionId);
+  }
+
+  async pull(sessionId: string, paths: string[], maxBytes: number): Promise<void> {
+    for (const p of paths) {
+      const bytes = await this.readBytes(sessionId, p, maxBytes);
+      const target = resolveInside(this.staging.dirOf(sessionId), p, 'path').abs;
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, bytes);
+    }
+  }
+
+  async push(sessionId: string, paths: string[], maxBytes: number): Promise<void> {
+    for (const p of paths) {
+      const source = resolveInside(this.staging.dirOf(sessionId), p, 'path').abs;
+      await this.writeBytes(sessionId, p, await readFile(source), maxBytes);
+      await rm(source, { force: true });
+    }
+  }
+
+  async fileOp(sessionId: string, op: FileOp): Promise<FileOpOutcome> {
+    const limits = this.limits();
+    const answer = await this.run(
+      sessionId,
+      {
+        op: 'file',
+        request: op,
+        limits,
+        options: { maxScanEntries: MAX_SCAN_ENTRIES },
+      },
+      limits.maxFileBytes,
+    );
+    return answer.outcome;
+  }
+
+  /** The workspace tool's walk, in Python (workspace-snapshot.py): it runs twice around every code action. */
+  async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
+    const answer = await this.run(
+      sessionId,
+      {
+        op: 'snapshot',
+        maxEntries: SNAPSHOT_MAX_ENTRIES,
+        maxScanEntries: MAX_SCAN_ENTRIES,
+      },
+      0,
+      'python',
+    );
+    return snapshotFromWire(answer.snapshot);
+  }
+
+  changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
+    return changedPaths(before, after);
+  }
+
+  /** Raw bytes of a workspace file (an upload, an image to attach), path-guarded in the pod. */
+  async readBytes(sessionId: string, path: string, maxBytes: number): Promise<Buffer> {
+    const answer = await this.run(
+      sessionId,
+      { op: 'readBytes', path, maxBytes, limits: this.limits() },
+      maxBytes,
+    );
+    return Buffer.from(answer.base64, 'base64');
+  }
+
+  /** Writes a file into the workspace (a screenshot, a download), path-guarded and within the cap, in the pod. */
+  async writeBytes(sessionId: string, path: string, bytes: Buffer, maxBytes: number): Promise<void> {
+    await this.run(
+      sessionId,
+      { op: 'writeBytes', path, base64: bytes.toString('base64'), maxBytes, limits: this.limits() },
+      0,
+    );
+  }
+
+  private limits(): { maxFileBytes: number; maxWorkspaceBytes: number; maxPathLength: number } {
+    return {
+      maxFileBytes: this.config.workspace.maxFileBytes,
+      maxWorkspaceBytes: this.config.workspace.maxWorkspaceBytes,
+      maxPathLength: 4096,
+    };
+  }
+
+  /**
+   * One request to the tool, as a fresh run through the session's runner (node, or python for snapshots): the request
+   * on stdin, one JSON answer on stdout (its refusals revived as the very errors the host's file API throws).
+   * `payloadBytes`: the largest file the answer may carry (base64 grows it by a third).
+   */
+  private async run<O extends WorkspaceToolOp>(
+    sessionId: string,
+    request: WorkspaceToolRequest & { op: O },
+    payloadBytes: number,
+    language: 'node' | 'python' = 'node',
+  ): Promise<WorkspaceToolSuccess<O>> {
+    const capBytes = Math.ceil(payloadBytes * 1.4) + 4 * 2 ** 20;
+    const r = await this.pods.runInPod(sessionId, {
+      language,
+      code: language === 'node' ? this.tool : this.snapshotTool,
+      stdin: JSON.stringify(request),
+      timeoutMs: TOOL_TIMEOUT_MS,
+      capBytes,
+    });
+    if (r.exitCode !== 0 || r.timedOut || r.capped.stdout) {
+      const why = r.timedOut
+        ? `no answer within ${TOOL_TIMEOUT_MS} ms`
+        : r.capped.stdout
+          ? 'its answer was larger than expected'
+          : `it exited ${r.exitCode ?? r.signal}${r.oomKilled ? ' (out of memory)' : ''}: ${r.stderr.toString('utf8').slice(-300)}`;
+      throw new PodToolError(`the workspace tool failed in the session's pod: ${why}`);
+    }
+    return unwrapAnswer(parseAnswer<O>(r.stdout.toString('utf8')));
+  }
+}
+
+function readTool(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `the Kubernetes backend needs the workspace tool ${file}, which \`npm run build\` writes: ${(err as Error).message}`,
+    );
+  }
+}

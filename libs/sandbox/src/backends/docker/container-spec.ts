@@ -1,0 +1,225 @@
+import type { ContainerCreateOptions } from 'dockerode';
+import type { Language } from '@switchyard/common';
+import { CALL_DIR_TARGET, CALL_SOCKET_TARGET, withCallSocket } from '../../core/call-channel';
+import type { TierJob } from '../../core/sandbox.types';
+import {
+  CONTAINER_TIER_LABEL,
+  LABEL_ACTION,
+  LABEL_ENGINE,
+  LABEL_SESSION,
+  LABEL_TIER,
+} from './container.constants';
+import type { ResolvedContainerOptions } from './container.options';
+import { GVISOR_SANDBOX_PIDS, GVISOR_SECURITY_OPT } from './gvisor';
+
+export const WORKSPACE_TARGET = '/workspace';
+/** A tmpfs only the sandbox user can write, holding the code file. */
+export const CODE_DIR = '/run/switchyard';
+export const CODE_TARGET: Record<Language, string> = {
+  python: `${CODE_DIR}/main.py`,
+  node: `${CODE_DIR}/main.js`,
+  bash: `${CODE_DIR}/main.sh`,
+};
+
+/**
+ * The code reaches the container on stdin, ahead of the job's own stdin: this loader copies exactly `$1` bytes
+ * into the file `$2` (coreutils `head -c` reads no further than the count, also from a pipe), then replaces itself
+ * with the interpreter, which inherits the rest of stdin. No host path is involved, so it works the same when the
+ * engine itself runs in a container, and up to 1 MiB of code never meets the 128 KiB argv/env string limit.
+ */
+export const CODE_LOADER = 'head -c "$1" > "$2" || exit 126; shift 2; exec "$@"';
+
+/** Where a session with network finds its egress proxy's socket (its directory, mounted read-only). */
+export const EGRESS_TARGET = '/run/switchyard-egress';
+const EGRESS_FORWARDER = '/opt/switchyard/runner/egress_forwarder.py';
+/**
+ * For a session with network: the runner's forwarder (127.0.0.1:3128 → the session's proxy socket) starts first and
+ * the loader waits (at most 2 s) until it listens, so the code's first request finds it.
+ */
+export const EGRESS_LOADER =
+  `/usr/bin/python3 -I ${EGRESS_FORWARDER} ${EGRESS_TARGET}/proxy.sock /tmp/.switchyard-egress-ready & ` +
+  'i=0; while [ ! -e /tmp/.switchyard-egress-ready ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done; ' +
+  CODE_LOADER;
+
+/** Runs the code file as `__main__` with its real name in tracebacks, keeping `python -c` path semantics. */
+const PYTHON_BOOTSTRAP =
+  `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
+  `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
+
+export interface ContainerSpecInput {
+  job: Pick<
+    TierJob,
+    'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir' | 'egress' | 'channel'
+  >;
+  image: string;
+  options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'>;
+  /** Container name; Docker picks one when absent. */
+  name?: string;
+  /** Docker runtime (`runsc`: gVisor); the daemon's default when absent. */
+  runtime?: string;
+}
+
+/**
+ * Create options of one run's container: every setting of SECURITY.md's container section, and nothing from the
+ * engine's own environment (`Env` is exactly `job.env`, on top of the image's `ENV`, plus the path of the run's call
+ * channel socket when it has one).
+ */
+export function buildContainerSpec({
+  job,
+  image,
+  options,
+  name,
+  runtime,
+}: ContainerSpecInput): ContainerCreateOptions {
+  const { limits } = options;
+  const codeBytes = Buffer.byteLength(job.code, 'utf8');
+  const [uid, gid = uid] = options.user.split(':');
+  return {
+    ...(name === undefined ? {} : { name }),
+    Image: image,
+    User: options.user,
+    WorkingDir: WORKSPACE_TARGET,
+    // The loader is the entrypoint, so whatever entrypoint the image declares never runs first.
+    Entrypoint: ['/bin/sh', '-c', job.egress ? EGRESS_LOADER : CODE_LOADER, 'switchyard-loader'],
+    Cmd: [
+      String(codeBytes),
+      CODE_TARGET[job.language],
+      ...interpreterArgv(job.language, options.interpreters[job.language]),
+    ],
+    Env: Object.entries(withCallSocket(job.env, job.channel && CALL_SOCKET_TARGET)).map(
+      ([key, value]) => `${key}=${value}`,
+    ),
+    Labels: {
+      [LABEL_ENGINE]: options.engineInstanceId,
+      [LABEL_SESSION]: job.sessionId,
+      [LABEL_TIER]: CONTAINER_TIER_LABEL,
+      [LABEL_ACTION]: job.actionId,
+    },
+    // stdin carries the code, then the job's stdin; it is closed after both, like a pipe.
+    ...ATTACHED_STDIO,
+    HostConfig: {
+      ...(runtime === undefined ? {} : { Runtime: runtime }),
+      Binds: [
+        `${job.workspaceDir}:${WORKSPACE_TARGET}:rw`,
+        // The session's proxy socket; nothing else of the host. Read-only: it can be connected to, not replaced.
+        ...(job.egress ? [`${job.egress.socketDir}:${EGRESS_TARGET}:ro`] : []),
+        // The action's call channel, the same way: its socket and nothing else, never a network (runsc reaches a
+        // host socket through `--host-uds=open`, which the daemon registers it with).
+        ...(job.channel ? [`${job.channel.socketDir}:${CALL_DIR_TARGET}:ro`] : []),
+      ],
+      ...sandboxHostConfig({
+        memoryBytes: limits.memoryBytes,
+        nanoCpus: limits.nanoCpus,
+        pids: limits.pids + (runtime === 'runsc' ? GVISOR_SANDBOX_PIDS : 0),
+        openFiles: limits.nofile,
+        fileSizeBytes: limits.fsizeBytes,
+        tmpfsBytes: limits.tmpfsBytes,
+      }),
+      // gVisor applies the seccomp profile itself, and needs its own (see gvisor.ts).
+      ...(runtime === 'runsc' && { SecurityOpt: GVISOR_SECURITY_OPT }),
+      Tmpfs: {
+        ...sandboxTmpfs(limits.tmpfsBytes),
+        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,
+      },
+    },
+  };
+}
+
+/**
+ * Every sandbox container talks to the engine over its attach connection only: stdin open until the engine closes
+ * it (once), stdout and stderr apart, no terminal.
+ */
+export const ATTACHED_STDIO = {
+  AttachStdin: true,
+  AttachStdout: true,
+  AttachStderr: true,
+  OpenStdin: true,
+  StdinOnce: true,
+  Tty: false,
+} as const satisfies Partial<ContainerCreateOptions>;
+
+/** Resource limits every sandbox container gets. */
+export interface SandboxContainerLimits {
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+  openFiles: number;
+  fileSizeBytes: number;
+  tmpfsBytes: number;
+}
+
+/**
+ * SECURITY.md's container settings, shared by the one-off and pooled tiers so they cannot drift apart. Each tier
+ * adds its own mounts and its code tmpfs (`sandboxTmpfs` gives the common /tmp).
+ */
+export function sandboxHostConfig(
+  limits: SandboxContainerLimits,
+): NonNullable<ContainerCreateOptions['HostConfig']> {
+  return {
+    Privileged: false,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    ReadonlyRootfs: true,
+    ShmSize: limits.tmpfsBytes,
+    NetworkMode: 'none',
+    IpcMode: 'private',
+    PidsLimit: limits.pids,
+    Memory: limits.memoryBytes,
+    MemorySwap: limits.memoryBytes,
+    NanoCpus: limits.nanoCpus,
+    // Not `nproc`: it counts every process of the host uid, across all containers.
+    Ulimits: [
+      { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
+      { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
+      { Name: 'core', Soft: 0, Hard: 0 },
+    ],
+    Init: true,
+    // Untrusted output must never land in the daemon's log files; it is read over the attach stream only.
+    LogConfig: { Type: 'none', Config: {} },
+    AutoRemove: false,
+    RestartPolicy: { Name: 'no' },
+  };
+}
+
+/**
+ * The size- and inode-capped, world-writable (sticky) /tmp of every sandbox container. Without `nr_inodes`, a fill
+ * of empty files costs no bytes and stops only at the memory limit; with it, it stops at ENOSPC like a byte fill.
+ */
+export function sandboxTmpfs(tmpfsBytes: number): Record<string, string> {
+  return {
+    '/tmp': `rw,nosuid,nodev,size=${formatSize(tmpfsBytes)},nr_inodes=${tmpfsInodes(tmpfsBytes)},mode=1777`,
+  };
+}
+
+/** One inode per 4 KiB page of the tmpfs, at least 1024. */
+export function tmpfsInodes(tmpfsBytes: number): number {
+  return Math.max(1024, Math.floor(tmpfsBytes / 4096));
+}
+
+/** The code tmpfs holds one code file; the few inodes keep the sandbox user from filling it with empty ones. */
+export const CODE_TMPFS_INODES = 16;
+
+/** What the tier writes to the container's stdin: the code (its byte length is in `Cmd`), then the job's stdin. */
+export function containerStdin(job: Pick<TierJob, 'code' | 'stdin'>): Buffer {
+  const code = Buffer.from(job.code, 'utf8');
+  return job.stdin ? Buffer.concat([code, Buffer.from(job.stdin, 'utf8')]) : code;
+}
+
+function interpreterArgv(language: Language, interpreter: string): string[] {
+  switch (language) {
+    case 'python':
+      // -s: no user site-packages (their .pth files would run before the code).
+      return [interpreter, '-s', '-c', PYTHON_BOOTSTRAP];
+    case 'node':
+      return [interpreter, CODE_TARGET.node];
+    case 'bash':
+      return [interpreter, '--noprofile', '--norc', CODE_TARGET.bash];
+  }
+}
+
+/** tmpfs size option: `64m`, `68k`, or bytes. */
+function formatSize(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)}m`;
+  if (bytes % 1024 === 0) return `${bytes / 1024}k`;
+  return String(bytes);
+}

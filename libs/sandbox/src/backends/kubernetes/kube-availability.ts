@@ -1,0 +1,142 @@
+import type { Clock } from '@switchyard/common';
+import type { TierAvailability } from '../../core/sandbox.types';
+import type { KubeClient } from './kube-client';
+import type { KubeNode } from './kube-types';
+import { KubeApiError } from './kubernetes.errors';
+import type { ResolvedKubernetesOptions } from './kubernetes.options';
+
+/** A positive answer is reused this long (the manager asks before every action); a negative one never. */
+const AVAILABLE_TTL_MS = 2000;
+
+/**
+ * The image reference as the kubelet reports it in `status.images`: registry and tag made explicit
+ * (`switchyard/sandbox:x` → `docker.io/switchyard/sandbox:x`, `python` → `docker.io/library/python:latest`).
+ */
+export function normalizeImageRef(ref: string): string {
+  let name = ref;
+  let suffix = '';
+  const at = name.indexOf('@');
+  if (at >= 0) {
+    suffix = name.slice(at);
+    name = name.slice(0, at);
+  } else {
+    const colon = name.lastIndexOf(':');
+    if (colon > name.lastIndexOf('/')) {
+      suffix = name.slice(colon);
+      name = name.slice(0, colon);
+    } else suffix = ':latest';
+  }
+  const first = name.split('/')[0] ?? '';
+  const hasRegistry =
+    name.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+  if (!hasRegistry) name = name.includes('/') ? `docker.io/${name}` : `docker.io/library/${name}`;
+  return `${name}${suffix}`;
+}
+
+/**
+ * Whether the Kubernetes tiers can run anything: an image configured, the API server answering, the namespace there,
+ * a Ready node to run on (the configured `nodeName`, or one matching `nodeSelector`) and, with `imagePullPolicy:
+ * Never`, the image present on it. Without permission to list nodes, the node checks are skipped (said in `details`).
+ */
+export class KubeAvailability {
+  private cached?: { at: number; result: TierAvailability };
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly options: ResolvedKubernetesOptions,
+    private readonly clock: Clock,
+  ) {}
+
+  async current(): Promise<TierAvailability> {
+    const cached = this.cached;
+    if (cached && this.clock.monotonic() - cached.at < AVAILABLE_TTL_MS) return cached.result;
+    const result = await this.probe();
+    this.cached = result.available ? { at: this.clock.monotonic(), result } : undefined;
+    return result;
+  }
+
+  /** The next call asks the cluster again. */
+  forget(): void {
+    this.cached = undefined;
+  }
+
+  private async probe(): Promise<TierAvailability> {
+    const o = this.options;
+    if (!o.image) {
+      return {
+        available: false,
+        code: 'SANDBOX_IMAGE_MISSING',
+        reason:
+          'no sandbox image configured for the Kubernetes tiers (kubernetes.image or kubernetes.imageTagFile)',
+      };
+    }
+    let version: string;
+    try {
+      version = await this.client.ping();
+    } catch (err) {
+      return {
+        available: false,
+        code: 'KUBERNETES_UNAVAILABLE',
+        reason: `the Kubernetes API server does not answer: ${(err as Error).message}`,
+      };
+    }
+    try {
+      if (!(await this.client.namespaceExists())) {
+        return {
+          available: false,
+          code: 'KUBERNETES_NAMESPACE_MISSING',
+          reason: `namespace ${o.namespace} does not exist: create it or set ${o.settingNames.namespace}`,
+        };
+      }
+    } catch (err) {
+      return { available: false, code: 'KUBERNETES_UNAVAILABLE', reason: (err as Error).message };
+    }
+    const details: Record<string, unknown> = { server: version, namespace: o.namespace, image: o.image };
+    let nodes: KubeNode[];
+    try {
+      nodes = await this.client.nodes();
+    } catch (err) {
+      if (err instanceof KubeApiError && err.code === 'KUBE_FORBIDDEN') {
+        details.nodes =
+          'unknown: no permission to list nodes (node readiness and image presence not checked)';
+        return { available: true, details };
+      }
+      return { available: false, code: 'KUBERNETES_UNAVAILABLE', reason: (err as Error).message };
+    }
+    const candidates = nodes.filter(
+      (n) =>
+        (o.nodeName === undefined || n.name === o.nodeName) &&
+        Object.entries(o.nodeSelector ?? {}).every(([k, v]) => n.labels[k] === v),
+    );
+    const ready = candidates.filter((n) => n.ready && !n.unschedulable);
+    details.readyNodes = ready.map((n) => n.name);
+    if (ready.length === 0) {
+      const where = o.nodeName
+        ? `node ${o.nodeName} (${o.settingNames.nodeName})`
+        : o.nodeSelector
+          ? `a node matching ${o.settingNames.nodeSelector}`
+          : 'a node';
+      return {
+        available: false,
+        code: 'KUBERNETES_NO_READY_NODE',
+        reason: `no Ready ${where} to run sandbox pods on (${nodes.length} node(s) in the cluster)`,
+        details,
+      };
+    }
+    if (o.imagePullPolicy === 'Never') {
+      const wanted = normalizeImageRef(o.image);
+      const withImage = ready.filter((n) =>
+        n.images.some((i) => i === wanted || normalizeImageRef(i) === wanted),
+      );
+      if (withImage.length === 0) {
+        return {
+          available: false,
+          code: 'SANDBOX_IMAGE_MISSING',
+          reason: `image ${o.image} is on no Ready node and kubernetes.imagePullPolicy is Never (import it into the nodes' runtime)`,
+          details,
+        };
+      }
+    }
+    return { available: true, details };
+  }
+}

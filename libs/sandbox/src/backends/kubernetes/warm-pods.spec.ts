@@ -1,0 +1,180 @@
+import { Logger } from '@nestjs/common';
+import { FakeClock } from '../../../test/fake-clock';
+import { FakeKubeClient } from './fake-kube-client.testing';
+import type { PodInfo } from './kube-types';
+import { resolveKubernetesOptions, type ResolvedKubernetesOptions } from './kubernetes.options';
+import { PodLauncher } from './pod-launcher';
+import { sessionPodManifest } from './pod-spec';
+import { WarmPods } from './warm-pods';
+
+const logger = new Logger('warm-pods.spec');
+logger.warn = () => undefined;
+logger.debug = () => undefined;
+
+const SPEC = 'spec1';
+
+function engine(client: FakeKubeClient, engineId: string): WarmPods {
+  const options: ResolvedKubernetesOptions = resolveKubernetesOptions({
+    image: 'switchyard/sandbox:t1',
+    engineId,
+    min: 0,
+    max: 4,
+  });
+  const clock = new FakeClock();
+  const launcher = new PodLauncher(client, options, clock, logger, async () => undefined);
+  return new WarmPods(
+    client,
+    launcher,
+    options,
+    'switchyard/sandbox:t1',
+    options.limits.pooled,
+    SPEC,
+    clock,
+    logger,
+  );
+}
+
+async function warmPod(client: FakeKubeClient, name: string, owner: string, spec = SPEC): Promise<PodInfo> {
+  const options = resolveKubernetesOptions({ image: 'switchyard/sandbox:t1', engineId: owner });
+  return client.createPod(
+    sessionPodManifest({
+      name,
+      image: 'switchyard/sandbox:t1',
+      engineId: owner,
+      limits: options.limits.pooled,
+      options,
+      state: 'warm',
+      specHash: spec,
+    }),
+  );
+}
+
+/** A gate that opens once `n` claims wait at it: both racers then compare the same resource version. */
+function raceGate(client: FakeKubeClient, n: number): void {
+  let arrived = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  client.claimGate = new Promise<void>((resolve) => {
+    void gate.then(resolve);
+  });
+  const original = client.claim.bind(client);
+  client.claim = async (...args) => {
+    if (++arrived === n) open();
+    return original(...args);
+  };
+}
+
+describe('WarmPods claims (optimistic concurrency on the pod labels)', () => {
+  it('two engines racing for one warm pod: exactly one wins, the other finds none', async () => {
+    const client = new FakeKubeClient();
+    await warmPod(client, 'sy-s-warm', 'host-a:1:1:aa');
+    const a = engine(client, 'host-a:1:1:aa');
+    const b = engine(client, 'host-b:2:2:bb');
+    raceGate(client, 2);
+    const [ra, rb] = await Promise.all([a.claim('ses-a', 0), b.claim('ses-b', 0)]);
+
+    const winners = [ra, rb].filter((r) => r !== undefined);
+    expect(winners).toHaveLength(1);
+    const claims = client.callsOf('claim');
+    // Both tried the same pod at the same version; the API took exactly one.
+    expect(claims).toHaveLength(2);
+    expect(new Set(claims.map((c) => (c.detail as { resourceVersion: string }).resourceVersion)).size).toBe(
+      1,
+    );
+    expect(claims.map((c) => (c.detail as { won: boolean }).won).sort()).toEqual([false, true]);
+    // The pod is labelled with the winner's session and engine, and nobody else's.
+    const pod = client.pods.get('sy-s-warm')!;
+    const winnerSession = ra ? 'ses-a' : 'ses-b';
+    expect(pod.labels['switchyard.dev/state']).toBe('claimed');
+    expect(pod.annotations['switchyard.dev/session-id']).toBe(winnerSession);
+    expect(pod.annotations['switchyard.dev/engine-id']).toBe(ra ? 'host-a:1:1:aa' : 'host-b:2:2:bb');
+    // The loser re-read the pod and saw it claimed: a lost race, not an error.
+    expect(a.stats().lostRaces + b.stats().lostRaces).toBe(1);
+    expect(a.stats().warmClaims + b.stats().warmClaims).toBe(1);
+  });
+
+  it('many claimers, fewer pods: every pod goes to exactly one session', async () => {
+    const client = new FakeKubeClient();
+    for (let i = 0; i < 3; i++) await warmPod(client, `sy-s-${i}`, 'host-a:1:1:aa');
+    const engines = Array.from({ length: 6 }, (_, i) => engine(client, `host-${i}:${i + 1}:1:x`));
+    const results = await Promise.all(engines.map((e, i) => e.claim(`ses-${i}`, 0)));
+
+    const won = results.filter((r) => r !== undefined).map((r) => r.info.name);
+    expect(won.sort()).toEqual(['sy-s-0', 'sy-s-1', 'sy-s-2']);
+    const sessions = [...client.pods.values()].map((p) => p.annotations['switchyard.dev/session-id']);
+    expect(new Set(sessions).size).toBe(3);
+  });
+
+  it('a version moved by the kubelet (a status update) is re-read and claimed, not given up', async () => {
+    const client = new FakeKubeClient();
+    const pod = await warmPod(client, 'sy-s-warm', 'host-b:2:2:bb');
+    const a = engine(client, 'host-a:1:1:aa');
+    const original = client.listPods.bind(client);
+    client.listPods = async (selector) => {
+      const pods = await original(selector);
+      client.kubeletUpdate('sy-s-warm'); // between the list and the claim
+      return pods;
+    };
+    const claimed = await a.claim('ses-a', 0);
+
+    expect(claimed?.info.name).toBe('sy-s-warm');
+    expect(claimed?.fromOtherEngine).toBe(true);
+    const claims = client.callsOf('claim').map((c) => c.detail as { resourceVersion: string; won: boolean });
+    expect(claims).toHaveLength(2);
+    expect(claims[0]).toMatchObject({ resourceVersion: pod.resourceVersion, won: false });
+    expect(claims[1].won).toBe(true);
+    expect(a.stats().lostRaces).toBe(0);
+  });
+
+  it('never claims a pod of another spec, one being deleted, or one already claimed', async () => {
+    const client = new FakeKubeClient();
+    await warmPod(client, 'sy-s-other-spec', 'host-b:2:2:bb', 'spec2');
+    await warmPod(client, 'sy-s-deleting', 'host-b:2:2:bb');
+    client.pods.get('sy-s-deleting')!.deleting = true;
+    await warmPod(client, 'sy-s-claimed', 'host-b:2:2:bb');
+    client.pods.get('sy-s-claimed')!.labels['switchyard.dev/state'] = 'claimed';
+    await warmPod(client, 'sy-s-crashing', 'host-b:2:2:bb');
+    client.pods.get('sy-s-crashing')!.containers[0].state = 'waiting';
+
+    expect(await engine(client, 'host-a:1:1:aa').claim('ses-a', 0)).toBeUndefined();
+    expect(client.callsOf('claim')).toHaveLength(0);
+  });
+
+  it('marks what it starts warm only after the runner answered, and a claim takes its own pods first', async () => {
+    const client = new FakeKubeClient();
+    await warmPod(client, 'sy-s-other', 'host-b:2:2:bb');
+    const a = engine(client, 'host-a:1:1:aa');
+    // A warm pod of its own, known from a reconcile (the fake has no streams: nothing can be started here).
+    await warmPod(client, 'sy-s-own', 'host-a:1:1:aa');
+    await a.reconcile();
+    expect(a.stats().warm).toBe(1);
+
+    const claimed = await a.claim('ses-a', 0);
+    expect(claimed?.info.name).toBe('sy-s-own');
+    expect(claimed?.fromOtherEngine).toBe(false);
+    expect(client.callsOf('listPods').filter((c) => String(c.detail).includes('state=warm'))).toHaveLength(1);
+  });
+
+  it('deletes its warm pods at shutdown only at the version seen: a pod claimed meanwhile survives', async () => {
+    const client = new FakeKubeClient();
+    await warmPod(client, 'sy-s-1', 'host-a:1:1:aa');
+    await warmPod(client, 'sy-s-2', 'host-a:1:1:aa');
+    const a = engine(client, 'host-a:1:1:aa');
+    const original = client.listPods.bind(client);
+    client.listPods = async (selector) => {
+      const pods = await original(selector);
+      // Another engine claims sy-s-2 after the list, before the delete (it keeps our engine label until then).
+      await client.claim('sy-s-2', client.pods.get('sy-s-2')!.resourceVersion, {
+        'switchyard.dev/state': 'claimed',
+      });
+      return pods;
+    };
+    await a.deleteWarm();
+
+    expect(client.pods.has('sy-s-1')).toBe(false);
+    expect(client.pods.has('sy-s-2')).toBe(true);
+    expect(
+      client.callsOf('deletePod').every((c) => (c.detail as { precondition?: unknown }).precondition),
+    ).toBe(true);
+  });
+});

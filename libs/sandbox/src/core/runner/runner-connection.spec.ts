@@ -1,0 +1,315 @@
+import { PassThrough } from 'node:stream';
+import { RUNNER_EXIT_OK } from '../../../test/runner-exit';
+import {
+  RUNNER_PROTOCOL,
+  RunnerConnection,
+  RunnerGoneError,
+  RunnerProtocolError,
+  RunnerRefusedError,
+  RunnerTimeoutError,
+} from './runner-connection';
+
+/** Both ends of a runner connection: what the engine wrote, and a way to answer as the runner. */
+function wire() {
+  const toRunner = new PassThrough();
+  const fromRunner = new PassThrough();
+  let close!: () => void;
+  const closed = new Promise<void>((resolve) => (close = resolve));
+  const sent: Array<Record<string, unknown>> = [];
+  let buffered = '';
+  toRunner.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop()!;
+    for (const line of lines) sent.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  const connection = new RunnerConnection({
+    stdin: toRunner,
+    stdout: fromRunner,
+    closed,
+    close: () => close(),
+  });
+  const reply = (message: Record<string, unknown>) => fromRunner.write(`${JSON.stringify(message)}\n`);
+  const settle = () => new Promise((r) => setImmediate(r));
+  return { connection, sent, reply, fromRunner, close, settle };
+}
+
+const EXIT = RUNNER_EXIT_OK;
+
+const RUN = {
+  language: 'python' as const,
+  code: 'print(1)',
+  env: { PATH: '/usr/bin' },
+  timeoutMs: 1000,
+  cpuSeconds: 2,
+  capBytes: 100,
+  capLines: 10,
+  workspace: ['2049', '18446744073709551557'] as [string, string],
+};
+
+describe('RunnerConnection', () => {
+  it('resolves hello, and refuses another protocol version', async () => {
+    const ok = wire();
+    ok.reply({ ev: 'hello', protocol: RUNNER_PROTOCOL, pid: 7, python: '3.11.2', oomCounter: true });
+    await expect(ok.connection.hello).resolves.toMatchObject({ pid: 7, oomCounter: true });
+
+    const old = wire();
+    old.reply({ ev: 'hello', protocol: 99, pid: 7 });
+    await expect(old.connection.hello).rejects.toBeInstanceOf(RunnerProtocolError);
+    expect(old.connection.isClosed).toBe(true);
+  });
+
+  it('pings, and times out or fails when the runner does not answer well', async () => {
+    const w = wire();
+    const pong = w.connection.ping(1000);
+    await w.settle();
+    expect(w.sent).toEqual([{ op: 'ping', id: 1 }]);
+    w.reply({ ev: 'pong', id: 1, ok: true, busy: false, ms: 1.5 });
+    await expect(pong).resolves.toMatchObject({ ok: true, ms: 1.5 });
+
+    await expect(w.connection.ping(20)).rejects.toBeInstanceOf(RunnerTimeoutError);
+    w.reply({ ev: 'pong', id: 2, ok: true }); // late answer: ignored
+    const bad = w.connection.ping(1000);
+    w.reply({ ev: 'pong', id: 3, ok: false, error: 'fork: EAGAIN' });
+    await expect(bad).rejects.toThrow('fork: EAGAIN');
+  });
+
+  it('streams output of a run and resolves its exit, with lines split across chunks', async () => {
+    const w = wire();
+    const chunks: Array<[number, string]> = [];
+    const { id, exit } = w.connection.run(RUN, (fd, data) => chunks.push([fd, data.toString('utf8')]));
+    await w.settle();
+    expect(w.sent[0]).toMatchObject({
+      op: 'run',
+      id,
+      language: 'python',
+      code: 'print(1)',
+      capBytes: 100,
+      // Exact, also past 2^53: device and inode travel as decimal strings.
+      workspace: ['2049', '18446744073709551557'],
+    });
+    const out = JSON.stringify({ ev: 'out', id, fd: 1, data: Buffer.from('1\n').toString('base64') });
+    w.fromRunner.write(out.slice(0, 10));
+    w.fromRunner.write(`${out.slice(10)}\n${JSON.stringify({ ev: 'out', id, fd: 2, data: 'ZXJy' })}\n`);
+    w.reply({ ...EXIT, ev: 'exit', id });
+    await expect(exit).resolves.toMatchObject({ exitCode: 0, durationMs: 12 });
+    expect(chunks).toEqual([
+      [1, '1\n'],
+      [2, 'err'],
+    ]);
+  });
+
+  it('sends kill requests and reports a refused request', async () => {
+    const w = wire();
+    const { id, exit } = w.connection.run(RUN, () => undefined);
+    w.connection.kill(id);
+    await w.settle();
+    expect(w.sent.map((m) => m.op)).toEqual(['run', 'kill']);
+    w.reply({ ev: 'error', id, code: 'busy', message: 'busy: one run at a time' });
+    await expect(exit).rejects.toThrow('busy');
+
+    const refused = w.connection.run(RUN, () => undefined);
+    w.reply({ ev: 'error', id: refused.id, code: 'workspace', message: 'not it', workspace: [2049, 5] });
+    const err = (await refused.exit.catch((e: unknown) => e)) as RunnerRefusedError;
+    expect(err).toBeInstanceOf(RunnerRefusedError);
+    expect(err).toMatchObject({ code: 'workspace', workspace: ['2049', '5'] });
+  });
+
+  it('rejects everything pending, and everything later, once the connection closes', async () => {
+    const w = wire();
+    const { exit } = w.connection.run(RUN, () => undefined);
+    w.close();
+    await expect(exit).rejects.toBeInstanceOf(RunnerGoneError);
+    await expect(w.connection.hello).rejects.toBeInstanceOf(RunnerGoneError);
+    await expect(w.connection.ping(1000)).rejects.toBeInstanceOf(RunnerGoneError);
+    expect(w.connection.isClosed).toBe(true);
+  });
+
+  it('closes on garbage or an endless line', async () => {
+    const garbage = wire();
+    const pending = garbage.connection.ping(1000);
+    garbage.fromRunner.write('not json\n');
+    await expect(pending).rejects.toBeInstanceOf(RunnerProtocolError);
+
+    const endless = wire();
+    const waiting = endless.connection.ping(1000);
+    endless.fromRunner.write(Buffer.alloc(2 * 1024 * 1024, 0x61));
+    await expect(waiting).rejects.toThrow('over');
+  });
+});
+
+const WORKSPACE: [string, string] = ['2049', '7'];
+
+const CELL_DONE = {
+  kernel: 'krn_1',
+  count: 3,
+  ok: true,
+  result: '42',
+  error: null,
+  exitCode: 0,
+  interrupted: false,
+  timedOut: false,
+  ended: null,
+  capped: { stdout: false, stderr: false },
+  stateLost: false,
+  oomKilled: null,
+  kernelExit: null,
+  durationMs: 4.5,
+};
+
+describe('RunnerConnection, kernels and processes (protocol 3)', () => {
+  it('starts a kernel and resolves with its pid once it is ready', async () => {
+    const w = wire();
+    const started = w.connection.kernelStart({
+      kernel: 'krn_1',
+      language: 'node',
+      interpreter: '/run/interpreters/node/node',
+      env: { PATH: '/usr/bin' },
+      workspace: WORKSPACE,
+    });
+    await w.settle();
+    expect(w.sent[0]).toEqual({
+      op: 'kernel_start',
+      id: 1,
+      kernel: 'krn_1',
+      language: 'node',
+      interpreter: '/run/interpreters/node/node',
+      env: { PATH: '/usr/bin' },
+      workspace: WORKSPACE,
+    });
+    w.reply({ ev: 'kernel_ready', id: 1, kernel: 'krn_1', pid: 12 });
+    await expect(started).resolves.toEqual({ pid: 12 });
+
+    const failed = w.connection.kernelStart({
+      kernel: 'krn_2',
+      language: 'python',
+      env: {},
+      workspace: WORKSPACE,
+    });
+    w.reply({ ev: 'error', id: 2, code: 'kernel_start', message: 'the python kernel ended: Traceback…' });
+    await expect(failed).rejects.toMatchObject({
+      code: 'kernel_start',
+      message: expect.stringContaining('Traceback'),
+    });
+  });
+
+  it('streams a cell’s output with its id and resolves its outcome', async () => {
+    const w = wire();
+    const chunks: Array<[number, string, number]> = [];
+    const { id, done } = w.connection.cell(
+      {
+        kernel: 'krn_1',
+        code: 'print(1)\n41 + 1',
+        env: { A: 'b' },
+        timeoutMs: 1000,
+        graceMs: 200,
+        capBytes: 100,
+        capLines: 10,
+      },
+      (fd, data, from) => chunks.push([fd, data.toString('utf8'), from]),
+    );
+    await w.settle();
+    expect(w.sent[0]).toMatchObject({ op: 'cell', id, kernel: 'krn_1', env: { A: 'b' }, graceMs: 200 });
+    w.reply({ ev: 'out', id, fd: 1, data: Buffer.from('1\n').toString('base64') });
+    w.reply({ ...CELL_DONE, ev: 'cell_done', id });
+    await expect(done).resolves.toMatchObject({ count: 3, ok: true, result: '42', oomKilled: null });
+    expect(chunks).toEqual([[1, '1\n', id]]);
+  });
+
+  it('reports a refused cell with the runner’s code', async () => {
+    const w = wire();
+    const busy = w.connection.cell(
+      { kernel: 'krn_1', code: '1', env: {}, timeoutMs: 1, graceMs: 1, capBytes: 1, capLines: 1 },
+      () => undefined,
+    );
+    w.reply({ ev: 'error', id: busy.id, code: 'busy', message: 'kernel krn_1 is running a cell' });
+    await expect(busy.done).rejects.toBeInstanceOf(RunnerRefusedError);
+    await expect(busy.done).rejects.toMatchObject({ code: 'busy' });
+  });
+
+  it('interrupts and stops kernels, and starts, feeds and signals processes', async () => {
+    const w = wire();
+    const interrupted = w.connection.kernelInterrupt('krn_1');
+    const stopped = w.connection.kernelStop('krn_2');
+    const proc = w.connection.procStart({
+      proc: 'prc_1',
+      command: 'npm run dev',
+      cwd: 'app',
+      env: { PATH: '/usr/bin' },
+      workspace: WORKSPACE,
+    });
+    const written = w.connection.procWrite('prc_1', 'y\n', true);
+    const signalled = w.connection.procSignal('prc_1', 'TERM');
+    await w.settle();
+    expect(w.sent).toEqual([
+      { op: 'kernel_interrupt', id: 1, kernel: 'krn_1' },
+      { op: 'kernel_stop', id: 2, kernel: 'krn_2' },
+      {
+        op: 'proc_start',
+        id: 3,
+        proc: 'prc_1',
+        command: 'npm run dev',
+        cwd: 'app',
+        env: { PATH: '/usr/bin' },
+        workspace: WORKSPACE,
+      },
+      { op: 'proc_write', id: 4, proc: 'prc_1', data: 'y\n', eof: true },
+      { op: 'proc_signal', id: 5, proc: 'prc_1', signal: 'TERM' },
+    ]);
+    w.reply({ ev: 'ack', id: 1, found: true, running: true });
+    w.reply({ ev: 'ack', id: 2, found: false });
+    w.reply({ ev: 'proc_started', id: 3, proc: 'prc_1', pid: 30 });
+    w.reply({ ev: 'error', id: 4, code: 'closed', message: 'the stdin of process prc_1 is closed' });
+    w.reply({ ev: 'ack', id: 5, found: true });
+    await expect(interrupted).resolves.toEqual({ found: true, running: true });
+    await expect(stopped).resolves.toEqual({ found: false });
+    await expect(proc).resolves.toEqual({ pid: 30 });
+    await expect(written).rejects.toMatchObject({ code: 'closed' });
+    await expect(signalled).resolves.toEqual({ found: true });
+  });
+
+  it('hands unsolicited events to every listener, decoded, until it unsubscribes', async () => {
+    const w = wire();
+    const seen: unknown[] = [];
+    const other: string[] = [];
+    w.connection.onEvent(() => {
+      throw new Error('a broken listener');
+    });
+    const unsubscribe = w.connection.onEvent((event) => seen.push(event));
+    w.connection.onEvent((event) => other.push(event.ev));
+    w.reply({ ev: 'pout', proc: 'prc_1', fd: 2, data: Buffer.from('listening\n').toString('base64') });
+    w.reply({ ev: 'pexit', proc: 'prc_1', exitCode: null, signal: 'SIGTERM' });
+    w.reply({ ev: 'kernel_exit', kernel: 'krn_1', exitCode: 3, signal: null, oomKilled: null });
+    await w.settle();
+    expect(seen).toEqual([
+      { ev: 'pout', proc: 'prc_1', fd: 2, data: Buffer.from('listening\n') },
+      { ev: 'pexit', proc: 'prc_1', exitCode: null, signal: 'SIGTERM' },
+      { ev: 'kernel_exit', kernel: 'krn_1', exitCode: 3, signal: null, oomKilled: null },
+    ]);
+    unsubscribe();
+    w.reply({ ev: 'pexit', proc: 'prc_2', exitCode: 0, signal: null });
+    await w.settle();
+    expect(seen).toHaveLength(3);
+    expect(other).toEqual(['pout', 'pexit', 'kernel_exit', 'pexit']);
+    expect(w.connection.isClosed).toBe(false);
+  });
+
+  it('rejects kernel and process requests once the connection is gone', async () => {
+    const w = wire();
+    const cell = w.connection.cell(
+      {
+        kernel: 'krn_1',
+        code: 'while True: pass',
+        env: {},
+        timeoutMs: 1,
+        graceMs: 1,
+        capBytes: 1,
+        capLines: 1,
+      },
+      () => undefined,
+    );
+    w.close();
+    await expect(cell.done).rejects.toBeInstanceOf(RunnerGoneError);
+    await expect(w.connection.procSignal('prc_1', 'KILL')).rejects.toBeInstanceOf(RunnerGoneError);
+  });
+});

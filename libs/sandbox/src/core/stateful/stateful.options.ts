@@ -1,0 +1,57 @@
+import * as path from 'node:path';
+import { SandboxConfigError } from '../sandbox.errors';
+import { checkIntegers } from '../integer-options';
+
+/** Kernels and background processes (`SandboxModuleOptions.stateful`). */
+export interface StatefulOptions {
+  /**
+   * Host directory of the runner (`docker/sandbox/runner`), bound read-only into a session's subprocess-tier
+   * stateful sandbox; the container image has its own copy. Default: none, and the subprocess tier holds no state.
+   */
+  runnerDir?: string;
+  /** A kernel without cells this long is stopped. Default 30 min. */
+  kernelIdleMs?: number;
+  /** After an interrupt (timeout, cancel), how long a cell may take to stop before its kernel is killed. Default 2 s. */
+  interruptGraceMs?: number;
+  /** Running background processes per session. Default 8. */
+  maxProcessesPerSession?: number;
+  /** Output kept per background process. Default 1 MiB. */
+  processLogBytes?: number;
+  /** How refusals name the settings (the engine's env names). */
+  settingNames?: { maxProcessesPerSession?: string };
+}
+
+export interface ResolvedStatefulOptions {
+  runnerDir?: string;
+  kernelIdleMs: number;
+  interruptGraceMs: number;
+  maxProcessesPerSession: number;
+  processLogBytes: number;
+  settingNames: { maxProcessesPerSession: string };
+}
+
+export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefulOptions {
+  const resolved: ResolvedStatefulOptions = {
+    runnerDir: o.runnerDir,
+    kernelIdleMs: o.kernelIdleMs ?? 30 * 60_000,
+    interruptGraceMs: o.interruptGraceMs ?? 2000,
+    maxProcessesPerSession: o.maxProcessesPerSession ?? 8,
+    processLogBytes: o.processLogBytes ?? 1024 * 1024,
+    settingNames: {
+      maxProcessesPerSession: o.settingNames?.maxProcessesPerSession ?? 'stateful.maxProcessesPerSession',
+    },
+  };
+  checkIntegers(
+    [
+      ['kernelIdleMs', resolved.kernelIdleMs, 1000],
+      ['interruptGraceMs', resolved.interruptGraceMs, 0, 60_000],
+      ['maxProcessesPerSession', resolved.maxProcessesPerSession, 0, 1024],
+      ['processLogBytes', resolved.processLogBytes, 1024],
+    ],
+    'stateful.',
+  );
+  if (resolved.runnerDir !== undefined && !path.isAbsolute(resolved.runnerDir)) {
+    throw new SandboxConfigError('stateful.runnerDir', 'must be an absolute path');
+  }
+  return resolved;
+}

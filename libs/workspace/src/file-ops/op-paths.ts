@@ -1,0 +1,41 @@
+import * as path from 'node:path';
+import { type RealPath, realPathInside } from '../path-guard';
+import { FileOpError } from '../workspace.errors';
+import type { WorkspaceOptions } from '../workspace.options';
+
+/** How a file op may name its path: the workspace root itself, an empty path, a final link followed. */
+export interface PathRules {
+  allowEmpty?: boolean;
+  rejectRoot?: boolean;
+  followFinal?: boolean;
+}
+
+/** Turns the paths a file op names into vetted real paths inside its workspace, under the configured length. */
+export class OpPaths {
+  constructor(private readonly options: WorkspaceOptions) {}
+
+  resolve(ws: string, p: unknown, field: string, rules: PathRules = {}): Promise<RealPath> {
+    return realPathInside(ws, p, field, { maxPathLength: this.options.limits.maxPathLength, ...rules });
+  }
+
+  /** An existing directory to walk (the workspace root when `p` is left out). */
+  async directory(ws: string, p: unknown): Promise<RealPath> {
+    const rp = await this.resolve(ws, p ?? '', 'path', { allowEmpty: true });
+    if (!rp.stat) throw new FileOpError('ENOENT', `${rp.rel || '.'} does not exist`, { path: rp.rel });
+    if (!rp.stat.isDirectory()) {
+      throw new FileOpError('ENOTDIR', `${rp.rel} is not a directory; use stat or read`, { path: rp.rel });
+    }
+    return rp;
+  }
+}
+
+/** Parent of a root-relative path, `''` for the root itself. */
+export function parentOf(rel: string): string {
+  const dir = path.posix.dirname(rel);
+  return dir === '.' ? '' : dir;
+}
+
+/** `rel` (found by a walk from `base`) relative to the workspace root. */
+export function joinRel(base: string, rel: string): string {
+  return base ? `${base}/${rel}` : rel;
+}
