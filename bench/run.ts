@@ -33,8 +33,11 @@
  *    alternating replicas), what Postgres adds to a request's latency against one engine on SQLite, and Postgres and
  *    Neo4j writes per action (`bench/replicas.ts`).
  *
+ * 13. image root: print(1) in the subprocess tier on the sandbox image's exported root vs on the host's /usr, in the
+ *    same run, median and p90 (`bench/image-root.ts`). Target: <= 1.10x.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas).
+ * checkpoints, console, kubernetes, replicas, rootfs).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -51,6 +54,7 @@ import { benchCheckpoints } from './checkpoints';
 import { benchConsole } from './console';
 import { benchContainers } from './containers';
 import { benchGraph } from './graph';
+import { benchImageRoot } from './image-root';
 import { benchKernels } from './kernels';
 import { benchKubernetes } from './kubernetes';
 import { benchReplicas } from './replicas';
@@ -133,6 +137,7 @@ async function main(): Promise<void> {
   if (wanted('console')) await benchConsole({ runs: RUNS });
   if (wanted('kubernetes')) await benchKubernetes({ runs: RUNS });
   if (wanted('replicas')) await benchReplicas({ runs: RUNS });
+  if (wanted('rootfs')) await benchImageRoot({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -39,7 +39,8 @@ function createProgram() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Constants: literals, arrays, arithmetic and the names of constants, followed through imports.
+// Constants: literals, arrays, objects and their fields, arithmetic and the names of constants, followed through
+// imports.
 
 const NOT_CONSTANT = Symbol('not constant');
 
@@ -97,6 +98,13 @@ function evaluate(checker, node) {
       default:
         return NOT_CONSTANT;
     }
+  }
+  if (ts.isPropertyAccessExpression(node)) {
+    // A field of a constant object (`POOL_BOUNDS.min.max`), as libraries export the bounds they own.
+    const object = evaluate(checker, node.expression);
+    return object !== null && typeof object === 'object' && Object.hasOwn(object, node.name.text)
+      ? object[node.name.text]
+      : NOT_CONSTANT;
   }
   if (ts.isIdentifier(node)) {
     const declaration = declarationOf(checker, node);

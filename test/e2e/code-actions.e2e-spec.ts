@@ -68,7 +68,7 @@ describe('code actions (subprocess tier, real bubblewrap)', () => {
     it('routes medium risk to the session pooled container', async () => {
       const r = await code({ language: 'python', code: 'import os\nprint(os.environ.get("HOME"))' });
       expect(r.risk.level).toBe('medium');
-      expect(r).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: '/tmp\n' });
+      expect(r).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: '/workspace/.home\n' });
     });
 
     it('routes high risk to a one-off container, where the network is absent', async () => {

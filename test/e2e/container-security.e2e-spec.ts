@@ -870,7 +870,7 @@ describe.each(BACKENDS)(
           expect(r.error.message).toMatch(/output over \d+ bytes/);
           await noOneOffSandboxOf(sid, r.id);
           const after = await code(sid, 'pooled', 'bash', 'ls -A; echo same');
-          expect(after).toMatchObject({ status: 'succeeded', stdout: 'same\n' });
+          expect(after).toMatchObject({ status: 'succeeded', stdout: '.home\nsame\n' });
           expect(await containerOfAction(sid, after.id)).toBe(pod);
           // The one-off pod's volumes (the 256 MiB it wrote) go when the kubelet tears it down.
           expect(podsSeen).toHaveLength(1);
@@ -1011,7 +1011,7 @@ describe.each(BACKENDS)(
             expect(next.error.message).toMatch(lostMessage);
           }
           const fresh = await code(sid, 'pooled', 'bash', 'ls -A; echo fresh');
-          expect(fresh).toMatchObject({ status: 'succeeded', stdout: 'fresh\n' });
+          expect(fresh).toMatchObject({ status: 'succeeded', stdout: '.home\nfresh\n' });
           expect(await containerOfAction(sid, fresh.id)).not.toBe(pod);
           expect(await eventually(async () => !(await backend.exists(pod)), POD_GONE_WITHIN)).toBe(true);
           // The evicted pod's volumes go with it.

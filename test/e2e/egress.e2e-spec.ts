@@ -391,6 +391,38 @@ describe('egress by session policy', () => {
     expect(after).toBe(200);
   });
 
+  it('installs with a plain `pip install` (no flags) into the session, for a later action of the same tier', async () => {
+    const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
+    // The index is the caller's environment, as a pip.conf would be: the command itself has no flag at all.
+    const index = { PIP_INDEX_URL: 'http://pypi.test/simple', PIP_TRUSTED_HOST: 'pypi.test' };
+    const pip = await run(sid, `pip install ${EgressSite.PACKAGE} 2>&1`, { env: index });
+    expect(pip).toMatchObject({ status: 'succeeded' });
+    expect(pip.stdout).toContain('Successfully installed hello-switchyard-0.1');
+    expect(pip.stdout).not.toContain('externally-managed-environment');
+    // The user site under the session's HOME, not the (read-only) system.
+    const use = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'pooled',
+      code: `import os, ${EgressSite.MODULE}\nprint(${EgressSite.MODULE}.greet())\nprint(${EgressSite.MODULE}.__file__.startswith(os.environ['HOME']))`,
+    });
+    expect(use).toMatchObject({ status: 'succeeded', stdout: 'hello from a wheel\nTrue\n' });
+    // `--user` asks for the same place, and works too.
+    const user = await run(sid, `pip install --user --force-reinstall ${EgressSite.PACKAGE} 2>&1 | tail -1`, {
+      env: index,
+    });
+    expect(user).toMatchObject({ status: 'succeeded' });
+    expect(user.stdout).toContain('Successfully installed hello-switchyard-0.1');
+  });
+
+  it("answers `pip install` in a session without network with the no-network hint, not PEP 668's refusal", async () => {
+    const sid = await engine.createSession();
+    const pip = await run(sid, 'pip install requests');
+    expect(pip.status).toBe('failed');
+    expect(`${pip.stdout}${pip.stderr}`).not.toContain('externally-managed-environment');
+    expect(pip.hints?.[0]).toContain('this session has no network');
+  });
+
   it('keeps policies per session, and tells a session without network how to ask for it', async () => {
     const withNet = await engine.createSession({ network: { allow: ['pypi.test'] } });
     const without = await engine.createSession();

@@ -25,6 +25,11 @@ describe('session kernels (state: "session")', () => {
     let sid: string;
     const run = (language: string, code: string, extra: Record<string, unknown> = {}) =>
       cell(sid, language, code, { tier, ...extra });
+    /** Cells in a session of the test's own, so it neither sees nor leaves kernels of the others. */
+    const own =
+      (session: string) =>
+      (language: string, code: string, extra: Record<string, unknown> = {}) =>
+        cell(session, language, code, { tier, ...extra });
 
     beforeAll(async () => {
       sid = await engine.createSession();
@@ -53,6 +58,64 @@ describe('session kernels (state: "session")', () => {
       expect(error).toMatchObject({ status: 'failed', exitCode: 1 });
       expect(error.stderr).toContain("NameError: name 'undefined_name' is not defined");
       expect((await run('python', 'x')).output.result).toBe('41');
+    });
+
+    it('bash `exit 1` ends the call, not the shell: variables and cwd stay, and the exit code is 1', async () => {
+      const run = own(await engine.createSession());
+      await run('bash', 'mkdir -p exit-probe && cd exit-probe && KEPT=yes');
+      const exited = await run('bash', 'echo before; exit 1; echo after');
+      expect(exited).toMatchObject({ status: 'failed', exitCode: 1, stdout: 'before\n' });
+      expect(exited.output.kernel).toMatchObject({ started: false });
+      expect(exited.output.kernel.stateLost).toBeUndefined();
+      const next = await run('bash', 'echo "$KEPT $(basename "$PWD")"');
+      expect(next).toMatchObject({ status: 'succeeded', stdout: 'yes exit-probe\n' });
+      expect(next.output.kernel).toMatchObject({ id: exited.output.kernel.id, started: false });
+    });
+
+    it('a bash call that ends the shell says its state is lost, and the next call says it began a fresh one', async () => {
+      const run = own(await engine.createSession());
+      const before = await run('bash', 'GONE=soon');
+      const ended = await run('bash', 'exec true');
+      expect(ended.output.kernel).toMatchObject({ id: before.output.kernel.id, stateLost: true });
+      const next = await run('bash', 'echo "[${GONE-}]"');
+      expect(next).toMatchObject({ status: 'succeeded', stdout: '[]\n' });
+      expect(next.output.kernel).toMatchObject({
+        started: true,
+        reset: { reason: 'died', message: 'its process ended' },
+      });
+      expect(next.output.kernel.id).not.toBe(before.output.kernel.id);
+      // Told once: the cell after that runs in the new kernel with nothing to report.
+      const again = await run('bash', 'true');
+      expect(again.output.kernel).toMatchObject({ id: next.output.kernel.id, started: false });
+      expect(again.output.kernel.reset).toBeUndefined();
+    });
+
+    it('node waits for a cell’s un-awaited promises, and output printed later opens the next cell', async () => {
+      const run = own(await engine.createSession());
+      const timed = await run(
+        'node',
+        "new Promise((r) => setTimeout(r, 150)).then(() => console.log('settled')); 'sent'",
+      );
+      expect(timed).toMatchObject({ status: 'succeeded', stdout: 'settled\n' });
+      expect(timed.output.result).toBe("'sent'");
+      await run('node', "setTimeout(() => console.log('late'), 100); 1");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await run('node', "console.log('now')")).toMatchObject({ stdout: 'late\nnow\n' });
+      // A fetch is network code: the policy routes it to the pooled tier or stronger.
+      if (tier !== 'pooled') return;
+      const server = await run(
+        'node',
+        "const http = require('node:http');\n" +
+          "const server = http.createServer((q, s) => setTimeout(() => s.end('hi'), 200));\n" +
+          "await new Promise((r) => server.listen(0, '127.0.0.1', r));\n" +
+          'const url = `http://127.0.0.1:${server.address().port}/`;',
+      );
+      expect(server).toMatchObject({ status: 'succeeded' });
+      const fetched = await run('node', 'fetch(url).then((r) => console.log(r.status)); "sent"');
+      expect(fetched).toMatchObject({ status: 'succeeded', stdout: '200\n' });
+      expect(fetched.output.result).toBe("'sent'");
+      const awaited = await run('node', 'const r = await fetch(url); await r.text()');
+      expect(awaited.output.result).toBe("'hi'");
     });
 
     it('node keeps declarations, awaits at top level and answers the last expression', async () => {
@@ -107,7 +170,10 @@ describe('session kernels (state: "session")', () => {
       expect(stubborn).toMatchObject({ status: 'timed_out', output: { kernel: { stateLost: true } } });
       expect(stubborn.error.message).toContain('state in it is lost');
       const after = await run('python', "'kept' in globals()");
-      expect(after.output).toMatchObject({ result: 'False', kernel: { started: true, executionCount: 1 } });
+      expect(after.output).toMatchObject({
+        result: 'False',
+        kernel: { started: true, executionCount: 1, reset: { reason: 'died' } },
+      });
     });
 
     it('interrupt stops the running cell and keeps the state; restart clears it; delete ends the kernel', async () => {
@@ -156,6 +222,8 @@ describe('session kernels (state: "session")', () => {
       const next = await run('bash', 'echo again');
       expect(next.output.kernel.id).not.toBe(kernelId);
       expect(next.output.kernel.started).toBe(true);
+      // Stopped on request: nothing was lost unasked.
+      expect(next.output.kernel.reset).toBeUndefined();
     });
 
     it('an out-of-memory kernel is replaced and the next answer says it started fresh', async () => {

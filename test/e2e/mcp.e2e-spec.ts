@@ -94,7 +94,7 @@ describe('MCP over Streamable HTTP (open engine)', () => {
     const session = await engine.request('GET', `/v1/sessions/${mcp.engineSession}`);
     expect(session.status).toBe(200);
     expect(session.body.metadata).toEqual({ createdBy: 'mcp' });
-    // JSON-RPC methods, not REST operations: documented in the README, not in OpenAPI.
+    // JSON-RPC methods, not REST operations: documented in docs/tools-and-mcp.md, not in OpenAPI.
     const doc = (await engine.request('GET', '/docs-json')).body;
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/mcp'))).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-limiter';
+import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-mounts';
 import { EngineHarness } from '../support/engine-harness';
 import { eventually, mountDevice, sandboxedProcessesOf } from '../support/host-probes';
 
@@ -72,8 +72,8 @@ describe('subprocess tier: one CPU quota per session', () => {
       sandboxedProcessesOf(session, devices.get(session))
         .filter((line) => command.test(line.slice(line.indexOf(':') + 2)))
         .map((line) => Number(line.split(':')[0]));
-    // The code runs as `python -s -c <bootstrap>` (its bubblewrap names it only further along its own command line).
-    const CODE = /^\S*python\S* -s -c /;
+    // The code runs as `python -c <bootstrap>` (its bubblewrap names it only further along its own command line).
+    const CODE = /^\S*python\S* -c /;
     const SLEEP = /^sleep 4913 /;
     const loops = () => pidsOf(sid, CODE);
     expect(await eventually(() => loops().length === BUSY && pidsOf(sid, SLEEP).length === 1, 15_000)).toBe(

@@ -313,7 +313,7 @@ function skillSuite(extraEnv: () => Record<string, string>, neo4j?: () => Driver
 describe('skills (embedded graph)', () => {
   skillSuite(() => ({}));
 
-  it('runs the example skills as the README shows them (examples/skills)', async () => {
+  it('runs the example skills as docs/policies-and-skills.md shows them (examples/skills)', async () => {
     const engine = await EngineHarness.start({
       SWITCHYARD_SKILLS_DIR: path.join(__dirname, '..', '..', 'examples', 'skills'),
     });

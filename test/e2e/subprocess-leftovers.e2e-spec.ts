@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-limiter';
+import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-mounts';
 import { ENGINE_MARK_ENV, ownPidNamespace } from '../../libs/sandbox/src/backends/subprocess/engine-mark';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';

@@ -92,7 +92,7 @@ export class EgressSite {
 }
 
 /** A pure-python wheel, written with the host's python3 (zipfile): `hello_switchyard.greet()`. */
-function buildWheel(dir: string): string {
+export function buildWheel(dir: string): string {
   const script = `
 import base64, hashlib, sys, zipfile
 out = sys.argv[1]

@@ -1,6 +1,6 @@
 """Schemathesis hooks of the contract test (test/e2e/contract.e2e-spec.ts), loaded with SCHEMATHESIS_HOOKS.
 
-The document is OpenAPI 3.0, which cannot state some rules of the API that its descriptions and the README state in
+The document is OpenAPI 3.0, which cannot state some rules of the API that its descriptions and docs/api.md state in
 words. Requests that break them are refused by design (400, or 422 for a reused key), so generating them as "valid"
 would only report the document's limits. These hooks keep Schemathesis to requests the document means:
 - no `__proto__`, `constructor` or `prototype` key anywhere in a body (refused with 400 FORBIDDEN_KEY; OpenAPI 3.0
@@ -12,10 +12,10 @@ would only report the document's limits. These hooks keep Schemathesis to reques
 - `env` keys are variable names (`^[A-Za-z_][A-Za-z0-9_]*$`), none the sandbox refuses (`LD_*`, `PATH`… as
   libs/sandbox/src/core/env-policy.ts lists them), values without NUL (a rule on an object's keys);
 - workspace paths (`path`, `to`, `cwd`) are relative, stay inside the workspace, and hold no backslash, percent
-  sign, control, format or other invisible character (the path guard's rules, stated in the README; OpenAPI 3.0
+  sign, control, format or other invisible character (the path guard's rules, stated in docs/api.md; OpenAPI 3.0
   patterns cannot name Unicode categories);
 - policy patterns are plain strings or globs: a `/regex/` pattern must compile (and not nest quantifiers) and a
-  `>=level` risk pattern must name a level, rules of a string's content the schema leaves to the README;
+  `>=level` risk pattern must name a level, rules of a string's content the schema leaves to docs/api.md;
 - a skill's `inputSchema` and `outputSchema` are JSON Schemas (a meta-schema OpenAPI 3.0 cannot refer to): before a
   skill is sent, what was generated in them is kept to their `type`;
 - an `Idempotency-Key` is not reused for another request: a valid key gets a unique suffix (its reuse with another

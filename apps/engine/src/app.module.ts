@@ -23,6 +23,7 @@ import { ReplicaForwardingModule } from './edge/replicas/replica-forwarding.modu
 import { StorageModule } from './state/storage/storage.module';
 import { WorkspacesModule } from './session/workspaces/workspaces.module';
 import { containerTiers } from './sandbox-backend';
+import { sandboxCaFiles, sandboxCaWrite } from './platform/sandbox-ca/sandbox-ca';
 import { TemplatesApiModule } from './edge/templates/templates-api.module';
 import { SessionsApiModule } from './edge/sessions/sessions-api.module';
 import { EventsApiModule } from './edge/events/events-api.module';
@@ -62,12 +63,15 @@ export class AppModule {
       thresholds: config.sandbox.riskThresholds,
       disabledRules: config.sandbox.disabledRiskRules,
     });
+    // The operator's extra CAs: written at boot (`sandboxCaWrite`), seen by every tier at these paths.
+    const trustedCa = sandboxCaFiles(config.dataDir, config.network.sandboxCaFile);
     const tierLimits = (t: ContainerTierConfig) => ({
       maxTimeoutMs: t.maxTimeoutMs,
       output: { maxBytes: t.outputMaxBytes },
     });
     return {
       module: AppModule,
+      providers: [sandboxCaWrite],
       imports: [
         ConfigModule.forRoot(config, overrides.clock, engineInstanceId),
         StorageModule.forRoot(config),
@@ -109,13 +113,14 @@ export class AppModule {
               sessionCpus: config.sandbox.subprocess.sessionCpus,
             },
             tempDir: path.join(config.dataDir, 'tmp'),
+            ...(trustedCa && { trustedCa }),
             stateful: {
               ...sb.stateful,
               settingNames: { maxProcessesPerSession: 'SWITCHYARD_MAX_PROCESSES' },
             },
             tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
           },
-          containerTiers(config, engineInstanceId),
+          containerTiers(config, engineInstanceId, trustedCa ? [trustedCa.bundle, trustedCa.extra] : []),
         ),
         BrowserModule.forRoot({
           enabled: config.browser.enabled,

@@ -1,7 +1,9 @@
+import * as path from 'node:path';
 import {
   ContainerModule,
   ContainerTier,
   DockerModule,
+  ImageRootsModule,
   KubernetesOneOffTier,
   KubernetesPooledTier,
   KubernetesSandboxModule,
@@ -16,8 +18,19 @@ import type { EngineConfig } from './platform/config/engine-config';
  * this host's workspace directories. Kubernetes: a pod per session holding its workspace, and a pod per high-risk
  * action (the Docker client stays, for the template registry's image checks).
  */
-export function containerTiers(config: EngineConfig, engineInstanceId: string): SandboxTierExtensions {
+export function containerTiers(
+  config: EngineConfig,
+  engineInstanceId: string,
+  readOnlyBinds: string[] = [],
+): SandboxTierExtensions {
   const sb = config.sandbox;
+  // The subprocess tier runs the sandbox image's root (exported from Docker on both backends), not the host's /usr.
+  // Beside the image tag, not in the data dir: every engine of this checkout shares one root per image.
+  const imageRoots = ImageRootsModule.forRoot({
+    dir: path.join(path.dirname(sb.imageTagFile), 'rootfs'),
+    ...(sb.image !== undefined && { image: sb.image }),
+    imageTagFile: sb.imageTagFile,
+  });
   if (config.kubernetes.backend === 'kubernetes') {
     const k8s = config.kubernetes;
     const limits = (t: typeof sb.pooled) => ({
@@ -29,6 +42,7 @@ export function containerTiers(config: EngineConfig, engineInstanceId: string): 
     return {
       imports: [
         DockerModule.forRoot({ host: sb.dockerHost }),
+        imageRoots,
         KubernetesSandboxModule.forRoot({
           ...(k8s.kubeconfigPath !== undefined && { kubeconfigPath: k8s.kubeconfigPath }),
           ...(k8s.context !== undefined && { context: k8s.context }),
@@ -77,9 +91,11 @@ export function containerTiers(config: EngineConfig, engineInstanceId: string): 
             nanoCpus: sb.container.nanoCpus,
             pids: sb.container.pids,
           },
+          readOnlyBinds,
         },
         { host: sb.dockerHost },
       ),
+      imageRoots,
       PooledTierModule.forRoot(
         {
           image: sb.image,
@@ -97,6 +113,7 @@ export function containerTiers(config: EngineConfig, engineInstanceId: string): 
             nanoCpus: sb.pooled.nanoCpus,
             pids: sb.pooled.pids,
           },
+          readOnlyBinds,
         },
         false,
       ),

@@ -15,7 +15,10 @@
  * Cells run in this process's global context, like the node REPL: top-level `await` works (node's own REPL
  * transform, hence --expose-internals), and top-level `let`/`const`/`class` become `var`s so a cell may run again
  * without "already declared" errors; declarations persist as globals. The last expression's value is
- * `util.inspect`ed as `result`. `require` resolves from /workspace. SIGINT interrupts a running cell (a synchronous
+ * `util.inspect`ed as `result` (a promise: what it settles to). Before answering, the cell waits for the promises its
+ * code created synchronously and did not await, while the kernel has anything that could settle them (timers, sockets,
+ * requests beyond its own); what prints later goes out between cells, and the runner gives it to the next cell.
+ * `require` resolves from /workspace. SIGINT interrupts a running cell (a synchronous
  * loop through vm's breakOnSigint, or a pending await) and keeps the state; between cells it is ignored.
  * `process.exit()` ends the kernel.
  */
@@ -25,6 +28,7 @@ const readline = require('node:readline');
 const util = require('node:util');
 const vm = require('node:vm');
 const { createRequire } = require('node:module');
+const asyncHooks = require('node:async_hooks');
 // Node's internals, as its REPL uses them.
 const acorn = require('internal/deps/acorn/acorn/dist/acorn');
 const { processTopLevelAwait } = require('internal/repl/await');
@@ -87,20 +91,71 @@ function compileCell(code) {
   }
 }
 
+/**
+ * The promises a cell's code creates while it runs synchronously (`fetch(url).then(...)`, an async function it
+ * calls): the cell's answer waits until they settle. Only those: libraries leave promises of their own pending
+ * (a response body nobody reads), and waiting for all would wait until the timeout. The hook is on only meanwhile.
+ */
+const cellPromises = new Set();
+let trackingCell = false;
+const promiseHook = asyncHooks.createHook({
+  init(asyncId, type) {
+    if (trackingCell && type === 'PROMISE') cellPromises.add(asyncId);
+  },
+  promiseResolve(asyncId) {
+    cellPromises.delete(asyncId);
+  },
+});
+
+/** Node's active handles, requests and timers: while there are none besides the kernel's own, nothing can settle. */
+const activeResources = () => process.getActiveResourcesInfo().length;
+const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+/**
+ * Waits for the cell's pending promises: until they settled, or nothing but the kernel's own resources is left to
+ * settle them (a `new Promise(() => {})` never does), or the cell's interrupt (its timeout) comes.
+ */
+async function pendingWork(baseline, interrupted) {
+  while (cellPromises.size > 0) {
+    // The poll's own timer is one of the resources counted.
+    if (activeResources() <= baseline + 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (activeResources() <= baseline && cellPromises.size > 0) return;
+    }
+    await Promise.race([tick(), interrupted]);
+  }
+}
+
 async function runCell(count, { source, wrapped }) {
   const filename = `<cell ${count}>`;
   const interrupted = new Promise((_, reject) => (interruptPending = () => reject(new Interrupted())));
   interrupted.catch(() => undefined);
+  const baseline = activeResources();
+  cellPromises.clear();
+  promiseHook.enable();
   try {
     const options = { filename, breakOnSigint: true };
-    if (wrapped === null) return { value: vm.runInThisContext(source, options) };
-    // The REPL's transform gives a promise of `{ value }` for the last expression (or of undefined).
-    const pending = vm.runInThisContext(wrapped, options);
-    const settled = await Promise.race([pending, interrupted]);
-    return {
-      value: settled && typeof settled === 'object' && 'value' in settled ? settled.value : undefined,
-    };
+    let value;
+    trackingCell = true;
+    try {
+      // The REPL's transform gives a promise of `{ value }` for the last expression (or of undefined).
+      value = vm.runInThisContext(wrapped ?? source, options);
+    } finally {
+      trackingCell = false;
+    }
+    if (wrapped !== null) {
+      const settled = await Promise.race([value, interrupted]);
+      value = settled && typeof settled === 'object' && 'value' in settled ? settled.value : undefined;
+    }
+    // A cell whose value is a promise (`fetch(url).then(r => r.status)`) answers what it settles to.
+    if (value !== null && typeof value === 'object' && typeof value.then === 'function') {
+      value = await Promise.race([value, interrupted]);
+    }
+    await pendingWork(baseline, interrupted);
+    return { value };
   } finally {
+    promiseHook.disable();
+    cellPromises.clear();
     interruptPending = undefined;
   }
 }

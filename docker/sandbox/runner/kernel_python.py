@@ -14,7 +14,9 @@ json, ast, traceback or linecache: marshal and _ast are built in), so a kernel s
 runs the cell, flushes, writes the `end` token to both, then replies: the runner takes what lies between the tokens
 as the cell's output. A cell runs in one globals dict kept for the kernel's life; when its last statement is an
 expression, its repr is the cell's `result` (None gives none), as in a notebook. An exception prints its traceback
-(the cell's frames, not the kernel's) on stderr; exit()/sys.exit() ends the cell, not the kernel.
+(the cell's frames, not the kernel's) on stderr; exit()/sys.exit() ends the cell, not the kernel (os._exit does end
+it: the runner reports the state lost). Top-level `await` works: such a cell runs in one asyncio event loop kept for
+the kernel's life, so a task it starts without awaiting runs on whenever a later cell awaits.
 
 SIGINT (the runner's interrupt) raises KeyboardInterrupt in the running cell, which ends it and keeps the state;
 between cells it is ignored. One that lands in a cell is acknowledged at once on fd 4 (`{"ev": "sigint"}`): until
@@ -105,8 +107,9 @@ def show_exception(exc):
         if tb.tb_frame.f_code.co_filename != __file__:
             own.append(tb)
         tb = tb.tb_next
-    for frame, after in zip(own, own[1:] + [None], strict=True):  # equal lengths by construction
-        frame.tb_next = after
+    # None of the user's (a SyntaxError): nothing to relink.
+    for i, frame in enumerate(own):
+        frame.tb_next = own[i + 1] if i + 1 < len(own) else None
     import traceback  # only now: most kernels never need it
 
     share_sources()
@@ -137,13 +140,14 @@ def run_cell(namespace, count, code, start):
         in_cell = True
         for fd in (1, 2):
             write_fd(fd, start)
-        tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST)
+        flags = _ast.PyCF_ONLY_AST | PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, filename, "exec", flags)
         last = None
         if tree.body and isinstance(tree.body[-1], _ast.Expr):
-            last = compile(_ast.Expression(tree.body.pop().value), filename, "eval")
-        body = compile(tree, filename, "exec")
-        exec(body, namespace)
-        value = eval(last, namespace) if last is not None else None
+            last = compile(_ast.Expression(tree.body.pop().value), filename, "eval", PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        body = compile(tree, filename, "exec", PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        awaited(eval(body, namespace))
+        value = awaited(eval(last, namespace)) if last is not None else None
         result = None if value is None else repr(value)
         leave_cell()
         return {"ok": True, "result": result, "error": None, "exitCode": 0, "interrupted": False}
@@ -163,6 +167,26 @@ def run_cell(namespace, count, code, start):
         leave_cell()
         show_exception(exc)
         return failed(exc)
+
+
+# Top-level `await` in a cell (as in `python -m asyncio` and IPython): code that awaits compiles to a coroutine.
+PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+CO_COROUTINE = 0x80
+event_loop = None  # one for the kernel's life, so tasks a cell starts live on (they run while a later cell awaits)
+
+
+def awaited(result):
+    """A top-level-await cell's coroutine run to its end in the kernel's event loop; anything else as it is."""
+    frame = getattr(result, "cr_frame", None)
+    if frame is None or not frame.f_code.co_flags & CO_COROUTINE or not frame.f_code.co_filename.startswith("<cell"):
+        return result
+    global event_loop
+    import asyncio  # only now: most kernels never need it
+
+    if event_loop is None or event_loop.is_closed():
+        event_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(event_loop)
+    return event_loop.run_until_complete(result)
 
 
 def flush_streams():

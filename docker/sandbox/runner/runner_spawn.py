@@ -13,6 +13,8 @@ import signal
 import time
 
 WORKSPACE = "/workspace"
+# The session's home inside the workspace (SESSION_HOME in libs/common/src/session-home.ts).
+HOME_NAME = ".home"
 READ_CHUNK = 64 * 1024
 # Niceness of user code: the lowest priority, so the runner stays responsive under a CPU or fork bomb.
 USER_CODE_NICE = 19
@@ -132,11 +134,21 @@ def open_workspace(expected):
     return fd, None
 
 
+def ensure_home(workspace_fd):
+    """Makes the session's home (HOME, `/workspace/.home`) when the workspace has none: a workspace restored from a
+    checkpoint taken before homes existed, or one whose code removed it. Whatever is there already is left as it is."""
+    try:
+        os.mkdir(HOME_NAME, 0o755, dir_fd=workspace_fd)
+    except OSError:
+        pass
+
+
 def checked_workspace(request):
     """`open_workspace` for a request, raising the `workspace` refusal (with what /workspace is) when it differs."""
     expected = expected_workspace(request)
     fd, problem = open_workspace(expected)
     if fd is not None:
+        ensure_home(fd)
         return fd
     if isinstance(problem, list):
         raise RequestError(

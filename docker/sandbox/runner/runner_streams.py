@@ -2,11 +2,13 @@
 
 A kernel's stdout and stderr stay open across cells, so a cell's output is delimited in the streams themselves:
 before a cell the kernel writes the cell's start token to both, after it the end token (both random, unknowable to
-the code). Only the bytes between the two belong to the cell: what a kernel's leftover background children print
-between cells is read and dropped, and the token after the cell proves the stream is complete (pipes keep order).
+the code). The bytes between the two belong to the cell, and the token after the cell proves the stream is complete
+(pipes keep order). What comes between cells (a timer or a late promise of a node cell, a background job of a bash
+cell) is kept, up to LATE_BYTES per stream, and opens the next cell's output.
 """
 
 IDLE, START, CELL, DONE = "idle", "start", "cell", "done"
+LATE_BYTES = 64 << 10
 
 
 class Cap:
@@ -59,6 +61,21 @@ class CellStream:
         self.phase = IDLE
         self.hold = b""
         self.tokens = (b"", b"")
+        self.late = bytearray()  # printed between cells, for the next one
+        self.late_dropped = 0
+
+    def keep_late(self, data):
+        room = max(0, LATE_BYTES - len(self.late))
+        self.late += data[:room]
+        self.late_dropped += max(0, len(data) - room)
+
+    def take_late(self):
+        late = bytes(self.late)
+        if self.late_dropped:
+            late += b"\n[%d more bytes printed between cells were dropped]\n" % self.late_dropped
+        self.late.clear()
+        self.late_dropped = 0
+        return late
 
     def begin(self, start, end):
         self.phase = START
@@ -79,29 +96,39 @@ class CellStream:
         return self.phase in (CELL, DONE)
 
     def feed(self, data):
-        """The bytes of `data` that belong to the current cell (possibly none); everything else is dropped."""
+        """The bytes of `data` that belong to the current cell (possibly none), preceded at its start by what came
+        between cells; what comes outside a cell is kept for the next one."""
         start, end = self.tokens
         data = self.hold + data
         self.hold = b""
+        first = b""
         if self.phase == START:
             at_start, at_end = data.find(start), data.find(end)
             if at_end != -1 and (at_start == -1 or at_end < at_start):
                 self.phase = DONE  # the cell ended before it began (interrupted first): no output
+                self.keep_late(data[:at_end])
+                self.keep_late(data[at_end + len(end) :])
                 return b""
             if at_start == -1:
-                self.hold = data[len(data) - partial_suffix(data, (start, end)) :]
+                kept = len(data) - partial_suffix(data, (start, end))
+                self.keep_late(data[:kept])
+                self.hold = data[kept:]
                 return b""
             self.phase = CELL
+            self.keep_late(data[:at_start])
+            first = self.take_late()
             data = data[at_start + len(start) :]
         if self.phase != CELL:
+            self.keep_late(data)
             return b""
         at_end = data.find(end)
         if at_end != -1:
-            self.phase = DONE  # what follows the end token was printed after the cell
-            return data[:at_end]
+            self.phase = DONE  # what follows the end token was printed after the cell: the next one's
+            self.keep_late(data[at_end + len(end) :])
+            return first + data[:at_end]
         kept = len(data) - partial_suffix(data, (end,))
         self.hold = data[kept:]
-        return data[:kept]
+        return first + data[:kept]
 
     def flush(self):
         """What is held back as a possible token beginning, once no token can follow (the kernel died)."""

@@ -76,6 +76,28 @@ export interface OutputTruncation {
   stderr: boolean;
 }
 
+/**
+ * What a run of code printed and how it exited, as the sandbox tier observed it: output redacted as it streamed
+ * (before the caps) and capped. The tier makes it once; the sandbox's outcome and the engine's outcome carry it as
+ * `run`, as is, and only the result envelope lays its fields out, flat, for callers.
+ */
+export interface RunOutput {
+  /** Absent when the process did not exit by itself (killed, never started). */
+  exitCode?: number;
+  stdout: string;
+  stderr: string;
+  truncated: OutputTruncation;
+  /** Secrets were replaced by `***REDACTED***` in stdout or stderr. */
+  redacted?: boolean;
+}
+
+/** The output of a run that never happened (refused, or failed before its tier started it). */
+export const NO_OUTPUT: RunOutput = Object.freeze({
+  stdout: '',
+  stderr: '',
+  truncated: Object.freeze({ stdout: false, stderr: false }),
+});
+
 /** A file an action touched, relative to the workspace root. */
 export interface FileTouch {
   path: string;

@@ -1,3 +1,4 @@
 export * from './action.types';
 export * from './clock';
 export * from './errors';
+export * from './session-home';

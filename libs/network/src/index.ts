@@ -11,6 +11,12 @@ export {
   type EgressPattern,
 } from './egress/egress-policy';
 export { type EgressGate, SessionEgress, type SessionEgressOptions } from './egress/session-egress';
+export {
+  connectThrough,
+  describeUpstream,
+  parseUpstreamProxy,
+  type UpstreamProxy,
+} from './egress/upstream-proxy';
 export * from './url-policy/authority';
 export * from './url-policy/ip-address';
 export * from './url-policy/url-policy';

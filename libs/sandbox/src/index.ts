@@ -1,9 +1,11 @@
 export * from './core/sandbox.types';
 export * from './core/stateful/stateful.types';
 export * from './core/sandbox-tier.port';
+export * from './core/system-root.port';
 export * from './core/sandbox.errors';
 export * from './core/sandbox.constants';
 export * from './core/sandbox.options';
+export { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from './core/container-bounds';
 export * from './core/pooled.errors';
 export { defaultEngineInstanceId } from './core/engine-instance';
 export { RUNNER_PROTOCOL } from './core/runner/runner-connection';
@@ -15,6 +17,8 @@ export {
   EGRESS_PROXY_URL,
   buildChildEnv,
   egressEnv,
+  trustedCaEnv,
+  type TrustedCaFiles,
   validateEnv,
 } from './core/env-policy';
 export { CALL_DIR_TARGET, CALL_SOCKET_NAME, CALL_SOCKET_TARGET } from './core/call-channel';
@@ -48,5 +52,5 @@ export {
   type ProcessSignal,
 } from './core/stateful/session-processes';
 export { StatefulBoxHost, type StatefulBox } from './core/stateful/stateful-box.port';
-export type { StatefulOptions } from './core/stateful/stateful.options';
+export { STATEFUL_BOUNDS, type StatefulOptions } from './core/stateful/stateful.options';
 export * from './backends/kubernetes';

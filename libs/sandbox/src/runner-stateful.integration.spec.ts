@@ -459,7 +459,12 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
     const quiet = await cell(box, 'krn_sh_quiet', 'exec >/tmp/quiet.log 2>&1; echo hidden; x=5');
     expect(quiet.done).toMatchObject({ ok: true, stateLost: false });
     expect(quiet.stdout + quiet.stderr).toBe('');
-    const next = await cell(box, 'krn_sh_quiet', 'echo "$x" >/dev/stderr; cat /tmp/quiet.log >&2; exit 0');
+    // `exec` ends what the shell was: the next cell's end is still found (and `builtin exit` still ends the shell).
+    const next = await cell(
+      box,
+      'krn_sh_quiet',
+      'echo "$x" >/dev/stderr; cat /tmp/quiet.log >&2; builtin exit 0',
+    );
     expect(next.done).toMatchObject({ stateLost: true, kernelExit: { exitCode: 0 } });
   });
 
@@ -513,7 +518,7 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
     expect((await cell(box, 'krn_py', 'x')).done.result).toBe('41');
   });
 
-  it('gives a cell only the output printed while it runs', async () => {
+  it('gives output printed between cells to the next cell, ahead of its own', async () => {
     await cell(
       box,
       'krn_py',
@@ -521,18 +526,19 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
     );
     await new Promise((r) => setTimeout(r, 600));
     const next = await cell(box, 'krn_py', 'print("now")');
-    expect(next.stdout).toBe('now\n');
-    expect(next.stderr).toBe('');
+    expect(next.stdout).toBe('late\nnow\n');
+    expect(next.stderr).toBe('late\n');
   });
 
-  it('reports kernels that die: killed from outside, `exit` in bash, process.exit in node', async () => {
+  it('reports kernels that die: killed from outside, `builtin exit` in bash, process.exit in node', async () => {
     await startKernel(box, 'krn_victim', 'python');
     const pid = (await cell(box, 'krn_victim', 'import os\nos.getpid()')).done.result;
     await cell(box, 'krn_sh', `kill -9 ${pid}`);
     await expect(kernelExit(box, 'krn_victim')).resolves.toMatchObject({ exitCode: null, signal: 'SIGKILL' });
 
     await startKernel(box, 'krn_sh_exit', 'bash');
-    const exited = await cell(box, 'krn_sh_exit', 'echo bye; exit 4');
+    // `exit` ends only the cell (the next test); `builtin exit` is the shell's own and ends it.
+    const exited = await cell(box, 'krn_sh_exit', 'echo bye; builtin exit 4');
     expect(exited.done).toMatchObject({ stateLost: true, kernelExit: { exitCode: 4, signal: null } });
     expect(exited.stdout).toBe('bye\n');
     await expect(kernelExit(box, 'krn_sh_exit')).resolves.toMatchObject({ exitCode: 4 });

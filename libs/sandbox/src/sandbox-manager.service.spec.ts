@@ -81,7 +81,7 @@ function setup(tiers: Tier[] = ['subprocess', 'pooled', 'container'], options: S
     Object.values(fakes),
     kernelsOf(),
   );
-  return { manager, fakes };
+  return { manager, fakes, resolved };
 }
 
 describe('SandboxManager.route', () => {
@@ -176,7 +176,11 @@ describe('SandboxManager.execute', () => {
     const { manager, fakes } = setup();
     const onOutput = jest.fn();
     const outcome = await prepareAndRun(manager, request({ env: { FOO: 'bar' }, stdin: 'in' }), { onOutput });
-    expect(outcome).toMatchObject({ status: 'succeeded', tier: 'subprocess', exitCode: 0, stdout: 'ok\n' });
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      tier: 'subprocess',
+      run: { exitCode: 0, stdout: 'ok\n' },
+    });
     const job = fakes.subprocess.runs[0];
     expect(job).toMatchObject({
       actionId: 'act-1',
@@ -184,7 +188,7 @@ describe('SandboxManager.execute', () => {
       timeoutMs: 30_000,
       workspaceDir: '/srv/ws/ses-1',
     });
-    expect(job.env).toMatchObject({ FOO: 'bar', PATH: BASE_ENV.PATH, HOME: '/tmp' });
+    expect(job.env).toMatchObject({ FOO: 'bar', PATH: BASE_ENV.PATH, HOME: '/workspace/.home' });
     expect(job.output).toMatchObject({ maxBytes: 1 << 20, maxLines: 2000 });
     expect(job.onOutput).toBe(onOutput);
     expect(job.output.redact!.length).toBeGreaterThan(0);
@@ -363,12 +367,10 @@ describe('toOutcome', () => {
   it('maps exits, timeouts, limits, spawn errors and aborts', () => {
     expect(map({ exitCode: 0 })).toMatchObject({
       status: 'succeeded',
-      exitCode: 0,
-      stdout: 'o',
-      stderr: 'e',
+      run: { exitCode: 0, stdout: 'o', stderr: 'e' },
     });
     expect(map({ exitCode: 0 }).error).toBeUndefined();
-    expect(map({ exitCode: 2 })).toMatchObject({ status: 'failed', exitCode: 2 });
+    expect(map({ exitCode: 2 })).toMatchObject({ status: 'failed', run: { exitCode: 2 } });
     expect(map({ exitCode: 2 }).error).toBeUndefined();
     expect(map({ timedOut: true, signal: 'SIGKILL' })).toMatchObject({
       status: 'timed_out',
@@ -376,14 +378,14 @@ describe('toOutcome', () => {
     });
     expect(map({ exitCode: 137, limit: { code: 'OUT_OF_MEMORY', message: 'out of memory' } })).toMatchObject({
       status: 'failed',
-      exitCode: 137,
+      run: { exitCode: 137 },
       error: { class: 'limit', code: 'OUT_OF_MEMORY' },
     });
     expect(
       map({ limit: { code: 'OUTPUT_CAP', message: 'cap' }, truncated: { stdout: true, stderr: false } }),
     ).toMatchObject({
       status: 'failed',
-      truncated: { stdout: true, stderr: false },
+      run: { truncated: { stdout: true, stderr: false } },
       error: { class: 'limit', code: 'OUTPUT_CAP' },
     });
     expect(map({ spawnError: 'bwrap: boom' })).toMatchObject({
@@ -391,6 +393,11 @@ describe('toOutcome', () => {
       error: { class: 'spawn', message: 'bwrap: boom' },
     });
     expect(map({ aborted: true })).toMatchObject({ status: 'error', error: { code: 'ABORTED' } });
+  });
+
+  it("keeps the tier's result as the outcome's run, as is", () => {
+    const observed: TierRunResult = { ...base, exitCode: 0, redacted: true };
+    expect(toOutcome(observed, 'subprocess', NO_RISK, 1500).run).toBe(observed);
   });
 });
 
@@ -419,10 +426,38 @@ describe('SandboxManager: a session image (a template)', () => {
     expect(routed.risk.reasons.join(' ')).toContain('the template lives in its image');
   });
 
-  it('gives the subprocess tier neither the image nor its env', async () => {
+  it('gives the subprocess tier the image (it runs its root) and its env, when no floor keeps the code out', async () => {
     const { manager, fakes } = setup();
     await prepareAndRun(manager, request({ image }));
-    expect(fakes.subprocess.runs[0].image).toBeUndefined();
-    expect(fakes.subprocess.runs[0].env.TINY).toBeUndefined();
+    expect(fakes.subprocess.runs[0].image).toBe(image.ref);
+    expect(fakes.subprocess.runs[0].env.TINY).toBe('yes');
+  });
+});
+
+describe("SandboxManager with an operator's trusted CAs", () => {
+  const trustedCa = { bundle: '/d/sandbox-ca/ca-bundle.pem', extra: '/d/sandbox-ca/extra-ca.pem' };
+
+  it('names them in every tier’s environment and binds them into the subprocess tier', async () => {
+    const { manager, fakes, resolved } = setup(['subprocess', 'pooled', 'container'], { trustedCa });
+    expect(resolved.extraReadOnlyBinds).toEqual([trustedCa.bundle, trustedCa.extra]);
+    for (const tier of ['subprocess', 'pooled', 'container'] as const) {
+      await prepareAndRun(manager, request({ tier }));
+      expect(fakes[tier].runs[0].env).toMatchObject({
+        SSL_CERT_FILE: trustedCa.bundle,
+        PIP_CERT: trustedCa.bundle,
+        NODE_EXTRA_CA_CERTS: trustedCa.extra,
+        PIP_BREAK_SYSTEM_PACKAGES: '1',
+      });
+    }
+    // The caller's own value wins: it only changes what that caller's code trusts.
+    await prepareAndRun(manager, request({ env: { SSL_CERT_FILE: '/workspace/mine.pem' } }));
+    expect(fakes.subprocess.runs[1].env.SSL_CERT_FILE).toBe('/workspace/mine.pem');
+  });
+
+  it('adds nothing without them', async () => {
+    const { manager, fakes } = setup(['subprocess']);
+    await prepareAndRun(manager, request());
+    expect(fakes.subprocess.runs[0].env.SSL_CERT_FILE).toBeUndefined();
+    expect(manager.trustEnv()).toEqual({});
   });
 });

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   criticalRiskDenial,
+  NO_OUTPUT,
   TIERS,
   type ActionError,
   type Language,
@@ -8,7 +9,7 @@ import {
   type Tier,
 } from '@switchyard/common';
 import { validateCodeRequest } from './code-request.validation';
-import { buildChildEnv, egressEnv } from './core/env-policy';
+import { buildChildEnv, egressEnv, trustedCaEnv } from './core/env-policy';
 import { RiskPolicy } from './risk/risk-policy';
 import { SANDBOX_OPTIONS, SANDBOX_TIERS } from './core/sandbox.constants';
 import {
@@ -32,9 +33,7 @@ import type {
   TierRunResult,
 } from './core/sandbox.types';
 
-const NO_TRUNCATION = Object.freeze({ stdout: false, stderr: false });
 const rank = (tier: Tier) => TIERS.indexOf(tier);
-const isContainerTier = (tier: Tier): boolean => tier === 'pooled' || tier === 'container';
 
 export interface PrepareOptions {
   /**
@@ -87,11 +86,22 @@ export class SandboxManager {
       request: req,
       timeoutMs: Math.min(timeoutMs, tierMax),
       env: {
-        ...buildChildEnv({ ...this.imageEnvFor(req, decision.tier), ...env }, req.language),
+        ...buildChildEnv(
+          { ...this.trustEnv(), ...this.imageEnvFor(req, decision.tier), ...env },
+          req.language,
+        ),
         ...this.egressEnvFor(req, decision.tier),
       },
       callerEnv: env,
     };
+  }
+
+  /**
+   * What every sandbox's environment holds beyond `BASE_ENV`: the variables naming the operator's extra trusted CAs,
+   * when there are some (under the image's and the caller's entries).
+   */
+  trustEnv(): Record<string, string> {
+    return this.options.trustedCa ? trustedCaEnv(this.options.trustedCa) : {};
   }
 
   /**
@@ -102,9 +112,12 @@ export class SandboxManager {
     return req.egress && (tier === 'pooled' || tier === 'container') ? egressEnv() : {};
   }
 
-  /** The session image's environment (a template's), in the tiers that run that image (the containers). */
+  /**
+   * The session image's environment (a template's), in every tier: each runs that image (the subprocess tier on its
+   * exported root). The engine floors template sessions at `pooled` still, so today only the containers see it.
+   */
   private imageEnvFor(req: CodeRequest, tier: Tier | undefined): Record<string, string> {
-    return req.image && (tier === 'pooled' || tier === 'container') ? req.image.env : {};
+    return req.image && tier !== undefined ? req.image.env : {};
   }
 
   /** A `state: "session"` request routed to a tier that holds no state (the one-off tier) is refused. */
@@ -215,7 +228,7 @@ export class SandboxManager {
           timeoutMs: routed.timeoutMs,
           workspaceDir: req.workspaceDir,
           ...(req.egress && { egress: req.egress }),
-          ...(req.image && isContainerTier(tierName) && { image: req.image.ref }),
+          ...(req.image && { image: req.image.ref }),
           // Fresh runs only (`prepare` refused one with state "session"): the tier sets the socket's path.
           ...(req.channel && { channel: req.channel }),
           output: this.options.tierLimits[tierName].output,
@@ -238,9 +251,7 @@ export class SandboxManager {
         status: 'error',
         tier: tierName,
         risk,
-        stdout: '',
-        stderr: '',
-        truncated: NO_TRUNCATION,
+        run: NO_OUTPUT,
         // Unknown errors may carry host details; only our own errors' messages are meant for callers.
         error: known
           ? { class: 'internal', code: err.code, message: err.message }
@@ -268,7 +279,7 @@ export class SandboxManager {
         code: req.code,
         env: routed.callerEnv,
         baseEnv: {
-          ...buildChildEnv(this.imageEnvFor(req, tier), req.language),
+          ...buildChildEnv({ ...this.trustEnv(), ...this.imageEnvFor(req, tier) }, req.language),
           ...this.egressEnvFor(req, tier),
         },
         timeoutMs: routed.timeoutMs,
@@ -276,7 +287,7 @@ export class SandboxManager {
         tierExplicit: req.tier !== undefined && req.tier !== 'auto',
         workspaceDir: req.workspaceDir,
         ...(req.egress && { egress: req.egress }),
-        ...(req.image && isContainerTier(tier) && { image: req.image.ref }),
+        ...(req.image && { image: req.image.ref }),
         output: this.options.tierLimits[tier].output,
         onOutput,
       },
@@ -358,9 +369,7 @@ function denied(risk: RiskAssessment, error: ActionError, durationMs: number, ti
     status: 'denied',
     tier,
     risk,
-    stdout: '',
-    stderr: '',
-    truncated: NO_TRUNCATION,
+    run: NO_OUTPUT,
     error,
     durationMs,
   };
@@ -402,7 +411,10 @@ export function cellOutcome(r: CellRunResult, risk: RiskAssessment, timeoutMs: n
   return outcome;
 }
 
-/** A tier's observations as the action's outcome. A non-zero exit is `failed` without an engine error. */
+/**
+ * A tier's observations as the action's outcome, keeping them as its `run`. A non-zero exit is `failed` without an
+ * engine error.
+ */
 export function toOutcome(
   r: TierRunResult,
   tier: Tier,
@@ -412,14 +424,10 @@ export function toOutcome(
   const base = {
     tier,
     risk,
-    stdout: r.stdout,
-    stderr: r.stderr,
-    truncated: r.truncated,
+    run: r,
     durationMs: r.durationMs,
-    ...(r.exitCode === undefined ? {} : { exitCode: r.exitCode }),
     ...(r.containerId === undefined ? {} : { containerId: r.containerId }),
     ...(r.runtime === undefined ? {} : { runtime: r.runtime }),
-    ...(r.redacted ? { redacted: true } : {}),
   };
   if (r.spawnError !== undefined) {
     return {

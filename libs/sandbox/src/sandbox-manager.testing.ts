@@ -1,4 +1,4 @@
-import { systemClock } from '@switchyard/common';
+import { NO_OUTPUT, systemClock } from '@switchyard/common';
 import type { SandboxManager } from './sandbox-manager.service';
 import type { SandboxTier } from './core/sandbox-tier.port';
 import { SessionKernels } from './core/stateful/session-kernels';
@@ -19,9 +19,7 @@ export async function prepareAndRun(
       status: 'denied',
       tier: routed.tier,
       risk: routed.risk,
-      stdout: '',
-      stderr: '',
-      truncated: { stdout: false, stderr: false },
+      run: NO_OUTPUT,
       error: routed.denial,
       durationMs: 0,
     };

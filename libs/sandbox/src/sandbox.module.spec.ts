@@ -63,7 +63,7 @@ describe('SandboxModule', () => {
     });
     if (!isRunnable(routed)) throw new Error('expected a runnable request');
     const outcome = await manager.execute(routed);
-    expect(outcome).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: 'pooled' });
+    expect(outcome).toMatchObject({ status: 'succeeded', tier: 'pooled', run: { stdout: 'pooled' } });
     expect((await manager.availability()).container).toEqual({
       available: false,
       reason: 'not installed in this engine',

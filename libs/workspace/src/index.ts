@@ -36,6 +36,7 @@ export { WorkspaceModule } from './workspace.module';
 export {
   DEFAULT_WORKSPACE_LIMITS,
   resolveWorkspaceOptions,
+  WORKSPACE_BOUNDS,
   WORKSPACE_OPTIONS,
   type WorkspaceModuleOptions,
   type WorkspaceOptions,

@@ -29,6 +29,8 @@ export interface WalkOptions {
   maxEntries: number;
   /** Resume strictly after this path (segments relative to the start), in walk order. */
   after?: string[];
+  /** Names at the top of the walk to leave out, with everything below them. */
+  skipTop?: ReadonlySet<string>;
 }
 
 export interface WalkState {
@@ -58,6 +60,7 @@ async function* walkDir(
   const entries = await readDirVerified(abs);
   if (!entries) return;
   for (const { name, stat } of entries) {
+    if (segs.length === 0 && opts.skipTop?.has(name)) continue;
     const child = [...segs, name];
     const cmp = opts.after ? compareSegments(child, opts.after) : 1;
     // Entirely before the cursor: neither this entry nor anything below it is due.

@@ -52,6 +52,27 @@ describe('WorkspaceManager', () => {
       expect((await fs.stat(kept)).uid).toBe(process.getuid!());
     });
 
+    it('makes the session’s home inside it, owned like the workspace, and keeps one that is there', async () => {
+      const wm = make({ sandboxUid: 65534, sandboxGid: 65534 });
+      const dir = await wm.create('s');
+      const home = await fs.lstat(path.join(dir, '.home'));
+      expect(home.isDirectory()).toBe(true);
+      expect(home.mode & 0o777).toBe(0o700);
+      expect(home.uid).toBe(isRoot ? 65534 : process.getuid!());
+      await fs.writeFile(path.join(dir, '.home', '.profile'), 'kept');
+      await wm.create('s');
+      expect(await fs.readFile(path.join(dir, '.home', '.profile'), 'utf8')).toBe('kept');
+      // A link the session's code put in its place is left alone, never followed.
+      await fs.rm(path.join(dir, '.home'), { recursive: true });
+      const target = path.join(tmp, 'elsewhere');
+      await fs.mkdir(target, { mode: 0o755 });
+      await fs.chmod(target, 0o755);
+      await fs.symlink(target, path.join(dir, '.home'));
+      await wm.create('s');
+      expect((await fs.lstat(path.join(dir, '.home'))).isSymbolicLink()).toBe(true);
+      expect((await fs.stat(target)).mode & 0o777).toBe(0o755);
+    });
+
     it('refuses a session path that is a file or a link', async () => {
       const wm = make({ sandboxUid: null });
       await fs.mkdir(root, { recursive: true });
@@ -100,6 +121,18 @@ describe('WorkspaceManager', () => {
       await fs.writeFile(path.join(dir, 'f'), 'abc');
       expect(await wm.usageBytes('s')).toBe(3);
       expect([...(await wm.snapshot('s')).entries.keys()]).toEqual(['f']);
+    });
+
+    it('leaves the session’s home out of snapshots: what an action installed is not a file of its work', async () => {
+      const wm = make({ sandboxUid: null });
+      const dir = await wm.create('s');
+      const before = await wm.snapshot('s');
+      await fs.mkdir(path.join(dir, '.home', '.local'), { recursive: true });
+      await fs.writeFile(path.join(dir, '.home', '.local', 'pkg.py'), 'x');
+      await fs.writeFile(path.join(dir, 'work.txt'), 'y');
+      const after = await wm.snapshot('s');
+      expect([...after.entries.keys()]).toEqual(['work.txt']);
+      expect(wm.changedPaths(before, after)).toEqual(['work.txt']);
     });
 
     it('sums file sizes', async () => {
@@ -181,7 +214,7 @@ describe('WorkspaceManager', () => {
       const dir = await creating;
       expect(quota.calls).toEqual(['recover', 'provision s']);
       await wm.remove('s');
-      expect(await fs.readdir(dir)).toEqual([]); // still there: the quota removes it
+      expect(await fs.readdir(dir)).toEqual(['.home']); // still there (its home only): the quota removes it
       quota.capped = false; // never capped: the manager removes it
       await wm.remove('s');
       await expect(fs.stat(dir)).rejects.toThrow(/ENOENT/);
@@ -212,7 +245,7 @@ describe('WorkspaceManager', () => {
         await wm.remove('s');
         await expect(fs.stat(dir)).rejects.toThrow(/ENOENT/); // gone when remove resolves
         expect(await wm.create('s')).toBe(dir);
-        expect(await fs.readdir(dir)).toEqual([]);
+        expect(await fs.readdir(dir)).toEqual(['.home']); // nothing but the session's (empty) home
         expect(isMountPoint(dir)).toBe(true);
         await wm.remove('s');
       } finally {

@@ -9,7 +9,7 @@ import {
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
-import { InvalidInputError } from '@switchyard/common';
+import { InvalidInputError, SESSION_HOME_NAME } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
 import { errno, realRootOf } from './path-guard';
 import { changedPaths } from './snapshot-diff';
@@ -19,6 +19,8 @@ import { WorkspaceUsage } from './workspace-usage';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** Top-level names a snapshot leaves out: the session's home. */
+const SNAPSHOT_SKIPS: ReadonlySet<string> = new Set([SESSION_HOME_NAME]);
 
 /**
  * Owns the per-session workspace directories under `root`.
@@ -104,9 +106,34 @@ export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
     } finally {
       await h.close();
     }
+    await this.ensureHome(dir);
     this.usage.markStale(dir); // a re-created workspace is not the one counted before
     this.logger.debug(`workspace created for session ${sessionId}`);
     return dir;
+  }
+
+  /**
+   * The session's home inside its workspace (`SESSION_HOME`), owned like the workspace. A workspace that already has
+   * one keeps it as it is; a name that is not a plain directory there (a link the session's code made) is left alone:
+   * the session's own business, never followed.
+   */
+  private async ensureHome(dir: string): Promise<void> {
+    const home = path.join(dir, SESSION_HOME_NAME);
+    try {
+      await mkdir(home, this.options.dirMode);
+    } catch (err) {
+      if (errno(err) !== 'EEXIST') throw err;
+      return;
+    }
+    const h = await open(home, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
+    try {
+      await h.chmod(this.options.dirMode);
+      const { sandboxUid, sandboxGid } = this.options;
+      if (process.getuid?.() === 0 && sandboxUid !== null)
+        await h.chown(sandboxUid, sandboxGid ?? sandboxUid);
+    } finally {
+      await h.close();
+    }
   }
 
   /** Absolute workspace path of a session; refuses ids that are not `[A-Za-z0-9_-]+`. */
@@ -162,8 +189,10 @@ export class WorkspaceManager implements OnModuleInit, OnApplicationShutdown {
     const state: WalkState = { scanned: 0, partial: false };
     // Walks verify each directory against its real path, so they must start from one.
     const start = await realRootOf(this.dirOf(sessionId));
-    // The cap counts the entries recorded; walk's own bound (larger) only keeps directories-only trees finite.
-    const opts = { recursive: true, maxEntries: this.options.maxScanEntries };
+    // The cap counts the entries recorded; walk's own bound (larger) only keeps directories-only trees finite. The
+    // session's home (installed packages, caches) is left out: what an action changed there is not a file of its work,
+    // and thousands of package files would crowd the cap.
+    const opts = { recursive: true, maxEntries: this.options.maxScanEntries, skipTop: SNAPSHOT_SKIPS };
     for await (const e of walk(start, opts, state)) {
       if (e.type === 'dir') continue;
       if (entries.size === this.options.snapshotMaxEntries) {

@@ -11,8 +11,13 @@ export const DEFAULT_WORKSPACE_LIMITS: Readonly<WorkspaceLimits> = Object.freeze
   maxPathLength: 4096,
 });
 
-/** Most formatted images kept ready: each costs a few MiB of disk and a format in the background. */
-export const MAX_IMAGE_POOL = 16;
+/**
+ * Ranges of the options that are more than positive integers; declared here only. At most 16 formatted images are
+ * kept ready: each costs a few MiB of disk and a format in the background.
+ */
+export const WORKSPACE_BOUNDS = {
+  imagePool: { min: 0, max: 16 },
+} as const;
 
 /** What `WorkspaceModule.forRoot` accepts; everything but `root` has a default. */
 export interface WorkspaceModuleOptions {
@@ -139,10 +144,15 @@ export function resolveWorkspaceOptions(input: WorkspaceModuleOptions): Workspac
       throw new InvalidInputError(`workspace.${name}`, `${name} must be a non-negative integer or null`);
     }
   }
-  if (!Number.isSafeInteger(opts.imagePool) || opts.imagePool < 0 || opts.imagePool > MAX_IMAGE_POOL) {
+  const { imagePool } = WORKSPACE_BOUNDS;
+  if (
+    !Number.isSafeInteger(opts.imagePool) ||
+    opts.imagePool < imagePool.min ||
+    opts.imagePool > imagePool.max
+  ) {
     throw new InvalidInputError(
       'workspace.imagePool',
-      `imagePool must be an integer from 0 to ${MAX_IMAGE_POOL}, got ${opts.imagePool}`,
+      `imagePool must be an integer from ${imagePool.min} to ${imagePool.max}, got ${opts.imagePool}`,
     );
   }
   if (!['auto', 'btrfs', 'ext4'].includes(opts.filesystem)) {

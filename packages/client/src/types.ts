@@ -78,26 +78,8 @@ export type HookDelivery = Schemas['HookDelivery'];
 /** Hand-written: one tool of the catalog, in the asked format (its shape is the model API's). */
 export type Tool = Record<string, unknown>;
 
-export type SessionEventType =
-  | 'action.started'
-  | 'action.output'
-  | 'action.completed'
-  | 'action.awaiting_approval'
-  | 'action.approval'
-  | 'plan.started'
-  | 'plan.step.started'
-  | 'plan.step.completed'
-  | 'plan.needs_replan'
-  | 'plan.completed'
-  | 'kernel.started'
-  | 'kernel.ended'
-  | 'process.output'
-  | 'process.exited'
-  | 'checkpoint.created'
-  | 'checkpoint.restored'
-  | 'checkpoint.deleted'
-  | 'events.gap'
-  | 'session.ended';
+/** The engine's list (`SESSION_EVENT_TYPES`) and the stream's own `events.gap` and `session.ended`. */
+export type SessionEventType = Schemas['SessionEventType'];
 
 /**
  * One event of a session's stream. `id` is absent on `session.ended`, the last one, and on `events.gap`: sent

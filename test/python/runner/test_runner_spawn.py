@@ -10,6 +10,7 @@ from runner_spawn import (
     SpawnError,
     cgroup_counter,
     checked_workspace,
+    ensure_home,
     exit_fields,
     expected_workspace,
     open_workspace,
@@ -144,3 +145,21 @@ def test_checked_workspace_refuses_another_directory_saying_what_it_is(tmp_path,
     assert refused.value.extra == {"workspace": [str(st.st_dev), str(st.st_ino)]}
     with pytest.raises(RequestError, match="names no expected workspace"):
         checked_workspace({})
+
+
+def test_ensure_home_makes_the_session_home_once_and_keeps_what_is_there(tmp_path):
+    fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    try:
+        ensure_home(fd)
+        assert (tmp_path / ".home").is_dir()
+        (tmp_path / ".home" / ".profile").write_text("kept")
+        ensure_home(fd)
+        assert (tmp_path / ".home" / ".profile").read_text() == "kept"
+        # Something else in its place (a file the session made) is left alone.
+        (tmp_path / ".home" / ".profile").unlink()
+        (tmp_path / ".home").rmdir()
+        (tmp_path / ".home").write_text("not a dir")
+        ensure_home(fd)
+        assert (tmp_path / ".home").read_text() == "not a dir"
+    finally:
+        os.close(fd)

@@ -1,6 +1,6 @@
 """runner_streams: the per-stream output caps, and a cell's output cut out of a kernel's stream by its tokens."""
 
-from runner_streams import Cap, CellStream, partial_suffix
+from runner_streams import LATE_BYTES, Cap, CellStream, partial_suffix
 
 START, END = b"<<start-7f3a>>", b"<<end-7f3a>>"
 
@@ -42,20 +42,32 @@ def test_partial_suffix_is_the_longest_end_that_can_begin_a_token():
     assert partial_suffix(b"x" + END, (END,)) == 0
 
 
-def test_cell_stream_keeps_only_what_is_between_the_tokens():
+def test_cell_stream_gives_a_cell_what_is_between_its_tokens_after_what_came_before_it():
     stream = CellStream()
     stream.begin(START, END)
-    assert stream.feed(b"left over from before" + START + b"hello ") == b"hello "
+    assert stream.feed(b"left over from before " + START + b"hello ") == b"left over from before hello "
     assert stream.started and not stream.done
-    assert stream.feed(b"world" + END + b"printed later") == b"world"
+    assert stream.feed(b"world" + END + b"printed later, ") == b"world"
     assert stream.done
+    stream.reset()
+    stream.feed(b"and between cells")
+    stream.begin(START, END)
+    assert stream.feed(START + b"next" + END) == b"printed later, and between cellsnext"
+
+
+def test_cell_stream_keeps_a_bounded_amount_between_cells_and_says_what_it_dropped():
+    stream = CellStream()
+    stream.feed(b"x" * (LATE_BYTES + 10))
+    stream.begin(START, END)
+    out = stream.feed(START + END)
+    assert out.startswith(b"x" * LATE_BYTES) and out.endswith(b"[10 more bytes printed between cells were dropped]\n")
 
 
 def test_cell_stream_finds_tokens_split_across_reads():
     stream = CellStream()
     stream.begin(START, END)
     pieces = [b"noise<<sta", b"rt-7f3a>>ab", b"c<<end", b"-7f3a>>tail"]
-    assert b"".join(stream.feed(p) for p in pieces) == b"abc"
+    assert b"".join(stream.feed(p) for p in pieces) == b"noiseabc"  # what came before opens the cell
     assert stream.done
 
 

@@ -6,6 +6,7 @@ import { formatAuthority, parseAuthority, parseProxyTarget, type ProxyTarget } f
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
 import type { EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
 import { DEFAULT_PORT, HOP_BY_HOP, hostHeaderOf, printable, reasonPhrase, statusOf } from './proxy-answers';
+import { connectThrough } from './upstream-proxy';
 
 export type { EgressAttempt, EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
 
@@ -20,6 +21,9 @@ export type { EgressAttempt, EgressProxyOptions, EgressRefusal } from './egress-
  * `host:port` (a path, `?`, `#`, userinfo in a CONNECT authority…) is answered 400 and recorded, never reinterpreted.
  * The one canonical host that parse gives is what is checked, resolved, dialled and recorded, and a forward request
  * whose `Host` header names another host is refused (recorded): the upstream hears of no host but the checked one.
+ *
+ * With an operator's `upstream` proxy, an allowed connection goes through it rather than to the checked address: the
+ * decision is the same, made here on the requested host.
  */
 export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
@@ -299,11 +303,14 @@ export class EgressProxy {
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
     // The upstream hears the host that was checked, in its canonical spelling.
     headers.host = hostHeaderOf(target);
+    const via = this.options.upstream;
+    if (via?.authorization) headers['proxy-authorization'] = via.authorization;
     const upstream = http.request({
-      host: decision.address,
-      port,
+      // Through an upstream proxy: the absolute URI of the checked host, for the upstream to forward.
+      host: via ? via.host : decision.address,
+      port: via ? via.port : port,
       method: req.method,
-      path: target.path,
+      path: via ? `http://${hostHeaderOf(target)}${target.path}` : target.path,
       headers,
       setHost: false,
       agent: this.agent,
@@ -351,7 +358,7 @@ export class EgressProxy {
       return;
     }
     const tally = this.account('CONNECT', hp.host, hp.port);
-    this.dial(decision.address, hp.port, client, tally, (upstream) => {
+    this.dial(decision.address, hp.host, hp.port, client, tally, (upstream) => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
     });
@@ -383,7 +390,7 @@ export class EgressProxy {
       }
     }
     const tally = this.account('UPGRADE', host, port);
-    this.dial(decision.address, port, client, tally, (upstream) => {
+    this.dial(decision.address, host, port, client, tally, (upstream) => {
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
     });
@@ -400,9 +407,13 @@ export class EgressProxy {
     );
   }
 
-  /** Connects to the vetted address and splices the two sockets once connected. */
+  /**
+   * Connects to the vetted address (or, through the upstream proxy, to the checked host) and splices the two sockets
+   * once connected.
+   */
   private dial(
     address: string,
+    host: string,
     port: number,
     client: Duplex,
     tally: Tally,
@@ -413,32 +424,64 @@ export class EgressProxy {
       tally.end?.();
       return;
     }
-    const upstream = net.connect({ host: address, port });
-    upstream.on('data', (c: Buffer) => (tally.bytesIn += c.length));
-    this.track(upstream);
-    upstream.setTimeout(this.options.connectTimeoutMs ?? 10_000, () =>
-      upstream.destroy(new Error('connect timed out')),
+    const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
+    const opening = this.options.upstream
+      ? connectThrough(this.options.upstream, host, port, timeoutMs)
+      : connectDirect(address, port, timeoutMs);
+    opening.then(
+      (upstream) => {
+        this.track(upstream);
+        upstream.on('close', () => {
+          client.destroy();
+          tally.end?.();
+        });
+        // The client left, or the proxy closed, while the connection was being made.
+        if (client.destroyed || this.closed) {
+          upstream.destroy();
+          return;
+        }
+        upstream.on('data', (c: Buffer) => (tally.bytesIn += c.length));
+        upstream.on('error', () => client.destroy());
+        client.on('close', () => upstream.destroy());
+        onOpen(upstream);
+        upstream.pipe(client);
+        // Counted from here: before the tunnel is open the client sends nothing (it waits for the 200).
+        client.on('data', (c: Buffer) => (tally.bytesOut += c.length));
+        client.pipe(upstream);
+      },
+      (err: Error) => {
+        if (client.writable) {
+          const body = `switchyard: ${printable(err.message).slice(0, 300)}\n`;
+          client.end(
+            `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\n` +
+              `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          );
+        } else {
+          client.destroy();
+        }
+        tally.end?.();
+      },
     );
-    let open = false;
-    upstream.once('connect', () => {
-      open = true;
-      upstream.setTimeout(0);
-      onOpen(upstream);
-      upstream.pipe(client);
-      // Counted from here: before the tunnel is open the client sends nothing (it waits for the 200).
-      client.on('data', (c: Buffer) => (tally.bytesOut += c.length));
-      client.pipe(upstream);
-    });
-    upstream.on('error', () => {
-      if (!open && client.writable) client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
-      else client.destroy();
-    });
-    upstream.on('close', () => {
-      client.destroy();
-      tally.end?.();
-    });
-    client.on('close', () => upstream.destroy());
   }
+}
+
+/** A TCP connection to `address:port`, resolved once connected; rejected on error or after `timeoutMs`. */
+function connectDirect(address: string, port: number, timeoutMs: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: address, port });
+    const fail = (err: Error) => {
+      socket.destroy();
+      reject(err);
+    };
+    socket.setTimeout(timeoutMs, () => fail(new Error('connect timed out')));
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      socket.removeAllListeners('timeout');
+      socket.off('error', fail);
+      resolve(socket);
+    });
+  });
 }
 
 /** Bytes of one allowed connection so far; `end` reports it once. */

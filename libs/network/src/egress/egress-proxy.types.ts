@@ -1,5 +1,6 @@
 import type { EgressRecord } from '@switchyard/common';
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
+import type { UpstreamProxy } from './upstream-proxy';
 
 /** A connection the proxy refused, reported to whoever owns the browser context behind it. */
 export interface EgressRefusal {
@@ -53,4 +54,10 @@ export interface EgressProxyOptions {
   listenMode?: number;
   /** Dial timeout towards the target. Default 10 s. */
   connectTimeoutMs?: number;
+  /**
+   * Where allowed connections go instead of being dialled directly: tunnels (and upgrades) as a `CONNECT` of the
+   * checked host through it, plain http as an absolute-URI request to it. The host is still checked (and resolved)
+   * here first; the upstream hears only the canonical host that was checked.
+   */
+  upstream?: UpstreamProxy;
 }

@@ -148,3 +148,72 @@ describe('SessionEgress (real proxy on a Unix socket)', () => {
     expect(fs.existsSync(dir)).toBe(false);
   });
 });
+
+/**
+ * An operator's mirror on an address that is not public (loopback stands in for a private or reserved range): refused
+ * unless its range is trusted, and then still only for hosts the session's policy names.
+ */
+describe('SessionEgress trusted networks', () => {
+  let root: string;
+  let server: http.Server;
+  const resolver = {
+    lookup: async (name: string) => {
+      if (name === 'mirror.test' || name === 'unlisted.test') return [{ address: '127.0.0.22', family: 4 }];
+      if (name === 'elsewhere.test') return [{ address: '127.0.0.23', family: 4 }];
+      throw new Error(`ENOTFOUND ${name}`);
+    },
+  };
+  const get = (socket: string, host: string) =>
+    viaSocket(
+      socket,
+      `GET http://${host}:8079/m HTTP/1.1\r\nHost: ${host}:8079\r\nConnection: close\r\n\r\n`,
+    );
+  const policy = EgressPolicy.parse(['mirror.test:8079', 'elsewhere.test:8079'], 'network.allow');
+
+  beforeAll(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-egress-nets-'));
+    server = http.createServer((req, res) => res.end(`mirror ${req.url}`));
+    await new Promise<void>((resolve) => server.listen(8079, '127.0.0.22', () => resolve()));
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('refuses a name resolving to a reserved address by default, naming the setting that would allow it', async () => {
+    const egress = new SessionEgress({
+      root,
+      resolver,
+      settingNames: { trustedNets: 'SWITCHYARD_EGRESS_TRUSTED_NETS' },
+    });
+    try {
+      const socket = path.join((await egress.open('ses_t0', policy))!.socketDir, 'proxy.sock');
+      const r = await get(socket, 'mirror.test');
+      expect(r).toMatch(/^HTTP\/1.1 403 /);
+      expect(r).toContain('mirror.test resolves to 127.0.0.22');
+      expect(r).toContain('SWITCHYARD_EGRESS_TRUSTED_NETS');
+    } finally {
+      await egress.closeAll();
+    }
+  });
+
+  it('dials a trusted range for hosts the policy allows, and nothing outside the range or the policy', async () => {
+    const egress = new SessionEgress({ root, resolver, trustedNets: ['127.0.0.22/32'] });
+    try {
+      const socket = path.join((await egress.open('ses_t1', policy))!.socketDir, 'proxy.sock');
+      const since = Date.now();
+      expect(await get(socket, 'mirror.test')).toContain('mirror /m');
+      // Same trusted address, but a host the session's policy does not name.
+      expect(await get(socket, 'unlisted.test')).toMatch(/^HTTP\/1.1 403 .*network policy/);
+      // Allowed by the policy, but its address is outside the trusted range.
+      expect(await get(socket, 'elsewhere.test')).toMatch(/^HTTP\/1.1 403 .*127\.0\.0\.23/);
+      expect((await egress.attempts('ses_t1', since)).map((a) => [a.host, a.allowed])).toEqual([
+        ['mirror.test', true],
+        ['unlisted.test', false],
+        ['elsewhere.test', false],
+      ]);
+    } finally {
+      await egress.closeAll();
+    }
+  });
+});

@@ -2,9 +2,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
-import { type HostVerdict, parseAllowlist, UrlPolicy, type UrlRefusal } from '../url-policy/url-policy';
+import {
+  type HostResolver,
+  type HostVerdict,
+  parseAllowlist,
+  UrlPolicy,
+  type UrlRefusal,
+} from '../url-policy/url-policy';
 import { type EgressAttempt, EgressProxy } from './egress-proxy';
 import type { EgressPolicy } from './egress-policy';
+import type { UpstreamProxy } from './upstream-proxy';
 
 /**
  * The engine's say on a connection, past the session's network policy: its policy layers' host rules (a rule may
@@ -24,8 +31,18 @@ export interface SessionEgressOptions {
    * by the request's canonical host, the one the policy checked.
    */
   resolve?: ReadonlyMap<string, string>;
+  /**
+   * Address ranges (CIDRs, or single addresses) the proxy may dial although they are not public: an operator's
+   * package mirror on a private or reserved address. The host is still checked against the session's policy first,
+   * and a name is refused when any of its addresses is neither public nor in these ranges. Default none.
+   */
+  trustedNets?: readonly string[];
+  /** Where allowed connections go instead of being dialled directly (see `EgressProxyOptions.upstream`). */
+  upstream?: UpstreamProxy;
+  /** How names are resolved (their answers judged by the address policy). Default: the system resolver. */
+  resolver?: HostResolver;
   /** How refusals name the settings a caller can act on. */
-  settingNames?: { bound?: string };
+  settingNames?: { bound?: string; trustedNets?: string };
 }
 
 interface Entry {
@@ -40,7 +57,9 @@ interface Entry {
  * its only way is a Unix socket of its session's proxy, made in a directory only that sandbox sees (the runner there
  * forwards 127.0.0.1:3128 to it, and the tier sets HTTP_PROXY/HTTPS_PROXY). The proxy checks each host (and port)
  * against the session's policy, resolves it itself, refuses loopback, private, link-local (metadata), CGNAT and the
- * rest (the browser's address policy), and connects to exactly the address it checked: no DNS rebinding. Every
+ * rest (the browser's address policy) unless an operator trusts their range (`trustedNets`), and connects to exactly
+ * the address it checked: no DNS rebinding. With an operator's `upstream` proxy, it makes the same checks and sends
+ * the connection through that proxy instead (which then resolves the checked name again, in its own network). Every
  * attempt, allowed or refused, is kept with its bytes, for the action it happened under.
  */
 export class SessionEgress {
@@ -54,8 +73,9 @@ export class SessionEgress {
   constructor(private readonly options: SessionEgressOptions) {
     this.resolve = options.resolve ?? new Map<string, string>();
     this.policyOfAddresses = new UrlPolicy({
-      allowlist: parseAllowlist([]),
-      allowlistSetting: 'the address policy (no setting opens private addresses to sandboxes)',
+      allowlist: parseAllowlist(options.trustedNets ?? []),
+      allowlistSetting: options.settingNames?.trustedNets ?? "the egress proxy's trusted networks",
+      ...(options.resolver && { resolver: options.resolver }),
     });
   }
 
@@ -145,6 +165,7 @@ export class SessionEgress {
     const bound = this.options.settingNames?.bound ?? 'the engine bound';
     const proxy = await EgressProxy.start({
       listenPath: socket,
+      ...(this.options.upstream && { upstream: this.options.upstream }),
       denialHeader: this.denialHeader,
       // `host` is the request's canonical host: the one value checked here, resolved, dialled and recorded.
       checkHost: async (host, port, signal) => {

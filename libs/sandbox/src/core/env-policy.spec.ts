@@ -1,5 +1,5 @@
 import { InvalidInputError } from '@switchyard/common';
-import { BASE_ENV, buildChildEnv, ENV_LIMITS, validateEnv } from './env-policy';
+import { BASE_ENV, buildChildEnv, egressEnv, ENV_LIMITS, trustedCaEnv, validateEnv } from './env-policy';
 
 function rejection(env: unknown): InvalidInputError {
   try {
@@ -114,8 +114,12 @@ describe('buildChildEnv', () => {
       PYTHONUNBUFFERED: '1',
       PYTHONDONTWRITEBYTECODE: '1',
     });
-    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin:/opt/switchyard/bin');
-    expect(env.HOME).toBe('/tmp');
+    // The system first; then what the session installed for its user, in its home.
+    expect(env.PATH).toBe(
+      '/usr/local/bin:/usr/bin:/bin:/opt/switchyard/bin:/workspace/.home/.local/bin:/workspace/.home/.npm-global/bin',
+    );
+    expect(env.HOME).toBe('/workspace/.home');
+    expect(env.npm_config_prefix).toBe('/workspace/.home/.npm-global');
     expect(buildChildEnv({}, 'bash').PYTHONPATH).toBeUndefined();
   });
 
@@ -126,5 +130,30 @@ describe('buildChildEnv', () => {
       const languageKeys = ['PYTHONDONTWRITEBYTECODE', 'PYTHONUNBUFFERED', 'NODE_PATH'];
       expect(Object.keys(env).filter((k) => !(k in BASE_ENV) && !languageKeys.includes(k))).toEqual([]);
     }
+  });
+});
+
+describe('package installs', () => {
+  it('let plain `pip install` fall back to the user site under HOME in every sandbox, network or not', () => {
+    for (const lang of ['python', 'node', 'bash'] as const) {
+      expect(buildChildEnv({}, lang)).toMatchObject({ PIP_BREAK_SYSTEM_PACKAGES: '1', HOME: BASE_ENV.HOME });
+    }
+    // Not PIP_USER: pip refuses `--user` inside a venv, and the fallback already picks the user site.
+    expect(BASE_ENV.PIP_USER).toBeUndefined();
+    expect(egressEnv().PIP_USER).toBeUndefined();
+  });
+
+  it("point pip, Python, curl, git and npm at the bundle, and Node at the operator's certificates alone", () => {
+    const env = trustedCaEnv({ bundle: '/d/sandbox-ca/ca-bundle.pem', extra: '/d/sandbox-ca/extra-ca.pem' });
+    for (const key of [
+      'SSL_CERT_FILE',
+      'REQUESTS_CA_BUNDLE',
+      'PIP_CERT',
+      'CURL_CA_BUNDLE',
+      'GIT_SSL_CAINFO',
+    ]) {
+      expect(env[key]).toBe('/d/sandbox-ca/ca-bundle.pem');
+    }
+    expect(env.NODE_EXTRA_CA_CERTS).toBe('/d/sandbox-ca/extra-ca.pem');
   });
 });

@@ -1,4 +1,4 @@
-import { InvalidInputError, type Language } from '@switchyard/common';
+import { InvalidInputError, type Language, SESSION_HOME } from '@switchyard/common';
 import { CALL_SOCKET_ENV } from './sandbox.types';
 
 /**
@@ -11,7 +11,10 @@ import { CALL_SOCKET_ENV } from './sandbox.types';
  * `PYTHONSTARTUP`, a poisoned `PATH`) would run code the policy never saw.
  *
  * `HOME` is denied too: it decides where interpreters look for per-user startup code (Python's user
- * site-packages `.pth` files, `~/.node_modules`), so it stays fixed at `/tmp`.
+ * site-packages `.pth` files, `~/.node_modules`), so it stays fixed at the session's home (`SESSION_HOME`,
+ * `/workspace/.home`): the same in every tier, kept with the workspace, so what a session installs for its user is
+ * there for every later action. What the session's own code put there runs again as the session's code, in whichever
+ * tier the later action is routed to, like any file of its workspace it imports.
  *
  * `SWITCHYARD_CALL_SOCKET` is the tier's to set (the action's call channel): a caller's own would point code that
  * trusts it at a socket the engine never made.
@@ -27,8 +30,7 @@ export const EGRESS_PROXY_URL = 'http://127.0.0.1:3128';
 
 /**
  * The environment that sends ordinary tools through the egress proxy (curl, pip, npm, git, Python's urllib and
- * requests, Node's fetch via the variables), for sandboxes whose session may reach the network. Packages installed
- * with pip go to the user site (HOME is /tmp: the session's container keeps them; the system is read-only).
+ * requests, Node's fetch via the variables), for sandboxes whose session may reach the network.
  */
 export function egressEnv(): Record<string, string> {
   const proxy = EGRESS_PROXY_URL;
@@ -41,9 +43,29 @@ export function egressEnv(): Record<string, string> {
     no_proxy: 'localhost,127.0.0.1,::1',
     npm_config_proxy: proxy,
     npm_config_https_proxy: proxy,
-    PIP_USER: '1',
-    PIP_BREAK_SYSTEM_PACKAGES: '1',
-    PIP_DISABLE_PIP_VERSION_CHECK: '1',
+  };
+}
+
+/** The operator's extra trusted CAs as every sandbox sees them (the same paths in every tier). */
+export interface TrustedCaFiles {
+  /** The image's system CA bundle followed by the operator's certificates: for tools that replace the roots. */
+  bundle: string;
+  /** The operator's certificates alone: for Node, which adds them to its own roots. */
+  extra: string;
+}
+
+/**
+ * The variables that make pip, Python (ssl, requests), curl, git, npm and Node trust the operator's CAs (a
+ * TLS-intercepting proxy, a mirror with a private CA) as well as the public ones.
+ */
+export function trustedCaEnv(files: TrustedCaFiles): Record<string, string> {
+  return {
+    SSL_CERT_FILE: files.bundle,
+    REQUESTS_CA_BUNDLE: files.bundle,
+    PIP_CERT: files.bundle,
+    CURL_CA_BUNDLE: files.bundle,
+    GIT_SSL_CAINFO: files.bundle,
+    NODE_EXTRA_CA_CERTS: files.extra,
   };
 }
 
@@ -52,12 +74,21 @@ export const SANDBOX_BIN = '/opt/switchyard/bin';
 
 export const BASE_ENV: Readonly<Record<string, string>> = Object.freeze({
   // Last, so a system `python` wins where there is one; SANDBOX_BIN only fills what the system lacks.
-  PATH: `/usr/local/bin:/usr/bin:/bin:${SANDBOX_BIN}`,
-  HOME: '/tmp',
+  // Then what the session installed for its user: pip's scripts, `npm install -g`'s commands.
+  PATH: `/usr/local/bin:/usr/bin:/bin:${SANDBOX_BIN}:${SESSION_HOME}/.local/bin:${SESSION_HOME}/.npm-global/bin`,
+  HOME: SESSION_HOME,
+  // The system's prefix is read-only: `npm install -g` installs into the session's home instead.
+  npm_config_prefix: `${SESSION_HOME}/.npm-global`,
   TMPDIR: '/tmp',
   LANG: 'C.UTF-8',
   TERM: 'dumb',
   USER: 'nobody',
+  // PEP 668 guards a system that pip could write to; a sandbox's system is read-only, so `pip install` (no flags)
+  // falls back to the user site under $HOME ("normal site-packages is not writeable"), and into a venv when one is
+  // active. Not PIP_USER=1: pip refuses `--user` inside a venv. Without this, a session without network got PEP 668's
+  // error instead of the network failure its hint explains.
+  PIP_BREAK_SYSTEM_PACKAGES: '1',
+  PIP_DISABLE_PIP_VERSION_CHECK: '1',
 });
 
 /**

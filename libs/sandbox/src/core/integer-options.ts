@@ -4,6 +4,15 @@ import { SandboxConfigError } from './sandbox.errors';
 export type IntegerOption = [name: string, value: number, min: number, max?: number];
 
 /**
+ * The range an option of the library accepts (`max` unbounded when omitted), exported so that whoever sets the option
+ * from elsewhere (the engine's env schema) refers to it instead of repeating it.
+ */
+export interface Bounds {
+  readonly min: number;
+  readonly max?: number;
+}
+
+/**
  * Fails on the first option that is not a safe integer within its range, naming it (`prefix` + name) and the range.
  * The one integer check of every option resolver of the sandbox library.
  *

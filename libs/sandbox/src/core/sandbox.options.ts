@@ -1,6 +1,7 @@
 import { type Tier, TIERS } from '@switchyard/common';
 import { DEFAULT_NICE_PATH, DEFAULT_SETPRIV_PATH } from './host-tools';
-import { checkIntegers, type IntegerOption } from './integer-options';
+import type { TrustedCaFiles } from './env-policy';
+import { type Bounds, checkIntegers, type IntegerOption } from './integer-options';
 import { SandboxConfigError } from './sandbox.errors';
 import type { OutputLimits, RiskThresholds, TierForLevel } from './sandbox.types';
 import {
@@ -188,6 +189,12 @@ export interface SandboxModuleOptions {
   /** Extra host directories made visible read-only at the same path, e.g. an interpreter's lib dir. */
   extraReadOnlyBinds?: string[];
   /**
+   * The operator's extra trusted CAs, as files on this host: every sandbox's environment names them
+   * (`trustedCaEnv`), and the subprocess tier sees them read-only at the same paths (added to `extraReadOnlyBinds`).
+   * The container tiers bind them through their own options. Default none.
+   */
+  trustedCa?: TrustedCaFiles;
+  /**
    * Host uid/gid the sandbox launcher runs as. Default: `DEFAULT_SANDBOX_HOST_ID` when the engine is root
    * (so sandboxed code is never host root, and RLIMIT_NPROC applies), the engine's own ids otherwise; `null` keeps
    * the engine's ids. The session workspace must be writable by this uid.
@@ -227,9 +234,17 @@ export interface ResolvedSandboxOptions {
   shellPath: string;
   tempDir?: string;
   extraReadOnlyBinds: string[];
+  trustedCa?: TrustedCaFiles;
   runAs?: { uid: number; gid: number };
   stateful: ResolvedStatefulOptions;
 }
+
+/** Ranges of the subprocess tier's limits that are more than positive integers; declared here only. */
+export const SUBPROCESS_BOUNDS = {
+  cpus: { min: 0.01, max: 1024 },
+  sessionCpus: { min: 0.01, max: 1024 },
+  warmSlots: { min: 0, max: 64 },
+} as const satisfies Record<string, Bounds>;
 
 /** Host uid/gid of sandboxed code when the engine runs as root; the sandbox image's user has the same ids. */
 export const DEFAULT_SANDBOX_HOST_ID = 10001;
@@ -313,7 +328,11 @@ export function resolveSandboxOptions(
     nicePath: options.nicePath ?? DEFAULT_NICE_PATH,
     shellPath: options.shellPath ?? '/bin/sh',
     tempDir: options.tempDir,
-    extraReadOnlyBinds: options.extraReadOnlyBinds ?? [],
+    extraReadOnlyBinds: [
+      ...(options.extraReadOnlyBinds ?? []),
+      ...(options.trustedCa ? [options.trustedCa.bundle, options.trustedCa.extra] : []),
+    ],
+    ...(options.trustedCa && { trustedCa: options.trustedCa }),
     runAs:
       options.runAs === undefined
         ? process.getuid?.() === 0
@@ -345,7 +364,12 @@ export function resolveSandboxOptions(
   checkIntegers([
     // Unset optional limits have defaults that depend on the run.
     ...positive.flatMap(([name, value]): IntegerOption[] => (value === undefined ? [] : [[name, value, 1]])),
-    ['subprocess.warmSlots', resolved.subprocess.warmSlots, 0, 64],
+    [
+      'subprocess.warmSlots',
+      resolved.subprocess.warmSlots,
+      SUBPROCESS_BOUNDS.warmSlots.min,
+      SUBPROCESS_BOUNDS.warmSlots.max,
+    ],
   ]);
   if (resolved.defaultTimeoutMs > resolved.maxTimeoutMs) {
     throw new SandboxConfigError(
@@ -355,10 +379,11 @@ export function resolveSandboxOptions(
   }
   for (const key of ['cpus', 'sessionCpus'] as const) {
     const cpus = resolved.subprocess[key];
-    if (typeof cpus !== 'number' || !(cpus >= 0.01 && cpus <= 1024)) {
+    const { min, max } = SUBPROCESS_BOUNDS[key];
+    if (typeof cpus !== 'number' || !(cpus >= min && cpus <= max)) {
       throw new SandboxConfigError(
         `subprocess.${key}`,
-        `must be a number from 0.01 to 1024, got ${String(cpus)}`,
+        `must be a number from ${min} to ${max}, got ${String(cpus)}`,
       );
     }
   }

@@ -1,9 +1,9 @@
 import type {
   ActionError,
   Language,
-  OutputTruncation,
   RiskAssessment,
   RiskLevel,
+  RunOutput,
   Tier,
   TierRequest,
 } from '@switchyard/common';
@@ -69,7 +69,7 @@ export interface CodeRequest extends CodeSpec {
   workspaceDir: string;
   /** The session's egress, when its network policy allows any (container tiers only). */
   egress?: SessionEgressAccess;
-  /** The session's image (container tiers only); the default sandbox image when absent. */
+  /** The session's image, in every tier (the subprocess tier on its exported root); the default image when absent. */
   image?: SessionImage;
   /** This action's way back to the engine (every tier; fresh runs only: a kernel cell cannot have one). */
   channel?: CallChannel;
@@ -104,23 +104,22 @@ export type RunnableCode = RoutedCode & { tier: Tier; denial?: undefined };
 export const isRunnable = (routed: RoutedCode): routed is RunnableCode =>
   routed.tier !== undefined && routed.denial === undefined;
 
-/** What a code action produced. A non-zero exit is `failed`, not an error. */
+/**
+ * What a code action produced: the tier's run output as is (`run`), and what the manager decided of it. A non-zero
+ * exit is `failed`, not an error.
+ */
 export interface CodeOutcome {
   /** `cancelled`: a kernel cell stopped by an interrupt request (the kernel keeps its state). */
   status: 'succeeded' | 'failed' | 'timed_out' | 'denied' | 'error' | 'cancelled';
   tier?: Tier;
   risk: RiskAssessment;
-  exitCode?: number;
-  stdout: string;
-  stderr: string;
-  truncated: OutputTruncation;
+  /** What the code printed and how it exited: the tier's own result (`NO_OUTPUT` when nothing ran). */
+  run: RunOutput;
   error?: ActionError;
   /** Set when the code ran in a container (pooled or one-off). */
   containerId?: string;
   /** The Docker runtime of that container when the tier chose one (one-off: `runsc` for gVisor, or `runc`). */
   runtime?: string;
-  /** Secrets were replaced in stdout or stderr. */
-  redacted?: boolean;
   durationMs: number;
   /** `state: "session"`: the kernel that ran the cell (`stateLost` when it died during the cell). */
   kernel?: KernelRef & { stateLost?: boolean };
@@ -143,7 +142,7 @@ export interface TierJob {
   workspaceDir: string;
   /** The session's egress (container tiers): the environment already names the proxy. */
   egress?: SessionEgressAccess;
-  /** The image to run in (container tiers): a template's; the tier's default image when absent. */
+  /** The image to run in (the subprocess tier runs its exported root): a template's; the default image when absent. */
   image?: string;
   /** This run's way back to the engine: the tier makes its socket reachable and names it in `CALL_SOCKET_ENV`. */
   channel?: CallChannel;
@@ -164,14 +163,13 @@ export interface OutputLimits {
   redact?: readonly RegExp[];
 }
 
-/** What a tier observed. The manager turns it into a `CodeOutcome`. */
-export interface TierRunResult {
-  exitCode?: number;
+/**
+ * What a tier observed: the run's output, and how the run ended. The manager judges it into a `CodeOutcome`, which
+ * keeps it as its `run`.
+ */
+export interface TierRunResult extends RunOutput {
   signal?: string;
   timedOut: boolean;
-  stdout: string;
-  stderr: string;
-  truncated: OutputTruncation;
   /** A limit the tier enforced that ended the run (output cap hit, out of memory, …). */
   limit?: { code: 'OUTPUT_CAP' | 'OUT_OF_MEMORY' | 'CPU_TIME' | 'FILE_SIZE' | 'PIDS'; message: string };
   /** The interpreter could not be started at all. */
@@ -182,8 +180,6 @@ export interface TierRunResult {
   containerId?: string;
   /** The Docker runtime of that container, when the tier chose one (`runsc`, `runc`). */
   runtime?: string;
-  /** Secrets were replaced in stdout or stderr. */
-  redacted?: boolean;
   durationMs: number;
 }
 

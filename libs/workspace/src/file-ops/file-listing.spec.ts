@@ -30,6 +30,35 @@ describe('FileOperations: listing', () => {
       expect(out.touched).toEqual([]);
     });
 
+    it('leaves the session’s home out of walks from the root, and lists it when asked by name', async () => {
+      await put('.home/.local/lib/pkg.py', 'p');
+      await put('.homework', 'h');
+      const top = (await run({ op: 'list', recursive: true })).output.entries as { path: string }[];
+      expect(top.map((e) => e.path)).toEqual([
+        '.homework',
+        'a',
+        'a/x.txt',
+        'a/y',
+        'a/y/z.txt',
+        'a-b',
+        'b.txt',
+        'link',
+      ]);
+      const home = (await run({ op: 'list', path: '.home', recursive: true })).output.entries as {
+        path: string;
+      }[];
+      expect(home.map((e) => e.path)).toEqual([
+        '.home/.local',
+        '.home/.local/lib',
+        '.home/.local/lib/pkg.py',
+      ]);
+      const found = (await run({ op: 'find', pattern: '**/*.py' })).output as { paths: string[] };
+      expect(found.paths).toEqual([]);
+      expect(
+        ((await run({ op: 'find', path: '.home', pattern: '**/*.py' })).output as { paths: string[] }).paths,
+      ).toEqual(['.home/.local/lib/pkg.py']);
+    });
+
     it('lists recursively in walk order and pages with an opaque cursor', async () => {
       const all = (await run({ op: 'list', recursive: true })).output.entries as { path: string }[];
       expect(all.map((e) => e.path)).toEqual(['a', 'a/x.txt', 'a/y', 'a/y/z.txt', 'a-b', 'b.txt', 'link']);

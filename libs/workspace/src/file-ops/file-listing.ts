@@ -4,7 +4,7 @@ import { walk, type WalkState } from '../workspace-fs';
 import { FileOpError } from '../workspace.errors';
 import type { WorkspaceOptions } from '../workspace.options';
 import { intOption, MAX_RESULT_LIMIT } from './op-options';
-import { joinRel, type OpPaths } from './op-paths';
+import { joinRel, type OpPaths, rootSkips } from './op-paths';
 
 const DEFAULT_LIST_LIMIT = 1000;
 
@@ -26,7 +26,12 @@ export class FileListing {
     const entries: { path: string; type: string; size: number }[] = [];
     let last: string | undefined;
     let more = false;
-    const opts = { recursive: op.recursive === true, maxEntries: this.options.maxScanEntries, after };
+    const opts = {
+      recursive: op.recursive === true,
+      maxEntries: this.options.maxScanEntries,
+      after,
+      skipTop: rootSkips(rp.rel),
+    };
     for await (const e of walk(rp.real, opts, state)) {
       if (entries.length === limit) {
         more = true;
@@ -48,7 +53,7 @@ export class FileListing {
     let truncated = false;
     for await (const e of walk(
       rp.real,
-      { recursive: true, maxEntries: this.options.maxScanEntries },
+      { recursive: true, maxEntries: this.options.maxScanEntries, skipTop: rootSkips(rp.rel) },
       state,
     )) {
       if (!match(e.rel)) continue;

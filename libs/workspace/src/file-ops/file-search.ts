@@ -9,7 +9,7 @@ import { FileOpError, PathRejectedError } from '../workspace.errors';
 import type { WorkspaceOptions } from '../workspace.options';
 import { type FileRef, withExistingFile } from './open-file';
 import { intOption, MAX_RESULT_LIMIT } from './op-options';
-import { joinRel, type OpPaths } from './op-paths';
+import { joinRel, type OpPaths, rootSkips } from './op-paths';
 
 const DEFAULT_GREP_LIMIT = 200;
 const GREP_TEXT_CHARS = 500;
@@ -51,7 +51,11 @@ export class FileSearch {
         yield [rp.rel, rp.realRel, rp.stat!];
         return;
       }
-      for await (const e of walk(rp.real, { recursive: true, maxEntries }, state)) {
+      for await (const e of walk(
+        rp.real,
+        { recursive: true, maxEntries, skipTop: rootSkips(rp.rel) },
+        state,
+      )) {
         if (e.type === 'file' && (!filter || filter(e.rel))) {
           yield [joinRel(rp.rel, e.rel), joinRel(rp.realRel, e.rel), e.stat];
         }

@@ -1,3 +1,4 @@
+import { SESSION_HOME_NAME } from '@switchyard/common';
 import * as path from 'node:path';
 import { type RealPath, realPathInside } from '../path-guard';
 import { FileOpError } from '../workspace.errors';
@@ -34,6 +35,15 @@ export function parentOf(rel: string): string {
   const dir = path.posix.dirname(rel);
   return dir === '.' ? '' : dir;
 }
+
+/**
+ * Names a walk from the workspace root leaves out: the session's home (its installed packages and caches, not files
+ * of the session's work). Named directly (`list` of `.home`, a `read` in it), it is there like any directory.
+ */
+export function rootSkips(rel: string): ReadonlySet<string> | undefined {
+  return rel === '' ? ROOT_SKIPS : undefined;
+}
+const ROOT_SKIPS: ReadonlySet<string> = new Set([SESSION_HOME_NAME]);
 
 /** `rel` (found by a walk from `base`) relative to the workspace root. */
 export function joinRel(base: string, rel: string): string {

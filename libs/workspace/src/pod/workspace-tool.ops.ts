@@ -1,4 +1,5 @@
 import { closeSync, constants as C } from 'node:fs';
+import { SESSION_HOME_NAME } from '@switchyard/common';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../atomic-write';
 import { newEntryPolicy } from '../entry-policy';
@@ -86,7 +87,7 @@ async function fileOp(root: string, req: FileToolRequest): Promise<WorkspaceTool
 
 /**
  * `WorkspaceManager.snapshot` (workspace-manager.service.ts) without the manager: the same walk from the real root,
- * directories skipped, at most `maxEntries` recorded, `${size}:${mtimeMs}:${ino}` per entry. (Marking the usage
+ * directories and the session's home skipped, at most `maxEntries` recorded, `${size}:${mtimeMs}:${ino}` per entry. (Marking the usage
  * stale, which the manager also does, has no meaning in a process that keeps no count.)
  */
 async function snapshot(root: string, req: SnapshotToolRequest): Promise<WorkspaceToolResults['snapshot']> {
@@ -96,7 +97,8 @@ async function snapshot(root: string, req: SnapshotToolRequest): Promise<Workspa
   const state: WalkState = { scanned: 0, partial: false };
   // Walks verify each directory against its real path, so they must start from one.
   const start = await realRootOf(root);
-  for await (const e of walk(start, { recursive: true, maxEntries: maxScanEntries }, state)) {
+  const opts = { recursive: true, maxEntries: maxScanEntries, skipTop: new Set([SESSION_HOME_NAME]) };
+  for await (const e of walk(start, opts, state)) {
     if (e.type === 'dir') continue;
     if (entries.length === maxEntries) {
       state.partial = true;

@@ -2456,6 +2456,15 @@ export interface components {
                  * @enum {boolean}
                  */
                 stateLost?: true;
+                /** @description On the first cell after the kernel of this language ended unasked (its process died, or it sat idle past SWITCHYARD_KERNEL_IDLE_MS): why the state from before is gone (cell answers only) */
+                reset?: {
+                    /** @enum {string} */
+                    reason: "died" | "idle";
+                    /** @example its process ended */
+                    message: string;
+                    /** Format: date-time */
+                    at: string;
+                };
             } | null;
             /** @description What a retry with `restore: true` would restore (taken before it or its nearest retried ancestor); null when none. A deleted one keeps `deletedAt` */
             checkpoint: {
@@ -2741,6 +2750,12 @@ export interface components {
             /** @description More changes than the lists hold (10 000 paths) */
             truncated: boolean;
         };
+        /**
+         * @description The type of an event of the stream: what the session published, or `events.gap` (a resumed replay lost events the buffer no longer held) and `session.ended` (the last one)
+         * @example action.completed
+         * @enum {string}
+         */
+        SessionEventType: "action.started" | "action.output" | "action.completed" | "action.awaiting_approval" | "action.approval" | "plan.started" | "plan.step.started" | "plan.step.completed" | "plan.needs_replan" | "plan.completed" | "kernel.started" | "kernel.ended" | "process.output" | "process.exited" | "checkpoint.created" | "checkpoint.restored" | "checkpoint.deleted" | "events.gap" | "session.ended";
         /** @description A live kernel of the session: the interpreter its `state: "session"` code actions of one language run in */
         Kernel: {
             /** @example krn_0123456789abcdef */
@@ -2785,6 +2800,15 @@ export interface components {
              * @enum {boolean}
              */
             stateLost?: true;
+            /** @description On the first cell after the kernel of this language ended unasked (its process died, or it sat idle past SWITCHYARD_KERNEL_IDLE_MS): why the state from before is gone (cell answers only) */
+            reset?: {
+                /** @enum {string} */
+                reason: "died" | "idle";
+                /** @example its process ended */
+                message: string;
+                /** Format: date-time */
+                at: string;
+            };
         };
         /** @description A sandbox template sessions may pick, with its build state */
         Template: {
@@ -3291,8 +3315,7 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": {
-                        /** @example action.completed */
-                        event?: string;
+                        event?: components["schemas"]["SessionEventType"];
                         /**
                          * @description A JSON object
                          * @example {"actionId":"act_…","status":"succeeded"}

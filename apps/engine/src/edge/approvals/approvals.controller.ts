@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { NotFoundError, SwitchyardError } from '@switchyard/common';
 import { ContextGraph } from '@switchyard/context-graph';
-import type { Principal } from '../http/api-keys';
+import type { Principal } from '../../platform/auth/principal';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { schemaRef } from '../http/openapi';

@@ -1,6 +1,7 @@
 import { Controller, Get, Headers, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, ApiV1Errors } from '../http/api-responses';
+import { ref } from '../http/common.schemas';
 import { InvalidInputError } from '@switchyard/common';
 import type { Request, Response } from 'express';
 import { ApiKeyGuard } from '../http/api-key.guard';
@@ -79,7 +80,7 @@ export class EventsController {
             '`id` its number (none on `events.gap` and on `session.ended`, the last one); the first frame only sets ' +
             '`retry`',
           properties: {
-            event: { type: 'string', example: 'action.completed' },
+            event: ref('SessionEventType'),
             data: {
               type: 'string',
               description: 'A JSON object',

@@ -5,7 +5,7 @@ import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
 import { ENGINE_HOOKS } from '../../gates/hooks/engine-hooks';
 import type { HookDefinition } from '../../gates/hooks/hook-file';
 import type { EngineConfig } from '../../platform/config/engine-config';
-import type { Principal } from '../http/api-keys';
+import type { Principal } from '../../platform/auth/principal';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { validateDto } from '../../platform/validation/validate-dto';

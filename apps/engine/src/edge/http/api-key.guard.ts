@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { ApiKeys, type Principal } from './api-keys';
+import { ApiKeys } from './api-keys';
+import type { Principal } from '../../platform/auth/principal';
 
 export { OPEN_TENANT } from './api-keys';
 

@@ -5,8 +5,6 @@ import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
 import type { EngineConfig } from '../../platform/config/engine-config';
 import type { Principal } from '../../platform/auth/principal';
 
-export type { Principal };
-
 /** The tenant every request runs as when no API keys are configured. */
 export const OPEN_TENANT = 'open';
 

@@ -3,6 +3,7 @@ import { ACTION_OUTPUT_SCHEMAS } from '../actions/action-output.schemas';
 import { ACTION_SCHEMAS } from '../actions/action.schemas';
 import { APPROVAL_SCHEMAS } from '../approvals/approval.schemas';
 import { CHECKPOINT_SCHEMAS } from '../checkpoints/checkpoint.schemas';
+import { EVENT_SCHEMAS } from '../events/event.schemas';
 import { GRAPH_SCHEMAS } from '../graph/graph.schemas';
 import { HEALTH_SCHEMAS } from '../health/health.schemas';
 import { HOOK_SCHEMAS } from '../hooks/hook.schemas';
@@ -33,6 +34,7 @@ export const RESPONSE_SCHEMAS = {
   ...PLAN_SCHEMAS,
   ...GRAPH_SCHEMAS,
   ...CHECKPOINT_SCHEMAS,
+  ...EVENT_SCHEMAS,
   ...KERNEL_SCHEMAS,
   ...TEMPLATE_SCHEMAS,
   ...TOOL_SCHEMAS,

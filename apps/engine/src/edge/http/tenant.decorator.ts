@@ -1,6 +1,6 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { TenantRequest } from './api-key.guard';
-import type { Principal } from './api-keys';
+import type { Principal } from '../../platform/auth/principal';
 
 /** The tenant resolved by `ApiKeyGuard` for this request. */
 export const Tenant = createParamDecorator((_data: unknown, ctx: ExecutionContext): string => {

@@ -36,6 +36,16 @@ export const KERNEL_RUN_SCHEMA: SchemaObject = object(
       description: 'This action found no kernel and began this one: any state from before is gone',
     },
     stateLost: ONLY_TRUE('The kernel was killed during the cell: its state is gone (cell answers only)'),
+    reset: object(
+      ['reason', 'message', 'at'],
+      {
+        reason: { type: 'string', enum: ['died', 'idle'] },
+        message: { type: 'string', example: 'its process ended' },
+        at: TIMESTAMP,
+      },
+      'On the first cell after the kernel of this language ended unasked (its process died, or it sat idle past ' +
+        'SWITCHYARD_KERNEL_IDLE_MS): why the state from before is gone (cell answers only)',
+    ),
   },
   'The session kernel a code cell ran in',
 );

@@ -8,7 +8,7 @@ import { McpSessions } from './mcp-sessions.service';
 /**
  * `/mcp`: the Model Context Protocol over Streamable HTTP (JSON-RPC, answered as JSON or an event stream by the
  * SDK's transport), behind the same bearer keys as `/v1`. Left out of the OpenAPI document: its operations are
- * JSON-RPC methods, not REST routes (the README's "MCP" section documents them).
+ * JSON-RPC methods, not REST routes (docs/tools-and-mcp.md documents them).
  */
 @ApiExcludeController()
 @UseGuards(ApiKeyGuard)

@@ -10,7 +10,7 @@ import {
 } from '@nestjs/swagger';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
 import { ApprovalGate } from '../../gates/approvals/approval-gate';
-import type { Principal } from '../http/api-keys';
+import type { Principal } from '../../platform/auth/principal';
 import { ApiKeyGuard } from '../http/api-key.guard';
 import { ApiBodyErrors, ApiErrors, ApiV1Errors } from '../http/api-responses';
 import { schemaRef } from '../http/openapi';

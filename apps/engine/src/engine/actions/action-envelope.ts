@@ -37,19 +37,20 @@ export class ActionEnvelopes {
 
   envelope(at: EnvelopeFields, o: Outcome): ActionResult {
     // Code output was redacted by the tier as it streamed (before its caps); everything else is redacted here.
+    const { run } = o;
     const output = o.output === undefined ? undefined : this.redactor.value(o.output);
     const error = o.error && this.redactor.value(o.error);
-    const redacted = Boolean(o.redacted || output?.redacted || error?.redacted);
+    const redacted = Boolean(run?.redacted || output?.redacted || error?.redacted);
+    // The one place a run's output is laid out flat: the envelope's shape, which callers and the graph's record see.
     return {
       id: at.id,
       sessionId: at.sessionId,
       type: at.type,
       status: o.status,
-      ...(o.exitCode !== undefined && { exitCode: o.exitCode }),
-      ...(o.stdout !== undefined && { stdout: o.stdout }),
-      ...(o.stderr !== undefined && { stderr: o.stderr }),
+      ...(run?.exitCode !== undefined && { exitCode: run.exitCode }),
+      ...(run && { stdout: run.stdout, stderr: run.stderr }),
       ...(output !== undefined && { output: output.value }),
-      truncated: o.truncated ?? { stdout: false, stderr: false },
+      truncated: run?.truncated ?? { stdout: false, stderr: false },
       durationMs: at.durationMs,
       startedAt: at.startedAt,
       endedAt: this.clock.now().toISOString(),

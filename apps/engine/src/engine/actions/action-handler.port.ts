@@ -5,6 +5,7 @@ import type {
   FileTouch,
   FinalActionStatus,
   RiskAssessment,
+  RunOutput,
   SwitchyardError,
   Tier,
 } from '@switchyard/common';
@@ -17,15 +18,14 @@ export interface Outcome {
   status: FinalActionStatus;
   tier: ActionTier;
   risk: RiskAssessment;
-  exitCode?: number;
-  stdout?: string;
-  stderr?: string;
+  /**
+   * What the action's code printed and how it exited, as its sandbox tier returned it (already redacted and capped),
+   * or a process's logs. Absent for actions that ran no code.
+   */
+  run?: RunOutput;
   output?: unknown;
-  truncated?: ActionResult['truncated'];
   error?: ActionError;
   files: FileTouch[];
-  /** The tier replaced secrets in stdout/stderr. */
-  redacted?: boolean;
   /** The container the code ran in, for the graph's `RAN_IN` edge. */
   sandbox?: SandboxRef;
   /** The session kernel a cell ran in, for the graph's `RAN_IN` edge to its Kernel node. */

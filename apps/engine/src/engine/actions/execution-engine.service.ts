@@ -370,7 +370,8 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           durationMs,
           tier: final.tier,
           risk: final.risk,
-          exitCode: final.exitCode,
+          // The record's columns come from the envelope it keeps: the exit code as callers see it, the redacted error.
+          exitCode: result.exitCode,
           error: result.error,
           outputExcerpt: this.envelopes.excerpt(result),
           files: final.files,

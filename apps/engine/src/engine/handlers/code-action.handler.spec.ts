@@ -13,9 +13,7 @@ describe('CodeActionHandler', () => {
     status: 'failed',
     tier: 'pooled',
     risk,
-    stdout: '',
-    stderr: '',
-    truncated: { stdout: false, stderr: false },
+    run: { exitCode: 137, stdout: 'partial\n', stderr: '', truncated: { stdout: false, stderr: false } },
     error: { class: 'limit', code: 'OUT_OF_MEMORY', message: 'out of memory' },
     durationMs: 5,
   };
@@ -67,6 +65,12 @@ describe('CodeActionHandler', () => {
       { path: 'b.txt', access: 'write' },
     ]);
     expect(outcome.hints).toBeUndefined();
+  });
+
+  it("passes the sandbox's run output on as is", async () => {
+    const { run } = handlerWith([snap([]), snap([])]);
+    const outcome = await run();
+    expect(outcome.run).toBe(outOfMemory.run);
   });
 
   it('keeps the outcome of a run after which the workspace cannot be read, saying its files are not listed', async () => {

@@ -70,7 +70,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
         const after = await this.workspaces.snapshot(ctx.session.id).catch((err: unknown) => err as Error);
         const unread = after instanceof Error;
         const hints = [
-          ...(this.network.hints(ctx.session, out) ?? []),
+          ...(this.network.hints(ctx.session, { ...out.run, status: out.status }) ?? []),
           ...(unread
             ? [
                 `the files this run changed are not listed: the workspace could not be read after it (${after.message})`,
@@ -81,11 +81,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
           status: out.status,
           tier: out.tier ?? tier,
           risk: out.risk,
-          exitCode: out.exitCode,
-          redacted: out.redacted,
-          stdout: out.stdout,
-          stderr: out.stderr,
-          truncated: out.truncated,
+          run: out.run,
           error: out.error,
           // A cell of a session kernel answers which kernel ran it and the value of its last expression.
           ...(out.kernel && {

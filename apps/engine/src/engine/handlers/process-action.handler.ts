@@ -40,7 +40,7 @@ const DEFAULT_STOP_GRACE_MS = 2000;
  */
 async function refusalsFail(
   base: Pick<Outcome, 'tier' | 'risk'>,
-  op: () => Promise<Pick<Outcome, 'status' | 'output' | 'error' | 'stdout' | 'stderr' | 'startedProcess'>>,
+  op: () => Promise<Pick<Outcome, 'status' | 'output' | 'error' | 'run' | 'startedProcess'>>,
 ): Promise<Outcome> {
   try {
     return { ...base, files: [], ...(await op()) };
@@ -196,7 +196,10 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
       ...(request.name !== undefined && { name: request.name }),
       ...(request.cwd !== undefined && { cwd: request.cwd }),
       env,
-      baseEnv: { ...buildChildEnv(image?.env ?? {}, 'bash'), ...(egress && egressEnv()) },
+      baseEnv: {
+        ...buildChildEnv({ ...this.sandbox.trustEnv(), ...image?.env }, 'bash'),
+        ...(egress && egressEnv()),
+      },
       tier: stateful,
       workspaceDir: ctx.workspaceDir,
       ...(egress && { egress }),
@@ -266,7 +269,7 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
     session: string,
     info: ProcessInfo,
     signal: AbortSignal,
-  ): Promise<Pick<Outcome, 'status' | 'output' | 'error' | 'stdout' | 'stderr'>> {
+  ): Promise<Pick<Outcome, 'status' | 'output' | 'error' | 'run'>> {
     switch (request.op) {
       case 'logs': {
         const log = this.processes.logs(session, info.id, request);
@@ -277,8 +280,12 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
             .join('');
         return {
           status: 'succeeded',
-          stdout: text('stdout'),
-          stderr: text('stderr'),
+          // What the log's buffer dropped is counted in `output.dropped`, not flagged as a run's truncation.
+          run: {
+            stdout: text('stdout'),
+            stderr: text('stderr'),
+            truncated: { stdout: false, stderr: false },
+          },
           output: {
             processId: info.id,
             entries: log.entries,

@@ -22,7 +22,9 @@ import { SessionNetwork } from './session-network';
         new SessionEgress({
           root: path.join(config.dataDir, 'egress'),
           resolve: config.network.resolve,
-          settingNames: { bound: 'SWITCHYARD_EGRESS_ALLOWED' },
+          trustedNets: config.network.trustedNets,
+          ...(config.network.upstream && { upstream: config.network.upstream }),
+          settingNames: { bound: 'SWITCHYARD_EGRESS_ALLOWED', trustedNets: 'SWITCHYARD_EGRESS_TRUSTED_NETS' },
         }),
       inject: [ENGINE_CONFIG],
     },

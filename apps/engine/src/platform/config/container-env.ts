@@ -1,4 +1,10 @@
-import { CONTAINER_RUNTIME_SETTINGS, type ContainerRuntimeSetting } from '@switchyard/sandbox';
+import {
+  CONTAINER_LIMIT_BOUNDS,
+  CONTAINER_RUNTIME_SETTINGS,
+  type ContainerRuntimeSetting,
+  POOL_BOUNDS,
+  POOLED_BOUNDS,
+} from '@switchyard/sandbox';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import * as path from 'node:path';
 import { configFailure } from './config-error';
@@ -20,29 +26,29 @@ export class ContainerEnv {
   DOCKER_HOST?: string = undefined;
 
   /** Warm containers kept ready for sessions' first pooled action. */
-  @IntVar(0, 64)
+  @IntVar(POOL_BOUNDS.min.min, POOL_BOUNDS.min.max)
   SWITCHYARD_POOL_MIN = 2;
 
   /** Most warm (unclaimed) containers at once. */
-  @IntVar(1, 256)
+  @IntVar(POOL_BOUNDS.max.min, POOL_BOUNDS.max.max)
   SWITCHYARD_POOL_MAX = 8;
 
   /**
    * Most sessions holding a pooled container at once; beyond it pooled actions are `denied` (`error.class: limit`,
    * code `POOL_SESSIONS_EXHAUSTED`, naming this setting) until one ends.
    */
-  @IntVar(1, 4096)
+  @IntVar(POOL_BOUNDS.maxSessions.min, POOL_BOUNDS.maxSessions.max)
   SWITCHYARD_POOL_MAX_SESSIONS = 16;
 
   /**
    * How long a pooled action's claim waits for a healthy warm container; past it the action is `denied` (`error.class:
    * limit`, code `POOL_ACQUIRE_TIMEOUT`).
    */
-  @IntVar(1, 600_000)
+  @IntVar(POOL_BOUNDS.acquireTimeoutMs.min, POOL_BOUNDS.acquireTimeoutMs.max)
   SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 
   /** A session's container idle this long is destroyed (its next pooled action claims a fresh one). */
-  @IntVar(1000, 2 ** 31 - 1)
+  @IntVar(1000, POOLED_BOUNDS.sessionIdleTimeoutMs.max)
   SWITCHYARD_POOL_SESSION_IDLE_MS = 900_000;
 
   /**
@@ -53,15 +59,15 @@ export class ContainerEnv {
   SWITCHYARD_POOL_MOUNT_ROOT?: string = undefined;
 
   /** Memory limit of each pooled container. */
-  @IntVar(16 * MiB)
+  @IntVar(CONTAINER_LIMIT_BOUNDS.memoryBytes.min)
   SWITCHYARD_POOLED_MEMORY_BYTES = 512 * MiB;
 
   /** CPU limit of each pooled container, in CPUs. */
-  @DecimalVar(0.01, 1024)
+  @DecimalVar(CONTAINER_LIMIT_BOUNDS.cpus.min, CONTAINER_LIMIT_BOUNDS.cpus.max)
   SWITCHYARD_POOLED_CPUS = 1;
 
   /** Process limit of each pooled container. */
-  @IntVar(64, 256)
+  @IntVar(CONTAINER_LIMIT_BOUNDS.pids.min, CONTAINER_LIMIT_BOUNDS.pids.max)
   SWITCHYARD_POOLED_PIDS = 128;
 
   /** Longest `timeoutMs` a pooled action may ask for (beyond: `denied`). Default: SWITCHYARD_MAX_TIMEOUT_MS. */
@@ -82,15 +88,15 @@ export class ContainerEnv {
   SWITCHYARD_CONTAINER_RUNTIME: ContainerRuntimeSetting = 'auto';
 
   /** Memory limit of each one-off container. */
-  @IntVar(16 * MiB)
+  @IntVar(CONTAINER_LIMIT_BOUNDS.memoryBytes.min)
   SWITCHYARD_CONTAINER_MEMORY_BYTES = 512 * MiB;
 
   /** CPU limit of each one-off container, in CPUs. */
-  @DecimalVar(0.01, 1024)
+  @DecimalVar(CONTAINER_LIMIT_BOUNDS.cpus.min, CONTAINER_LIMIT_BOUNDS.cpus.max)
   SWITCHYARD_CONTAINER_CPUS = 1;
 
   /** Process limit of each one-off container. */
-  @IntVar(64, 256)
+  @IntVar(CONTAINER_LIMIT_BOUNDS.pids.min, CONTAINER_LIMIT_BOUNDS.pids.max)
   SWITCHYARD_CONTAINER_PIDS = 128;
 
   /**

@@ -105,6 +105,16 @@ function crossCheck(env: EngineEnv): ConfigProblem[] {
           },
         ]
       : []),
+    ...(env.SWITCHYARD_SANDBOX_BACKEND === 'kubernetes' && env.SWITCHYARD_SANDBOX_CA_FILE !== undefined
+      ? [
+          {
+            variable: 'SWITCHYARD_SANDBOX_CA_FILE',
+            message:
+              'is not supported with SWITCHYARD_SANDBOX_BACKEND=kubernetes: the file is bound into sandboxes from ' +
+              "the engine's host, which pods on other nodes do not share; unset one of the two",
+          },
+        ]
+      : []),
     ...replicaConflicts(env),
   ];
 }

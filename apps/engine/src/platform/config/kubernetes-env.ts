@@ -1,3 +1,4 @@
+import { CONTAINER_LIMIT_BOUNDS, KUBERNETES_BOUNDS } from '@switchyard/sandbox';
 import { IsIn, IsOptional, Matches } from 'class-validator';
 import * as path from 'node:path';
 import { configFailure } from './config-error';
@@ -49,14 +50,14 @@ export class KubernetesEnv {
    * CPUs each sandbox pod requests (reserves on its node); its limit stays SWITCHYARD_POOLED_CPUS /
    * SWITCHYARD_CONTAINER_CPUS. Low by default so idle warm pods do not fill a node on paper; capped at the limit.
    */
-  @DecimalVar(0.001, 1024)
+  @DecimalVar(KUBERNETES_BOUNDS.cpuRequest.min, CONTAINER_LIMIT_BOUNDS.cpus.max)
   SWITCHYARD_K8S_CPU_REQUEST = 0.1;
 
   /**
    * How long a sandbox pod may take from its creation to a running runner; past it the pod is deleted and the request
    * answered 503 `POD_START_TIMEOUT` (a node that is missing or not Ready, an image that will not come).
    */
-  @IntVar(1000, 600_000)
+  @IntVar(1000, KUBERNETES_BOUNDS.podStartTimeoutMs.max)
   SWITCHYARD_K8S_POD_START_TIMEOUT_MS = 60_000;
 
   /** `Never` (default: the image must be on the nodes), `IfNotPresent` or `Always` (a registry the nodes reach). */

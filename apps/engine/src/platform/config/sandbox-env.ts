@@ -1,3 +1,4 @@
+import { SUBPROCESS_BOUNDS } from '@switchyard/sandbox';
 import { configFailure } from './config-error';
 import { BoolVar, DecimalVar, IntVar, ListVar, MiB } from './env-parsing';
 
@@ -47,14 +48,14 @@ export class SandboxEnv {
    * CPU quota of each subprocess-tier action, in CPUs, shared by all it forks (cgroup cpu controller; the code also
    * runs at niceness 19); at most the session's.
    */
-  @DecimalVar(0.01, 1024)
+  @DecimalVar(SUBPROCESS_BOUNDS.cpus.min, SUBPROCESS_BOUNDS.cpus.max)
   SWITCHYARD_SUBPROCESS_CPUS = 1;
 
   /**
    * CPU quota of each session in the subprocess tier, in CPUs, shared by all its concurrent actions, kernels and
    * background processes (one session cgroup above their own).
    */
-  @DecimalVar(0.01, 1024)
+  @DecimalVar(SUBPROCESS_BOUNDS.sessionCpus.min, SUBPROCESS_BOUNDS.sessionCpus.max)
   SWITCHYARD_SUBPROCESS_SESSION_CPUS = 1;
 }
 

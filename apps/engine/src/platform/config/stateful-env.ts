@@ -1,25 +1,26 @@
+import { STATEFUL_BOUNDS } from '@switchyard/sandbox';
 import * as path from 'node:path';
 import { IntVar, MiB } from './env-parsing';
 
 /** Session kernels (`state: "session"` code) and background processes (`process` actions). */
 export class StatefulEnv {
   /** A kernel without cells this long is stopped (its state is gone; the next cell starts a fresh one). */
-  @IntVar(1000, 7 * 24 * 3_600_000)
+  @IntVar(STATEFUL_BOUNDS.kernelIdleMs.min, 7 * 24 * 3_600_000)
   SWITCHYARD_KERNEL_IDLE_MS = 30 * 60_000;
 
   /**
    * After a cell's timeout or cancel interrupts it, how long it may take to stop before its kernel is killed (and its
    * state lost).
    */
-  @IntVar(0, 60_000)
+  @IntVar(STATEFUL_BOUNDS.interruptGraceMs.min, STATEFUL_BOUNDS.interruptGraceMs.max)
   SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS = 2000;
 
   /** Background processes running at once per session. */
-  @IntVar(0, 1024)
+  @IntVar(STATEFUL_BOUNDS.maxProcessesPerSession.min, STATEFUL_BOUNDS.maxProcessesPerSession.max)
   SWITCHYARD_MAX_PROCESSES = 8;
 
   /** Output kept per background process for `logs` (the oldest goes first). */
-  @IntVar(1024, 1024 * MiB)
+  @IntVar(STATEFUL_BOUNDS.processLogBytes.min, 1024 * MiB)
   SWITCHYARD_PROCESS_LOG_BYTES = 1 * MiB;
 }
 

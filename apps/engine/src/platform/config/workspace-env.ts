@@ -1,3 +1,4 @@
+import { WORKSPACE_BOUNDS } from '@switchyard/workspace';
 import { IsIn, IsOptional } from 'class-validator';
 import { IntVar, MiB } from './env-parsing';
 
@@ -26,7 +27,7 @@ export class WorkspaceEnv {
    * With the loop quota: workspace images formatted ahead and kept ready, so creating a session mounts one instead of
    * running `mkfs`; refilled in the background. 0: each image is formatted when its session is created.
    */
-  @IntVar(0, 16)
+  @IntVar(WORKSPACE_BOUNDS.imagePool.min, WORKSPACE_BOUNDS.imagePool.max)
   SWITCHYARD_WORKSPACE_POOL = 2;
 
   /**

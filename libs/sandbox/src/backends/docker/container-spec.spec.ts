@@ -78,15 +78,14 @@ describe('buildContainerSpec', () => {
   it('loads the code from stdin into a private tmpfs, then execs the interpreter', () => {
     expect(spec.Entrypoint).toEqual(['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader']);
     // '€' is 3 bytes in UTF-8: the loader counts bytes.
-    expect(spec.Cmd?.slice(0, 5)).toEqual([
+    expect(spec.Cmd?.slice(0, 4)).toEqual([
       String(Buffer.byteLength(job.code)),
       CODE_TARGET.python,
       '/usr/bin/python3',
-      '-s',
       '-c',
     ]);
     expect(spec.Cmd?.[0]).toBe('12');
-    expect(spec.Cmd?.[5]).toContain(CODE_TARGET.python);
+    expect(spec.Cmd?.[4]).toContain(CODE_TARGET.python);
     expect(host.Tmpfs?.['/run/switchyard']).toBe(
       'rw,nosuid,nodev,noexec,size=4108,nr_inodes=16,mode=0700,uid=10001,gid=10001',
     );
@@ -137,5 +136,28 @@ describe('containerStdin', () => {
   it('is the code bytes followed by the stdin bytes', () => {
     expect(containerStdin({ code: 'print("€")', stdin: 'in€' }).toString()).toBe('print("€")in€');
     expect(containerStdin({ code: 'x' }).toString()).toBe('x');
+  });
+});
+
+describe('buildContainerSpec with read-only binds', () => {
+  it("binds the operator's shared files at the same path, read-only", () => {
+    const withCa = buildContainerSpec({
+      job,
+      image: 'switchyard/sandbox:test',
+      options: resolveContainerOptions({ engineInstanceId: 'engine-1', readOnlyBinds: ['/d/ca/bundle.pem'] }),
+    });
+    expect(withCa.HostConfig!.Binds).toEqual([
+      '/data/ws/sess-1:/workspace:rw',
+      '/d/ca/bundle.pem:/d/ca/bundle.pem:ro',
+    ]);
+  });
+
+  it('refuses a bind that is not an absolute path, naming the option', () => {
+    expect(() => resolveContainerOptions({ readOnlyBinds: ['relative.pem'] })).toThrow(
+      /container\.readOnlyBinds\[0\]/,
+    );
+    expect(() => resolveContainerOptions({ readOnlyBinds: ['/a:/b'] })).toThrow(
+      /container\.readOnlyBinds\[0\]/,
+    );
   });
 });

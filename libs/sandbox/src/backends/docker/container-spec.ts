@@ -52,7 +52,8 @@ export interface ContainerSpecInput {
     'actionId' | 'sessionId' | 'language' | 'code' | 'env' | 'workspaceDir' | 'egress' | 'channel'
   >;
   image: string;
-  options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'>;
+  options: Pick<ResolvedContainerOptions, 'limits' | 'engineInstanceId' | 'user' | 'interpreters'> &
+    Partial<Pick<ResolvedContainerOptions, 'readOnlyBinds'>>;
   /** Container name; Docker picks one when absent. */
   name?: string;
   /** Docker runtime (`runsc`: gVisor); the daemon's default when absent. */
@@ -106,6 +107,8 @@ export function buildContainerSpec({
         // The action's call channel, the same way: its socket and nothing else, never a network (runsc reaches a
         // host socket through `--host-uds=open`, which the daemon registers it with).
         ...(job.channel ? [`${job.channel.socketDir}:${CALL_DIR_TARGET}:ro`] : []),
+        // What the operator shares with every sandbox (extra trusted CAs), at the same path, read-only.
+        ...(options.readOnlyBinds ?? []).map((p) => `${p}:${p}:ro`),
       ],
       ...sandboxHostConfig({
         memoryBytes: limits.memoryBytes,
@@ -208,8 +211,9 @@ export function containerStdin(job: Pick<TierJob, 'code' | 'stdin'>): Buffer {
 function interpreterArgv(language: Language, interpreter: string): string[] {
   switch (language) {
     case 'python':
-      // -s: no user site-packages (their .pth files would run before the code).
-      return [interpreter, '-s', '-c', PYTHON_BOOTSTRAP];
+      // The user site is on: it is the session's home (HOME), where what the session installed with pip lives, as
+      // in every tier (its .pth files are the session's own code, run in this sandbox).
+      return [interpreter, '-c', PYTHON_BOOTSTRAP];
     case 'node':
       return [interpreter, CODE_TARGET.node];
     case 'bash':

@@ -588,7 +588,11 @@ describeDocker('ContainerTier (real Docker)', () => {
           language: 'python',
           code: 'print(6 * 7)',
         });
-        expect(ok).toMatchObject({ status: 'succeeded', tier: 'container', stdout: '42\n', exitCode: 0 });
+        expect(ok).toMatchObject({
+          status: 'succeeded',
+          tier: 'container',
+          run: { stdout: '42\n', exitCode: 0 },
+        });
         const slow = await prepareAndRun(manager, {
           ...request,
           actionId: 'm2',

@@ -4,6 +4,7 @@ import { SandboxConfigError } from '../../core/sandbox.errors';
 import { defaultEngineInstanceId } from '../../core/engine-instance';
 import { readImageTag } from '../../core/sandbox-image';
 import { checkIntegers, type IntegerOption } from '../../core/integer-options';
+import { CONTAINER_LIMIT_BOUNDS } from '../../core/container-bounds';
 
 const MiB = 1024 * 1024;
 
@@ -74,6 +75,11 @@ export interface ContainerTierOptions {
    * live, which is right for one engine per Docker daemon; engines sharing a daemon must pass one.
    */
   isSessionLive?: (sessionId: string) => boolean | Promise<boolean>;
+  /**
+   * Host files or directories made visible read-only at the same path in every container (the operator's extra
+   * trusted CAs). Must be visible to the Docker daemon at that path. Default none.
+   */
+  readOnlyBinds?: string[];
 }
 
 export interface ResolvedContainerOptions {
@@ -90,6 +96,7 @@ export interface ResolvedContainerOptions {
   probeTimeoutMs: number;
   reapOnStart: boolean;
   isSessionLive: (sessionId: string) => boolean | Promise<boolean>;
+  readOnlyBinds: string[];
 }
 
 export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze({
@@ -104,6 +111,17 @@ export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze
 const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
 const LABEL_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const USER = /^(\d+)(?::(\d+))?$/;
+
+/** Absolute host paths, each once; anything else fails naming the option. */
+export function checkedBinds(paths: readonly string[] | undefined, option: string): string[] {
+  const unique = [...new Set(paths ?? [])];
+  unique.forEach((p, i) => {
+    if (!path.isAbsolute(p) || p.includes(':') || p.includes(',')) {
+      throw new SandboxConfigError(`${option}[${i}]`, 'must be an absolute path without ":" or ","');
+    }
+  });
+  return unique;
+}
 
 /** Applies defaults and fails loudly, naming the option (`container.*`), on anything that cannot work. */
 export function resolveContainerOptions(options: ContainerTierOptions = {}): ResolvedContainerOptions {
@@ -125,23 +143,32 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
     probeTimeoutMs: options.probeTimeoutMs ?? 3000,
     reapOnStart: options.reapOnStart ?? true,
     isSessionLive: options.isSessionLive ?? (() => false),
+    readOnlyBinds: checkedBinds(options.readOnlyBinds, 'container.readOnlyBinds'),
   };
 
   checkIntegers(
     Object.entries(limits).map(([name, value]): IntegerOption => [`limits.${name}`, value, 1]),
     'container.',
   );
-  if (limits.pids < 64 || limits.pids > 256) {
+  const { pids, memoryBytes, cpus } = CONTAINER_LIMIT_BOUNDS;
+  if (limits.pids < pids.min || limits.pids > pids.max) {
     throw new SandboxConfigError(
       'container.limits.pids',
-      `must be from 64 to 256 (SECURITY.md), got ${limits.pids}`,
+      `must be from ${pids.min} to ${pids.max} (SECURITY.md), got ${limits.pids}`,
     );
   }
-  if (limits.memoryBytes < 16 * MiB) {
-    throw new SandboxConfigError('container.limits.memoryBytes', 'must be at least 16 MiB');
+  if (limits.memoryBytes < memoryBytes.min) {
+    throw new SandboxConfigError(
+      'container.limits.memoryBytes',
+      `must be at least ${memoryBytes.min / MiB} MiB`,
+    );
   }
-  if (limits.nanoCpus < 1e7) {
-    throw new SandboxConfigError('container.limits.nanoCpus', 'must be at least 1e7 (0.01 CPU)');
+  // Only the floor: a one-off container's CPU quota has never had a ceiling here.
+  if (limits.nanoCpus < cpus.min * 1e9) {
+    throw new SandboxConfigError(
+      'container.limits.nanoCpus',
+      `must be at least ${(cpus.min * 1e9).toExponential().replace('e+', 'e')} (${cpus.min} CPU)`,
+    );
   }
   checkIntegers(
     [

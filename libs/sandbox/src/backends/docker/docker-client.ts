@@ -104,6 +104,17 @@ export abstract class DockerClient {
   runtimes(_options?: DockerCallOptions): Promise<DockerRuntimes> {
     return Promise.resolve({ names: ['runc'], defaultRuntime: 'runc' });
   }
+  /**
+   * The image's content id (`sha256:…`), or `undefined` when the engine does not have it (never pulls). Not
+   * abstract: only the subprocess tier's image roots need it, and a client that cannot tell has none.
+   */
+  imageId(_ref: string, _options?: DockerCallOptions): Promise<string | undefined> {
+    return Promise.resolve(undefined);
+  }
+  /** The filesystem of a (created) container as a tar stream (`docker export`). Not abstract, as `imageId`. */
+  exportContainer(_id: string, _options?: DockerCallOptions): Promise<Readable> {
+    return Promise.reject(new DockerApiError('exportContainer', 0, 'this Docker client cannot export'));
+  }
 }
 
 /** Node error codes that mean the engine is not reachable, as opposed to refusing a request. */
@@ -312,6 +323,25 @@ export class DockerodeClient extends DockerClient {
         names: Object.keys(info.Runtimes ?? {}).sort(),
         defaultRuntime: info.DefaultRuntime || 'runc',
       };
+    });
+  }
+
+  override imageId(ref: string, options?: DockerCallOptions): Promise<string | undefined> {
+    // dockerode cannot abort an image inspect; the deadline still holds (see `call`).
+    return this.call('imageId', ref, options, async () => {
+      try {
+        return (await this.docker.getImage(ref).inspect()).Id;
+      } catch (err) {
+        if (statusOf(err) === 404) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  override exportContainer(id: string, options?: DockerCallOptions): Promise<Readable> {
+    // The deadline covers the answer's start; the stream then runs as long as the reader takes.
+    return this.call('exportContainer', id, options, async () => {
+      return (await this.docker.getContainer(id).export()) as unknown as Readable;
     });
   }
 

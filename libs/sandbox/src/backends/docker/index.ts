@@ -45,3 +45,5 @@ export {
   SANDBOX_IMAGE_MISSING,
   dockerUnreachable,
 } from './docker-availability';
+export { ImageRoots, type ImageRootsOptions } from './image-roots';
+export { ImageRootsModule } from './image-roots.module';

@@ -2,7 +2,8 @@ import * as path from 'node:path';
 import { defaultEngineInstanceId } from '../../core/engine-instance';
 import { readImageTag } from '../../core/sandbox-image';
 import { SandboxConfigError } from '../../core/sandbox.errors';
-import { checkIntegers, type IntegerOption } from '../../core/integer-options';
+import { type Bounds, checkIntegers, type IntegerOption } from '../../core/integer-options';
+import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../core/container-bounds';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -129,6 +130,15 @@ export interface ResolvedKubernetesOptions {
 /** The CPU each pod reserves on its node unless configured: a tenth of a core. */
 export const DEFAULT_CPU_REQUEST = 0.1;
 
+/**
+ * Ranges of the Kubernetes tiers' own options the engine also sets; declared here only (the pool's capacity and the
+ * limits every pod gets: `POOL_BOUNDS`, `CONTAINER_LIMIT_BOUNDS`). `cpuRequest` is also held to the pod's `cpus`.
+ */
+export const KUBERNETES_BOUNDS = {
+  podStartTimeoutMs: { min: 1, max: 600_000 },
+  cpuRequest: { min: 0.001 },
+} as const satisfies Record<string, Bounds>;
+
 export function defaultKubernetesLimits(overrides: Partial<KubernetesLimits> = {}): KubernetesLimits {
   const workspaceBytes = overrides.workspaceBytes ?? GiB;
   const cpus = overrides.cpus ?? 1;
@@ -205,11 +215,18 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
     },
   };
   const integers: IntegerOption[] = [
-    ['min', resolved.min, 0, 64],
-    ['max', resolved.max, 1, 256],
-    ['maxSessions', resolved.maxSessions, 1, 4096],
-    ['acquireTimeoutMs', resolved.acquireTimeoutMs, 1, 600_000],
-    ['podStartTimeoutMs', resolved.podStartTimeoutMs, 1, 600_000],
+    ...(['min', 'max', 'maxSessions', 'acquireTimeoutMs'] as const).map((name): IntegerOption => [
+      name,
+      resolved[name],
+      POOL_BOUNDS[name].min,
+      POOL_BOUNDS[name].max,
+    ]),
+    [
+      'podStartTimeoutMs',
+      resolved.podStartTimeoutMs,
+      KUBERNETES_BOUNDS.podStartTimeoutMs.min,
+      KUBERNETES_BOUNDS.podStartTimeoutMs.max,
+    ],
     ['runnerStartTimeoutMs', resolved.runnerStartTimeoutMs, 1, 600_000],
     ['healthCheckTimeoutMs', resolved.healthCheckTimeoutMs, 1, 600_000],
     ['runnerRestartTimeoutMs', resolved.runnerRestartTimeoutMs, 1, 600_000],
@@ -221,7 +238,12 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
   for (const tier of ['pooled', 'container'] as const) {
     const l = resolved.limits[tier];
     integers.push(
-      [`limits.${tier}.memoryBytes`, l.memoryBytes, 16 * MiB, Number.MAX_SAFE_INTEGER],
+      [
+        `limits.${tier}.memoryBytes`,
+        l.memoryBytes,
+        CONTAINER_LIMIT_BOUNDS.memoryBytes.min,
+        Number.MAX_SAFE_INTEGER,
+      ],
       [`limits.${tier}.workspaceBytes`, l.workspaceBytes, MiB, Number.MAX_SAFE_INTEGER],
       [`limits.${tier}.ephemeralStorageBytes`, l.ephemeralStorageBytes, MiB, Number.MAX_SAFE_INTEGER],
       [`limits.${tier}.tmpBytes`, l.tmpBytes, MiB, Number.MAX_SAFE_INTEGER],
@@ -232,16 +254,18 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
   checkIntegers(integers, 'kubernetes.');
   for (const tier of ['pooled', 'container'] as const) {
     const l = resolved.limits[tier];
-    if (typeof l.cpus !== 'number' || !(l.cpus >= 0.01 && l.cpus <= 1024)) {
+    const { cpus } = CONTAINER_LIMIT_BOUNDS;
+    if (typeof l.cpus !== 'number' || !(l.cpus >= cpus.min && l.cpus <= cpus.max)) {
       throw new SandboxConfigError(
         `kubernetes.limits.${tier}.cpus`,
-        `must be a number from 0.01 to 1024, got ${String(l.cpus)}`,
+        `must be a number from ${cpus.min} to ${cpus.max}, got ${String(l.cpus)}`,
       );
     }
-    if (typeof l.cpuRequest !== 'number' || !(l.cpuRequest >= 0.001 && l.cpuRequest <= l.cpus)) {
+    const { cpuRequest } = KUBERNETES_BOUNDS;
+    if (typeof l.cpuRequest !== 'number' || !(l.cpuRequest >= cpuRequest.min && l.cpuRequest <= l.cpus)) {
       throw new SandboxConfigError(
         `kubernetes.limits.${tier}.cpuRequest`,
-        `must be a number from 0.001 to cpus (${l.cpus}), got ${String(l.cpuRequest)}`,
+        `must be a number from ${cpuRequest.min} to cpus (${l.cpus}), got ${String(l.cpuRequest)}`,
       );
     }
     if (l.ephemeralStorageBytes <= l.workspaceBytes) {

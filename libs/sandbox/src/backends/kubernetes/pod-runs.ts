@@ -1,4 +1,4 @@
-import type { Language } from '@switchyard/common';
+import { type Language, SESSION_HOME } from '@switchyard/common';
 import { RunnerRefusedError, type RunnerExit } from '../../core/runner/runner-connection';
 import { runnerResult } from '../../core/runner/runner-result';
 import type { TierJob, TierRunResult } from '../../core/sandbox.types';
@@ -59,7 +59,7 @@ export interface RawRunResult {
   durationMs: number;
 }
 
-const RAW_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/tmp' };
+const RAW_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: SESSION_HOME };
 
 /**
  * Runs through a pod's runner (docker/sandbox/runner/runner.py), a `TierJob` as a `SupervisedRun` like the Docker

@@ -135,7 +135,7 @@ function volumes(limits: KubernetesLimits): EmptyDirVolume[] {
  *
  * Pids: Kubernetes has no per-pod or per-container pids field. The control is the kubelet's `podPidsLimit`
  * (KubeletConfiguration), which applies to every pod of the node: `scripts/k8s.sh` sets 128, as the Docker tiers'
- * `PidsLimit`, and the README asks clusters to. Without it a fork bomb is stopped only by the memory limit and the
+ * `PidsLimit`, and docs/kubernetes.md asks clusters to. Without it a fork bomb is stopped only by the memory limit and the
  * run's timeout.
  */
 function runnerContainer(

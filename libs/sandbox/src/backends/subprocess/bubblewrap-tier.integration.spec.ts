@@ -17,7 +17,8 @@ import { SandboxManager } from '../../sandbox-manager.service';
 import type { TierJob, TierRunResult } from '../../core/sandbox.types';
 import { BubblewrapTier } from './bubblewrap-tier';
 import { detectSystemLayout } from './bwrap-command';
-import { cgroupDirOf, detectProcessLimiter } from './cgroup-limiter';
+import { detectProcessLimiter } from './cgroup-limiter';
+import { cgroupDirOf } from './cgroup-mounts';
 import { ChildProcessLauncher } from './process-launcher';
 import type { ProcessLimiter } from './process-limiter';
 import { kernelsOf, prepareAndRun } from '../../sandbox-manager.testing';
@@ -289,7 +290,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
       expect(r.exitCode).toBe(0);
       expect(r.stdout).not.toContain(CANARY);
       expect(r.stdout).not.toContain('engine-secret-value');
-      expect(r.stdout).toContain('HOME=/tmp');
+      expect(r.stdout).toContain('HOME=/workspace/.home');
       const py = await run('python', 'import os; print(sorted(os.environ))');
       expect(py.stdout).not.toContain(CANARY);
     });
@@ -336,7 +337,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
         workspaceDir,
         env: { GREETING: 'hello' },
       });
-      expect(ok).toMatchObject({ status: 'succeeded', tier: 'subprocess', stdout: 'hello\n' });
+      expect(ok).toMatchObject({ status: 'succeeded', tier: 'subprocess', run: { stdout: 'hello\n' } });
     });
   });
 

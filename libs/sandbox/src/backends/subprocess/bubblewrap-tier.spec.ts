@@ -7,6 +7,7 @@ import { FakeOutput } from '../../../test/fake-output';
 import { SandboxInternalError, SandboxUnavailableError } from '../../core/sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from '../../core/sandbox.options';
 import { CALL_SOCKET_ENV, type TierJob } from '../../core/sandbox.types';
+import { SystemRoot, type SystemRootAnswer } from '../../core/system-root.port';
 import { BubblewrapTier } from './bubblewrap-tier';
 import { NoCgroupLimiter } from './cgroup-limiter';
 import { ENGINE_MARK_ENV, formatEngineMark } from './engine-mark';
@@ -146,7 +147,11 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-function setup(options: SandboxModuleOptions = {}, limiter: ProcessLimiter = new FakeLimiter()) {
+function setup(
+  options: SandboxModuleOptions = {},
+  limiter: ProcessLimiter = new FakeLimiter(),
+  systemRoot?: SystemRoot,
+) {
   // Any existing executable will do: the fake launcher never runs them.
   const exe = process.execPath;
   const resolved = resolveSandboxOptions({
@@ -159,7 +164,7 @@ function setup(options: SandboxModuleOptions = {}, limiter: ProcessLimiter = new
     ...options,
   });
   const launcher = new FakeLauncher();
-  const tier = new BubblewrapTier(resolved, launcher, limiter);
+  const tier = new BubblewrapTier(resolved, launcher, limiter, undefined, systemRoot);
   return { tier, launcher, limiter: limiter as FakeLimiter };
 }
 
@@ -192,10 +197,9 @@ describe('BubblewrapTier (fake processes)', () => {
     const exe = fs.realpathSync(process.execPath);
     expect(run.spec.args).toContain('--unshare-all');
     // Outside the system dirs, so it is bound at a fixed path inside the sandbox.
-    expect(run.spec.args.slice(-5, -1)).toEqual([
+    expect(run.spec.args.slice(-4, -1)).toEqual([
       '--',
       `/run/interpreters/python/${path.basename(exe)}`,
-      '-s',
       '-c',
     ]);
     expect(run.spec.args.at(-1)).toContain('"/run/switchyard/main.py"');
@@ -433,6 +437,99 @@ describe('BubblewrapTier (fake processes)', () => {
     await expect(tier.run(job({ workspaceDir: path.join(root, 'missing') }))).rejects.toThrow(
       SandboxInternalError,
     );
+    await tier.onApplicationShutdown();
+  });
+});
+
+/** Image roots by reference: `undefined` is the default image. */
+class FakeRoots extends SystemRoot {
+  readonly asked: Array<string | undefined> = [];
+  constructor(public answers: Map<string | undefined, SystemRootAnswer>) {
+    super();
+  }
+  async root(image?: string): Promise<SystemRootAnswer> {
+    this.asked.push(image);
+    return this.answers.get(image) ?? { problem: `no root for ${image}` };
+  }
+}
+
+/** An image root with python, node, bash and sh where the container tiers have them. */
+function imageRoot(name: string): string {
+  const dir = path.join(root, name);
+  for (const d of ['usr/bin', 'usr/lib', 'etc', 'opt/switchyard'])
+    fs.mkdirSync(path.join(dir, d), { recursive: true });
+  for (const exe of ['python3.11', 'node', 'bash', 'dash']) {
+    fs.writeFileSync(path.join(dir, 'usr/bin', exe), '', { mode: 0o755 });
+  }
+  fs.symlinkSync('python3.11', path.join(dir, 'usr/bin/python3'));
+  fs.symlinkSync('usr/bin', path.join(dir, 'bin'));
+  fs.symlinkSync('dash', path.join(dir, 'usr/bin/sh'));
+  return dir;
+}
+
+/** `--ro-bind` sources of a launch. */
+const bindSources = (args: string[]) => args.flatMap((a, i) => (a === '--ro-bind' ? [args[i + 1]] : []));
+
+describe('BubblewrapTier on an image root', () => {
+  let dir: string;
+  let image: SystemRootAnswer;
+  beforeAll(() => {
+    dir = imageRoot('image-a');
+    image = { image: 'sandbox:a', imageId: `sha256:${'a'.repeat(64)}`, dir };
+  });
+
+  it('runs the image’s system and interpreter, with nothing of the host’s system bound', async () => {
+    const roots = new FakeRoots(new Map([[undefined, image]]));
+    const { tier, launcher } = setup({}, new FakeLimiter(), roots);
+    const availability = await tier.availability();
+    expect(availability.details?.system).toEqual({
+      root: 'image',
+      image: 'sandbox:a',
+      imageId: image.imageId,
+    });
+    await tier.run(job());
+    const [probe, run] = launcher.launched;
+    // The probe ran the image's shell; the run its python (the configured host interpreters are not used).
+    expect(probe.spec.args.slice(-3, -1)).toEqual(['/usr/bin/dash', '-c']);
+    expect(run.spec.args.slice(-3, -1)).toEqual(['/usr/bin/python3.11', '-c']);
+    const args = run.spec.args;
+    expect(args).toEqual(expect.arrayContaining(['--ro-bind', path.join(dir, 'usr'), '/usr']));
+    expect(args).toEqual(expect.arrayContaining(['--ro-bind', path.join(dir, 'etc'), '/etc']));
+    for (const source of bindSources(args)) {
+      expect(source.startsWith(`${dir}/`) || source.startsWith(`${root}/`)).toBe(true);
+    }
+    expect(args).not.toContain('/etc/ld.so.cache');
+    await tier.onApplicationShutdown();
+  });
+
+  it('falls back to the host’s system only for the default image, and says why', async () => {
+    const roots = new FakeRoots(new Map([[undefined, { problem: 'no sandbox image is built yet' }]]));
+    const { tier, launcher } = setup({}, new FakeLimiter(), roots);
+    expect((await tier.availability()).details?.system).toEqual({
+      root: 'host',
+      reason: 'no sandbox image is built yet',
+    });
+    await tier.run(job());
+    expect(launcher.launched[1].spec.args).toEqual(expect.arrayContaining(['--ro-bind', '/usr', '/usr']));
+    // A session's own image never runs on the host's system instead.
+    await expect(tier.run(job({ image: 'template:x' }))).rejects.toThrow(SandboxUnavailableError);
+    expect(roots.asked.at(-1)).toBe('template:x');
+    await tier.onApplicationShutdown();
+  });
+
+  it('moves to the image once it is built, and runs a session’s own image on that image’s root', async () => {
+    const answers = new Map<string | undefined, SystemRootAnswer>([[undefined, { problem: 'not built' }]]);
+    const roots = new FakeRoots(answers);
+    const { tier, launcher } = setup({}, new FakeLimiter(), roots);
+    await tier.availability();
+    const other = imageRoot('image-b');
+    answers.set(undefined, image).set('template:b', { image: 'template:b', imageId: 'sha256:b', dir: other });
+    await tier.run(job());
+    expect((await tier.availability()).details?.system).toMatchObject({ root: 'image', image: 'sandbox:a' });
+    await tier.run(job({ image: 'template:b' }));
+    const [, onDefault, onTemplate] = launcher.launched.filter((p) => p.options.length > 0);
+    expect(bindSources(onDefault.spec.args)).toContain(path.join(dir, 'usr'));
+    expect(bindSources(onTemplate.spec.args)).toContain(path.join(other, 'usr'));
     await tier.onApplicationShutdown();
   });
 });

@@ -20,6 +20,7 @@ import { SandboxInternalError, SandboxUnavailableError } from '../../core/sandbo
 import type { ResolvedSandboxOptions } from '../../core/sandbox.options';
 import { SandboxTier } from '../../core/sandbox-tier.port';
 import type { TierAvailability, TierJob, TierRunResult } from '../../core/sandbox.types';
+import { SYSTEM_ROOT, type SystemRoot } from '../../core/system-root.port';
 import { signalExit, signalOfExit } from '../../core/supervision/exit-status';
 import { emptyResult, enforcedLimit, formatBytes } from '../../core/supervision/limit-messages';
 import { PendingCleanups } from '../../core/supervision/pending-cleanups';
@@ -73,7 +74,10 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   private readonly sessions: SessionGroups;
   /** Sessions' long-lived sandboxes for kernels and background processes. */
   override readonly stateful: SubprocessBoxes;
-  private scaffold?: Scaffold;
+  /** Per system: `host`, or an image root's directory. */
+  private readonly scaffolds = new Map<string, Scaffold>();
+  /** What the default image's sandboxes last ran on, and why the host's system when it was that. */
+  private system: { root: 'image'; image: string; imageId: string } | { root: 'host'; reason: string };
   private probed?: Promise<TierAvailability>;
   private reaped?: Promise<void>;
   private readonly running = new Set<AbortController>();
@@ -84,9 +88,15 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     private readonly launcher: ProcessLauncher,
     private readonly limiter: ProcessLimiter,
     @Optional() @Inject(CLOCK) clock?: Clock,
+    /** The sandbox images' roots; without it every sandbox runs the host's system directories. */
+    @Optional() @Inject(SYSTEM_ROOT) private readonly systemRoot?: SystemRoot,
   ) {
     super();
     this.clock = clock ?? systemClock;
+    this.system = {
+      root: 'host',
+      reason: systemRoot ? 'no sandbox has started yet' : 'no image roots are configured (no Docker client)',
+    };
     this.sessions = new SessionGroups(limiter, options.subprocess.sessionCpus, this.cleanups);
     this.slots = new WarmSlots(options, launcher, limiter, this.sessions, this.cleanups, this.logger);
     this.stateful = new SubprocessBoxes(
@@ -94,7 +104,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       launcher,
       limiter,
       this.sessions,
-      () => this.prepare(),
+      (image) => this.prepare(image),
       this.cleanups,
       this.logger,
     );
@@ -105,18 +115,21 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     await this.reapLeftovers();
   }
 
-  /** Probes once by starting a real sandbox, and caches the answer. Never throws. */
-  availability(): Promise<TierAvailability> {
-    if (this.shuttingDown)
-      return Promise.resolve({ available: false, reason: 'the engine is shutting down' });
+  /**
+   * Probes once by starting a real sandbox, and caches the answer; its details say which system the sandboxes run
+   * now (`system`: the image's root, or the host's and why). Never throws.
+   */
+  async availability(): Promise<TierAvailability> {
+    if (this.shuttingDown) return { available: false, reason: 'the engine is shutting down' };
     this.probed ??= this.probe();
-    return this.probed;
+    const probed = await this.probed;
+    return { ...probed, details: { ...probed.details, system: { ...this.system } } };
   }
 
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
     const availability = await this.availability();
     if (!availability.available) throw new SandboxUnavailableError(`subprocess tier: ${availability.reason}`);
-    const scaffold = this.prepare();
+    const scaffold = await this.prepare(job.image);
     const interpreter = scaffold.interpreters[job.language];
     if (!interpreter.path) {
       return { ...emptyResult(0), spawnError: `no ${job.language} interpreter (${interpreter.problem})` };
@@ -133,7 +146,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     const inside = scaffold.sandboxInterpreters[job.language] ?? interpreter.path;
     // A run with a call channel binds the action's own directory, so no slot launched ahead fits it: it starts cold,
     // and no slot is made ahead for a command no other run will have.
-    return this.execute(job, this.argv(job.language, inside), signal, !job.channel, job.sessionId);
+    return this.execute(scaffold, job, this.argv(job.language, inside), signal, !job.channel, job.sessionId);
   }
 
   /**
@@ -153,15 +166,18 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     this.sessions.close();
     await this.cleanups.drain();
     await this.limiter.dispose();
-    if (this.scaffold) fs.rmSync(this.scaffold.tempDir, { recursive: true, force: true });
+    for (const scaffold of this.scaffolds.values())
+      fs.rmSync(scaffold.tempDir, { recursive: true, force: true });
   }
 
   private argv(language: Language, interpreter: string): string[] {
     switch (language) {
       case 'python':
-        // -s: no user site-packages (their .pth files would run before the code). -c gives the code `python -c`
-        // semantics: cwd (/workspace) first on sys.path for its own modules, yet no sitecustomize from there.
-        return [interpreter, '-s', '-c', PYTHON_BOOTSTRAP];
+        // The user site is on: it is the session's home (HOME), where what the session installed with pip lives,
+        // as in the pooled and one-off tiers (its .pth files are the session's own code, run in this sandbox). -c
+        // gives the code `python -c` semantics: cwd (/workspace) first on sys.path for its own modules, yet no
+        // sitecustomize from there.
+        return [interpreter, '-c', PYTHON_BOOTSTRAP];
       case 'node':
         // Without a cgroup, V8's heap cap is the only memory bound besides the (large) address-space limit.
         return this.limiter.mode === 'none'
@@ -176,10 +192,46 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     }
   }
 
-  /** The scaffold every sandbox is built from; made once. */
-  private prepare(): Scaffold {
-    this.scaffold ??= buildScaffold(this.options);
-    return this.scaffold;
+  /**
+   * The scaffold a sandbox for `image` (the default image when none) is built from, made once per system: the
+   * image's root when there is one. Only the default image falls back to the host's system (no image built yet,
+   * Docker not answering), and the tier's details say so; a session's own image (a template's) never does.
+   */
+  private async prepare(image?: string): Promise<Scaffold> {
+    if (!this.systemRoot) return this.scaffoldOn(undefined);
+    const answer = await this.systemRoot.root(image);
+    if (answer.dir !== undefined) {
+      const scaffold = this.scaffoldOn(answer);
+      if (image === undefined && scaffold.system.kind === 'image') {
+        const { image: ref, imageId } = scaffold.system;
+        if (this.system.root !== 'image' || this.system.imageId !== imageId) {
+          this.logger.log(`subprocess tier runs the root of ${ref} (${imageId.slice(7, 19)})`);
+        }
+        this.system = { root: 'image', image: ref, imageId };
+      }
+      return scaffold;
+    }
+    const problem = answer.problem ?? 'no root';
+    if (image !== undefined) {
+      throw new SandboxUnavailableError(
+        `subprocess tier: the session's image ${image} has no root: ${problem}`,
+      );
+    }
+    if (this.system.root !== 'host' || this.system.reason !== problem) {
+      this.logger.warn(`subprocess tier runs the host's system directories: ${problem}`);
+    }
+    this.system = { root: 'host', reason: problem };
+    return this.scaffoldOn(undefined);
+  }
+
+  private scaffoldOn(root: { dir?: string; image?: string; imageId?: string } | undefined): Scaffold {
+    const key = root?.dir ?? 'host';
+    let scaffold = this.scaffolds.get(key);
+    if (!scaffold) {
+      scaffold = buildScaffold(this.options, root);
+      this.scaffolds.set(key, scaffold);
+    }
+    return scaffold;
   }
 
   /**
@@ -218,7 +270,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     }
     let scaffold: Scaffold;
     try {
-      scaffold = this.prepare();
+      scaffold = await this.prepare();
     } catch (err) {
       return { available: false, reason: `cannot prepare the temp dir: ${(err as Error).message}` };
     }
@@ -235,6 +287,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       fs.mkdirSync(workspaceDir, { recursive: true });
       if (o.runAs) fs.chownSync(workspaceDir, o.runAs.uid, o.runAs.gid);
       const result = await this.execute(
+        scaffold,
         {
           actionId: 'probe',
           sessionId: 'probe',
@@ -264,6 +317,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   }
 
   private async execute(
+    scaffold: Scaffold,
     job: TierJob,
     argv: string[],
     signal?: AbortSignal,
@@ -273,7 +327,6 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   ): Promise<TierRunResult> {
     const started = this.clock.monotonic();
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
-    const scaffold = this.prepare();
     const codeFile = writeCodeFile(scaffold, job, this.options.runAs);
     // Everything fixed at spawn (interpreter, rlimits, confinement) decides which warm slot fits.
     const launch = buildLauncherCommand({

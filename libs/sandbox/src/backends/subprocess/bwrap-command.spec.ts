@@ -16,7 +16,11 @@ const launcher = buildLauncherCommand({
   bwrapPath: '/usr/bin/bwrap',
   rlimits: { fileSizeBytes: 100, openFiles: 64, cpuSeconds: 5, addressSpaceBytes: 1 << 30 },
   sandbox: {
-    layout: { args: ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin'], boundDirs: ['/usr'] },
+    layout: {
+      args: ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin'],
+      etcArgs: ['--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache'],
+      boundDirs: ['/usr'],
+    },
     etc: { passwd: '/eng/tmp/passwd', group: '/eng/tmp/group' },
     readOnlyBinds: [{ source: '/opt/node/bin', target: '/run/interpreters/node' }],
     tmpfsBytes: 1024,
@@ -63,7 +67,7 @@ describe('buildLauncherCommand', () => {
       bwrapPath: 'b',
       rlimits: { fileSizeBytes: 1, openFiles: 1, cpuSeconds: 1 },
       sandbox: {
-        layout: { args: [], boundDirs: [] },
+        layout: { args: [], etcArgs: [], boundDirs: [] },
         etc: { passwd: 'a', group: 'b' },
         readOnlyBinds: [],
         tmpfsBytes: 1,
@@ -172,5 +176,43 @@ describe('helpers', () => {
       '/lib64',
     ]);
     expect(layout.boundDirs).toEqual(['/usr', '/lib64']);
+  });
+});
+
+describe('system layouts in the launcher', () => {
+  it('a host layout shows the loader cache and alternatives of the host, and nothing else of its /etc', () => {
+    const layout = detectSystemLayout({ lstat: () => undefined, readlink: () => '' });
+    expect(layout.etcArgs).toEqual([
+      '--ro-bind-try',
+      '/etc/ld.so.cache',
+      '/etc/ld.so.cache',
+      '--ro-bind-try',
+      '/etc/alternatives',
+      '/etc/alternatives',
+    ]);
+  });
+
+  it('binds the synthetic passwd, group and hosts over the layout’s /etc, never under it', () => {
+    const { args } = buildLauncherCommand({
+      prlimitPath: 'p',
+      bwrapPath: 'b',
+      rlimits: { fileSizeBytes: 1, openFiles: 1 },
+      sandbox: {
+        layout: {
+          args: ['--ro-bind', '/roots/abc/usr', '/usr'],
+          etcArgs: ['--ro-bind', '/roots/abc/etc', '/etc'],
+          boundDirs: ['/usr'],
+        },
+        etc: { passwd: '/eng/passwd', group: '/eng/group', hosts: '/eng/hosts' },
+        readOnlyBinds: [],
+        tmpfsBytes: 1,
+      },
+      argv: ['x'],
+    });
+    const etc = args.indexOf('/roots/abc/etc');
+    expect(etc).toBeGreaterThan(args.indexOf('/roots/abc/usr'));
+    for (const file of ['/eng/passwd', '/eng/group', '/eng/hosts']) {
+      expect(args.indexOf(file)).toBeGreaterThan(etc);
+    }
   });
 });

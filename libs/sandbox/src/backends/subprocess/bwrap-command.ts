@@ -18,12 +18,24 @@ export const STATUS_FD = 3;
 export const ARGS_FD = 4;
 
 /** Top-level system paths that interpreters need; `/usr` holds everything on merged-/usr systems. */
-const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
+export const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
+
+/** The host's /etc pieces a host layout shows: the loader's cache and Debian's alternatives (`python3`, `node`). */
+const HOST_ETC_ARGS = [
+  '--ro-bind-try',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.cache',
+  '--ro-bind-try',
+  '/etc/alternatives',
+  '/etc/alternatives',
+];
 
 export interface SystemLayout {
   /** bubblewrap arguments recreating the system paths read-only. */
   args: string[];
-  /** Host directories visible in the sandbox at the same path. */
+  /** bubblewrap arguments for /etc, before the synthetic passwd, group and hosts are bound over it. */
+  etcArgs: string[];
+  /** Directories visible in the sandbox at the same path (host paths of a host layout). */
   boundDirs: string[];
 }
 
@@ -48,7 +60,7 @@ export function detectSystemLayout(
       boundDirs.push(p);
     }
   }
-  return { args, boundDirs };
+  return { args, etcArgs: HOST_ETC_ARGS, boundDirs };
 }
 
 /** True when `file` is inside one of `dirs`. */
@@ -144,12 +156,7 @@ export function buildLauncherCommand(input: {
       '--hostname',
       'sandbox',
       ...s.layout.args,
-      '--ro-bind-try',
-      '/etc/ld.so.cache',
-      '/etc/ld.so.cache',
-      '--ro-bind-try',
-      '/etc/alternatives',
-      '/etc/alternatives',
+      ...s.layout.etcArgs,
       '--ro-bind',
       s.etc.passwd,
       '/etc/passwd',

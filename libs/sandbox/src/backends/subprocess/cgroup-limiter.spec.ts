@@ -1,12 +1,5 @@
-import {
-  CgroupLimiter,
-  detectProcessLimiter,
-  NoCgroupLimiter,
-  ownCgroupDir,
-  parseCgroupMounts,
-  parseOwnCgroups,
-  type CgroupHost,
-} from './cgroup-limiter';
+import { CgroupLimiter, detectProcessLimiter, NoCgroupLimiter, type CgroupHost } from './cgroup-limiter';
+import { ownCgroupDir, parseCgroupMounts, parseOwnCgroups } from './cgroup-mounts';
 
 const errno = (code: string) => Object.assign(new Error(code), { code });
 

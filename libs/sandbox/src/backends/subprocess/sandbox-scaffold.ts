@@ -7,6 +7,7 @@ import { SANDBOX_BIN } from '../../core/env-policy';
 import { SandboxInternalError } from '../../core/sandbox.errors';
 import type { ResolvedSandboxOptions } from '../../core/sandbox.options';
 import type { TierJob } from '../../core/sandbox.types';
+import type { SystemRootAnswer } from '../../core/system-root.port';
 import {
   detectSystemLayout,
   interpreterBind,
@@ -14,18 +15,34 @@ import {
   SANDBOX_UID,
   type SystemLayout,
 } from './bwrap-command';
+import { imageSystemLayout, resolveInRoot } from './image-layout';
 
 const EXTENSION: Record<Language, string> = { python: 'py', node: 'js', bash: 'sh' };
 
 export interface Executable {
-  /** Resolved host path, also valid inside the sandbox. */
+  /** Resolved path as the sandbox sees it (for the host's system, the host path itself). */
   path?: string;
   /** Why it cannot be used. */
   problem?: string;
 }
 
-/** What every sandbox of the subprocess tier is built from: made once, under an engine-owned temp dir. */
+/** Interpreters of an image root: where the container tiers find them (the image's, never the host's). */
+export const IMAGE_INTERPRETERS: Readonly<Record<Language, string>> = {
+  python: '/usr/bin/python3',
+  node: '/usr/bin/node',
+  bash: '/bin/bash',
+};
+
+/** The system a scaffold's sandboxes run: an image's root, or the engine host's own directories. */
+export type ScaffoldSystem =
+  { kind: 'image'; image: string; imageId: string; dir: string } | { kind: 'host' };
+
+/**
+ * What every sandbox of the subprocess tier is built from: made once per system (the host's, or an image's root),
+ * under an engine-owned temp dir.
+ */
 export interface Scaffold {
+  system: ScaffoldSystem;
   tempDir: string;
   codeDir: string;
   etc: { passwd: string; group: string; hosts: string };
@@ -53,17 +70,26 @@ export function resolveExecutable(p: string): Executable {
   }
 }
 
-/** Engine-owned temp dir, synthetic /etc files and the resolved host layout. */
-export function buildScaffold(options: ScaffoldOptions): Scaffold {
+/**
+ * Engine-owned temp dir, synthetic /etc files and the system layout: the image root's when `root` has one (its own
+ * interpreters and shell, resolved inside it), else the host's (the configured interpreters).
+ */
+export function buildScaffold(options: ScaffoldOptions, root?: SystemRootAnswer): Scaffold {
   const base = options.tempDir ?? os.tmpdir();
   fs.mkdirSync(base, { recursive: true });
   const tempDir = fs.mkdtempSync(path.join(base, 'switchyard-sandbox-'));
-  const layout = detectSystemLayout();
-  const i = options.interpreters;
+  const dir = root?.dir;
+  const system: ScaffoldSystem =
+    dir === undefined
+      ? { kind: 'host' }
+      : { kind: 'image', image: root!.image ?? '', imageId: root!.imageId ?? '', dir };
+  const layout = dir === undefined ? detectSystemLayout() : imageSystemLayout(dir);
+  const i = dir === undefined ? options.interpreters : IMAGE_INTERPRETERS;
+  const find = (p: string): Executable => (dir === undefined ? resolveExecutable(p) : resolveInRoot(dir, p));
   const interpreters = {
-    python: resolveExecutable(i.python),
-    node: resolveExecutable(i.node),
-    bash: resolveExecutable(i.bash),
+    python: find(i.python),
+    node: find(i.node),
+    bash: find(i.bash),
   };
   const binDir = path.join(tempDir, 'bin');
   const extra = [
@@ -83,6 +109,7 @@ export function buildScaffold(options: ScaffoldOptions): Scaffold {
     return own ? [...extra, own] : extra;
   };
   const scaffold: Scaffold = {
+    system,
     tempDir,
     codeDir: path.join(tempDir, 'code'),
     etc: {
@@ -98,7 +125,7 @@ export function buildScaffold(options: ScaffoldOptions): Scaffold {
       node: inSandbox.node?.path,
       bash: inSandbox.bash?.path,
     },
-    shell: resolveExecutable(options.shellPath).path,
+    shell: find(options.shellPath).path,
   };
   writeScaffold(scaffold, options.runAs);
   fs.mkdirSync(binDir, { mode: 0o755 });

@@ -55,7 +55,8 @@ export class SubprocessBoxes extends StatefulBoxHost {
     private readonly launcher: ProcessLauncher,
     private readonly limiter: ProcessLimiter,
     private readonly sessions: SessionGroups,
-    private readonly scaffold: () => Scaffold,
+    /** The scaffold for a session's image (the default image when none). */
+    private readonly scaffold: (image?: string) => Promise<Scaffold>,
     private readonly cleanups: PendingCleanups,
     private readonly logger: Logger,
   ) {
@@ -71,7 +72,12 @@ export class SubprocessBoxes extends StatefulBoxHost {
     return undefined;
   }
 
-  async box(sessionId: string, workspaceDir: string): Promise<StatefulBox> {
+  async box(
+    sessionId: string,
+    workspaceDir: string,
+    _egress?: unknown,
+    image?: string,
+  ): Promise<StatefulBox> {
     const existing = this.boxes.get(sessionId);
     if (existing) {
       const box = await existing.catch(() => undefined);
@@ -81,7 +87,7 @@ export class SubprocessBoxes extends StatefulBoxHost {
     if (this.closed) throw new SandboxUnavailableError('the subprocess tier is shutting down');
     const problem = this.problem;
     if (problem) throw new SandboxUnavailableError(`the subprocess tier cannot hold state: ${problem}`);
-    const opening = this.open(sessionId, workspaceDir);
+    const opening = this.open(sessionId, workspaceDir, image);
     this.boxes.set(sessionId, opening);
     opening.catch(() => {
       if (this.boxes.get(sessionId) === opening) this.boxes.delete(sessionId);
@@ -110,8 +116,8 @@ export class SubprocessBoxes extends StatefulBoxHost {
     await Promise.allSettled(all.map(async (p) => this.kill(await p)));
   }
 
-  private async open(sessionId: string, workspaceDir: string): Promise<Box> {
-    const scaffold = this.scaffold();
+  private async open(sessionId: string, workspaceDir: string, image?: string): Promise<Box> {
+    const scaffold = await this.scaffold(image);
     const workspace = await workspaceId(workspaceDir);
     const s = this.options.subprocess;
     const python = scaffold.sandboxInterpreters.python;

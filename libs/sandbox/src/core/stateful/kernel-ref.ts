@@ -24,4 +24,17 @@ export interface KernelRef {
   executionCount: number;
   /** True when this action found no kernel and began a fresh one: state from before is gone. */
   started: boolean;
+  /**
+   * On the first cell after the session's kernel of this language ended without being asked to (it died, or sat
+   * idle past its limit): why the state from before is gone.
+   */
+  reset?: KernelReset;
+}
+
+/** Why a kernel's state was lost without the caller asking (`died`: its process ended; `idle`: unused too long). */
+export interface KernelReset {
+  reason: 'died' | 'idle';
+  message: string;
+  /** When it ended (ISO 8601). */
+  at: string;
 }

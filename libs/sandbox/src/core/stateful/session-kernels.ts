@@ -7,6 +7,7 @@ import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors
 import { formatBytes, outOfMemory, outputCap } from '../supervision/limit-messages';
 import { RunSupervisor } from '../supervision/run-supervisor';
 import { type Kernel, KERNEL_END_WORDS, KernelRegistry, newKernelId } from './kernel-registry';
+import type { KernelReset } from './kernel-ref';
 import type { StatefulBox, StatefulBoxHost } from './stateful-box.port';
 import type {
   CellJob,
@@ -47,6 +48,8 @@ export class SessionKernels {
   private readonly hosts = new Map<StatefulTier, StatefulBoxHost>();
   private readonly watchedBoxes = new WeakSet<StatefulBox>();
   private readonly listeners: StatefulListener[] = [];
+  /** Why a session's kernel of a language last ended unasked (by `sessionId\0language`): told on the next cell. */
+  private readonly resets = new Map<string, KernelReset>();
   private closed = false;
 
   constructor(
@@ -95,9 +98,12 @@ export class SessionKernels {
       skipped.length > 0 && skipped.every((k) => k !== kernel)
         ? skippedNote(job, kernel, skipped)
         : undefined;
+    // A kernel that died or idled out since the last cell: this answer says so (once), as `kernel.reset`.
+    const reset = started ? this.takeReset(job.sessionId, job.language) : undefined;
     const turn = kernel.tail.then(() => this.cell(kernel, job, started, signal));
     kernel.tail = turn.catch(() => undefined);
     const result = await turn;
+    if (reset) result.kernel = { ...result.kernel, reset };
     return note ? { ...result, note } : result;
   }
 
@@ -129,6 +135,7 @@ export class SessionKernels {
 
   /** Every kernel of an ended session; their box goes with the session. Idempotent. */
   async releaseSession(sessionId: string): Promise<void> {
+    for (const key of [...this.resets.keys()]) if (key.startsWith(`${sessionId}\0`)) this.resets.delete(key);
     await Promise.allSettled(this.registry.of(sessionId).map((k) => this.end(k, 'session_ended')));
   }
 
@@ -386,11 +393,22 @@ export class SessionKernels {
     await kernel.box.connection.kernelStop(kernel.id).catch(() => undefined);
   }
 
+  private takeReset(sessionId: string, language: Language): KernelReset | undefined {
+    const key = `${sessionId}\0${language}`;
+    const reset = this.resets.get(key);
+    this.resets.delete(key);
+    return reset;
+  }
+
   /** Marks a kernel gone (its process is dead or being killed): no cell runs in it after this. */
   private forget(kernel: Kernel, why: KernelEndReason): void {
     if (kernel.ended) return;
     const reason = kernel.restarting ? 'restarted' : why;
     kernel.ended = true;
+    const key = `${kernel.sessionId}\0${kernel.language}`;
+    if (reason === 'died' || reason === 'idle') {
+      this.resets.set(key, { reason, message: KERNEL_END_WORDS[reason], at: this.clock.now().toISOString() });
+    } else this.resets.delete(key);
     clearTimeout(kernel.idleTimer);
     kernel.unpin();
     if (this.registry.remove(kernel)) {

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { SandboxConfigError } from '../sandbox.errors';
-import { checkIntegers } from '../integer-options';
+import { type Bounds, checkIntegers, type IntegerOption } from '../integer-options';
 
 /** Kernels and background processes (`SandboxModuleOptions.stateful`). */
 export interface StatefulOptions {
@@ -30,6 +30,14 @@ export interface ResolvedStatefulOptions {
   settingNames: { maxProcessesPerSession: string };
 }
 
+/** Ranges of the stateful options; declared here only. */
+export const STATEFUL_BOUNDS = {
+  kernelIdleMs: { min: 1000 },
+  interruptGraceMs: { min: 0, max: 60_000 },
+  maxProcessesPerSession: { min: 0, max: 1024 },
+  processLogBytes: { min: 1024 },
+} as const satisfies Record<string, Bounds>;
+
 export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefulOptions {
   const resolved: ResolvedStatefulOptions = {
     runnerDir: o.runnerDir,
@@ -42,12 +50,12 @@ export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefu
     },
   };
   checkIntegers(
-    [
-      ['kernelIdleMs', resolved.kernelIdleMs, 1000],
-      ['interruptGraceMs', resolved.interruptGraceMs, 0, 60_000],
-      ['maxProcessesPerSession', resolved.maxProcessesPerSession, 0, 1024],
-      ['processLogBytes', resolved.processLogBytes, 1024],
-    ],
+    (['kernelIdleMs', 'interruptGraceMs', 'maxProcessesPerSession', 'processLogBytes'] as const).map(
+      (name): IntegerOption => {
+        const bounds: Bounds = STATEFUL_BOUNDS[name];
+        return [name, resolved[name], bounds.min, bounds.max];
+      },
+    ),
     'stateful.',
   );
   if (resolved.runnerDir !== undefined && !path.isAbsolute(resolved.runnerDir)) {

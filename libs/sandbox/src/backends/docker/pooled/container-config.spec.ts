@@ -68,6 +68,28 @@ describe('buildContainerConfig', () => {
   it('runs the runner as the main process with stdin attached, and nothing of the engine environment', () => {
     expect(config.Cmd).toEqual(RUNNER_CMD);
     expect(config).toMatchObject({ OpenStdin: true, StdinOnce: true, AttachStdin: true, Tty: false });
-    expect(config.Env).toEqual(['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/tmp']);
+    expect(config.Env).toEqual([
+      'PATH=/usr/local/bin:/usr/bin:/bin',
+      'LANG=C.UTF-8',
+      'HOME=/workspace/.home',
+    ]);
+  });
+});
+
+describe('buildContainerConfig with read-only binds', () => {
+  it("mounts the operator's shared files at the same path, read-only, after its own mounts", () => {
+    const config = buildContainerConfig({
+      image: 'switchyard/sandbox:abc',
+      name: 'switchyard-pooled-k2',
+      engineId: 'host:1:2',
+      mountKey: 'k2',
+      mountPoint: '/tmp/switchyard-pooled/k2',
+      limits: DEFAULT_POOLED_LIMITS,
+      readOnlyBinds: ['/d/ca/bundle.pem', '/d/ca/extra.pem'],
+    });
+    expect(config.HostConfig!.Mounts!.slice(2)).toEqual([
+      { Type: 'bind', Source: '/d/ca/bundle.pem', Target: '/d/ca/bundle.pem', ReadOnly: true },
+      { Type: 'bind', Source: '/d/ca/extra.pem', Target: '/d/ca/extra.pem', ReadOnly: true },
+    ]);
   });
 });

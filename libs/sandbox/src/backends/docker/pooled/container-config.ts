@@ -1,3 +1,4 @@
+import { SESSION_HOME } from '@switchyard/common';
 import type Docker from 'dockerode';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from '../container.constants';
 import { ATTACHED_STDIO, CODE_TMPFS_INODES, sandboxHostConfig, sandboxTmpfs } from '../container-spec';
@@ -36,6 +37,8 @@ export interface PooledContainerSpec {
   /** Host directory (under the shared mount root) bind-mounted at /workspace with `rslave` propagation. */
   mountPoint: string;
   limits: PooledLimits;
+  /** Host paths bound read-only at the same path (see `PooledOptions.readOnlyBinds`). */
+  readOnlyBinds?: readonly string[];
 }
 
 /**
@@ -54,7 +57,7 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
     Entrypoint: [],
     User: `${SANDBOX_UID}:${SANDBOX_UID}`,
     WorkingDir: WORKSPACE_TARGET,
-    Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/tmp'],
+    Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', `HOME=${SESSION_HOME}`],
     Labels: {
       [POOLED_LABELS.engine]: spec.engineId,
       [POOLED_LABELS.tier]: POOLED_TIER_LABEL,
@@ -81,6 +84,12 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
           BindOptions: { Propagation: 'rslave' },
         },
         { Type: 'bind', Source: egressDirOf(spec.mountPoint), Target: EGRESS_TARGET, ReadOnly: true },
+        ...(spec.readOnlyBinds ?? []).map((p) => ({
+          Type: 'bind' as const,
+          Source: p,
+          Target: p,
+          ReadOnly: true,
+        })),
       ],
     },
   };

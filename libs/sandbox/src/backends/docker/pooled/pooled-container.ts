@@ -105,6 +105,7 @@ export class PooledContainerFactory {
           mountKey,
           mountPoint,
           limits: this.options.limits,
+          readOnlyBinds: this.options.readOnlyBinds,
         }),
       );
       const stdio = await this.docker.attach(id);

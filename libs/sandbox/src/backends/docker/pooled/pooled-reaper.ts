@@ -19,9 +19,6 @@ const SHUTDOWN_DOCKER_CALL_MS = 5000;
  */
 const ROOT_MARKER = '.engine-';
 
-/** True when `engineId` (`<hostname>:<pid>:<start ticks>`) names a process of this host that no longer exists. */
-export const engineIsDead: (engineId: string, hostname?: string) => boolean = engineDeadHere;
-
 /**
  * Removes what the pooled tier left behind (SECURITY.md #17): containers of dead engines and their mounts at start-up,
  * containers whose destruction failed (Docker gone) once it can, and at shutdown every container of this engine,
@@ -101,7 +98,7 @@ export class PooledReaper {
       const engine = c.labels[POOLED_LABELS.engine] ?? '';
       const dead =
         engine !== this.options.engineId &&
-        (engineIsDead(engine) || c.state === 'exited' || c.state === 'dead');
+        (engineDeadHere(engine) || c.state === 'exited' || c.state === 'dead');
       if (!dead) {
         if (key) keep.add(key);
         continue;

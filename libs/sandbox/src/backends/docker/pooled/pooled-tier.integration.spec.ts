@@ -248,7 +248,8 @@ describeDocker('PooledTier (real Docker)', () => {
       'bash',
       `ls -A /workspace; ls -A /tmp; ps -eo args | grep -c "[s]leep ${marker}"; find / -xdev -name 'alice*' 2>/dev/null | head -3`,
     );
-    expect(bob.stdout).toBe('bob-file.txt\n0\n');
+    // Bob's workspace: his file and his (empty) home.
+    expect(bob.stdout).toBe('.home\nbob-file.txt\n0\n');
     expect(containerOf('alice')).not.toBe(containerOf('bob'));
     expect((await aliceSleeps).timedOut).toBe(true);
   });
@@ -581,7 +582,11 @@ describeDocker('PooledTier through SandboxModule and the manager (real Docker)',
         tier: 'pooled',
         workspaceDir,
       });
-      expect(outcome).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: 'routed\n', exitCode: 0 });
+      expect(outcome).toMatchObject({
+        status: 'succeeded',
+        tier: 'pooled',
+        run: { stdout: 'routed\n', exitCode: 0 },
+      });
       expect(fs.readFileSync(path.join(workspaceDir, 'via-manager.txt'), 'utf8')).toBe('ok');
       await manager.releaseSession(`mod-${process.pid}`);
       expect(moduleRef.get(PooledTier).stats().claimed).toBe(0);

@@ -21,7 +21,7 @@ import { HostMounts } from './host-mounts';
 import { PoolExhaustedError, RunnerLostError } from '../../../core/pooled.errors';
 import { resolvePooledOptions, type PooledOptions } from './pooled.options';
 import { defaultEngineInstanceId } from '../../../core/engine-instance';
-import { engineIsDead } from './pooled-reaper';
+import { engineDeadHere } from '../../../core/engine-instance';
 import { PooledTier } from './pooled-tier';
 import {
   RUNNER_PROTOCOL,
@@ -800,19 +800,19 @@ describe('PooledTier', () => {
   });
 });
 
-describe('engineIsDead', () => {
+describe('engineDeadHere', () => {
   it('knows a process of this host by pid and start time', () => {
     const ticks = fs.readFileSync(`/proc/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ')[19];
-    expect(engineIsDead(`${os.hostname()}:${process.pid}:${ticks}`)).toBe(false);
-    expect(engineIsDead(`${os.hostname()}:${process.pid}:${Number(ticks) + 1}`)).toBe(true);
-    expect(engineIsDead(`${os.hostname()}:${2 ** 22 + 3}:1`)).toBe(true);
-    expect(engineIsDead('another-host:1:1')).toBe(false);
-    expect(engineIsDead('not-an-engine-id')).toBe(false);
+    expect(engineDeadHere(`${os.hostname()}:${process.pid}:${ticks}`)).toBe(false);
+    expect(engineDeadHere(`${os.hostname()}:${process.pid}:${Number(ticks) + 1}`)).toBe(true);
+    expect(engineDeadHere(`${os.hostname()}:${2 ** 22 + 3}:1`)).toBe(true);
+    expect(engineDeadHere('another-host:1:1')).toBe(false);
+    expect(engineDeadHere('not-an-engine-id')).toBe(false);
   });
 
   it('reads ids as both container tiers write them, with the hostname made label-safe', () => {
     // The default id spells "my host" as "my_host"; a dead engine of that host must still be recognised.
-    expect(engineIsDead(`my_host:${2 ** 22 + 3}:1`, 'my host')).toBe(true);
-    expect(engineIsDead(`my host:${2 ** 22 + 3}:1`, 'my host')).toBe(false);
+    expect(engineDeadHere(`my_host:${2 ** 22 + 3}:1`, 'my host')).toBe(true);
+    expect(engineDeadHere(`my host:${2 ** 22 + 3}:1`, 'my host')).toBe(false);
   });
 });

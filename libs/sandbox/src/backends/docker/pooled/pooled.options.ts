@@ -3,7 +3,9 @@ import * as path from 'node:path';
 import { defaultEngineInstanceId } from '../../../core/engine-instance';
 import { readImageTag } from '../../../core/sandbox-image';
 import { SandboxConfigError } from '../../../core/sandbox.errors';
-import { checkIntegers, type IntegerOption } from '../../../core/integer-options';
+import { type Bounds, checkIntegers, type IntegerOption } from '../../../core/integer-options';
+import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../../core/container-bounds';
+import { checkedBinds } from '../container.options';
 
 const MiB = 2 ** 20;
 
@@ -78,6 +80,11 @@ export interface PooledOptions {
    */
   settingNames?: Partial<Record<PooledCapacitySetting, string>>;
   limits?: Partial<PooledLimits>;
+  /**
+   * Host files or directories made visible read-only at the same path in every container (the operator's extra
+   * trusted CAs). Must be visible to the Docker daemon at that path. Default none.
+   */
+  readOnlyBinds?: string[];
 }
 
 export interface ResolvedPooledOptions {
@@ -98,7 +105,13 @@ export interface ResolvedPooledOptions {
   engineId: string;
   settingNames: Record<PooledCapacitySetting, string>;
   limits: PooledLimits;
+  readOnlyBinds: string[];
 }
+
+/** Ranges of the pooled tier's own options the engine also sets; declared here only (the pool's capacity: `POOL_BOUNDS`). */
+export const POOLED_BOUNDS = {
+  sessionIdleTimeoutMs: { min: 1, max: 2 ** 31 - 1 },
+} as const satisfies Record<string, Bounds>;
 
 export const DEFAULT_POOLED_LIMITS: Readonly<PooledLimits> = Object.freeze({
   memoryBytes: 512 * MiB,
@@ -146,21 +159,39 @@ export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPoole
       ...options.settingNames,
     },
     limits,
+    readOnlyBinds: checkedBinds(options.readOnlyBinds, 'pooled.readOnlyBinds'),
   };
   const integers: IntegerOption[] = [
-    ['min', resolved.min, 0, 64],
-    ['max', resolved.max, 1, 256],
-    ['maxSessions', resolved.maxSessions, 1, 4096],
-    ['acquireTimeoutMs', resolved.acquireTimeoutMs, 1, 600_000],
+    ...(['min', 'max', 'maxSessions', 'acquireTimeoutMs'] as const).map((name): IntegerOption => [
+      name,
+      resolved[name],
+      POOL_BOUNDS[name].min,
+      POOL_BOUNDS[name].max,
+    ]),
     ['healthCheckTimeoutMs', resolved.healthCheckTimeoutMs, 1, 600_000],
     ['startTimeoutMs', resolved.startTimeoutMs, 1, 600_000],
     ['warmIdleTimeoutMs', resolved.warmIdleTimeoutMs, 1, 2 ** 31 - 1],
     ['evictionIntervalMs', resolved.evictionIntervalMs, 1, 2 ** 31 - 1],
-    ['sessionIdleTimeoutMs', resolved.sessionIdleTimeoutMs, 1, 2 ** 31 - 1],
+    [
+      'sessionIdleTimeoutMs',
+      resolved.sessionIdleTimeoutMs,
+      POOLED_BOUNDS.sessionIdleTimeoutMs.min,
+      POOLED_BOUNDS.sessionIdleTimeoutMs.max,
+    ],
     ['runnerGraceMs', resolved.runnerGraceMs, 1, 600_000],
-    ['limits.memoryBytes', limits.memoryBytes, 16 * MiB, Number.MAX_SAFE_INTEGER],
-    ['limits.nanoCpus', limits.nanoCpus, 1e7, 1024e9],
-    ['limits.pids', limits.pids, 64, 256],
+    [
+      'limits.memoryBytes',
+      limits.memoryBytes,
+      CONTAINER_LIMIT_BOUNDS.memoryBytes.min,
+      Number.MAX_SAFE_INTEGER,
+    ],
+    [
+      'limits.nanoCpus',
+      limits.nanoCpus,
+      CONTAINER_LIMIT_BOUNDS.cpus.min * 1e9,
+      CONTAINER_LIMIT_BOUNDS.cpus.max * 1e9,
+    ],
+    ['limits.pids', limits.pids, CONTAINER_LIMIT_BOUNDS.pids.min, CONTAINER_LIMIT_BOUNDS.pids.max],
     ['limits.tmpfsBytes', limits.tmpfsBytes, MiB, Number.MAX_SAFE_INTEGER],
     ['limits.openFiles', limits.openFiles, 16, 1 << 20],
     ['limits.fileSizeBytes', limits.fileSizeBytes, 1, Number.MAX_SAFE_INTEGER],
