@@ -139,7 +139,7 @@ describe.each<[Setup, 'snapshot' | 'copy']>([
       label: 'clean',
       auto: false,
       files: 7,
-      directories: 3,
+      directories: 4, // with the session's home (`.home`), which every workspace holds
     });
     expect(checkpoint.id).toMatch(/^chk_[0-9a-f]{24}$/);
     expect(checkpoint.bytes).toBe(12 + 10 + 1 + 4);

@@ -306,10 +306,11 @@ describe('Kubernetes tiers on a real cluster', () => {
           'open("from-one-off.txt", "w").write("new")\nos.remove("kept.txt")\nshutil.rmtree("dir")\nraise SystemExit(7)',
       ),
     );
-    expect(r).toMatchObject({ exitCode: 7, stdout: "hello ['dir', 'kept.txt']\n" });
+    // The workspace holds the session's home (`.home`, which the runner makes when it is missing) beside its files.
+    expect(r).toMatchObject({ exitCode: 7, stdout: "hello ['.home', 'dir', 'kept.txt']\n" });
     expect(r.containerId).toMatch(/^sy-c-/);
     const back = await pooled.run(job(S, 'bash', 'ls -A; cat from-one-off.txt'));
-    expect(back.stdout).toBe('from-one-off.txt\nnew');
+    expect(back.stdout).toBe('.home\nfrom-one-off.txt\nnew');
     expect(await eventually(async () => !(await A.client.readPod(r.containerId!)), 30_000)).toBe(true);
     const t = A.oneOff.last!;
     process.stdout.write(
@@ -346,7 +347,8 @@ describe('Kubernetes tiers on a real cluster', () => {
         capBytes: 4096,
       });
       expect(listed.exitCode).toBe(0);
-      expect(listed.stdout.toString()).toBe(`.\n./a.txt\n./sub\n./sub/big.bin\n${3 * MiB}\n`);
+      // The runner made the session's home again in the replaced workspace before the command ran.
+      expect(listed.stdout.toString()).toBe(`.\n./.home\n./a.txt\n./sub\n./sub/big.bin\n${3 * MiB}\n`);
       const out = await A.sessions.tarOut(S);
       fs.writeFileSync(path.join(dir, 'out.tar'), out);
       const names = execFileSync('tar', ['-t', '-f', path.join(dir, 'out.tar')])
@@ -354,7 +356,7 @@ describe('Kubernetes tiers on a real cluster', () => {
         .split('\n')
         .filter(Boolean)
         .sort();
-      expect(names).toEqual(['a.txt', 'sub/', 'sub/big.bin']);
+      expect(names).toEqual(['.home/', 'a.txt', 'sub/', 'sub/big.bin']);
       await A.sessions.runInPod(S, {
         language: 'bash',
         code: 'rm -rf sub',
