@@ -18,7 +18,7 @@ import {
   resolveSandboxOptions,
   type TierJob,
 } from '@switchyard/sandbox';
-import { median, ms, pct } from './stats';
+import { printRatio } from './stats';
 
 export async function benchImageRoot(options: { runs: number }): Promise<void> {
   Logger.overrideLogger(['error']);
@@ -75,21 +75,12 @@ export async function benchImageRoot(options: { runs: number }): Promise<void> {
       const order = i % 2 === 0 ? (['image', 'host'] as const) : (['host', 'image'] as const);
       for (const which of order) times[which].push(await once(which, i));
     }
-    const line = (name: string, xs: number[]) =>
-      `  ${name.padEnd(22)} median ${ms(median(xs))}   p90 ${ms(pct(xs, 90))}   (${xs.length} runs)`;
-    console.log(`python print(1), subprocess tier: image root (${system.image}) vs host /usr`);
-    console.log(line('host /usr', times.host));
-    console.log(line('image root', times.image));
-    for (const [what, f] of [
-      ['median', median],
-      ['p90', (xs: number[]) => pct(xs, 90)],
-    ] as const) {
-      const ratio = f(times.image) / f(times.host);
-      console.log(
-        `  ratio image / host ${what.padEnd(6)} = ${ratio.toFixed(2)}x (target <= 1.10) ${ratio <= 1.1 ? 'OK' : 'MISSED'}`,
-      );
-    }
-    console.log('');
+    printRatio(
+      `python print(1), subprocess tier: image root (${system.image}) vs host /usr`,
+      { name: 'host /usr', times: times.host },
+      { name: 'image root', times: times.image },
+      1.1,
+    );
   } finally {
     await tiers.image.onApplicationShutdown();
     await tiers.host.onApplicationShutdown();

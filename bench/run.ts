@@ -36,8 +36,12 @@
  * 13. image root: print(1) in the subprocess tier on the sandbox image's exported root vs on the host's /usr, in the
  *    same run, median and p90 (`bench/image-root.ts`). Target: <= 1.10x.
  *
+ * 14. box runs: print(1) in the subprocess tier inside a session's box that holds a running process (issue 29's
+ *    fresh runs beside a session's servers when there is no pooled tier) vs a fresh sandbox, in the same run
+ *    (`bench/box-runs.ts`). Target: <= 1.10x.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -49,6 +53,7 @@ import { createEngineApp } from '../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-config';
 import { detectSystemLayout } from '../libs/sandbox/src/backends/subprocess/bwrap-command';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
+import { benchBoxRuns } from './box-runs';
 import { benchBystander } from './bystander';
 import { benchCheckpoints } from './checkpoints';
 import { benchConsole } from './console';
@@ -138,6 +143,7 @@ async function main(): Promise<void> {
   if (wanted('kubernetes')) await benchKubernetes({ runs: RUNS });
   if (wanted('replicas')) await benchReplicas({ runs: RUNS });
   if (wanted('rootfs')) await benchImageRoot({ runs: RUNS });
+  if (wanted('boxruns')) await benchBoxRuns({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -34,3 +34,30 @@ export function timeSpawn(command: string, args: string[], cwd: string): Promise
     );
   });
 }
+
+/**
+ * Prints two sides measured in one run (`base` first): each side's median, p90 and p99 with its run count, then the
+ * ratio `side / base` at the median and p90 against `target`.
+ */
+export function printRatio(
+  title: string,
+  base: { name: string; times: number[] },
+  side: { name: string; times: number[] },
+  target: number,
+): void {
+  const line = (name: string, xs: number[]) =>
+    `  ${name.padEnd(34)} median ${ms(median(xs))}   p90 ${ms(pct(xs, 90))}   p99 ${ms(pct(xs, 99))}   (${xs.length} runs)`;
+  console.log(title);
+  console.log(line(base.name, base.times));
+  console.log(line(side.name, side.times));
+  for (const [what, f] of [
+    ['median', median],
+    ['p90', (xs: number[]) => pct(xs, 90)],
+  ] as const) {
+    const ratio = f(side.times) / f(base.times);
+    console.log(
+      `  ratio ${what.padEnd(6)} = ${ratio.toFixed(2)}x (target <= ${target.toFixed(2)}) ${ratio <= target ? 'OK' : 'MISSED'}`,
+    );
+  }
+  console.log('');
+}

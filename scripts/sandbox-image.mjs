@@ -41,6 +41,7 @@ const DOCKERFILE = path.join(SANDBOX_DIR, 'Dockerfile');
 const PACKAGES_FILE = path.join(SANDBOX_DIR, 'packages.txt');
 const SETUP_SCRIPT = path.join(SANDBOX_DIR, 'setup-rootfs.sh');
 const RUNNER_DIR = path.join(SANDBOX_DIR, 'runner');
+const NPM_PIN_FILE = path.join(SANDBOX_DIR, 'npm.txt');
 const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
   ? path.resolve(process.env.SWITCHYARD_RUNTIME_DIR)
   : path.join(REPO, '.runtime');
@@ -492,8 +493,61 @@ function rootfsTarball(args, noCache) {
   }
 }
 
-/** rootfs tarball (without its end marker) + runner/ at /opt/switchyard/runner, piped into docker import. */
+/** The npm version and integrity docker/sandbox/npm.txt pins. */
+function npmPin() {
+  const words = fs.readFileSync(NPM_PIN_FILE, 'utf8').replace(/#.*$/gm, '').trim().split(/\s+/);
+  if (words.length !== 2 || !/^\d+\.\d+\.\d+$/.test(words[0]) || !words[1].startsWith('sha512-')) {
+    fail(`${NPM_PIN_FILE}: expected "<version> sha512-<base64>"`);
+  }
+  return { version: words[0], integrity: words[1] };
+}
+
+/**
+ * npm as the image holds it, staged under .runtime/sandbox-image/npm-<version>/usr/local (the registry's tarball,
+ * fetched with the host's npm, checked against the pinned integrity, with npm and npx linked in bin/); reused
+ * once staged. The Dockerfile path installs the same with install-npm.sh.
+ */
+function npmStage() {
+  const { version, integrity } = npmPin();
+  const stage = path.join(CACHE_DIR, `npm-${version}`);
+  if (fs.existsSync(path.join(stage, '.staged'))) return stage;
+  removeTree(stage);
+  const download = path.join(CACHE_DIR, 'npm-download');
+  fs.mkdirSync(download, { recursive: true });
+  const tgz = path.join(download, `npm-${version}.tgz`);
+  if (!fs.existsSync(tgz)) {
+    const packed = run('npm', ['pack', `npm@${version}`, '--pack-destination', download, '--silent'], {
+      quiet: true,
+    });
+    if (!packed.ok || !fs.existsSync(tgz)) fail(`npm pack npm@${version} failed: ${packed.stderr.trim()}`);
+  }
+  const digest = `sha512-${createHash('sha512').update(fs.readFileSync(tgz)).digest('base64')}`;
+  if (digest !== integrity) {
+    fs.rmSync(tgz, { force: true });
+    fail(`npm-${version}.tgz does not match the integrity in ${NPM_PIN_FILE}`);
+  }
+  const moduleDir = path.join(stage, 'usr/local/lib/node_modules/npm');
+  fs.mkdirSync(moduleDir, { recursive: true });
+  const untar = run('tar', ['-xzf', tgz, '-C', moduleDir, '--strip-components=1', '--no-same-owner'], {
+    quiet: true,
+  });
+  if (!untar.ok) fail(`cannot unpack npm-${version}.tgz: ${untar.stderr.trim()}`);
+  const bin = path.join(stage, 'usr/local/bin');
+  fs.mkdirSync(bin, { recursive: true });
+  for (const [name, cli] of [
+    ['npm', 'npm-cli.js'],
+    ['npx', 'npx-cli.js'],
+  ]) {
+    fs.chmodSync(path.join(moduleDir, 'bin', cli), 0o755);
+    fs.symlinkSync(`../lib/node_modules/npm/bin/${cli}`, path.join(bin, name));
+  }
+  fs.writeFileSync(path.join(stage, '.staged'), `${version}\n`);
+  return stage;
+}
+
+/** rootfs tarball (without its end marker) + runner/ at /opt/switchyard/runner and npm, piped into docker import. */
 async function importImage(tag, hash, rootfs, changes) {
+  const npm = npmStage();
   const allChanges = [...changes, `LABEL dev.switchyard.sandbox.hash=${hash}`];
   log(`docker import -> ${tag}`);
   const t0 = performance.now();
@@ -543,17 +597,25 @@ async function importImage(tag, hash, rootfs, changes) {
         '--group=0',
         '--mode=u+rwX,go+rX,go-w',
         '--sort=name',
-        '-C',
-        SANDBOX_DIR,
         '--transform',
         's,^runner,./opt/switchyard/runner,',
+        '--transform',
+        's,^usr,./usr,',
+        '-C',
+        SANDBOX_DIR,
         'runner',
+        '-C',
+        npm,
+        // Only npm's own entries: the rootfs has the directories above them, and docker import refuses a path twice.
+        'usr/local/lib/node_modules',
+        'usr/local/bin/npm',
+        'usr/local/bin/npx',
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const runnerDone = new Promise((resolve) => runnerTar.on('close', resolve));
     await pipeFrom(runnerTar.stdout);
-    if ((await runnerDone) !== 0) fail('tar of docker/sandbox/runner failed');
+    if ((await runnerDone) !== 0) fail('tar of docker/sandbox/runner and npm failed');
   } catch (e) {
     if (e !== importerGone) throw e;
   } finally {

@@ -288,7 +288,9 @@ describe('session kernels (state: "session")', () => {
 
   it('a riskier cell never runs in a weaker kernel: it starts one in the tier its risk needs', async () => {
     const sid = await engine.createSession();
-    const low = await cell(sid, 'python', 'x = 1\nx');
+    // A session's kernels start in the pooled tier while it is available; one asked for in the subprocess tier
+    // starts there.
+    const low = await cell(sid, 'python', 'x = 1\nx', { tier: 'subprocess' });
     expect(low.output.kernel).toMatchObject({ tier: 'subprocess', started: true });
     // Network code to a public host is medium risk: pooled tier, never the subprocess kernel.
     const medium = await cell(sid, 'python', "import socket\nhost = 'example.com'\n'x' in globals()");

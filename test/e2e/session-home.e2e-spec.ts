@@ -75,6 +75,33 @@ describe('the session’s home, in every tier', () => {
     expect(pip.files ?? []).toEqual([]);
   });
 
+  it('keeps what `npm install -g` installed (its prefix is in the home) for every later action, in every tier', async () => {
+    const sid = await engine.createSession();
+    // A package made here (npm pack), so no registry is needed: a command-line tool with a bin.
+    const installed = await bash(
+      sid,
+      [
+        'mkdir -p hi && cd hi',
+        `printf '%s' '{"name":"hi-cli","version":"1.0.0","bin":{"hi-cli":"cli.js"}}' > package.json`,
+        `printf '#!/usr/bin/env node\\nconsole.log("hi from npm")\\n' > cli.js`,
+        'npm pack -q >/dev/null && npm install -g --offline -q ./hi-cli-1.0.0.tgz >/dev/null',
+        'cd .. && rm -rf hi && npm --version',
+      ].join('\n'),
+    );
+    expect(installed).toMatchObject({ status: 'succeeded', stdout: '10.9.2\n' });
+    for (const tier of ['subprocess', 'pooled', 'container']) {
+      const r = await bash(sid, 'command -v hi-cli; hi-cli', { tier });
+      expect({ tier, ...r }).toMatchObject({
+        tier,
+        status: 'succeeded',
+        stdout: '/workspace/.home/.npm-global/bin/hi-cli\nhi from npm\n',
+      });
+    }
+    // Another session has none of it.
+    const other = await bash(await engine.createSession(), 'command -v hi-cli || echo none');
+    expect(other.stdout).toBe('none\n');
+  });
+
   it('goes into checkpoints and forks, comes back on restore, and stays with its session', async () => {
     const sid = await engine.createSession();
     expect(await install(sid)).toMatchObject({ status: 'succeeded' });

@@ -106,18 +106,22 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
       language: 'python',
       code: 'kept = 1',
       state: 'session',
+      tier: 'subprocess',
     });
     expect(cell.body.output.kernel).toMatchObject({ tier: 'subprocess', started: true });
     const bg = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
       type: 'process',
       op: 'start',
       command: 'sleep 4321',
+      tier: 'subprocess',
     });
     expect(bg.body).toMatchObject({ status: 'succeeded', tier: 'subprocess' });
     expect(await until(() => allPids().some((p) => running(p) && cmdline(p) === 'sleep 4321'), 5000)).toBe(
       true,
     );
-    const pending = code(sid, 'bash', 'sleep 30', 40_000).catch(() => undefined);
+    // In a session of its own: a fresh action of this one would now run inside its stateful sandbox, with its
+    // process.
+    const pending = code(await engine.createSession(), 'bash', 'sleep 30', 40_000).catch(() => undefined);
     expect(await until(() => launchersOf(pid).length >= 4, 5000)).toBe(true);
     const launchers = launchersOf(pid);
     const treeTool = bwrapChildrenOf(pid).filter(isTreeTool);

@@ -101,7 +101,7 @@ describe('sandbox templates (real Docker, real builds)', () => {
     expect(JSON.stringify(res.body)).toContain(name);
   });
 
-  it('denies the container-tier actions of a session whose template is not built, never using the default image', async () => {
+  it('denies the actions of a session whose template is not built, in every tier, never using the default image', async () => {
     const res = await engine.request('POST', '/v1/sessions', { template: name });
     expect(res.status).toBe(201);
     expect(res.body.template).toBe(name);
@@ -115,7 +115,6 @@ describe('sandbox templates (real Docker, real builds)', () => {
       expect(r.status).toBe('denied');
       expect(r.error).toMatchObject({ code: 'TEMPLATE_NOT_READY' });
       expect(r.error.message).toContain(`--template ${name}`);
-      expect(r.tier).not.toBe('subprocess');
     }
     const p = await engine.action(early, { type: 'process', op: 'start', command: 'sleep 1' });
     expect(p).toMatchObject({ status: 'denied', error: { code: 'TEMPLATE_NOT_READY' } });
@@ -140,18 +139,16 @@ describe('sandbox templates (real Docker, real builds)', () => {
     expect(took).toBeLessThan(1000);
   }, 600_000);
 
-  it('runs a template session in its image: pooled code, kernels, processes, the one-off tier', async () => {
+  it('runs a template session in its image in every tier: code, kernels, processes', async () => {
     const sid = early; // picked before the build: its actions run now
     const want = ['jq-1.6', 'six 1.16.0', `mark=[${mark}]`, '10001'];
 
-    // Low risk would go to the subprocess tier: a template session's floor is pooled.
-    const pooled = await code(sid, { code: PROBE });
-    expect(pooled).toMatchObject({ status: 'succeeded', tier: 'pooled' });
-    for (const w of want) expect(pooled.stdout).toContain(w);
-
-    const asked = await code(sid, { code: 'true', tier: 'subprocess' });
-    expect(asked.tier).toBe('pooled');
-    expect(asked.risk.reasons.join(' ')).toContain(`template "${name}"`);
+    // Low risk runs in the subprocess tier, on the template image's exported root: the same packages and env.
+    const low = await code(sid, { code: PROBE });
+    expect(low).toMatchObject({ status: 'succeeded', tier: 'subprocess' });
+    for (const w of want) expect(low.stdout).toContain(w);
+    const pooled = await code(sid, { code: PROBE, tier: 'pooled' });
+    expect(pooled).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: low.stdout });
 
     const cell = await engine.action(sid, {
       type: 'code',
@@ -190,8 +187,7 @@ describe('sandbox templates (real Docker, real builds)', () => {
 
   it('a session without the template sees none of it (the default image)', async () => {
     const plain = await engine.createSession();
-    // (The subprocess tier shows the host's own /usr, which may have jq: only the images are compared.)
-    for (const tier of ['pooled', 'container']) {
+    for (const tier of ['subprocess', 'pooled', 'container']) {
       const r = await code(plain, { code: PROBE, tier });
       expect(r).toMatchObject({ status: 'succeeded', tier });
       expect(r.stdout).toContain('no-jq');

@@ -34,6 +34,8 @@ describe('one environment in every tier', () => {
     'sha256sum "$(readlink -f "$(command -v python3)")" "$(readlink -f "$(command -v node)")" /etc/os-release',
     "dpkg-query -W -f '${Package} ${Version}\\n' | sha256sum",
     'pip --version',
+    'npm --version',
+    'id; whoami',
   ].join('; ');
 
   const run = (tier: string, code: string, language = 'bash'): Promise<any> =>
@@ -79,8 +81,10 @@ describe('one environment in every tier', () => {
   it('runs a kernel in the subprocess tier on the image’s python too', async () => {
     const code = 'import sys, os; print(sys.version); print(os.path.realpath(sys.executable))';
     const cells: string[] = [];
+    // A session of its own: the session's kernels draw its later actions into their tier (pooled, here).
+    const own = await engine.createSession();
     for (const tier of ['subprocess', 'pooled']) {
-      const r = await engine.action(sid, {
+      const r = await engine.action(own, {
         type: 'code',
         language: 'python',
         code,

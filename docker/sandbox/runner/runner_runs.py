@@ -89,6 +89,10 @@ class Runs:
         argv = ARGV.get(job.language)
         if argv is None:
             raise RequestError(None, "unknown language %r" % (job.language,))
+        # Where the sandbox's interpreter is not the default path (a subprocess-tier box on the host's system).
+        interpreter = request.get("interpreter")
+        if isinstance(interpreter, str) and interpreter.startswith("/"):
+            argv = [interpreter] + argv[1:]
         workspace_fd = checked_workspace(request)
         try:
             self.launch(job, argv, workspace_fd)

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import {
   criticalRiskDenial,
   NO_OUTPUT,
@@ -21,6 +21,9 @@ import {
 import type { ResolvedSandboxOptions } from './core/sandbox.options';
 import { SandboxTier } from './core/sandbox-tier.port';
 import { SessionKernels } from './core/stateful/session-kernels';
+import { SessionProcesses } from './core/stateful/session-processes';
+import { type RoutingFloor, stateFloor } from './core/stateful/state-floor';
+import type { StatefulTier } from './core/stateful/kernel-ref';
 import { type CellRunResult, isStatefulTier } from './core/stateful/stateful.types';
 import type {
   CodeOutcome,
@@ -34,6 +37,10 @@ import type {
 } from './core/sandbox.types';
 
 const rank = (tier: Tier) => TIERS.indexOf(tier);
+/** How long an availability answer stands for routing new state (`stateTier`) before it is asked again. */
+const STATE_TIER_RECHECK_MS = 5_000;
+/** How long boot waits for the first availability answers. */
+const BOOT_PROBE_MS = 3_000;
 
 export interface PrepareOptions {
   /**
@@ -55,15 +62,19 @@ export interface PrepareOptions {
  * `allowWeakerTier`).
  */
 @Injectable()
-export class SandboxManager {
+export class SandboxManager implements OnApplicationBootstrap {
   private readonly logger = new Logger(SandboxManager.name);
   private readonly tiers = new Map<Tier, SandboxTier>();
+  /** The latest availability answer of each tier, and when (`performance.now()`), for routing without waiting. */
+  private readonly seen = new Map<Tier, { available: boolean; at: number }>();
 
   constructor(
     @Inject(SANDBOX_OPTIONS) private readonly options: ResolvedSandboxOptions,
     private readonly risk: RiskPolicy,
     @Inject(SANDBOX_TIERS) tiers: SandboxTier[],
     private readonly kernels: SessionKernels,
+    /** Absent in unit tests of routing alone: then only kernels count as a session's live state. */
+    private readonly processes?: SessionProcesses,
   ) {
     for (const tier of tiers) {
       if (this.tiers.has(tier.name)) throw new SandboxConfigError('tiers', `two tiers named "${tier.name}"`);
@@ -78,7 +89,8 @@ export class SandboxManager {
    */
   prepare(req: CodeRequest, options: PrepareOptions = {}): RoutedCode {
     const { timeoutMs, env } = validateCodeRequest(req, this.options);
-    const decision = this.stateful(req, this.route(req, options.minTier, options.floorReason));
+    const floor = this.floorOf(req, req.state === 'session', options);
+    const decision = this.stateful(req, this.route(req, floor.minTier, floor.floorReason, floor.announce));
     // Only the default can exceed the tier's maximum here; an explicit timeout that does was refused in `route`.
     const tierMax = decision.tier ? this.options.tierLimits[decision.tier].maxTimeoutMs : timeoutMs;
     return {
@@ -148,7 +160,7 @@ export class SandboxManager {
   }
 
   /** The routing decision alone: risk, tier, and a refusal when the request may not run. Pure. */
-  route(req: CodeRequest, minTier?: Tier, floorReason?: string): RoutingDecision {
+  route(req: CodeRequest, minTier?: Tier, floorReason?: string, announce = false): RoutingDecision {
     let risk = this.risk.assess(req.language, req.code);
     if (risk.level === 'critical') return { risk, denial: criticalRiskDenial(risk) };
     const routed = this.options.routing[risk.level];
@@ -161,6 +173,10 @@ export class SandboxManager {
         const because = floorReason ?? 'a retry never runs in a weaker tier than the action it retries';
         const why = `tier "${asked}" was asked for but "${requested}" is this action's floor: ${because}`;
         risk = { ...risk, reasons: [...risk.reasons, why] };
+      } else if (announce && requested !== routed && floorReason) {
+        const why = `runs in the ${requested} tier rather than ${routed}: ${floorReason}`;
+        risk = { ...risk, reasons: [...risk.reasons, why] };
+        return this.withinTierLimits(req, { risk, tier: requested });
       }
     }
     if (requested === 'auto' || requested === routed)
@@ -245,6 +261,14 @@ export class SandboxManager {
       if (err instanceof SandboxError && err.kind === 'unprocessable') {
         return denied(risk, { class: 'policy', code: err.code, message: err.message }, elapsed(), tierName);
       }
+      // A tier that turned out unavailable for this job (shutting down, the session's image has no root) is the
+      // same refusal as one unavailable before it started.
+      if (err instanceof SandboxError && err.kind === 'unavailable') {
+        const message = err.message.startsWith('tier ')
+          ? err.message
+          : `tier "${tierName}" is not available: ${err.message}`;
+        return denied(risk, { class: 'policy', code: 'TIER_UNAVAILABLE', message }, elapsed(), tierName);
+      }
       const known = err instanceof SandboxError;
       if (!known) this.logger.error(`tier ${tierName} failed on ${req.actionId}`, (err as Error).stack);
       return {
@@ -315,7 +339,58 @@ export class SandboxManager {
    * command, text for its stdin): scored as bash code, never to a weaker tier, and refused where no state is held.
    */
   routeStateful(req: CodeRequest, minTier?: Tier, floorReason?: string): RoutingDecision {
-    return this.stateful({ ...req, state: 'session' }, this.route(req, minTier, floorReason));
+    const floor = this.floorOf(req, true, { minTier, floorReason });
+    return this.stateful(
+      { ...req, state: 'session' },
+      this.route(req, floor.minTier, floor.floorReason, floor.announce),
+    );
+  }
+
+  /**
+   * The caller's floor, raised so that the session stays one computer (`stateFloor`): an action runs with the
+   * session's running kernels and processes, and new state goes to the strongest stateful tier available.
+   */
+  private floorOf(req: CodeRequest, holdsState: boolean, base: PrepareOptions): RoutingFloor {
+    const live = [
+      ...new Set([
+        ...this.kernels.liveTiers(req.sessionId),
+        ...(this.processes?.liveTiers(req.sessionId) ?? []),
+      ]),
+    ];
+    return stateFloor(
+      {
+        ...(base.minTier !== undefined && { minTier: base.minTier }),
+        ...(base.floorReason && { floorReason: base.floorReason }),
+      },
+      {
+        live,
+        holdsState,
+        explicitTier: req.tier !== undefined && req.tier !== 'auto',
+        stateTier: holdsState ? this.stateTier() : undefined,
+      },
+    );
+  }
+
+  /**
+   * Where a session's new kernels and processes go: the pooled tier when it holds state and its latest availability
+   * answer was yes, else none (the policy's tier). The answer is refreshed in the background when old, so routing
+   * never waits on Docker.
+   */
+  private stateTier(): StatefulTier | undefined {
+    const pooled = this.tiers.get('pooled');
+    if (!pooled?.stateful) return undefined;
+    const seen = this.seen.get('pooled');
+    if (!seen || performance.now() - seen.at > STATE_TIER_RECHECK_MS) void this.safeAvailability(pooled);
+    return seen?.available ? 'pooled' : undefined;
+  }
+
+  /** The first availability answers, so that the first actions route as the later ones will. */
+  async onApplicationBootstrap(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.availability(),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, BOOT_PROBE_MS))),
+    ]).finally(() => clearTimeout(timer));
   }
 
   /** Every tier, registered or not; unregistered ones say so. */
@@ -351,12 +426,15 @@ export class SandboxManager {
   }
 
   private async safeAvailability(tier: SandboxTier): Promise<TierAvailability> {
+    let answer: TierAvailability;
     try {
-      return await tier.availability();
+      answer = await tier.availability();
     } catch (err) {
       this.logger.error(`availability of ${tier.name} failed`, (err as Error).stack);
-      return { available: false, reason: `availability check failed: ${(err as Error).message}` };
+      answer = { available: false, reason: `availability check failed: ${(err as Error).message}` };
     }
+    this.seen.set(tier.name, { available: answer.available, at: performance.now() });
+    return answer;
   }
 }
 

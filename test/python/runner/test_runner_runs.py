@@ -66,3 +66,12 @@ def test_a_run_for_another_workspace_is_refused(runner):
 def test_an_unknown_language_is_refused(runner):
     refused = runner.reply(runner.request("run", language="cobol", code="DISPLAY 'HI'."), "error")
     assert refused["message"] == "unknown language 'cobol'"
+
+
+def test_a_run_takes_its_interpreter_from_the_request_when_given(runner):
+    # The subprocess tier's box on the host's system names its interpreters: the run's argv starts with it.
+    done, out, _ = runner.run("echo \"$BASH\"", language="bash", interpreter="/usr/bin/bash")
+    assert done["exitCode"] == 0 and out == b"/usr/bin/bash\n"
+    # Only an absolute path replaces the default.
+    done, out, _ = runner.run("echo \"$BASH\"", language="bash", interpreter="bash")
+    assert done["exitCode"] == 0 and out == b"/bin/bash\n"

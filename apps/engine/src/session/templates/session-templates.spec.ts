@@ -71,15 +71,10 @@ describe('TemplateRegistry and SessionTemplates', () => {
     expect(k8s.routing(session(), 'container')).toEqual({ minTier: 'container' });
   });
 
-  it('raises the floor to pooled and hands the image its file calls for, with the env', () => {
+  it('hands every tier the image its file calls for, with the env, and no floor of its own', () => {
     const routing = templates.routing(session('tiny'));
-    expect(routing).toMatchObject({
-      template: 'tiny',
-      minTier: 'pooled',
-      image: { ref: tagOf(TINY), env: { TINY: '1' } },
-    });
-    expect(routing.floorReason).toContain('template "tiny"');
-    // A retry's stronger floor stays, and is the retry's to explain.
+    expect(routing).toEqual({ template: 'tiny', image: { ref: tagOf(TINY), env: { TINY: '1' } } });
+    // A retry's floor stays, and is the retry's to explain.
     const retry = templates.routing(session('tiny'), 'container');
     expect(retry.minTier).toBe('container');
     expect(retry.floorReason).toBeUndefined();
@@ -139,7 +134,7 @@ describe('TemplateRegistry and SessionTemplates', () => {
     expect(templates.routing(session('tiny')).denial).toMatchObject({ code: 'TEMPLATE_NOT_READY' });
     fs.rmSync(path.join(dir, 'tiny.toml'));
     const gone = templates.routing(session('tiny'));
-    expect(gone.minTier).toBe('pooled');
+    expect(gone.minTier).toBeUndefined();
     expect(gone.denial!.message).toContain('its file is gone');
   });
 

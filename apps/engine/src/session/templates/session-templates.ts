@@ -6,18 +6,18 @@ import type { SessionImage } from '@switchyard/sandbox';
 import type { Session } from '../../state/sessions/session.model';
 import { TemplateRegistry } from './template-registry';
 
-/** The weakest tier a template session's code runs in: its packages exist only in its container image. */
-export const TEMPLATE_FLOOR: Tier = 'pooled';
+/** The Kubernetes backend's floor: every session's code runs in its pod. */
+const POD_FLOOR: Tier = 'pooled';
 
 /** What a session's template means for one of its actions, decided when the action is prepared. */
 export interface TemplateRouting {
   /** The session's template, if it has one. */
   template?: string;
-  /** The action's floor: the caller's (a retry's), raised to `TEMPLATE_FLOOR` for a template session. */
+  /** The action's floor: the caller's (a retry's), raised to `pooled` on the Kubernetes backend. */
   minTier?: Tier;
-  /** Why the floor is the template's, for the answer when a weaker tier was asked for. */
+  /** Why the floor is the backend's, for the answer when a weaker tier was asked for. */
   floorReason?: string;
-  /** The image the container tiers run the session's code in, with the template's environment. */
+  /** The image every tier runs the session's code in (the subprocess tier on its exported root), with its environment. */
   image?: SessionImage;
   /** The template cannot be resolved now (file gone or broken, no default image to build on): refused. */
   denial?: ActionError;
@@ -26,9 +26,9 @@ export interface TemplateRouting {
 const rank = (tier: Tier): number => TIERS.indexOf(tier);
 
 /**
- * Resolves sessions' templates for the code and process handlers: a floor of `pooled` (never the subprocess tier,
- * which has none of the template's packages), the template's image and environment, and the refusal of an action
- * whose image is not built. A template session's code never runs in the default image instead.
+ * Resolves sessions' templates for the code and process handlers: the template's image and environment, which every
+ * tier runs (the subprocess tier on the image's exported root), and the refusal of an action whose image is not
+ * built. A template session's code never runs in the default image instead.
  */
 @Injectable()
 export class SessionTemplates {
@@ -38,32 +38,26 @@ export class SessionTemplates {
   ) {}
 
   routing(session: Session, minTier?: Tier): TemplateRouting {
+    const floor = this.backendFloor(minTier);
     const name = session.template;
-    if (name === undefined) return this.backendFloor(minTier);
-    const raised = minTier === undefined || rank(minTier) < rank(TEMPLATE_FLOOR);
-    const floor = {
-      template: name,
-      minTier: raised ? TEMPLATE_FLOOR : minTier,
-      ...(raised && {
-        floorReason: `the session's template "${name}" exists only in its container image (the subprocess tier has none of its packages)`,
-      }),
-    };
+    if (name === undefined) return floor;
+    const routing = { ...floor, template: name };
     const entry = this.registry.entry(name);
     if (!entry) {
-      return { ...floor, denial: notReady(name, `its file is gone from ${this.registry.dir}`) };
+      return { ...routing, denial: notReady(name, `its file is gone from ${this.registry.dir}`) };
     }
     const { image, reason } = this.registry.expectedImage(entry);
     if (image === undefined) {
-      return { ...floor, denial: notReady(name, reason!, this.registry.buildCommand(entry)) };
+      return { ...routing, denial: notReady(name, reason!, this.registry.buildCommand(entry)) };
     }
-    return { ...floor, image: { ref: image, env: { ...entry.definition!.env } } };
+    return { ...routing, image: { ref: image, env: { ...entry.definition!.env } } };
   }
 
-  /** A session without a template: the caller's floor, raised to `pooled` on the Kubernetes backend. */
+  /** The caller's floor, raised to `pooled` on the Kubernetes backend. */
   private backendFloor(minTier: Tier | undefined): TemplateRouting {
     if (this.config.kubernetes.backend !== 'kubernetes') return { ...(minTier !== undefined && { minTier }) };
-    if (minTier !== undefined && rank(minTier) >= rank(TEMPLATE_FLOOR)) return { minTier };
-    return { minTier: TEMPLATE_FLOOR, floorReason: POD_FLOOR_REASON };
+    if (minTier !== undefined && rank(minTier) >= rank(POD_FLOOR)) return { minTier };
+    return { minTier: POD_FLOOR, floorReason: POD_FLOOR_REASON };
   }
 
   /**

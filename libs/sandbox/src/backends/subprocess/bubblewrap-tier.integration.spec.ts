@@ -248,13 +248,13 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
   });
 
   describe('identity and network', () => {
-    it('runs as uid 65534 without capabilities', async () => {
+    it('runs as the image’s sandbox uid 10001, as the containers do, without capabilities', async () => {
       const r = await run(
         'bash',
         'id -u; id -g; grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status; hostname',
       );
       expect(r.stdout).toBe(
-        '65534\n65534\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nsandbox\n',
+        '10001\n10001\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nsandbox\n',
       );
     });
 

@@ -36,9 +36,11 @@ import {
 } from './bwrap-command';
 import { ProcessLauncher } from './process-launcher';
 import { ProcessLimiter } from './process-limiter';
-import { buildScaffold, resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
+import { resolveExecutable, type Scaffold, writeCodeFile } from './sandbox-scaffold';
+import { SystemScaffolds } from './system-scaffolds';
 import { SessionGroups } from './session-groups';
 import { RUNNER_TARGET, SubprocessBoxes } from './subprocess-boxes';
+import { BoxRuns } from './box-runs';
 import { type Slot, WarmSlots } from './warm-slots';
 
 const GiB = 1024 ** 3;
@@ -56,7 +58,7 @@ const SIGXCPU_EXIT = signalExit('SIGXCPU');
 const SIGXFSZ_EXIT = signalExit('SIGXFSZ');
 
 /**
- * The subprocess tier: each run is a fresh bubblewrap sandbox (all namespaces unshared, no network, uid 65534,
+ * The subprocess tier: each run is a fresh bubblewrap sandbox (all namespaces unshared, no network, the image's sandbox uid 10001,
  * no capabilities, read-only system dirs, only /workspace and size-capped tmpfs writable), at niceness 19, under
  * rlimits and, where the host allows, a per-run cgroup for memory, pids and CPU, under a group per session whose CPU
  * quota all the session's runs, kernels and processes share (`SessionGroups`). Killing the outer bubblewrap kills
@@ -74,10 +76,10 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
   private readonly sessions: SessionGroups;
   /** Sessions' long-lived sandboxes for kernels and background processes. */
   override readonly stateful: SubprocessBoxes;
-  /** Per system: `host`, or an image root's directory. */
-  private readonly scaffolds = new Map<string, Scaffold>();
-  /** What the default image's sandboxes last ran on, and why the host's system when it was that. */
-  private system: { root: 'image'; image: string; imageId: string } | { root: 'host'; reason: string };
+  /** Fresh runs of sessions whose box holds running kernels or processes, in that box. */
+  private readonly boxRuns: BoxRuns;
+  /** Per system (`host`, or an image root's directory), what its sandboxes are built from. */
+  private readonly scaffolds: SystemScaffolds;
   private probed?: Promise<TierAvailability>;
   private reaped?: Promise<void>;
   private readonly running = new Set<AbortController>();
@@ -89,14 +91,11 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     private readonly limiter: ProcessLimiter,
     @Optional() @Inject(CLOCK) clock?: Clock,
     /** The sandbox images' roots; without it every sandbox runs the host's system directories. */
-    @Optional() @Inject(SYSTEM_ROOT) private readonly systemRoot?: SystemRoot,
+    @Optional() @Inject(SYSTEM_ROOT) systemRoot?: SystemRoot,
   ) {
     super();
     this.clock = clock ?? systemClock;
-    this.system = {
-      root: 'host',
-      reason: systemRoot ? 'no sandbox has started yet' : 'no image roots are configured (no Docker client)',
-    };
+    this.scaffolds = new SystemScaffolds(options, this.logger, systemRoot);
     this.sessions = new SessionGroups(limiter, options.subprocess.sessionCpus, this.cleanups);
     this.slots = new WarmSlots(options, launcher, limiter, this.sessions, this.cleanups, this.logger);
     this.stateful = new SubprocessBoxes(
@@ -104,8 +103,14 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       launcher,
       limiter,
       this.sessions,
-      (image) => this.prepare(image),
+      (image) => this.scaffolds.scaffold(image),
       this.cleanups,
+      this.logger,
+    );
+    this.boxRuns = new BoxRuns(
+      options,
+      this.clock,
+      (box, why) => this.stateful.discard(box, why),
       this.logger,
     );
   }
@@ -123,13 +128,13 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     if (this.shuttingDown) return { available: false, reason: 'the engine is shutting down' };
     this.probed ??= this.probe();
     const probed = await this.probed;
-    return { ...probed, details: { ...probed.details, system: { ...this.system } } };
+    return { ...probed, details: { ...probed.details, system: this.scaffolds.system } };
   }
 
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
     const availability = await this.availability();
     if (!availability.available) throw new SandboxUnavailableError(`subprocess tier: ${availability.reason}`);
-    const scaffold = await this.prepare(job.image);
+    const scaffold = await this.scaffolds.scaffold(job.image);
     const interpreter = scaffold.interpreters[job.language];
     if (!interpreter.path) {
       return { ...emptyResult(0), spawnError: `no ${job.language} interpreter (${interpreter.problem})` };
@@ -143,6 +148,9 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       );
     }
     if (job.channel) checkCallSocketDir(job.channel);
+    // With the session's running servers, in their network namespace (a call channel needs a sandbox of its own).
+    const box = job.channel ? undefined : await this.stateful.live(job.sessionId);
+    if (box) return this.boxRuns.run(box, job, signal);
     const inside = scaffold.sandboxInterpreters[job.language] ?? interpreter.path;
     // A run with a call channel binds the action's own directory, so no slot launched ahead fits it: it starts cold,
     // and no slot is made ahead for a command no other run will have.
@@ -166,8 +174,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     this.sessions.close();
     await this.cleanups.drain();
     await this.limiter.dispose();
-    for (const scaffold of this.scaffolds.values())
-      fs.rmSync(scaffold.tempDir, { recursive: true, force: true });
+    this.scaffolds.dispose();
   }
 
   private argv(language: Language, interpreter: string): string[] {
@@ -190,48 +197,6 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
       case 'bash':
         return [interpreter, '--noprofile', '--norc', CODE_TARGET.bash];
     }
-  }
-
-  /**
-   * The scaffold a sandbox for `image` (the default image when none) is built from, made once per system: the
-   * image's root when there is one. Only the default image falls back to the host's system (no image built yet,
-   * Docker not answering), and the tier's details say so; a session's own image (a template's) never does.
-   */
-  private async prepare(image?: string): Promise<Scaffold> {
-    if (!this.systemRoot) return this.scaffoldOn(undefined);
-    const answer = await this.systemRoot.root(image);
-    if (answer.dir !== undefined) {
-      const scaffold = this.scaffoldOn(answer);
-      if (image === undefined && scaffold.system.kind === 'image') {
-        const { image: ref, imageId } = scaffold.system;
-        if (this.system.root !== 'image' || this.system.imageId !== imageId) {
-          this.logger.log(`subprocess tier runs the root of ${ref} (${imageId.slice(7, 19)})`);
-        }
-        this.system = { root: 'image', image: ref, imageId };
-      }
-      return scaffold;
-    }
-    const problem = answer.problem ?? 'no root';
-    if (image !== undefined) {
-      throw new SandboxUnavailableError(
-        `subprocess tier: the session's image ${image} has no root: ${problem}`,
-      );
-    }
-    if (this.system.root !== 'host' || this.system.reason !== problem) {
-      this.logger.warn(`subprocess tier runs the host's system directories: ${problem}`);
-    }
-    this.system = { root: 'host', reason: problem };
-    return this.scaffoldOn(undefined);
-  }
-
-  private scaffoldOn(root: { dir?: string; image?: string; imageId?: string } | undefined): Scaffold {
-    const key = root?.dir ?? 'host';
-    let scaffold = this.scaffolds.get(key);
-    if (!scaffold) {
-      scaffold = buildScaffold(this.options, root);
-      this.scaffolds.set(key, scaffold);
-    }
-    return scaffold;
   }
 
   /**
@@ -270,7 +235,7 @@ export class BubblewrapTier extends SandboxTier implements OnModuleInit, OnAppli
     }
     let scaffold: Scaffold;
     try {
-      scaffold = await this.prepare();
+      scaffold = await this.scaffolds.scaffold();
     } catch (err) {
       return { available: false, reason: `cannot prepare the temp dir: ${(err as Error).message}` };
     }

@@ -89,7 +89,7 @@ describe('buildLauncherCommand', () => {
     }
     expect(bwrap).not.toContain('--share-net');
     expect(hasSequence(bwrap, '--cap-drop', 'ALL')).toBe(true);
-    expect(hasSequence(bwrap, '--uid', '65534', '--gid', '65534')).toBe(true);
+    expect(hasSequence(bwrap, '--uid', '10001', '--gid', '10001')).toBe(true);
   });
 
   it('mounts system dirs read-only, a minimal /etc, size-capped tmpfs, and nothing else writable', () => {

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Language } from '@switchyard/common';
 import { DEFAULT_NICE_PATH, DEFAULT_SETPRIV_PATH } from '../../core/host-tools';
+import { SANDBOX_UID } from '../../core/sandbox-image';
 
 /** Where the code file appears inside the sandbox, per language. */
 export const CODE_TARGET: Record<Language, string> = {
@@ -10,7 +11,11 @@ export const CODE_TARGET: Record<Language, string> = {
   bash: '/run/switchyard/main.sh',
 };
 
-export const SANDBOX_UID = 65534;
+/**
+ * The uid and gid code runs as inside the sandbox's user namespace: the image's sandbox user, as in the containers
+ * (the host sees the engine's, or `runAs`'s, ids on what it writes).
+ */
+export { SANDBOX_UID };
 export const WORKSPACE_TARGET = '/workspace';
 /** Pipe on which bubblewrap writes its JSON status (`child-pid`, then `exit-code` once the code ran). */
 export const STATUS_FD = 3;

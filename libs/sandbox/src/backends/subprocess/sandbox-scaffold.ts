@@ -134,13 +134,16 @@ export function buildScaffold(options: ScaffoldOptions, root?: SystemRootAnswer)
   return scaffold;
 }
 
-/** The code dir and a synthetic passwd/group that know only the sandbox user (not all of the host's /etc). */
+/**
+ * The code dir and a synthetic passwd/group that know only the sandbox user (not all of the host's /etc), as the
+ * image's own lines have it, so `id` and `whoami` answer the same as in the containers.
+ */
 function writeScaffold(s: Scaffold, runAs: ScaffoldOptions['runAs']): void {
   fs.mkdirSync(s.codeDir, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(s.etc.passwd, `nobody:x:${SANDBOX_UID}:${SANDBOX_UID}:nobody:/tmp:/usr/sbin/nologin\n`, {
+  fs.writeFileSync(s.etc.passwd, `sandbox:x:${SANDBOX_UID}:${SANDBOX_UID}::/home/sandbox:/bin/bash\n`, {
     mode: 0o644,
   });
-  fs.writeFileSync(s.etc.group, `nogroup:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
+  fs.writeFileSync(s.etc.group, `sandbox:x:${SANDBOX_UID}:\n`, { mode: 0o644 });
   fs.writeFileSync(s.etc.hosts, '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n', {
     mode: 0o644,
   });

@@ -23,6 +23,9 @@ const HELLO_TIMEOUT_MS = 10_000;
 const EMPTY_BOX_CLOSE_MS = 30_000;
 const NODE_MIN_ADDRESS_SPACE = 4 * 1024 ** 3;
 
+/** A session's stateful sandbox in this tier. */
+export type SubprocessBox = Box;
+
 interface Box extends StatefulBox {
   readonly proc: LaunchedProcess;
   readonly group?: LimitGroup;
@@ -93,6 +96,15 @@ export class SubprocessBoxes extends StatefulBoxHost {
       if (this.boxes.get(sessionId) === opening) this.boxes.delete(sessionId);
     });
     return opening;
+  }
+
+  /**
+   * The session's box when it is open and holds a running kernel or process (it is pinned), else undefined. Never
+   * opens one.
+   */
+  async live(sessionId: string): Promise<SubprocessBox | undefined> {
+    const box = await this.boxes.get(sessionId)?.catch(() => undefined);
+    return box && !box.gone && box.pins > 0 ? box : undefined;
   }
 
   async discard(box: StatefulBox, why: string): Promise<void> {

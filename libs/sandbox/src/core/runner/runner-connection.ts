@@ -31,6 +31,8 @@ export interface RunnerPong {
 
 export interface RunnerRunRequest {
   language: Language;
+  /** Interpreter path inside the sandbox, when not the runner's default (/usr/bin/python3, /usr/bin/node, /bin/bash). */
+  interpreter?: string;
   code: string;
   stdin?: string;
   env: Record<string, string>;

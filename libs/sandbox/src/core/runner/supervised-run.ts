@@ -15,6 +15,8 @@ export interface SupervisedRunTarget {
   /** How long past the job's timeout the runner may take to answer before the run counts as hung. */
   graceMs: number;
   signal?: AbortSignal;
+  /** The job's interpreter inside the box, when not the runner's default. */
+  interpreter?: string;
 }
 
 /** How the owner of the box answers what went wrong, while the run is still supervised. */
@@ -64,6 +66,7 @@ export class SupervisedRun {
     const { id, exit } = this.connection.run(
       {
         language: job.language,
+        ...(target.interpreter !== undefined && { interpreter: target.interpreter }),
         code: job.code,
         ...(job.stdin !== undefined && { stdin: job.stdin }),
         env: target.env,

@@ -77,6 +77,11 @@ export class SessionKernels {
       .sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.id.localeCompare(b.id));
   }
 
+  /** Tiers in which the session has a kernel that has not ended. */
+  liveTiers(sessionId: string): StatefulTier[] {
+    return [...new Set(this.registry.of(sessionId).flatMap((k) => (k.ended ? [] : [k.tier])))];
+  }
+
   get(sessionId: string, kernelId: string): KernelInfo {
     return this.registry.info(this.registry.get(sessionId, kernelId));
   }

@@ -183,6 +183,12 @@ export class SessionProcesses {
     return [...(this.sessions.get(sessionId)?.values() ?? [])].map((e) => ({ ...e.info }));
   }
 
+  /** Tiers in which the session has a running process. */
+  liveTiers(sessionId: string): StatefulTier[] {
+    const entries = [...(this.sessions.get(sessionId)?.values() ?? [])];
+    return [...new Set(entries.flatMap((e) => (e.info.running ? [e.info.tier] : [])))];
+  }
+
   /** A process by id, or by name (the running one, else the latest started). */
   get(sessionId: string, idOrName: string): ProcessInfo {
     return { ...this.entry(sessionId, idOrName).info };
