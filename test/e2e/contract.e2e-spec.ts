@@ -1,7 +1,7 @@
 /**
  * The engine's OpenAPI document, checked by tools nobody here wrote, against the built engine as a real process:
  *   - openapi-spec-validator: the document is valid OpenAPI 3.0;
- *   - `redocly lint` (its recommended rules): no errors (its warnings are printed, not failed on);
+ *   - `redocly lint` (its recommended rules, as redocly.yaml says): no errors and no warnings;
  *   - Schemathesis, every check (`--checks all`: status codes, content types, response schemas, headers,
  *     positive/negative data, auth, undeclared methods, …) over all of its phases, the stateful one included
  *     (it follows the document's links from POST /v1/sessions, and the links it infers), within a fixed budget.
@@ -32,6 +32,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
+import { SKILL_SCHEMA_KINDS } from '../support/skill-schema-kinds';
 
 const REPO = path.join(__dirname, '..', '..');
 const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
@@ -40,6 +41,8 @@ const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
 const VENV_BIN = path.join(RUNTIME_DIR, 'contract-venv', 'bin');
 const PYTHON = path.join(VENV_BIN, 'python');
 const REDOCLY = path.join(REPO, 'node_modules', '.bin', 'redocly');
+/** The lint rules: Redocly's recommended ones, and those switched off with their reasons. */
+const REDOCLY_CONFIG = path.join(REPO, 'redocly.yaml');
 const LOOPBACK_ONLY = path.join(REPO, 'test', 'support', 'loopback-only.py');
 /** Keeps Schemathesis to requests the document means where OpenAPI 3.0 cannot say it (read the module's docstring). */
 const HOOKS_MODULE = 'schemathesis_hooks';
@@ -53,8 +56,16 @@ const EXPLORE_S = process.env.SWITCHYARD_CONTRACT_MAX_TIME_S;
 const SCHEMATHESIS_MAX_TIME_S = EXPLORE_S === undefined ? 180 : Number(EXPLORE_S);
 /** Test cases per operation and phase (the time budget ends the run first when the engine is slow). */
 const SCHEMATHESIS_MAX_EXAMPLES = 20;
-/** Killed past this, whatever it is doing: the budget plus start-up and shrinking. */
-const SCHEMATHESIS_KILL_MS = SCHEMATHESIS_MAX_TIME_S * 1000 + 50_000;
+/** Killed past this, whatever it is doing: the budget (or the deterministic run's) plus start-up and shrinking. */
+const killMs = (maxTimeS: number | undefined): number =>
+  (maxTimeS ?? SCHEMATHESIS_MAX_TIME_S) * 1000 + 50_000;
+/**
+ * The second run explores with a random seed for this long (SWITCHYARD_CONTRACT_RANDOM_S, default 90 s), on as many
+ * examples per operation as the time allows; SWITCHYARD_CONTRACT_RANDOM_SEED replays one.
+ */
+const RANDOM_S = Number(process.env.SWITCHYARD_CONTRACT_RANDOM_S ?? 90);
+const RANDOM_SEED = Number(process.env.SWITCHYARD_CONTRACT_RANDOM_SEED ?? randomBytes(4).readUInt32BE(0));
+const SCHEMATHESIS_EXPLORE_EXAMPLES = 1000;
 const SEED = Number(process.env.SWITCHYARD_CONTRACT_SEED ?? 16_042_026);
 /** Longest action the fuzzed requests may run (they may ask for more and get 400). */
 const MAX_TIMEOUT_MS = 5000;
@@ -153,6 +164,9 @@ interface Fixtures {
   /** Holds the others; never deleted by the run. */
   session: string;
   action: string;
+  /** A session whose policy asks before file writes, and its action awaiting approval. */
+  approvalSession: string;
+  awaiting: string;
   checkpoint: string;
   plan: string;
   kernel: string;
@@ -232,10 +246,27 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       steps: [{ id: 'fails', action: { type: 'code', language: 'bash', code: 'exit 1' } }],
     });
     expect(plan.status).toBe('needs_replan');
+    // Tenant skills of three kinds of input schema, so the tool lists (strict ones too) and skill calls are fuzzed
+    // with them: a discriminated oneOf, a free-form object, nested closed objects.
+    for (const skill of SKILL_SCHEMA_KINDS) await api('POST', '/v1/skills', skill);
+    // A session whose policy asks before any file write: an action of it waits for approval, so the approval
+    // operations are tested past 404.
+    const asking = await api<{ id: string }>('POST', '/v1/sessions', {
+      policy: { rules: [{ effect: 'ask', match: { type: 'file' }, reason: 'contract fixture' }] },
+    });
+    const waiting = await api<{ id: string; status: string }>('POST', `/v1/sessions/${asking.id}/actions`, {
+      type: 'file',
+      op: 'write',
+      path: 'held.txt',
+      content: 'held',
+    });
+    expect(waiting.status).toBe('awaiting_approval');
     return {
       session: sid,
       doomedSessions: await Promise.all([1, 2, 3, 4, 5].map(() => session())),
       action: failed.id,
+      approvalSession: asking.id,
+      awaiting: waiting.id,
       checkpoint: await checkpoint('contract'),
       doomedCheckpoints: [
         await checkpoint('doomed-1'),
@@ -294,9 +325,9 @@ describe('the OpenAPI document, checked by outside tools against the running eng
     }
   });
 
-  it('has no errors for `redocly lint` (recommended rules; warnings printed)', async () => {
+  it('is clean for `redocly lint`, warnings included (recommended rules, redocly.yaml)', async () => {
     requireTools();
-    const r = await run(REDOCLY, ['lint', docFile, '--format', 'json'], {
+    const r = await run(REDOCLY, ['lint', docFile, '--format', 'json', '--config', REDOCLY_CONFIG], {
       cwd: workDir,
       env: toolEnv({ REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }),
       timeoutMs: 60_000,
@@ -311,165 +342,206 @@ describe('the OpenAPI document, checked by outside tools against the running eng
     }
     const line = (p: RedoclyReport['problems'][number]): string =>
       `${p.severity} ${p.ruleId} at ${p.location.map((l) => l.pointer).join(', ')}: ${p.message}`;
-    const warnings = report.problems.filter((p) => p.severity !== 'error');
-    if (warnings.length > 0) {
-      console.warn(`redocly lint warnings (${warnings.length}):\n${warnings.map(line).join('\n')}`);
-    }
-    const errors = report.problems.filter((p) => p.severity === 'error');
-    if (r.code !== 0 || report.totals.errors > 0 || errors.length > 0) {
+    if (r.code !== 0 || report.totals.errors + report.totals.warnings > 0 || report.problems.length > 0) {
       throw new Error(
-        `redocly lint found ${report.totals.errors} error(s):\n${errors.map(line).join('\n')}\n\n${printed(r)}`,
+        `redocly lint found ${report.totals.errors} error(s) and ${report.totals.warnings} warning(s):\n` +
+          `${report.problems.map(line).join('\n')}\n\n${printed(r)}`,
       );
     }
   });
+
+  it('declares a 4XX answer for every operation but the health probes (redocly.yaml switches that rule off)', () => {
+    const doc = JSON.parse(readFileSync(docFile, 'utf8')) as {
+      paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
+    };
+    const probes = new Set(['/health', '/health/live', '/health/ready']);
+    const without = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => !Object.keys(op.responses ?? {}).some((code) => /^4(\d\d|XX)$/.test(code)))
+        .map(([method]) => `${method.toUpperCase()} ${p}`),
+    );
+    expect(without.filter((op) => !probes.has(op.split(' ')[1]))).toEqual([]);
+    expect(without.length).toBeGreaterThan(0);
+  });
+
+  /**
+   * One Schemathesis run over the fixtures, every check and phase: deterministic (a fixed seed, `--max-examples` per
+   * operation) when `maxTimeS` is undefined, else exploring with `seed` until `maxTimeS` is spent. Its reports are
+   * kept under `name`.
+   */
+  const schemathesis = async (
+    fixtures: Fixtures,
+    { name, seed, maxTimeS }: { name: string; seed: number; maxTimeS?: number },
+  ): Promise<void> => {
+    const { port } = new URL(engine!.baseUrl);
+    const list = (ids: string[]): string => `[${ids.map((id) => JSON.stringify(id)).join(', ')}]`;
+    const bind = (dictionary: string, probability = 0.9): string =>
+      `{ dictionary = "${dictionary}", probability = ${probability} }`;
+    const nested = [
+      `"path.sessionId" = ${bind('fixture-session')}`,
+      `"path.actionId" = ${bind('actions')}`,
+      `"path.checkpointId" = ${bind('checkpoints')}`,
+      `"path.planId" = ${bind('plans')}`,
+      `"path.kernelId" = ${bind('kernels')}`,
+    ];
+    const config = [
+      '# Written by test/e2e/contract.e2e-spec.ts for one run.',
+      `base-url = "http://127.0.0.1:${port}"`,
+      // An action may run MAX_TIMEOUT_MS; a plan several of them.
+      'request-timeout = 30',
+      // The key comes from the environment, so that the kept config holds none.
+      '[auth.openapi.bearer]',
+      'bearer = "${SWITCHYARD_CONTRACT_API_KEY}"',
+      // No example database or cache left behind.
+      '[generation]',
+      'database = "none"',
+      '[cache]',
+      'enabled = false',
+      // An answer may take as long as the work it waits for (a sync action, a plan with `wait`, kept short by the
+      // hooks): up to the request timeout, not the check's default 10 s.
+      '[checks]',
+      'max_response_time = 30',
+      // Objects made before the run: an operation on one of them is tested past its 404.
+      '[dictionaries]',
+      `fixture-session = { values = ${list([fixtures.session, fixtures.approvalSession])} }`,
+      `doomed-sessions = { values = ${list(fixtures.doomedSessions)} }`,
+      `actions = { values = ${list([fixtures.action, fixtures.awaiting])} }`,
+      `checkpoints = { values = ${list([fixtures.checkpoint])} }`,
+      `doomed-checkpoints = { values = ${list(fixtures.doomedCheckpoints)} }`,
+      `plans = { values = ${list([fixtures.plan])} }`,
+      `kernels = { values = ${list([fixtures.kernel])} }`,
+      `doomed-kernels = { values = ${list([fixtures.doomedKernel])} }`,
+      // The first entry an operation matches applies. Deletions get objects of their own, always (else
+      // Schemathesis also deletes the ones it saw in answers, the fixtures included).
+      '[[operations]]',
+      'include-operation-id = "SessionsController_remove"',
+      `parameters = { "path.sessionId" = ${bind('doomed-sessions', 1)} }`,
+      '[[operations]]',
+      'include-operation-id = "CheckpointsController_remove"',
+      `parameters = { ${nested[0]}, "path.checkpointId" = ${bind('doomed-checkpoints', 1)} }`,
+      '[[operations]]',
+      'include-operation-id = "KernelsController_remove"',
+      `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-kernels', 1)} }`,
+      // A readiness probe answers 503 by design while a tier is down (here the container and browser tiers
+      // are, on purpose): that answer is still checked against the document, but is not a server error. Any
+      // other 5xx from it still is.
+      '[[operations]]',
+      'include-operation-id = "ReadinessController_ready"',
+      'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
+      // The event stream stays open while the session lives: read it for 2 s.
+      '[[operations]]',
+      'include-operation-id = "EventsController_stream"',
+      'request-timeout = 2',
+      '[[operations]]',
+      `include-path-regex = '\\{(actionId|checkpointId|planId|kernelId)\\}'`,
+      `parameters = { ${nested.join(', ')} }`,
+      '',
+    ].join('\n');
+    const configFile = keep(`${name}.toml`, config);
+    const reportFile = path.join(workDir, `${name}-report.json`);
+    const junitFile = path.join(workDir, `${name}-junit.xml`);
+
+    const started = Date.now();
+    const r = await run(
+      PYTHON,
+      [
+        LOOPBACK_ONLY,
+        'schemathesis',
+        '--config-file',
+        configFile,
+        'run',
+        docFile,
+        '--checks',
+        'all',
+        '--phases',
+        'examples,coverage,fuzzing,stateful',
+        '--mode',
+        'all',
+        '--max-examples',
+        String(maxTimeS === undefined ? SCHEMATHESIS_MAX_EXAMPLES : SCHEMATHESIS_EXPLORE_EXAMPLES),
+        ...(maxTimeS === undefined ? ['--generation-deterministic'] : ['--max-time', String(maxTimeS)]),
+        '--workers',
+        '2',
+        '--seed',
+        String(seed),
+        '--no-color',
+        '--report',
+        'json,junit',
+        '--report-dir',
+        workDir,
+        '--report-json-path',
+        reportFile,
+        '--report-junit-path',
+        junitFile,
+      ],
+      {
+        cwd: workDir,
+        env: toolEnv({
+          SWITCHYARD_CONTRACT_API_KEY: apiKey,
+          SCHEMATHESIS_HOOKS: HOOKS_MODULE,
+          PYTHONPATH: path.join(REPO, 'test', 'support'),
+        }),
+        timeoutMs: killMs(maxTimeS),
+      },
+    );
+    const seconds = Math.round((Date.now() - started) / 1000);
+    keep(`${name}.txt`, printed(r));
+    if (existsSync(junitFile)) keep(`${name}-junit.xml`, readFileSync(junitFile, 'utf8'));
+    if (!existsSync(reportFile)) {
+      throw new Error(`Schemathesis wrote no report (after ${seconds} s):\n${printed(r)}`);
+    }
+    const reportText = readFileSync(reportFile, 'utf8');
+    keep(`${name}-report.json`, reportText);
+    const report = JSON.parse(reportText) as SchemathesisReport;
+
+    const problems = [
+      ...report.failures.map(
+        (f) => `${f.code} ${f.title} (${f.count}): ${f.operations.join(', ') || 'stateful sequence'}`,
+      ),
+      ...report.errors.map((e) => `error: ${e.title} (${e.count})`),
+      ...(report.phases.stateful?.status === 'skip'
+        ? [`the stateful phase did not run (${report.phases.stateful.skip_reason ?? 'no reason given'})`]
+        : []),
+      ...(r.code === 0 ? [] : [`exit ${r.signal ?? r.code}`]),
+    ];
+    if (problems.length > 0) {
+      throw new Error(
+        `Schemathesis (seed ${report.seed}: ${maxTimeS === undefined ? 'SWITCHYARD_CONTRACT_SEED' : 'SWITCHYARD_CONTRACT_RANDOM_SEED'}` +
+          `=${report.seed} replays it; ${seconds} s, ` +
+          `${report.test_cases.generated} test cases) found:\n` +
+          `${problems.map((p) => `  - ${p}`).join('\n')}\n\nIts output:\n${printed(r)}\n\n` +
+          `The engine's stderr (its end):\n${engine!.log}`,
+      );
+    }
+    expect(report.operations.tested).toBe(report.operations.total);
+  };
+
+  let fixtures: Fixtures | undefined;
 
   it(
     'passes every Schemathesis check, the stateful phase included',
     async () => {
       requireTools();
-      const fixtures = await makeFixtures();
-      const { port } = new URL(engine!.baseUrl);
-      const list = (ids: string[]): string => `[${ids.map((id) => JSON.stringify(id)).join(', ')}]`;
-      const bind = (dictionary: string, probability = 0.9): string =>
-        `{ dictionary = "${dictionary}", probability = ${probability} }`;
-      const nested = [
-        `"path.sessionId" = ${bind('fixture-session')}`,
-        `"path.actionId" = ${bind('actions')}`,
-        `"path.checkpointId" = ${bind('checkpoints')}`,
-        `"path.planId" = ${bind('plans')}`,
-        `"path.kernelId" = ${bind('kernels')}`,
-      ];
-      const config = [
-        '# Written by test/e2e/contract.e2e-spec.ts for one run.',
-        `base-url = "http://127.0.0.1:${port}"`,
-        // An action may run MAX_TIMEOUT_MS; a plan several of them.
-        'request-timeout = 30',
-        // The key comes from the environment, so that the kept config holds none.
-        '[auth.openapi.bearer]',
-        'bearer = "${SWITCHYARD_CONTRACT_API_KEY}"',
-        // No example database or cache left behind.
-        '[generation]',
-        'database = "none"',
-        '[cache]',
-        'enabled = false',
-        // An answer may take as long as the work it waits for (a sync action, a plan with `wait`, kept short by the
-        // hooks): up to the request timeout, not the check's default 10 s.
-        '[checks]',
-        'max_response_time = 30',
-        // Objects made before the run: an operation on one of them is tested past its 404.
-        '[dictionaries]',
-        `fixture-session = { values = ${list([fixtures.session])} }`,
-        `doomed-sessions = { values = ${list(fixtures.doomedSessions)} }`,
-        `actions = { values = ${list([fixtures.action])} }`,
-        `checkpoints = { values = ${list([fixtures.checkpoint])} }`,
-        `doomed-checkpoints = { values = ${list(fixtures.doomedCheckpoints)} }`,
-        `plans = { values = ${list([fixtures.plan])} }`,
-        `kernels = { values = ${list([fixtures.kernel])} }`,
-        `doomed-kernels = { values = ${list([fixtures.doomedKernel])} }`,
-        // The first entry an operation matches applies. Deletions get objects of their own, always (else
-        // Schemathesis also deletes the ones it saw in answers, the fixtures included).
-        '[[operations]]',
-        'include-operation-id = "SessionsController_remove"',
-        `parameters = { "path.sessionId" = ${bind('doomed-sessions', 1)} }`,
-        '[[operations]]',
-        'include-operation-id = "CheckpointsController_remove"',
-        `parameters = { ${nested[0]}, "path.checkpointId" = ${bind('doomed-checkpoints', 1)} }`,
-        '[[operations]]',
-        'include-operation-id = "KernelsController_remove"',
-        `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-kernels', 1)} }`,
-        // A readiness probe answers 503 by design while a tier is down (here the container and browser tiers
-        // are, on purpose): that answer is still checked against the document, but is not a server error. Any
-        // other 5xx from it still is.
-        '[[operations]]',
-        'include-operation-id = "ReadinessController_ready"',
-        'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
-        // The event stream stays open while the session lives: read it for 2 s.
-        '[[operations]]',
-        'include-operation-id = "EventsController_stream"',
-        'request-timeout = 2',
-        '[[operations]]',
-        `include-path-regex = '\\{(actionId|checkpointId|planId|kernelId)\\}'`,
-        `parameters = { ${nested.join(', ')} }`,
-        '',
-      ].join('\n');
-      const configFile = keep('schemathesis.toml', config);
-      const reportFile = path.join(workDir, 'schemathesis-report.json');
-      const junitFile = path.join(workDir, 'schemathesis-junit.xml');
-
-      const started = Date.now();
-      const r = await run(
-        PYTHON,
-        [
-          LOOPBACK_ONLY,
-          'schemathesis',
-          '--config-file',
-          configFile,
-          'run',
-          docFile,
-          '--checks',
-          'all',
-          '--phases',
-          'examples,coverage,fuzzing,stateful',
-          '--mode',
-          'all',
-          '--max-examples',
-          String(SCHEMATHESIS_MAX_EXAMPLES),
-          ...(EXPLORE_S === undefined
-            ? ['--generation-deterministic']
-            : ['--max-time', String(SCHEMATHESIS_MAX_TIME_S)]),
-          '--workers',
-          '2',
-          '--seed',
-          String(SEED),
-          '--no-color',
-          '--report',
-          'json,junit',
-          '--report-dir',
-          workDir,
-          '--report-json-path',
-          reportFile,
-          '--report-junit-path',
-          junitFile,
-        ],
-        {
-          cwd: workDir,
-          env: toolEnv({
-            SWITCHYARD_CONTRACT_API_KEY: apiKey,
-            SCHEMATHESIS_HOOKS: HOOKS_MODULE,
-            PYTHONPATH: path.join(REPO, 'test', 'support'),
-          }),
-          timeoutMs: SCHEMATHESIS_KILL_MS,
-        },
-      );
-      const seconds = Math.round((Date.now() - started) / 1000);
-      keep('schemathesis.txt', printed(r));
-      if (existsSync(junitFile)) keep('schemathesis-junit.xml', readFileSync(junitFile, 'utf8'));
-      if (!existsSync(reportFile)) {
-        throw new Error(`Schemathesis wrote no report (after ${seconds} s):\n${printed(r)}`);
-      }
-      const reportText = readFileSync(reportFile, 'utf8');
-      keep('schemathesis-report.json', reportText);
-      const report = JSON.parse(reportText) as SchemathesisReport;
-
-      const problems = [
-        ...report.failures.map(
-          (f) => `${f.code} ${f.title} (${f.count}): ${f.operations.join(', ') || 'stateful sequence'}`,
-        ),
-        ...report.errors.map((e) => `error: ${e.title} (${e.count})`),
-        ...(report.phases.stateful?.status === 'skip'
-          ? [`the stateful phase did not run (${report.phases.stateful.skip_reason ?? 'no reason given'})`]
-          : []),
-        ...(r.code === 0 ? [] : [`exit ${r.signal ?? r.code}`]),
-      ];
-      if (problems.length > 0) {
-        throw new Error(
-          `Schemathesis (seed ${report.seed}, ${seconds} s, ${report.test_cases.generated} test cases) found:\n` +
-            `${problems.map((p) => `  - ${p}`).join('\n')}\n\nIts output:\n${printed(r)}\n\n` +
-            `The engine's stderr (its end):\n${engine!.log}`,
-        );
-      }
-      expect(report.operations.tested).toBe(report.operations.total);
+      fixtures ??= await makeFixtures();
+      await schemathesis(fixtures, {
+        name: 'schemathesis',
+        seed: SEED,
+        ...(EXPLORE_S !== undefined && { maxTimeS: SCHEMATHESIS_MAX_TIME_S }),
+      });
     },
-    SCHEMATHESIS_KILL_MS + 30_000,
+    killMs(EXPLORE_S === undefined ? undefined : SCHEMATHESIS_MAX_TIME_S) + 60_000,
+  );
+
+  it(
+    `passes them with a random seed too, for ${RANDOM_S} s (the seed is printed, to replay a failure)`,
+    async () => {
+      requireTools();
+      fixtures ??= await makeFixtures();
+      console.log(
+        `contract: Schemathesis random-seed run, seed ${RANDOM_SEED} (SWITCHYARD_CONTRACT_RANDOM_SEED)`,
+      );
+      await schemathesis(fixtures, { name: 'schemathesis-random', seed: RANDOM_SEED, maxTimeS: RANDOM_S });
+    },
+    killMs(RANDOM_S) + 60_000,
   );
 });

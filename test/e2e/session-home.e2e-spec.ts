@@ -102,6 +102,21 @@ describe('the session’s home, in every tier', () => {
     expect(other.stdout).toBe('none\n');
   });
 
+  it('keeps a venv made in the workspace usable from every tier', async () => {
+    const sid = await engine.createSession();
+    const made = await bash(
+      sid,
+      'python3 -m venv .venv && .venv/bin/python -c "import sys; print(sys.prefix)"',
+    );
+    expect(made).toMatchObject({ status: 'succeeded', stdout: '/workspace/.venv\n' });
+    for (const tier of ['subprocess', 'pooled', 'container']) {
+      const r = await bash(sid, '.venv/bin/python -c "import sys; print(sys.prefix, sys.version_info[0])"', {
+        tier,
+      });
+      expect({ tier, ...r }).toMatchObject({ tier, status: 'succeeded', stdout: '/workspace/.venv 3\n' });
+    }
+  });
+
   it('goes into checkpoints and forks, comes back on restore, and stays with its session', async () => {
     const sid = await engine.createSession();
     expect(await install(sid)).toMatchObject({ status: 'succeeded' });

@@ -36,6 +36,8 @@ import unicodedata
 import uuid
 
 import hypothesis
+import hypothesis.internal.filtering as hypothesis_filtering
+import hypothesis.internal.lambda_sources as lambda_sources
 import schemathesis
 
 # Schemathesis feeds Hypothesis a "success rate" target while fuzzing, and Hypothesis' optimiser for targets
@@ -43,6 +45,23 @@ import schemathesis
 # reported by Schemathesis as a Runtime Error of the run. Targets only steer generation toward accepted inputs;
 # without them Hypothesis skips that pass and generates as before, so the run stays as thorough and cannot crash so.
 hypothesis.target = lambda observation, *, label="": observation
+
+# Hypothesis describes a lambda by parsing its source (`ast.parse`), including while it prints a strategy's repr
+# during generation; deep inside a recursive strategy, CPython 3.11.7's parser can raise "SystemError: AST constructor
+# recursion depth mismatch" there (CPython gh-106905, fixed in 3.11.8), which Schemathesis reports as a Runtime Error
+# of the run (seed 965129055 met it). A description is only a label: the lambda's generic name stands in for it.
+_lambda_description = lambda_sources.lambda_description
+
+
+def _safe_lambda_description(f, *args, **kwargs):
+    try:
+        return _lambda_description(f, *args, **kwargs)
+    except SystemError:
+        return "lambda: <source not parsed>"
+
+
+lambda_sources.lambda_description = _safe_lambda_description
+hypothesis_filtering.lambda_description = _safe_lambda_description
 
 FORBIDDEN_KEYS = {"__proto__", "constructor", "prototype"}
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")

@@ -1461,12 +1461,14 @@ export interface components {
             ttlSeconds?: number | null;
             /** @description Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel. */
             maxConcurrentActions?: number | null;
+            /** @description Egress for the pooled and one-off tiers, through the engine policy proxy only (the subprocess tier stays offline). Default SWITCHYARD_EGRESS_DEFAULT (empty: no network). */
             network?: components["schemas"]["NetworkPolicyDto"] | (null);
             /**
-             * @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the container tiers only (never the subprocess tier), in the template image. Unknown: 400.
+             * @description A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the template image in every tier (the subprocess tier on its exported root). Unknown: 400.
              * @enum {string|null}
              */
             template?: "data-science" | null;
+            /** @description The session’s policy layer: allow/deny/ask rules for its actions, under the engine’s and its tenant’s (it can only narrow them). GET /v1/sessions/:id/policy shows the effective policy. */
             policy?: components["schemas"]["PolicyDto"] | (null);
         };
         /** @description A checkpoint of the session's workspace as it is now. */
@@ -1531,6 +1533,7 @@ export interface components {
              * @enum {string|null}
              */
             checkpoints?: "each-step" | "none" | null;
+            /** @description The plan’s policy layer: allow/deny/ask rules for its steps, under the engine’s, tenant’s and session’s (it can only narrow them). A step a rule asks about waits for approval; the plan waits with it. */
             policy?: components["schemas"]["PolicyDto"] | (null);
             /** @description Answer when the plan ends or needs a replan (200), bounded by waitTimeoutMs; else 202 at once. */
             wait?: boolean | null;
@@ -2213,7 +2216,7 @@ export interface components {
             language: "python" | "node";
             /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`); no NUL */
             code: string;
-            /** @description Its time limit (the tier’s maximum still applies) */
+            /** @description Its time limit in milliseconds (the tier’s maximum still applies) */
             timeoutMs?: number;
             /**
              * @description The engine’s (every tenant’s) or the caller’s tenant’s
@@ -2870,11 +2873,8 @@ export interface components {
                 parameters: {
                     [key: string]: unknown;
                 };
-                /**
-                 * @description `strict=true`: `parameters` is a schema OpenAI strict mode accepts
-                 * @enum {boolean}
-                 */
-                strict?: true;
+                /** @description Only with `strict=true`. `true`: `parameters` is a schema OpenAI strict mode accepts, and it accepts every input the tool takes. `false`: a skill whose input schema strict mode cannot say (an object open to keys it does not name, a `oneOf` whose branches can overlap, …); `parameters` is then its schema as written */
+                strict?: boolean;
             };
         };
         /** @description Alive; with a valid key (or none configured), the tiers this engine can use and its graph store */
@@ -5517,7 +5517,7 @@ export interface operations {
                     language: "python" | "node";
                     /** @description The body: defines `main(input, ctx)` (node: a function `main`, or `module.exports`); no NUL */
                     code: string;
-                    /** @description Its time limit (the tier’s maximum still applies) */
+                    /** @description Its time limit in milliseconds (the tier’s maximum still applies) */
                     timeoutMs?: number;
                 };
             };

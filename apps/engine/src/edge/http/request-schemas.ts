@@ -17,8 +17,24 @@ const NUL_FREE: Record<string, string[]> = { CodeActionDto: ['code'] };
 /** `null`, and only `null` (OpenAPI 3.0's way to say so; `type` is required beside `nullable`). */
 const NULL_ONLY: SchemaObject = { type: 'string', nullable: true, enum: [null] };
 
+/**
+ * A reference with words beside it (`description`, and the `type: object` class-validator writes) as OpenAPI means
+ * it: a `$ref` takes no siblings, so the reference goes in `allOf` and the words stay outside.
+ */
+function withoutRefSiblings(schema: Schema): Schema {
+  if (!('$ref' in schema)) return schema;
+  const { $ref, ...siblings } = schema as ReferenceObject & SchemaObject;
+  delete siblings.type;
+  return Object.keys(siblings).length === 0 ? { $ref } : { allOf: [{ $ref }], ...siblings };
+}
+
 /** An optional field may be sent as `null`: the engine takes it as absent. */
 function nullable(schema: Schema): Schema {
+  if (!('$ref' in schema) && schema.allOf?.length === 1 && '$ref' in schema.allOf[0]) {
+    // A reference with words: null beside the reference, the words on the whole.
+    const { allOf, ...words } = schema;
+    return { anyOf: [allOf[0], NULL_ONLY], ...words };
+  }
   if ('$ref' in schema || schema.oneOf || schema.anyOf || schema.allOf || schema.type === undefined) {
     return { anyOf: [schema, NULL_ONLY] };
   }
@@ -85,7 +101,8 @@ export function describeRequestSchemas(
     }
     const required = new Set(schema.required ?? []);
     for (const [key, property] of Object.entries(properties)) {
-      if (!required.has(key)) properties[key] = nullable(property);
+      const plain = withoutRefSiblings(property);
+      properties[key] = required.has(key) ? plain : nullable(plain);
     }
     out[name] = { additionalProperties: false, ...schema, properties };
   }

@@ -33,7 +33,11 @@ class FakeImages {
   }
 }
 
-const tools = new ToolsService({ tools: {} } as EngineConfig, policyServiceForTests(), skillsForTests());
+const tools = new ToolsService(
+  { tools: {}, sandbox: { maxTimeoutMs: 300_000 } } as unknown as EngineConfig,
+  policyServiceForTests(),
+  skillsForTests(),
+);
 const sessions = { find: () => undefined } as unknown as SessionsService;
 const shotText = JSON.stringify({ artifacts: [{ path: 's.png', bytes: 3, mimeType: 'image/png' }] });
 

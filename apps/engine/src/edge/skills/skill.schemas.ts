@@ -1,5 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { SKILL_NAME } from '../../state/skills/skill.types';
+import { MAX_SKILL_TIMEOUT_MS } from '../../engine/skills/skill-definition';
 import { object, ref, TIMESTAMP } from '../http/common.schemas';
 
 /** Schemas of skills: the body that adds one, a skill as the API shows it, and a skill action's output. */
@@ -30,7 +31,8 @@ const SKILL_FIELDS = {
   timeoutMs: {
     type: 'integer',
     minimum: 100,
-    description: 'Its time limit (the tier’s maximum still applies)',
+    maximum: MAX_SKILL_TIMEOUT_MS,
+    description: 'Its time limit in milliseconds (the tier’s maximum still applies)',
   },
 } satisfies Record<string, SchemaObject>;
 

@@ -24,8 +24,10 @@ const OPENAI_TOOL_SCHEMA: SchemaObject = object(
       parameters: INPUT_SCHEMA,
       strict: {
         type: 'boolean',
-        enum: [true],
-        description: '`strict=true`: `parameters` is a schema OpenAI strict mode accepts',
+        description:
+          'Only with `strict=true`. `true`: `parameters` is a schema OpenAI strict mode accepts, and it accepts every ' +
+          'input the tool takes. `false`: a skill whose input schema strict mode cannot say (an object open to keys ' +
+          'it does not name, a `oneOf` whose branches can overlap, …); `parameters` is then its schema as written',
       },
     }),
   },

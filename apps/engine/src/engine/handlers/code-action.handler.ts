@@ -37,7 +37,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
    */
   prepareCode(spec: CodeSpec, ctx: ActionContext, channel?: CallChannel): PreparedAction {
     const egress = this.network.access(ctx.session);
-    // A session's template: its image in the container tiers, and never the subprocess tier (floor `pooled`).
+    // A session's template: its image in every tier (the subprocess tier on its exported root).
     const template = this.templates.routing(ctx.session, ctx.minTier);
     const routed = this.sandbox.prepare(
       {

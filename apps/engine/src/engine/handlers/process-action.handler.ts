@@ -130,7 +130,7 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
     // Lexical checks are 400s, nothing recorded: the directory, the environment, a taken name.
     if (request.cwd !== undefined) resolveInside(ctx.workspaceDir, request.cwd, 'cwd', { allowEmpty: true });
     const env = validateEnv(request.env);
-    // A template session's processes live in its pooled container, of the template's image.
+    // A template session's processes run in its template's image, in whichever tier.
     const template = this.templates.routing(ctx.session, ctx.minTier);
     const decision = this.sandbox.routeStateful(
       {
@@ -187,7 +187,7 @@ export class ProcessActionHandler extends ActionHandler<ProcessActionRequest> {
   ): Promise<Pick<Outcome, 'status' | 'output' | 'startedProcess'>> {
     // A pooled process of a session with network reaches its egress proxy; the subprocess tier stays offline.
     const egress = stateful === 'pooled' ? this.network.access(ctx.session) : undefined;
-    const image = stateful === 'pooled' ? template.image : undefined;
+    const image = template.image;
     if (egress) await this.network.ready(ctx.session);
     const info = await this.processes.start({
       actionId: ctx.actionId,

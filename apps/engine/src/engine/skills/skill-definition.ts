@@ -15,6 +15,12 @@ export class SkillNameTakenError extends SwitchyardError {
 const MAX_DESCRIPTION = 2000;
 const MAX_CODE_BYTES = 256 * 1024;
 const MAX_SCHEMA_BYTES = 64 * 1024;
+/**
+ * The longest time limit a skill may name: the longest a timer can be (2^31 - 1 ms, about 24.8 days). The tier's
+ * maximum caps it when it runs; beyond this, a number is not even a timer's (and past 2^53 not an exact integer).
+ */
+export const MAX_SKILL_TIMEOUT_MS = 2_147_483_647;
+
 const KEYS = new Set(['name', 'description', 'inputSchema', 'outputSchema', 'language', 'code', 'timeoutMs']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -76,11 +82,14 @@ export function readSkill(value: unknown, reserved: ReadonlySet<string>, prefix 
   }
   if (
     timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 100)
+    (typeof timeoutMs !== 'number' ||
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs < 100 ||
+      timeoutMs > MAX_SKILL_TIMEOUT_MS)
   ) {
     throw new InvalidInputError(
       at('timeoutMs'),
-      'timeoutMs is an integer of at least 100 (the tier maximum still applies)',
+      `timeoutMs is an integer from 100 to ${MAX_SKILL_TIMEOUT_MS} (the tier maximum still applies)`,
     );
   }
   return {

@@ -1,4 +1,4 @@
-import { isMapSchema, MAP_AS_PAIRS, toOpenAiStrictSchema } from './openai-strict-schema';
+import { acceptsNull, isMapSchema, MAP_AS_PAIRS, toOpenAiStrictSchema } from './openai-strict-schema';
 import type { JsonSchema } from './tool-catalog';
 
 const schema = (properties: Record<string, unknown>, required: string[] = []): JsonSchema => ({
@@ -140,6 +140,76 @@ describe('toOpenAiStrictSchema', () => {
     const copy = structuredClone(source);
     toOpenAiStrictSchema(source);
     expect(source).toEqual(copy);
+  });
+});
+
+describe('toOpenAiStrictSchema of a skill’s schema (declaredOnly)', () => {
+  const skill = (s: unknown) => toOpenAiStrictSchema(s as JsonSchema, { declaredOnly: true });
+
+  it('has no strict form for an object open to keys it does not name, at any depth', () => {
+    expect(() => skill({ type: 'object' })).toThrow(/\(root\): an object that takes keys it does not name/);
+    expect(() =>
+      skill(schema({ inner: { type: 'object', properties: { a: { type: 'string' } } } }, ['inner'])),
+    ).toThrow(/tool schema inner: an object that takes keys it does not name/);
+    // The same object closed is strict.
+    expect(skill(schema({ inner: schema({ a: { type: 'string' } }, ['a']) }, ['inner']))).toEqual(
+      schema({ inner: schema({ a: { type: 'string' } }, ['a']) }, ['inner']),
+    );
+  });
+
+  it('makes a oneOf whose branches cannot overlap an anyOf, and const a one-value enum', () => {
+    const circle = schema({ kind: { const: 'circle' }, r: { type: 'number' } }, ['kind', 'r']);
+    const square = schema({ kind: { type: 'string', enum: ['square'] }, side: { type: 'number' } }, [
+      'kind',
+      'side',
+    ]);
+    const out = skill(
+      schema(
+        { shape: { oneOf: [circle, square] }, n: { oneOf: [{ type: 'string' }, { type: 'integer' }] } },
+        ['shape', 'n'],
+      ),
+    );
+    expect(out.properties.shape).toEqual({
+      anyOf: [
+        schema({ kind: { enum: ['circle'] }, r: { type: 'number' } }, ['kind', 'r']),
+        schema({ kind: { type: 'string', enum: ['square'] }, side: { type: 'number' } }, ['kind', 'side']),
+      ],
+    });
+    expect(out.properties.n).toEqual({ anyOf: [{ type: 'string' }, { type: 'integer' }] });
+  });
+
+  it('has no strict form for a oneOf whose branches can overlap, or an optional field inside a branch', () => {
+    expect(() => skill(schema({ n: { oneOf: [{ type: 'integer' }, { type: 'number' }] } }, ['n']))).toThrow(
+      /tool schema n: a oneOf whose branches can overlap/,
+    );
+    const a = schema({ kind: { const: 'a' }, x: { type: 'string' } }, ['kind']);
+    const b = schema({ kind: { const: 'b' } }, ['kind']);
+    expect(() => skill(schema({ v: { oneOf: [a, b] } }, ['v']))).toThrow(
+      /tool schema v<0>.x: an optional property inside anyOf or oneOf/,
+    );
+  });
+
+  it('keeps a field that already takes null as it is, and makes other optional fields nullable', () => {
+    const out = skill(
+      schema({ maybe: { type: ['string', 'null'] }, deep: schema({ n: { type: 'integer' } }, []) }, []),
+    );
+    expect(out.properties.maybe).toEqual({ type: ['string', 'null'] });
+    expect(out.properties.deep).toEqual({
+      anyOf: [schema({ n: { type: ['integer', 'null'] } }, ['n']), { type: 'null' }],
+    });
+  });
+});
+
+describe('acceptsNull', () => {
+  it('says whether a schema admits null', () => {
+    expect(acceptsNull({ type: 'null' })).toBe(true);
+    expect(acceptsNull({ type: ['string', 'null'] })).toBe(true);
+    expect(acceptsNull({ enum: ['a', null] })).toBe(true);
+    expect(acceptsNull({ anyOf: [{ type: 'string' }, { const: null }] })).toBe(true);
+    expect(acceptsNull({})).toBe(true);
+    expect(acceptsNull({ type: 'string' })).toBe(false);
+    expect(acceptsNull({ enum: ['a'] })).toBe(false);
+    expect(acceptsNull({ oneOf: [{ type: 'string' }, { type: 'integer' }] })).toBe(false);
   });
 });
 

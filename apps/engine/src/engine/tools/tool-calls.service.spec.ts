@@ -90,7 +90,7 @@ const succeeded = (request: ActionRequest): ActionResult => ({
 
 function setup(): { service: ToolCallsService; engine: RecordingEngine; tools: ToolsService } {
   const tools = new ToolsService(
-    { tools: {} } as unknown as EngineConfig,
+    { tools: {}, sandbox: { maxTimeoutMs: 300_000 } } as unknown as EngineConfig,
     policyServiceForTests(),
     skillsForTests(),
   );

@@ -20,6 +20,8 @@ import { ToolsService } from './tools.service';
 export type { ToolAnswer, ToolResult } from './tool-call-formats';
 
 const TRUNCATED = '...(truncated)';
+/** Errors that refuse a call's input (4xx), as opposed to the engine's state or faults. */
+const INPUT_KINDS: ReadonlySet<string> = new Set(['invalid_input', 'unprocessable', 'payload_too_large']);
 
 /**
  * Executes tool calls through the same path as REST actions (risk routing, graph records) and answers each in its
@@ -45,6 +47,32 @@ export class ToolCallsService {
     }
     const call = readToolCall(body as Record<string, unknown>, envelopeId(body, ''));
     return answerFor(call, await this.one(session, call));
+  }
+
+  /**
+   * What a call of `name` with `input` would be refused for before running (the `is_error` text: unknown tool, input
+   * the tool or its action does not take), or undefined when it would be submitted; nothing is recorded or run.
+   * A refusal by policy or risk is not an input problem: it is recorded `denied` when the call runs.
+   */
+  check(session: Session, name: string, input: unknown): string | undefined {
+    const tool = this.tools.find(name, session.tenant);
+    if (!tool) return `unknown tool ${JSON.stringify(name)}`;
+    const reading = readToolInput(tool, input);
+    if ('error' in reading) return reading.error;
+    try {
+      this.engine.check(session, parseActionRequest(tool.toAction(reading.input)));
+    } catch (err) {
+      if (err instanceof RequestValidationError) {
+        return `invalid input for ${tool.name}: ${err.problems.map((p) => toolProblem(tool, p.field, p.message)).join('; ')}`;
+      }
+      // Input the engine does not take; not a missing dependency (503) or an engine fault.
+      if (err instanceof SwitchyardError && INPUT_KINDS.has(err.kind)) {
+        const field = typeof err.details.field === 'string' ? err.details.field : undefined;
+        return toolProblem(tool, field, err.message);
+      }
+      throw err;
+    }
+    return undefined;
   }
 
   private async one(session: Session, call: ToolCall): Promise<Omit<ToolResult, 'tool_use_id'>> {

@@ -1,5 +1,5 @@
 import { buildToolCatalog, type ToolDefinition } from './tool-catalog';
-import { readToolInput } from './tool-input';
+import { readToolInput, withoutAbsentNulls } from './tool-input';
 
 const catalog = buildToolCatalog();
 const tool = (name: string): ToolDefinition => catalog.find((t) => t.name === name)!;
@@ -64,5 +64,30 @@ describe('readToolInput', () => {
     expect(readToolInput(tool('bash'), { command: [{ name: 'a', value: 'b' }] })).toEqual({
       input: { command: [{ name: 'a', value: 'b' }] },
     });
+  });
+});
+
+describe('withoutAbsentNulls', () => {
+  const closed = (properties: Record<string, unknown>) => ({
+    type: 'object',
+    properties,
+    additionalProperties: false,
+  });
+  it('drops a null where the field’s schema does not take null, at any depth, and keeps one it takes', () => {
+    const schema = closed({
+      a: { type: 'string' },
+      keep: { type: ['string', 'null'] },
+      inner: closed({ n: { type: 'integer' }, m: { type: 'integer' } }),
+      list: { type: 'array', items: closed({ x: { type: 'string' } }) },
+    });
+    expect(
+      withoutAbsentNulls(schema, {
+        a: null,
+        keep: null,
+        inner: { n: null, m: 1 },
+        list: [{ x: null }, { x: 'y' }],
+        other: null,
+      }),
+    ).toEqual({ keep: null, inner: { m: 1 }, list: [{}, { x: 'y' }], other: null });
   });
 });

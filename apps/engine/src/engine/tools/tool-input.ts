@@ -1,5 +1,5 @@
 import { forbiddenKeyMessage, isForbiddenKey } from '../../platform/validation/json-input';
-import { isMapSchema } from './openai-strict-schema';
+import { acceptsNull, isMapSchema } from './openai-strict-schema';
 import type { ToolDefinition } from './tool-catalog';
 
 /** A tool input ready for `toAction`, or why it is not (the text of an `is_error` result). */
@@ -43,7 +43,10 @@ export function readToolInput(tool: ToolDefinition, raw: unknown): ToolInputRead
       error: `input must be a JSON object with the fields of ${tool.name}: ${tool.fields.join(', ')}`,
     };
   }
-  const input = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null));
+  const input =
+    tool.kind === 'skill'
+      ? (withoutAbsentNulls(tool.inputSchema, raw) as Record<string, unknown>)
+      : Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null));
   const unknown = tool.openInput ? [] : Object.keys(input).filter((k) => !tool.fields.includes(k));
   if (unknown.length > 0) {
     return fail(
@@ -52,10 +55,33 @@ export function readToolInput(tool: ToolDefinition, raw: unknown): ToolInputRead
     );
   }
   for (const [field, value] of Object.entries(input)) {
-    if (!Array.isArray(value) || !isMapSchema(tool.inputSchema.properties[field])) continue;
+    if (!Array.isArray(value) || !isMapSchema(tool.inputSchema.properties?.[field])) continue;
     const map = pairsToMap(field, value);
     if (typeof map === 'string') return fail(map);
     input[field] = map;
   }
   return { input };
+}
+
+/**
+ * A skill's input with the `null`s a strict-mode model sends for left-out fields removed, at any depth its schema
+ * describes (properties of objects, items of arrays), where that field's schema does not admit `null` itself; a `null`
+ * the schema admits is the caller's value and stays. Inside `anyOf`/`oneOf` nothing is removed: strict mode gives
+ * those no optional fields (see openai-strict-schema.ts).
+ */
+export function withoutAbsentNulls(schema: unknown, value: unknown): unknown {
+  if (typeof schema !== 'object' || schema === null) return value;
+  const s = schema as Record<string, unknown>;
+  if (Array.isArray(value)) {
+    return s.items === undefined ? value : value.map((item) => withoutAbsentNulls(s.items, item));
+  }
+  if (!isObject(value)) return value;
+  const properties = isObject(s.properties) ? s.properties : {};
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const prop = Object.hasOwn(properties, key) ? properties[key] : undefined;
+    if (v === null && prop !== undefined && !acceptsNull(prop)) continue;
+    out[key] = prop === undefined ? v : withoutAbsentNulls(prop, v);
+  }
+  return out;
 }

@@ -19,7 +19,7 @@ const golden = (format: ToolFormat): string => path.join(GOLDEN_DIR, `tools.${fo
 
 const service = (descriptionsFile?: string): ToolsService =>
   new ToolsService(
-    { tools: { descriptionsFile } } as unknown as EngineConfig,
+    { tools: { descriptionsFile }, sandbox: { maxTimeoutMs: 300_000 } } as unknown as EngineConfig,
     policyServiceForTests(),
     skillsForTests(),
   );
@@ -62,6 +62,7 @@ describe('ToolsService.list', () => {
     expect(strictModeViolations(bash.function.parameters)).toEqual([
       'parameters.timeoutMs: not in required',
       'parameters.timeoutMs: keyword minimum is not supported in strict mode',
+      'parameters.timeoutMs: keyword maximum is not supported in strict mode',
       'parameters.state: not in required',
     ]);
     const start = (tools.list('openai') as OpenAiTool[]).find((t) => t.function.name === 'process_start')!;

@@ -34,22 +34,43 @@ function toolFacts(t: ToolDefinition): PolicyFacts {
 }
 
 /** The engine's tool list, in the shape each model API takes as is. */
+/**
+ * The catalog with what this engine's settings allow stated in it, as its OpenAPI document states them: a code tool's
+ * `timeoutMs` is refused above SWITCHYARD_MAX_TIMEOUT_MS (not capped), so its schema says that maximum.
+ */
+function withEngineLimits(catalog: ToolDefinition[], maxTimeoutMs: number): ToolDefinition[] {
+  return catalog.map((t) => {
+    const timeout =
+      t.kind === 'code' ? (t.inputSchema.properties.timeoutMs as JsonSchema | undefined) : undefined;
+    if (!timeout) return t;
+    const properties = {
+      ...t.inputSchema.properties,
+      timeoutMs: {
+        ...timeout,
+        maximum: maxTimeoutMs,
+        description: `Wall-clock limit in milliseconds (default 30000, at most ${maxTimeoutMs}: SWITCHYARD_MAX_TIMEOUT_MS).`,
+      },
+    };
+    return { ...t, inputSchema: { ...t.inputSchema, properties } };
+  });
+}
+
 @Injectable()
 export class ToolsService {
-  private readonly catalog: ToolDefinition[] = buildToolCatalog();
+  private readonly catalog: ToolDefinition[];
   /** Strict schemas, derived once: the catalog does not change at run time (a bad one stops the engine at boot). */
-  private readonly strict = new Map<string, JsonSchema>(
-    this.catalog.map((t) => [t.name, toOpenAiStrictSchema(t.inputSchema)]),
-  );
+  private readonly strict: Map<string, JsonSchema>;
   private readonly descriptions: ToolDescriptions;
-
-  private readonly facts = new Map<string, PolicyFacts>(this.catalog.map((t) => [t.name, toolFacts(t)]));
+  private readonly facts: Map<string, PolicyFacts>;
 
   constructor(
     @Inject(ENGINE_CONFIG) config: EngineConfig,
     private readonly policies: PolicyService,
     private readonly skills: SkillRegistry,
   ) {
+    this.catalog = withEngineLimits(buildToolCatalog(), config.sandbox.maxTimeoutMs);
+    this.strict = new Map(this.catalog.map((t) => [t.name, toOpenAiStrictSchema(t.inputSchema)]));
+    this.facts = new Map(this.catalog.map((t) => [t.name, toolFacts(t)]));
     this.descriptions = new ToolDescriptions(config.tools.descriptionsFile);
   }
 
@@ -123,7 +144,8 @@ export class ToolsService {
     const builtIn = this.strict.get(t.name);
     if (builtIn && t.kind !== 'skill') return builtIn;
     try {
-      return toOpenAiStrictSchema(t.inputSchema);
+      // A skill's objects are open unless its schema closes them: strict only where every one is closed.
+      return toOpenAiStrictSchema(t.inputSchema, { declaredOnly: t.kind === 'skill' });
     } catch {
       return undefined;
     }

@@ -12,7 +12,7 @@ export interface Session {
   maxConcurrentActions: number;
   /** Hosts the session's container sandboxes may reach through the egress proxy; empty: no network. */
   network: { allow: string[] };
-  /** The sandbox template its code runs with (its image, in the container tiers only); none: the default image. */
+  /** The sandbox template its code runs with (its image, in every tier); none: the default image. */
   template?: string;
   /** The session it was forked from, and the checkpoint its workspace was copied at (none: as it was then). */
   forkedFrom?: { sessionId: string; checkpointId?: string };

@@ -87,3 +87,63 @@ describe('SessionProcesses', () => {
     expect(processes.list('ses_1')).toHaveLength(2);
   });
 });
+
+/** A runner that answers a start with the command's output and exit in the same read as its `proc_started`. */
+class InstantHost extends StatefulBoxHost {
+  readonly tier = 'subprocess' as const;
+  readonly memoryBytes = 1 << 30;
+
+  box(sessionId: string): Promise<StatefulBox> {
+    const listeners: Array<(e: unknown) => void> = [];
+    const connection = {
+      onEvent: (l: (e: unknown) => void) => listeners.push(l),
+      procStart: (request: { proc: string }) =>
+        new Promise((resolve) => {
+          // As RunnerConnection parses one chunk: the start's reply settles its promise, then the next lines are
+          // dispatched before any continuation of that promise runs.
+          resolve({ pid: 7 });
+          for (const l of listeners) {
+            l({
+              ev: 'pout',
+              proc: request.proc,
+              fd: 1,
+              data: Buffer.from('hello from env'),
+            });
+            l({ ev: 'pexit', proc: request.proc, exitCode: 0, signal: null });
+          }
+        }),
+    } as unknown as RunnerConnection;
+    return Promise.resolve({
+      tier: 'subprocess',
+      sessionId,
+      connection,
+      workspace: ['1', '2'],
+      interpreters: {},
+      closed: new Promise<void>(() => undefined),
+      pin: () => () => undefined,
+    });
+  }
+
+  discard(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+describe('SessionProcesses, a command that ends at once', () => {
+  it('keeps the output and the exit that came before its start was registered', async () => {
+    const processes = new SessionProcesses(
+      [new InstantHost()],
+      { maxPerSession: 3, maxPerSessionSetting: 'SWITCHYARD_MAX_PROCESSES', logBytes: 1024, redact: [] },
+      systemClock,
+    );
+    const started = await processes.start({ ...spec('greet'), command: 'printf hello' });
+    const info = processes.get('ses_1', started.id);
+    expect(info).toMatchObject({ running: false, exitCode: 0 });
+    expect(
+      processes
+        .logs('ses_1', started.id)
+        .entries.map((e) => e.text)
+        .join(''),
+    ).toBe('hello from env');
+  });
+});

@@ -63,6 +63,12 @@ export class SessionProcesses {
    */
   private readonly starting = new Map<string, Set<{ name?: string }>>();
   private readonly watchedBoxes = new WeakSet<StatefulBox>();
+  /**
+   * Output and exit events of processes the runner has started but `launch` has not registered yet, by process id:
+   * a command that ends at once (`printf …`) has its output and exit read in the same chunk as its `proc_started`,
+   * before the start's promise lets `launch` go on. Replayed once it is registered; dropped if the start fails.
+   */
+  private readonly early = new Map<string, RunnerEvent[]>();
   private readonly listeners: StatefulListener[] = [];
   private closed = false;
 
@@ -104,6 +110,7 @@ export class SessionProcesses {
     this.watch(box);
     const id = newProcessId();
     let pid: number;
+    this.early.set(id, []);
     try {
       ({ pid } = await box.connection.procStart({
         proc: id,
@@ -113,6 +120,7 @@ export class SessionProcesses {
         workspace: box.workspace,
       }));
     } catch (err) {
+      this.early.delete(id);
       if (err instanceof RunnerRefusedError && err.code === 'cwd') {
         throw new InvalidInputError('cwd', err.message.replace(/^runner refused: /, ''), 'INVALID_CWD');
       }
@@ -151,6 +159,9 @@ export class SessionProcesses {
     let processes = this.sessions.get(spec.sessionId);
     if (!processes) this.sessions.set(spec.sessionId, (processes = new Map<string, Entry>()));
     processes.set(id, entry);
+    const early = this.early.get(id) ?? [];
+    this.early.delete(id);
+    for (const event of early) this.onEvent(box, event);
     return { ...entry.info };
   }
 
@@ -333,7 +344,10 @@ export class SessionProcesses {
   private onEvent(box: StatefulBox, event: RunnerEvent): void {
     if (event.ev !== 'pout' && event.ev !== 'pexit') return;
     const entry = this.sessions.get(box.sessionId)?.get(event.proc);
-    if (!entry) return;
+    if (!entry) {
+      this.early.get(event.proc)?.push(event);
+      return;
+    }
     if (event.ev === 'pout') {
       const stream = event.fd === 2 ? 'stderr' : 'stdout';
       this.record(entry, stream, entry.streams[stream].write(event.data));

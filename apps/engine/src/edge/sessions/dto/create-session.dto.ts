@@ -70,7 +70,7 @@ export class CreateSessionDto {
   @JSONSchema({
     description:
       'A sandbox template (GET /v1/templates): its packages and env for the session, whose code then runs in the ' +
-      'container tiers only (never the subprocess tier), in the template image. Unknown: 400.',
+      'template image in every tier (the subprocess tier on its exported root). Unknown: 400.',
   })
   template?: string;
 
