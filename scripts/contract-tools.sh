@@ -18,7 +18,7 @@ PYTHON="${SWITCHYARD_CONTRACT_PYTHON:-python3}"
 
 OPENAPI_SPEC_VALIDATOR_VERSION=0.7.1
 SCHEMATHESIS_VERSION=4.32.5
-REDOCLY_VERSION=1.25.15 # must match package.json's devDependency
+REDOCLY_VERSION=2.77.0 # must match package.json's devDependency
 
 # `pip freeze` of a venv holding exactly the two tools above (Python 3.11).
 CONSTRAINTS="
