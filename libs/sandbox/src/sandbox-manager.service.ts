@@ -23,7 +23,7 @@ import { SandboxTier } from './core/sandbox-tier.port';
 import { SessionKernels } from './core/stateful/session-kernels';
 import { SessionProcesses } from './core/stateful/session-processes';
 import { type RoutingFloor, stateFloor } from './core/stateful/state-floor';
-import type { StatefulTier } from './core/stateful/kernel-ref';
+import { TierAvailabilities } from './core/tier-availabilities';
 import { type CellRunResult, isStatefulTier } from './core/stateful/stateful.types';
 import type {
   CodeOutcome,
@@ -37,10 +37,6 @@ import type {
 } from './core/sandbox.types';
 
 const rank = (tier: Tier) => TIERS.indexOf(tier);
-/** How long an availability answer stands for routing new state (`stateTier`) before it is asked again. */
-const STATE_TIER_RECHECK_MS = 5_000;
-/** How long boot waits for the first availability answers. */
-const BOOT_PROBE_MS = 3_000;
 
 export interface PrepareOptions {
   /**
@@ -65,8 +61,7 @@ export interface PrepareOptions {
 export class SandboxManager implements OnApplicationBootstrap {
   private readonly logger = new Logger(SandboxManager.name);
   private readonly tiers = new Map<Tier, SandboxTier>();
-  /** The latest availability answer of each tier, and when (`performance.now()`), for routing without waiting. */
-  private readonly seen = new Map<Tier, { available: boolean; at: number }>();
+  private readonly availabilities: TierAvailabilities;
 
   constructor(
     @Inject(SANDBOX_OPTIONS) private readonly options: ResolvedSandboxOptions,
@@ -80,6 +75,7 @@ export class SandboxManager implements OnApplicationBootstrap {
       if (this.tiers.has(tier.name)) throw new SandboxConfigError('tiers', `two tiers named "${tier.name}"`);
       this.tiers.set(tier.name, tier);
     }
+    this.availabilities = new TierAvailabilities(this.tiers, this.logger);
   }
 
   /**
@@ -324,9 +320,8 @@ export class SandboxManager implements OnApplicationBootstrap {
    * `undefined` when it can run. Never a fallback to another tier.
    */
   async unavailable(tierName: Tier): Promise<ActionError | undefined> {
-    const tier = this.tiers.get(tierName);
-    const availability = tier ? await this.safeAvailability(tier) : notInstalled();
-    if (tier && availability.available) return undefined;
+    const availability = await this.availabilities.of(tierName);
+    if (availability.available) return undefined;
     return {
       class: 'policy',
       code: 'TIER_UNAVAILABLE',
@@ -366,42 +361,19 @@ export class SandboxManager implements OnApplicationBootstrap {
         live,
         holdsState,
         explicitTier: req.tier !== undefined && req.tier !== 'auto',
-        stateTier: holdsState ? this.stateTier() : undefined,
+        stateTier: holdsState ? this.availabilities.stateTier() : undefined,
       },
     );
   }
 
-  /**
-   * Where a session's new kernels and processes go: the pooled tier when it holds state and its latest availability
-   * answer was yes, else none (the policy's tier). The answer is refreshed in the background when old, so routing
-   * never waits on Docker.
-   */
-  private stateTier(): StatefulTier | undefined {
-    const pooled = this.tiers.get('pooled');
-    if (!pooled?.stateful) return undefined;
-    const seen = this.seen.get('pooled');
-    if (!seen || performance.now() - seen.at > STATE_TIER_RECHECK_MS) void this.safeAvailability(pooled);
-    return seen?.available ? 'pooled' : undefined;
-  }
-
   /** The first availability answers, so that the first actions route as the later ones will. */
-  async onApplicationBootstrap(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.availability(),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, BOOT_PROBE_MS))),
-    ]).finally(() => clearTimeout(timer));
+  onApplicationBootstrap(): Promise<void> {
+    return this.availabilities.probeAtBoot();
   }
 
   /** Every tier, registered or not; unregistered ones say so. */
-  async availability(): Promise<Record<Tier, TierAvailability>> {
-    const entries = await Promise.all(
-      TIERS.map(async (name) => {
-        const tier = this.tiers.get(name);
-        return [name, tier ? await this.safeAvailability(tier) : notInstalled()] as const;
-      }),
-    );
-    return Object.fromEntries(entries) as Record<Tier, TierAvailability>;
+  availability(): Promise<Record<Tier, TierAvailability>> {
+    return this.availabilities.all();
   }
 
   /** Frees what every tier holds for the session; tries all of them before reporting a failure. */
@@ -424,22 +396,6 @@ export class SandboxManager implements OnApplicationBootstrap {
       },
     );
   }
-
-  private async safeAvailability(tier: SandboxTier): Promise<TierAvailability> {
-    let answer: TierAvailability;
-    try {
-      answer = await tier.availability();
-    } catch (err) {
-      this.logger.error(`availability of ${tier.name} failed`, (err as Error).stack);
-      answer = { available: false, reason: `availability check failed: ${(err as Error).message}` };
-    }
-    this.seen.set(tier.name, { available: answer.available, at: performance.now() });
-    return answer;
-  }
-}
-
-function notInstalled(): TierAvailability {
-  return { available: false, reason: 'not installed in this engine' };
 }
 
 function denied(risk: RiskAssessment, error: ActionError, durationMs: number, tier?: Tier): CodeOutcome {

@@ -4,6 +4,17 @@ import { ProcessLimitError, SessionProcesses } from './session-processes';
 import { type StatefulBox, StatefulBoxHost } from './stateful-box.port';
 import type { ProcessStart } from './stateful.types';
 
+/** A subprocess-tier box of `sessionId` around `connection`, that never closes. */
+const boxOf = (sessionId: string, connection: RunnerConnection): StatefulBox => ({
+  tier: 'subprocess',
+  sessionId,
+  connection,
+  workspace: ['1', '2'],
+  interpreters: {},
+  closed: new Promise<void>(() => undefined),
+  pin: () => () => undefined,
+});
+
 /** A box whose runner starts every command after `delayMs`, as a box opening and a runner answering take time. */
 class SlowHost extends StatefulBoxHost {
   readonly tier = 'subprocess' as const;
@@ -27,15 +38,7 @@ class SlowHost extends StatefulBoxHost {
         return { pid: this.pid++ };
       },
     } as unknown as RunnerConnection;
-    return Promise.resolve({
-      tier: 'subprocess',
-      sessionId,
-      connection,
-      workspace: ['1', '2'],
-      interpreters: {},
-      closed: new Promise<void>(() => undefined),
-      pin: () => () => undefined,
-    });
+    return Promise.resolve(boxOf(sessionId, connection));
   }
 
   discard(): Promise<void> {
@@ -113,15 +116,7 @@ class InstantHost extends StatefulBoxHost {
           }
         }),
     } as unknown as RunnerConnection;
-    return Promise.resolve({
-      tier: 'subprocess',
-      sessionId,
-      connection,
-      workspace: ['1', '2'],
-      interpreters: {},
-      closed: new Promise<void>(() => undefined),
-      pin: () => () => undefined,
-    });
+    return Promise.resolve(boxOf(sessionId, connection));
   }
 
   discard(): Promise<void> {
