@@ -24,6 +24,8 @@ module.exports = {
   // Per test; real Docker, Chromium and process restarts take seconds (Jest only honours this at the top level).
   testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  // The suites that stop a shared service (Docker, Neo4j) run last.
+  testSequencer: '<rootDir>/test/support/test-sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,packages}/**/*.spec.ts'] },
     {

@@ -2,6 +2,13 @@
 # The whole test suite, as CI runs it: system dependencies, lint, type check, build, unit + e2e tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step says how long it took ("[test] lint: 74 s"), so a CI log shows where the time went.
+started=$SECONDS
+step_at=$SECONDS
+step() {
+  printf '[test] %s: %d s (total %d s)\n' "$1" $((SECONDS - step_at)) $((SECONDS - started))
+  step_at=$SECONDS
+}
 node scripts/check-node.mjs
 bash scripts/system-deps.sh test
 # The Kubernetes backend's tests need a real single-node cluster (scripts/k8s.sh). Its binaries are built from the
@@ -17,14 +24,19 @@ on_exit() {
 }
 trap on_exit EXIT
 npm run lint
+step lint
 # The Python tests (test/python/: the sandbox runner, the workspace tools), with the pinned pytest (python-tools.sh).
 bash scripts/python-tests.sh -q
+step 'python tests'
 npm run typecheck
+step 'type check'
 npm run build
+step build
 # The container tiers need a Docker engine (installed and started here when none answers) and the sandbox
 # image (built offline with debootstrap the first time, then reused while its definition hash holds).
 bash scripts/docker-engine.sh
 node scripts/sandbox-image.mjs >/dev/null
+step 'docker engine and sandbox image'
 # The Neo4j store's tests need a Neo4j: a throwaway embedded Community 5.26 on 127.0.0.1 from
 # test/neo4j-launcher (built with Maven the first time; jars cached in ~/.m2). Reused when one already runs;
 # otherwise started on an empty data dir here and stopped, its data removed, when the tests end.
@@ -55,6 +67,8 @@ fi
 # The OpenAPI document is checked by tools nobody here wrote (test/e2e/contract.e2e-spec.ts):
 # openapi-spec-validator and Schemathesis, pinned, go into a venv under .runtime/ the first time (quick once
 # there); Redocly's CLI is a devDependency, installed by npm ci.
+step 'neo4j, postgres and the test cluster'
 bash scripts/contract-tools.sh
+step 'contract tools'
 # --expose-gc: the event-loop test collects the test process's own garbage before it measures the engine's loop.
 node --expose-gc node_modules/jest/bin/jest.js --ci --selectProjects unit e2e "$@"

@@ -21,7 +21,7 @@ function containersOfEngine(pid: number, tier?: 'pooled' | 'container'): string[
       '--format',
       '{{.ID}} {{.Label "dev.switchyard.engine"}}',
     ],
-    { encoding: 'utf8' },
+    { encoding: 'utf8', timeout: 30_000 },
   );
   return out
     .split('\n')

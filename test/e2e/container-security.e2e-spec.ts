@@ -124,7 +124,10 @@ const DOCKER_BACKEND = SANDBOX_BACKENDS.find((b) => b.name === 'docker');
  */
 const DOCKER_ONE_OFF_RUNTIME =
   DOCKER_BACKEND !== undefined &&
-  execFileSync('docker', ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8' }).includes('"runsc"')
+  execFileSync('docker', ['info', '--format', '{{json .Runtimes}}'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  }).includes('"runsc"')
     ? 'runsc'
     : 'runc';
 const DOCKER_GVISOR = DOCKER_ONE_OFF_RUNTIME === 'runsc';

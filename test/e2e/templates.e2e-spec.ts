@@ -69,9 +69,10 @@ describe('sandbox templates (real Docker, real builds)', () => {
     await engine?.stop();
     const images = execFileSync('docker', ['image', 'ls', '-q', `switchyard/sandbox-${name}`], {
       encoding: 'utf8',
+      timeout: 30_000,
     });
     for (const id of new Set(images.split('\n').filter(Boolean))) {
-      spawnSync('docker', ['image', 'rm', '-f', id], { stdio: 'ignore' });
+      spawnSync('docker', ['image', 'rm', '-f', id], { stdio: 'ignore', timeout: 30_000 });
     }
     for (const f of [`${name}.tag`, `${name}.json`, `${name}.log`]) {
       fs.rmSync(path.join(REPO, '.runtime/templates', f), { force: true });

@@ -774,7 +774,7 @@ describe('runner protocol 3 in the sandbox image', () => {
 
   afterAll(async () => {
     await stop(box);
-    spawnSync('docker', ['rm', '-f', name]);
+    spawnSync('docker', ['rm', '-f', name], { timeout: 30_000 });
   });
 
   it('runs the kernels on the image’s own interpreters', async () => {

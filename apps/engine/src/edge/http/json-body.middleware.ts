@@ -6,8 +6,10 @@ import {
   jsonInputProblem,
   JsonInputProblem,
   jsonShapeExceeds,
+  jsonWideObjectProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
+  MAX_OBJECT_KEYS,
   tooManyValues,
 } from '../../platform/validation/json-input';
 
@@ -37,6 +39,8 @@ function parseBody(raw: Buffer): unknown {
     );
   }
   if (exceeds === 'values') throw tooManyValues();
+  const wide = jsonWideObjectProblem(text, MAX_OBJECT_KEYS);
+  if (wide) throw wide;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,8 +1,10 @@
 import {
   jsonInputProblem,
   jsonShapeExceeds,
+  jsonWideObjectProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
+  MAX_OBJECT_KEYS,
 } from '../../platform/validation/json-input';
 
 /**
@@ -69,6 +71,8 @@ function readArguments(args: unknown): Pick<ToolCall, 'input' | 'invalid'> {
   const exceeds = jsonShapeExceeds(args, MAX_JSON_DEPTH, MAX_JSON_VALUES);
   if (exceeds === 'depth') return invalid(`nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (exceeds === 'values') return invalid(`holds more than ${MAX_JSON_VALUES} values`);
+  const wide = jsonWideObjectProblem(args, MAX_OBJECT_KEYS);
+  if (wide) return invalid(`${wide.field === 'body' ? '' : `${wide.field}: `}${wide.message}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(args);

@@ -4,6 +4,7 @@ import {
   jsonInputProblem,
   JsonInputProblem,
   jsonValuesExceed,
+  jsonWideObjectProblem,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
   MAX_OBJECT_KEYS,
@@ -241,5 +242,61 @@ describe('jsonInputProblem: bounds', () => {
     const many = Array.from({ length: 10 }, () => Array.from({ length: MAX_JSON_VALUES / 10 }, () => 0));
     expect(jsonInputProblem(many)).toMatchObject({ field: 'body', code: 'TOO_MANY_VALUES' });
     expect(jsonInputProblem(many.slice(1))).toBeUndefined();
+  });
+});
+
+describe('jsonWideObjectProblem: an object too wide, found before parsing', () => {
+  const members = (n: number, prefix = 'k') =>
+    Array.from({ length: n }, (_, i) => `"${prefix}${i}":1`).join(',');
+  const wide = (n: number) => `{${members(n)}}`;
+  /** What the check after parsing says of the same text. */
+  const afterParsing = (text: string) => jsonInputProblem(JSON.parse(text));
+
+  it.each([
+    ['the root', wide(MAX_OBJECT_KEYS + 1), 'body'],
+    ['a member', `{"metadata":${wide(MAX_OBJECT_KEYS + 1)}}`, 'metadata'],
+    [
+      'in an array, after other items',
+      `{"a":[1,"x,y",{"b":2},{"metadata":${wide(MAX_OBJECT_KEYS + 1)}}]}`,
+      'a[3].metadata',
+    ],
+    ['under a key with escapes', `{"we\\"ird\\\\":${wide(MAX_OBJECT_KEYS + 1)}}`, 'we"ird\\'],
+    ['after a sibling object', `{"first":{"x":1},"second":${wide(MAX_OBJECT_KEYS + 1)}}`, 'second'],
+  ])('names %s as the check after parsing does', (_what, text, field) => {
+    const problem = jsonWideObjectProblem(text, MAX_OBJECT_KEYS);
+    expect(problem).toMatchObject({ field, code: 'TOO_MANY_KEYS' });
+    expect(problem!.message).toBe(
+      `has more than ${MAX_OBJECT_KEYS} keys; an object may have at most ${MAX_OBJECT_KEYS}`,
+    );
+    expect(afterParsing(text)).toMatchObject({ field, code: 'TOO_MANY_KEYS' });
+  });
+
+  it('counts each object on its own, and keys only: commas and colons in strings, and values, do not count', () => {
+    const half = MAX_OBJECT_KEYS / 2 + 1;
+    const texts = [
+      wide(MAX_OBJECT_KEYS),
+      `{"a":${wide(half)},"b":${wide(half)}}`,
+      `{"s":"${'"k":1,'.replace(/"/g, '\\"').repeat(MAX_OBJECT_KEYS + 1)}"}`,
+      `[${Array.from({ length: MAX_OBJECT_KEYS + 1 }, () => '{"k":1}').join(',')}]`,
+      `{"a":[${Array.from({ length: MAX_OBJECT_KEYS + 1 }, (_, i) => i).join(',')}]}`,
+    ];
+    for (const text of texts) {
+      expect(jsonWideObjectProblem(text, MAX_OBJECT_KEYS)).toBeUndefined();
+      expect(afterParsing(text)).toBeUndefined();
+    }
+  });
+
+  it('leaves text that is not JSON to JSON.parse', () => {
+    expect(
+      jsonWideObjectProblem(`{"a":"${'x'.repeat(MAX_OBJECT_KEYS * 5)}`, MAX_OBJECT_KEYS),
+    ).toBeUndefined();
+    expect(
+      jsonWideObjectProblem(`]]]}}${wide(3)}`.padEnd(MAX_OBJECT_KEYS * 5), MAX_OBJECT_KEYS),
+    ).toBeUndefined();
+  });
+
+  it('stops at the first key over the bound: what follows is never read', () => {
+    const text = `{"metadata":{${members(MAX_OBJECT_KEYS + 1)},${'"unterminated'.repeat(1000)}`;
+    expect(jsonWideObjectProblem(text, MAX_OBJECT_KEYS)?.field).toBe('metadata');
   });
 });

@@ -72,6 +72,77 @@ export function jsonShapeExceeds(
   return undefined;
 }
 
+/** One open array or object of the scan in `jsonWideObjectProblem`. */
+interface OpenContainer {
+  object: boolean;
+  /** Members seen (an object's keys; an array's items, counted at each comma). */
+  count: number;
+  /** Object: the next string is a key. */
+  expectKey: boolean;
+  /** Object: where the text of its latest key starts and ends (quotes included). */
+  keyStart: number;
+  keyEnd: number;
+}
+
+/**
+ * The first object of JSON text with more than `maxKeys` keys, found in one pass without parsing, named by its path
+ * as `jsonInputProblem` names it: building such an object (JSON.parse) is the costly part of refusing it, and holds
+ * the event loop for tens of milliseconds per 50 000 keys. Text that is not JSON is left to JSON.parse to refuse.
+ */
+export function jsonWideObjectProblem(text: string, maxKeys: number): JsonInputProblem | undefined {
+  // A key takes at least 4 characters (`"":0`) and a comma: shorter text cannot hold an object too wide.
+  if (text.length < maxKeys * 5) return undefined;
+  const open: OpenContainer[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const top = open[open.length - 1];
+    if (c === 0x22) {
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && backslashesBefore(text, end, i) % 2 === 1) end = text.indexOf('"', end + 1);
+      if (end === -1) return undefined;
+      if (top?.object && top.expectKey) {
+        top.expectKey = false;
+        top.keyStart = i;
+        top.keyEnd = end + 1;
+        if (++top.count > maxKeys) {
+          const field = pathOfOpen(text, open.slice(0, -1));
+          return new JsonInputProblem(
+            field,
+            `has more than ${maxKeys} keys; an object may have at most ${maxKeys}`,
+            'TOO_MANY_KEYS',
+          );
+        }
+      }
+      i = end;
+    } else if (c === 0x7b) open.push({ object: true, count: 0, expectKey: true, keyStart: 0, keyEnd: 0 });
+    else if (c === 0x5b) open.push({ object: false, count: 0, expectKey: false, keyStart: 0, keyEnd: 0 });
+    else if (c === 0x5d || c === 0x7d) open.pop();
+    else if (c === 0x2c && top) {
+      if (top.object) top.expectKey = true;
+      else top.count++;
+    }
+  }
+  return undefined;
+}
+
+/** The path (`a[0].metadata`, `body` for the root) of the member each open container is in now. */
+function pathOfOpen(text: string, containers: OpenContainer[]): string {
+  let path = '';
+  for (const c of containers) {
+    if (!c.object) path = pathOf(path, c.count);
+    else {
+      let key: string;
+      try {
+        key = JSON.parse(text.slice(c.keyStart, c.keyEnd)) as string;
+      } catch {
+        key = text.slice(c.keyStart + 1, c.keyEnd - 1);
+      }
+      path = pathOf(path, key);
+    }
+  }
+  return path || 'body';
+}
+
 /** How many backslashes stand right before `at`, back to (not including) `from`. */
 function backslashesBefore(text: string, at: number, from: number): number {
   let n = 0;

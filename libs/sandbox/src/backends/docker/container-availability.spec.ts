@@ -16,8 +16,12 @@ import {
   type ContainerSummary,
   type DockerRuntimes,
 } from './docker-client';
-import { CONTAINER_RUNTIME_UNAVAILABLE, DOCKER_UNAVAILABLE } from './docker-availability';
-import { DockerApiError, DockerUnavailableError } from './docker.errors';
+import {
+  CONTAINER_RUNTIME_UNAVAILABLE,
+  DOCKER_UNAVAILABLE,
+  pingForAvailability,
+} from './docker-availability';
+import { DockerApiError, DockerTimeoutError, DockerUnavailableError } from './docker.errors';
 
 const IMAGE = 'switchyard/sandbox:test';
 const WITH_GVISOR: DockerRuntimes = { names: ['runc', 'runsc'], defaultRuntime: 'runc' };
@@ -277,5 +281,42 @@ describe('buildContainerSpec: the runtime', () => {
     expect(pids()).toBe(options.limits.pids);
     expect(pids('runc')).toBe(options.limits.pids);
     expect(pids('runsc')).toBe(options.limits.pids + GVISOR_SANDBOX_PIDS);
+  });
+});
+
+describe('pingForAvailability: a slow Docker engine is not a dead one', () => {
+  /** Answers the pings in `outcomes` order: an error to throw, or undefined to answer. */
+  const docker = (outcomes: Array<Error | undefined>) => {
+    const asked: number[] = [];
+    return {
+      asked,
+      async ping(options?: { timeoutMs?: number }): Promise<void> {
+        asked.push(options?.timeoutMs ?? -1);
+        const outcome = outcomes.shift();
+        if (outcome) throw outcome;
+      },
+    };
+  };
+  const slow = () => new DockerTimeoutError('ping', 'Docker ping took longer than 2000 ms');
+
+  it('an engine that answered before and is slow now gets a second ping, four times as long', async () => {
+    const d = docker([slow(), undefined]);
+    await pingForAvailability(d, 2000, true);
+    expect(d.asked).toEqual([2000, 8000]);
+  });
+
+  it('still fails when the second ping is late too', async () => {
+    const d = docker([slow(), slow()]);
+    await expect(pingForAvailability(d, 2000, true)).rejects.toBeInstanceOf(DockerTimeoutError);
+    expect(d.asked).toEqual([2000, 8000]);
+  });
+
+  it('an engine never seen, or one that refuses, fails at the first ping', async () => {
+    const unseen = docker([slow()]);
+    await expect(pingForAvailability(unseen, 2000, false)).rejects.toBeInstanceOf(DockerTimeoutError);
+    expect(unseen.asked).toEqual([2000]);
+    const refusing = docker([new DockerUnavailableError('ping', 'unix:///x.sock', 'connect ENOENT')]);
+    await expect(pingForAvailability(refusing, 2000, true)).rejects.toBeInstanceOf(DockerUnavailableError);
+    expect(refusing.asked).toEqual([2000]);
   });
 });

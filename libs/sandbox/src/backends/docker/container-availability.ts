@@ -6,6 +6,7 @@ import type { DockerClient, DockerRuntimes } from './docker-client';
 import {
   CONTAINER_RUNTIME_UNAVAILABLE,
   dockerUnreachable,
+  pingForAvailability,
   SANDBOX_IMAGE_MISSING,
 } from './docker-availability';
 import { DockerTimeoutError, DockerUnavailableError } from './docker.errors';
@@ -110,7 +111,7 @@ export class ContainerAvailability {
       value: { available: false, code, reason, details: { endpoint } },
     });
     try {
-      await this.docker.ping(call);
+      await pingForAvailability(this.docker, call.timeoutMs, this.wasAvailable === true);
     } catch (err) {
       // A daemon that went away may come back with other runtimes.
       this.engineRuntimes = undefined;

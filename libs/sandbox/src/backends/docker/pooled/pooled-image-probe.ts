@@ -1,5 +1,5 @@
 import type { Clock } from '@switchyard/common';
-import { dockerUnreachable, SANDBOX_IMAGE_MISSING } from '../docker-availability';
+import { dockerUnreachable, pingForAvailability, SANDBOX_IMAGE_MISSING } from '../docker-availability';
 import type { DockerClient } from '../docker-client';
 import type { TierAvailability } from '../../../core/sandbox.types';
 import type { ResolvedPooledOptions } from './pooled.options';
@@ -14,6 +14,8 @@ const IMAGE_CHECK_TTL_MS = 30_000;
  */
 export class PooledImageProbe {
   private imageSeen?: { image: string; at: number };
+  /** Docker answered the latest ping. */
+  private answered = false;
 
   constructor(
     private readonly options: ResolvedPooledOptions,
@@ -40,8 +42,10 @@ export class PooledImageProbe {
       };
     }
     try {
-      await this.docker.ping({ timeoutMs: PING_TIMEOUT_MS });
+      await pingForAvailability(this.docker, PING_TIMEOUT_MS, this.answered);
+      this.answered = true;
     } catch (err) {
+      this.answered = false;
       return { available: false, ...dockerUnreachable(this.docker.endpoint, err) };
     }
     try {
