@@ -4,7 +4,7 @@
 // took the time.
 const path = require('node:path');
 
-const STUCK_MS = 180_000;
+const STUCK_MS = 300_000;
 const CHECK_MS = 60_000;
 /** Every this often, a progress line: files done, elapsed, and the slowest so far. */
 const PROGRESS_MS = 300_000;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants as C, fchownSync, linkSync, unlinkSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { writeFdAll } from './file-content';
-import { applyOwnershipSync, type CreateAs, errno, fdPath, openFileInSync } from './path-guard';
+import { applyOwnershipSync, type CreateAs, fdPath, openFileInSync } from './fd-opens';
+import { errno } from './fs-errors';
 import { FileOpError } from './workspace.errors';
 
 export interface AtomicWriteOptions {

@@ -1,5 +1,5 @@
 import type { Stats } from 'node:fs';
-import type { CreateAs } from './path-guard';
+import type { CreateAs } from './fd-opens';
 
 /** What a new file and a new directory are created as. */
 export interface EntryPolicy {

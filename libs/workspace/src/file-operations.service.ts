@@ -7,7 +7,8 @@ import { FileSearch } from './file-ops/file-search';
 import { FileTree } from './file-ops/file-tree';
 import { FileWrites } from './file-ops/file-writes';
 import { OpPaths } from './file-ops/op-paths';
-import { assertProcFd, toFileOpError } from './path-guard';
+import { assertProcFd } from './fd-opens';
+import { toFileOpError } from './fs-errors';
 import { WorkspaceUsage } from './workspace-usage';
 import { WORKSPACE_OPTIONS, type WorkspaceOptions } from './workspace.options';
 

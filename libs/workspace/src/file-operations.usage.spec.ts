@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import { SYNC_IO_BYTES } from './file-content';
 import type { FileOp } from './file-op.types';
 import { FileOperations } from './file-operations.service';
-import { readDirVerified } from './path-guard';
+import { readDirVerified } from './dir-listing';
 import { FileOpError } from './workspace.errors';
 import { WorkspaceManager } from './workspace-manager.service';
 import { WorkspaceModule } from './workspace.module';

@@ -11,17 +11,19 @@ export {
   applyOwnershipSync,
   assertPlainFd,
   type CreateAs,
-  DEFAULT_MAX_PATH_LENGTH,
   fdPath,
-  isInside,
   openDirInsideSync,
   openFileInSync,
+} from './fd-opens';
+export { toFileOpError } from './fs-errors';
+export {
+  DEFAULT_MAX_PATH_LENGTH,
+  isInside,
   type PathGuardOptions,
   type RealPath,
   realPathInside,
   type ResolvedPath,
   resolveInside,
-  toFileOpError,
 } from './path-guard';
 export { WorkspaceManager } from './workspace-manager.service';
 export { isMountPoint, LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';

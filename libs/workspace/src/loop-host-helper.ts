@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { HelperUnavailable, JsonLineHelper } from './json-line-helper';
-import { LOOP_HELPER_SOURCE } from './loop-host-helper.source';
+import { LOOP_HELPER_SOURCE } from './loop-host-helper-script';
 import { isMountPoint } from './mount-table';
 import {
   btrfsMkfsArgs,

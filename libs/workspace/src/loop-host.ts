@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
 import { isMountPoint } from './mount-table';
-import { errno } from './path-guard';
+import { errno } from './fs-errors';
 
 const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 30_000;

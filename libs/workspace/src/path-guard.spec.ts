@@ -3,15 +3,9 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
-import {
-  assertPlainFile,
-  isInside,
-  openDirInside,
-  openFileIn,
-  readDirVerified,
-  realPathInside,
-  resolveInside,
-} from './path-guard';
+import { readDirVerified } from './dir-listing';
+import { assertPlainFile, openDirInside, openFileIn } from './fd-opens';
+import { isInside, realPathInside, resolveInside } from './path-guard';
 import { FileOpError, PathRejectedError } from './workspace.errors';
 
 const ROOT = '/srv/ws/s1';

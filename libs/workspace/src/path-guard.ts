@@ -1,21 +1,7 @@
-import {
-  constants as C,
-  closeSync,
-  existsSync,
-  fchmodSync,
-  fchownSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readlinkSync,
-  realpathSync,
-  type Stats,
-} from 'node:fs';
-import { type FileHandle, open, readdir } from 'node:fs/promises';
+import { lstatSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { InvalidInputError, NotFoundError } from '@switchyard/common';
+import { errno } from './fs-errors';
 import { FileOpError, PathRejectedError } from './workspace.errors';
 
 /**
@@ -23,10 +9,11 @@ import { FileOpError, PathRejectedError } from './workspace.errors';
  *
  * 1. `resolveInside` (pure): rejects malformed and lexically escaping paths and normalizes the rest.
  * 2. `realPathInside` (disk): resolves symlinks one hop at a time and refuses any that leave the root,
- *    dangle or point at another link. The ops then open what it vetted with `openDirInside`/`openFileIn`,
- *    which walk component by component through `/proc/self/fd/<fd>` with O_NOFOLLOW: a component that
- *    sandboxed code swaps for a symlink between the check and the use fails with ELOOP instead of being
- *    followed (an `openat` chain, which Node lacks). This needs Linux `/proc`, like the sandbox tiers.
+ *    dangle or point at another link. The ops then open what it vetted with `openDirInside`/`openFileIn`
+ *    (fd-opens.ts), which walk component by component through `/proc/self/fd/<fd>` with O_NOFOLLOW: a
+ *    component that sandboxed code swaps for a symlink between the check and the use fails with ELOOP
+ *    instead of being followed (an `openat` chain, which Node lacks). This needs Linux `/proc`, like the
+ *    sandbox tiers.
  *
  * Cost: the metadata calls here (realpath, lstat, open, fstat, close, readlink) are made with the *sync*
  * fs variants. Each is a single syscall of 1-10 µs on a local filesystem, while a trip through libuv's
@@ -38,7 +25,6 @@ import { FileOpError, PathRejectedError } from './workspace.errors';
 export const DEFAULT_MAX_PATH_LENGTH = 4096;
 /** Linux NAME_MAX. */
 const MAX_SEGMENT_BYTES = 255;
-const NOFOLLOW_FLAGS = C.O_NOFOLLOW | C.O_NONBLOCK;
 /**
  * Characters that change how a name reads without showing themselves: bidi overrides and isolates (U+202A–U+202E,
  * U+2066–U+2069, U+061C, U+200E/F) make `txt.exe` display as `exe.txt`; zero-width and other default-ignorable
@@ -279,270 +265,4 @@ function followLink(realRoot: string, link: string, field: string, relPath: stri
     if (s.isSymbolicLink()) throw reject('PATH_SYMLINK_CHAIN', 'which points to or through another link');
   }
   return cur;
-}
-
-/**
- * `/proc` path that names exactly what `h` (a handle or a raw fd) has open, whatever happens to the path
- * it was opened by.
- */
-export function fdPath(h: FileHandle | number, name?: string): string {
-  const fd = typeof h === 'number' ? h : h.fd;
-  return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`;
-}
-
-export function assertProcFd(): void {
-  if (!existsSync('/proc/self/fd')) {
-    throw new Error(
-      'the workspace file API needs Linux /proc (/proc/self/fd) to guard against symlink races',
-    );
-  }
-}
-
-export interface CreateAs {
-  mode: number;
-  owner?: { uid: number; gid: number };
-}
-
-const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY;
-
-/**
- * Opens `realRel` (a path `realPathInside` returned: no symlinks in it) one component at a time, each
- * relative to the directory opened before it and with O_NOFOLLOW, so nothing swapped in meanwhile is
- * followed. With `create`, missing components are made (mkdir -p). Returns a raw fd, which the caller
- * closes with `closeSync`; this is the version the file API uses.
- */
-export function openDirInsideSync(
-  realRoot: string,
-  realRel: string,
-  field: string,
-  create?: CreateAs,
-): number {
-  let dir = openSync(realRoot, DIR_FLAGS | NOFOLLOW_FLAGS);
-  try {
-    for (const seg of realRel ? realRel.split('/') : []) {
-      let next: number;
-      let created = false;
-      try {
-        // Open first, mkdir only when that says ENOENT: parents usually exist, and this spares a
-        // failing mkdir per component.
-        next = openSync(fdPath(dir, seg), DIR_FLAGS | NOFOLLOW_FLAGS);
-      } catch (err) {
-        if (!create || errno(err) !== 'ENOENT') throw openFailure(err, dir, seg, field, realRel);
-        created = mkdirIn(dir, seg, create.mode);
-        next = openFileInSync(dir, seg, DIR_FLAGS, field, realRel);
-      }
-      closeSync(dir);
-      dir = next;
-      // Through the fd, never the path: chmod/chown by path would follow a link swapped in after mkdir.
-      if (created && create) applyOwnershipSync(dir, create);
-    }
-    return dir;
-  } catch (err) {
-    closeSync(dir);
-    throw err;
-  }
-}
-
-/** `openDirInsideSync` as a `FileHandle`, for callers that want one. The caller closes the handle. */
-export async function openDirInside(
-  realRoot: string,
-  realRel: string,
-  field: string,
-  create?: CreateAs,
-): Promise<FileHandle> {
-  const fd = openDirInsideSync(realRoot, realRel, field, create);
-  try {
-    // The fd's /proc entry is a magic link to exactly the directory the walk pinned; opening it cannot be
-    // redirected by any path swapped meanwhile.
-    return await open(fdPath(fd), DIR_FLAGS);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** mkdir of `name` in the pinned `dir`; false when something by that name already exists. */
-function mkdirIn(dir: number, name: string, mode: number): boolean {
-  try {
-    mkdirSync(fdPath(dir, name), mode);
-    return true;
-  } catch (err) {
-    if (errno(err) === 'EEXIST') return false;
-    throw err;
-  }
-}
-
-/** Gives a freshly created entry exactly `mode` (mkdir/open filter it through the umask) and the owner. */
-export async function applyOwnership(h: FileHandle, create: CreateAs): Promise<void> {
-  await h.chmod(create.mode);
-  if (create.owner) await h.chown(create.owner.uid, create.owner.gid);
-}
-
-/** `applyOwnership` on a raw fd. */
-export function applyOwnershipSync(fd: number, create: CreateAs): void {
-  fchmodSync(fd, create.mode);
-  if (create.owner) fchownSync(fd, create.owner.uid, create.owner.gid);
-}
-
-/**
- * Opens `name` in the pinned directory `dir` without following a final symlink (O_NONBLOCK too, so a
- * FIFO planted by code cannot hang the engine in open()). Returns a raw fd; the caller closes it.
- */
-export function openFileInSync(
-  dir: number,
-  name: string,
-  flags: number,
-  field: string,
-  relPath: string,
-  mode?: number,
-): number {
-  try {
-    return openSync(fdPath(dir, name), flags | NOFOLLOW_FLAGS, mode);
-  } catch (err) {
-    throw openFailure(err, dir, name, field, relPath);
-  }
-}
-
-/** `openFileInSync` returning a `FileHandle`. */
-export async function openFileIn(
-  dir: FileHandle,
-  name: string,
-  flags: number,
-  field: string,
-  relPath: string,
-  mode?: number,
-): Promise<FileHandle> {
-  try {
-    return await open(fdPath(dir, name), flags | NOFOLLOW_FLAGS, mode);
-  } catch (err) {
-    throw openFailure(err, dir.fd, name, field, relPath);
-  }
-}
-
-/** What a failed open of `name` in the pinned `dir` means for the caller. */
-function openFailure(err: unknown, dir: number, name: string, field: string, relPath: string): unknown {
-  const code = errno(err);
-  if (code === 'ELOOP' || (code === 'ENOTDIR' && isLinkIn(dir, name))) {
-    return new PathRejectedError(
-      field,
-      relPath,
-      'PATH_SYMLINK_ESCAPE',
-      `${field} became a symlink while in use`,
-    );
-  }
-  if (code === 'ENXIO') return new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`);
-  return toFileOpError(err, relPath);
-}
-
-function isLinkIn(dir: number, name: string): boolean {
-  try {
-    return lstatSync(fdPath(dir, name)).isSymbolicLink();
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Refuses anything but a regular file with a single link. A hardlink is indistinguishable from the file
- * it shares an inode with, so one planted by code (`ln /etc/shadow x`, possible where
- * fs.protected_hardlinks is off) would let the engine read or write outside the workspace. Regular files
- * created normally have nlink 1, so the refusal costs honest users nothing.
- */
-export async function assertPlainFile(h: FileHandle, field: string, relPath: string): Promise<Stats> {
-  return checkPlainFile(await h.stat(), field, relPath);
-}
-
-/** `assertPlainFile` on a raw fd. */
-export function assertPlainFd(fd: number, field: string, relPath: string): Stats {
-  return checkPlainFile(fstatSync(fd), field, relPath);
-}
-
-function checkPlainFile(st: Stats, field: string, relPath: string): Stats {
-  if (st.isDirectory()) throw new FileOpError('EISDIR', `${relPath} is a directory`, { path: relPath });
-  if (!st.isFile())
-    throw new FileOpError('NOT_REGULAR_FILE', `${relPath} is not a regular file`, { path: relPath });
-  if (st.nlink > 1) {
-    throw new PathRejectedError(
-      field,
-      relPath,
-      'PATH_HARDLINK',
-      `${relPath} has ${st.nlink} hard links; the file API refuses hardlinked files, copy it from code instead`,
-    );
-  }
-  return st;
-}
-
-/** Directories up to this size (bytes, as fstat reports them) are read with one sync readdir. */
-const SYNC_READDIR_BYTES = 64 * 1024;
-/** Entries lstat'ed between two yields to the event loop. */
-const LSTAT_BATCH = 256;
-
-/**
- * Reads a directory opened by absolute path, after checking through `/proc/self/fd` that the directory
- * actually opened is the one named (an intermediate component swapped for a link would show up as a
- * different path). Entries are lstat'ed through the same fd. Returns undefined when the directory is gone
- * or cannot be opened by path any more (too deep); walks treat that as "skip".
- */
-export async function readDirVerified(absDir: string): Promise<{ name: string; stat: Stats }[] | undefined> {
-  let fd: number;
-  try {
-    fd = openSync(absDir, DIR_FLAGS | NOFOLLOW_FLAGS);
-  } catch (err) {
-    const code = errno(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG')
-      return undefined;
-    throw err;
-  }
-  try {
-    if (readlinkSync(fdPath(fd)) !== absDir) return undefined;
-    // Small directories (nearly all) in one sync call; a huge one off the event loop.
-    const names = (
-      fstatSync(fd).size <= SYNC_READDIR_BYTES ? readdirSync(fdPath(fd)) : await readdir(fdPath(fd))
-    ).sort(compareNames);
-    const out: { name: string; stat: Stats }[] = [];
-    for (let i = 0; i < names.length; i++) {
-      if (i > 0 && i % LSTAT_BATCH === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const stat = lstatQuietly(fdPath(fd, names[i])); // vanished meanwhile: skip
-      if (stat) out.push({ name: names[i], stat });
-    }
-    return out;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function lstatQuietly(p: string): Stats | undefined {
-  try {
-    return lstatSync(p, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
-}
-
-/** Code-unit order, the same everywhere so cursors and snapshots agree. */
-export function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-export function errno(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
-}
-
-const ERRNO_MESSAGES: Partial<Record<string, [FileOpErrorCodeLike, string]>> = {
-  ENOENT: ['ENOENT', 'does not exist'],
-  EEXIST: ['EEXIST', 'already exists'],
-  EISDIR: ['EISDIR', 'is a directory'],
-  ENOTDIR: ['ENOTDIR', 'has a parent that is not a directory'],
-  ENOTEMPTY: ['ENOTEMPTY', 'is a directory that is not empty'],
-  EACCES: ['EACCES', 'is not accessible'],
-  EPERM: ['EACCES', 'is not accessible'],
-  ENOSPC: ['WORKSPACE_FULL', 'cannot be written: the disk is full'],
-  EDQUOT: ['WORKSPACE_FULL', 'cannot be written: the disk quota is exhausted'],
-};
-type FileOpErrorCodeLike = ConstructorParameters<typeof FileOpError>[0];
-
-/** Turns an errno from the disk into the matching `FileOpError`; anything unexpected passes through. */
-export function toFileOpError(err: unknown, relPath: string): unknown {
-  const hit = ERRNO_MESSAGES[errno(err) ?? ''];
-  if (!hit || err instanceof FileOpError) return err;
-  return new FileOpError(hit[0], `${relPath || '.'} ${hit[1]}`, { path: relPath }, { cause: err });
 }

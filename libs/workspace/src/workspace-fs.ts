@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { constants as C, type Stats } from 'node:fs';
 import { type FileHandle, open, readdir, rename, rmdir, unlink } from 'node:fs/promises';
 import * as path from 'node:path';
-import { compareNames, errno, fdPath, readDirVerified } from './path-guard';
+import { compareNames, readDirVerified } from './dir-listing';
+import { fdPath } from './fd-opens';
+import { errno } from './fs-errors';
 import { FileOpError } from './workspace.errors';
 
 /** Walks and deletions over a workspace. None of them ever follows a symlink. */

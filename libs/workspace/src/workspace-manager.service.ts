@@ -11,7 +11,8 @@ import {
 } from '@nestjs/common';
 import { InvalidInputError, SESSION_HOME_NAME } from '@switchyard/common';
 import type { WorkspaceSnapshot } from './file-op.types';
-import { errno, realRootOf } from './path-guard';
+import { errno } from './fs-errors';
+import { realRootOf } from './path-guard';
 import { changedPaths } from './snapshot-diff';
 import { diskUsage, removeEntry, walk, type WalkState } from './workspace-fs';
 import { NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';

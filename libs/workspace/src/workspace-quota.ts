@@ -14,7 +14,7 @@ import {
   ownMounts,
   topMountAt,
 } from './mount-table';
-import { errno } from './path-guard';
+import { errno } from './fs-errors';
 import { WorkspaceImagePool } from './workspace-image-pool';
 
 export { isMountPoint } from './mount-table';

@@ -3,29 +3,22 @@ import type { ActionStatus } from '@switchyard/common';
 import neo4j, {
   type Driver,
   type ManagedTransaction,
-  Neo4jError,
   type QueryResult,
   type RecordShape,
 } from 'neo4j-driver';
-import { type ActivityRow, buildSessionActivity, distinctSessionIds } from '../context-graph.activity';
 import { isOpen, OPEN_STATUSES } from '../context-graph.approvals';
-import { checkpointNodeId, checkpointState } from '../context-graph.checkpoints';
-import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.cursor';
 import {
   ActionAlreadyCompletedError,
   ActionNotRecordedError,
   ContextGraphClosedError,
   GraphStoreConnectionError,
-  type GraphStoreSetting,
   SessionNotRecordedError,
 } from '../context-graph.errors';
-import { checkGraphFilter } from '../context-graph.filter';
 import { ContextGraph } from '../context-graph.port';
 import type {
   ActionCompletion,
   ActionRecord,
   ActionStart,
-  ActionSummary,
   ApprovalDecision,
   CheckpointRecord,
   CheckpointState,
@@ -43,38 +36,41 @@ import type {
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
-import {
-  assertFailureContextQuery,
-  buildFailureContext,
-  buildFileLineage,
-  buildGraphView,
-  INTERRUPTED_ERROR,
-  resolvePlan,
-} from '../context-graph.views';
+import { INTERRUPTED_ERROR, resolvePlan } from '../context-graph.views';
 import type { ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
 import { startApprovalParams, writeApprovalDecision } from './neo4j-approvals';
 import {
   checkpointReplicaParam,
   forkReplicaParam,
-  toAncestorCheckpoints,
-  toCheckpointGraphInput,
-  toStoredCheckpoint,
   writeCheckpoint,
   writeCheckpointDeleted,
   writeFork,
   writeRestore,
 } from './neo4j-checkpoints';
+import {
+  classifyNeo4jFailure,
+  createNeo4jDriver,
+  errorMessage,
+  ignoreConcurrentSchema,
+} from './neo4j-connection';
 import * as Q from './neo4j-cypher';
+import {
+  readAction,
+  readActions,
+  readCheckpoint,
+  readFailureContext,
+  readFileLineage,
+  readLastActionSeq,
+  type ReadStatement,
+  readSessionActivity,
+  readSessionGraph,
+} from './neo4j-reads';
 import {
   completionProperties,
   planParam,
   replicaParam,
   sandboxParam,
   startProperties,
-  toPlan,
-  toRecord,
-  toSession,
-  toSummary,
   touchParams,
 } from './neo4j-records';
 import { statefulParams } from './neo4j-stateful';
@@ -99,12 +95,6 @@ export interface Neo4jContextGraphOptions {
   driver?: Driver;
 }
 
-/** Node properties as they come back (integers already JS numbers). */
-type Props = Record<string, unknown>;
-
-const UNLIMITED = Number.MAX_SAFE_INTEGER;
-const NO_AUTH_HINT = 'check the user name and password';
-
 /**
  * `ContextGraph` on Neo4j through the official driver: one driver (closed by `close()`), managed transactions
  * (`executeRead`/`executeWrite`, so transient errors are retried), Cypher with parameters only, schema created
@@ -123,6 +113,9 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
   /** One statement in its own write transaction, rows as plain objects: for writers kept in other files. */
   private readonly writeStatement: WriteStatement = async (query, params) =>
     (await this.write((tx) => this.run(tx, query, params))).records.map((r) => r.toObject());
+  /** One statement in its own read transaction, rows as plain objects: for the read queries (neo4j-reads.ts). */
+  private readonly readStatement: ReadStatement = async (query, params) =>
+    (await this.read((tx) => this.run(tx, query, params))).records.map((r) => r.toObject());
 
   constructor(private readonly options: Neo4jContextGraphOptions) {
     super();
@@ -136,7 +129,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
   override async init(): Promise<void> {
     if (this.closed) throw new ContextGraphClosedError();
     if (this.initialised) return;
-    this.driver ??= this.options.driver ?? this.createDriver();
+    this.driver ??= this.options.driver ?? createNeo4jDriver(this.options);
     const deadline = Date.now() + (this.options.connectTimeoutMs ?? 30_000);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -148,7 +141,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
         await this.write((tx) => this.run(tx, Q.AWAIT_INDEXES));
         break;
       } catch (error) {
-        const failure = this.classify(error);
+        const failure = classifyNeo4jFailure(error, this.options.uri, this.database);
         if (failure.setting !== 'uri' || !failure.transient || Date.now() >= deadline) {
           throw new GraphStoreConnectionError(failure.setting, failure.message, { cause: error });
         }
@@ -246,69 +239,23 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
   }
 
   override getAction(sessionId: string, actionId: string): Promise<ActionRecord | undefined> {
-    return this.track(async () => {
-      const result = await this.read((tx) => this.run(tx, Q.GET_ACTION, { sessionId, actionId }));
-      const props = result.records[0]?.get('action') as Props | undefined;
-      return props && toRecord(props);
-    });
+    return this.track(() => readAction(this.readStatement, sessionId, actionId));
   }
 
   override lastActionSeq(sessionId: string): Promise<number> {
-    return this.track(async () => {
-      const result = await this.read((tx) => this.run(tx, Q.LAST_ACTION_SEQ, { sessionId }));
-      return result.records[0].get('seq') as number;
-    });
+    return this.track(() => readLastActionSeq(this.readStatement, sessionId));
   }
 
   override getCheckpoint(sessionId: string, checkpointId: string): Promise<CheckpointState | undefined> {
-    return this.track(async () => {
-      const result = await this.read((tx) =>
-        this.run(tx, Q.GET_CHECKPOINT, { sessionId, id: checkpointNodeId(checkpointId) }),
-      );
-      const props = result.records[0]?.get('checkpoint') as Props | undefined;
-      return props && checkpointState(toStoredCheckpoint(props));
-    });
+    return this.track(() => readCheckpoint(this.readStatement, sessionId, checkpointId));
   }
 
   override listActions(sessionId: string, query: ListActionsQuery): Promise<Page<ActionRecord>> {
-    return this.track(async () => {
-      assertLimit(query.limit);
-      const after = query.cursor === undefined ? 0 : decodeSeqCursor(query.cursor);
-      // One extra row tells whether another page exists without a count.
-      const result = await this.read((tx) =>
-        this.run(tx, Q.LIST_ACTIONS, {
-          sessionId,
-          after: neo4j.int(after),
-          limit: neo4j.int(Math.min(query.limit + 1, UNLIMITED)),
-        }),
-      );
-      const records = result.records.map((r) => toRecord(r.get('action') as Props));
-      const items = records.slice(0, query.limit);
-      return records.length > query.limit
-        ? { items, nextCursor: encodeSeqCursor(items[items.length - 1].seq) }
-        : { items };
-    });
+    return this.track(() => readActions(this.readStatement, sessionId, query));
   }
 
   override sessionGraph(sessionId: string, filter?: GraphFilter): Promise<GraphView> {
-    return this.track(async () => {
-      const f = checkGraphFilter(filter);
-      const result = await this.read((tx) =>
-        this.run(tx, Q.SESSION_GRAPH, {
-          sessionId,
-          since: f?.since ?? null,
-          types: f?.types ?? null,
-          status: f?.status ?? null,
-          limit: neo4j.int(f?.limit ?? UNLIMITED),
-        }),
-      );
-      const row = result.records[0];
-      if (!row) return { nodes: [], edges: [] };
-      const actions = (row.get('actions') as Props[]).map(toRecord).reverse();
-      const session = toSession(row.get('session') as Props);
-      const plans = (row.get('plans') as Props[]).map((p) => toPlan(p, session.id));
-      return buildGraphView(session, actions, plans, toCheckpointGraphInput(row.toObject(), toSession));
-    });
+    return this.track(() => readSessionGraph(this.readStatement, sessionId, filter));
   }
 
   override failureContext(
@@ -316,63 +263,15 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     actionId: string,
     query: FailureContextQuery,
   ): Promise<FailureContext | undefined> {
-    return this.track(async () => {
-      assertFailureContextQuery(query);
-      const result = await this.read((tx) =>
-        this.run(tx, Q.FAILURE_CONTEXT, { sessionId, actionId, before: neo4j.int(query.before) }),
-      );
-      const row = result.records[0];
-      if (!row) return undefined;
-      const summaries = (key: string): ActionSummary[] => (row.get(key) as Props[]).map(toSummary);
-      const writers = row.get('writers') as { path: string; writer: Props }[];
-      return buildFailureContext(
-        toRecord(row.get('action') as Props),
-        summaries('ancestors'),
-        summaries('descendants'),
-        summaries('before'),
-        new Map(writers.map((w) => [w.path, toSummary(w.writer)])),
-        row.get('planSteps') as { planId: string; stepId: string; version: number }[],
-        toAncestorCheckpoints(row.get('ancestorCheckpoints') as Props[]),
-        summaries('callers'),
-        summaries('calls'),
-      );
-    });
+    return this.track(() => readFailureContext(this.readStatement, sessionId, actionId, query));
   }
 
   override fileLineage(sessionId: string, path: string): Promise<FileLineage> {
-    return this.track(async () => {
-      const result = await this.read((tx) => this.run(tx, Q.FILE_LINEAGE, { sessionId, path }));
-      const rows = result.records.map((r) => ({
-        action: r.get('action') as Props,
-        access: r.get('access') as ('read' | 'write')[],
-        depth: r.get('depth') as number,
-      }));
-      // Oldest origin (deepest fork) first, the session itself (depth 0) last.
-      const sessions = [...new Map(rows.map((r) => [r.action.sessionId as string, r.depth]))]
-        .sort(([, a], [, b]) => b - a)
-        .map(([id]) => id);
-      return buildFileLineage(
-        path,
-        rows.map((r) => ({
-          ...toSummary(r.action),
-          sessionId: r.action.sessionId as string,
-          access: r.access,
-        })),
-        sessions,
-      );
-    });
+    return this.track(() => readFileLineage(this.readStatement, sessionId, path));
   }
 
   override sessionActivity(sessionIds: readonly string[]): Promise<Map<string, SessionActivity>> {
-    return this.track(async () => {
-      const ids = distinctSessionIds(sessionIds);
-      if (ids.length === 0) return new Map<string, SessionActivity>();
-      const result = await this.read((tx) => this.run(tx, Q.SESSION_ACTIVITY, { sessionIds: ids }));
-      return buildSessionActivity(
-        ids,
-        result.records.map((r) => r.toObject() as ActivityRow),
-      );
-    });
+    return this.track(() => readSessionActivity(this.readStatement, sessionIds));
   }
 
   /** Probes Neo4j (at most once per `healthCacheMs`); degraded while it cannot be reached. */
@@ -466,57 +365,13 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     return this.queries;
   }
 
-  private createDriver(): Driver {
-    const { uri, username = 'neo4j', password } = this.options;
-    try {
-      return neo4j.driver(uri, password === undefined ? undefined : neo4j.auth.basic(username, password), {
-        disableLosslessIntegers: true,
-        maxTransactionRetryTime: this.options.maxTransactionRetryTimeMs ?? 30_000,
-        connectionTimeout: 5_000,
-        connectionAcquisitionTimeout: 10_000,
-        userAgent: 'switchyard',
-      });
-    } catch (error) {
-      throw new GraphStoreConnectionError(
-        'uri',
-        `invalid Neo4j URI ${JSON.stringify(uri)}: ${message(error)}`,
-        {
-          cause: error,
-        },
-      );
-    }
-  }
-
   private async checkConnectivity(): Promise<GraphHealth> {
     try {
       await this.connection().verifyConnectivity({ database: this.database });
       return { store: 'neo4j', status: 'ok', backlog: 0 };
     } catch (error) {
-      return { store: 'neo4j', status: 'degraded', backlog: 0, error: message(error) };
+      return { store: 'neo4j', status: 'degraded', backlog: 0, error: errorMessage(error) };
     }
-  }
-
-  /** Which setting a failure points at, and whether waiting could help. */
-  private classify(error: unknown): { setting: GraphStoreSetting; transient: boolean; message: string } {
-    const code = error instanceof Neo4jError ? error.code : '';
-    const where = `Neo4j at ${this.options.uri}`;
-    if (code.startsWith('Neo.ClientError.Security.')) {
-      return {
-        setting: 'credentials',
-        transient: false,
-        message: `${where} refused the login (${code}): ${NO_AUTH_HINT}`,
-      };
-    }
-    if (code === 'Neo.ClientError.Database.DatabaseNotFound') {
-      return {
-        setting: 'database',
-        transient: false,
-        message: `${where} has no database "${this.database}"`,
-      };
-    }
-    const transient =
-      code === 'ServiceUnavailable' || code === 'SessionExpired' || Neo4jError.isRetriable(error);
-    return { setting: 'uri', transient, message: `cannot use ${where}: ${message(error)}` };
   }
 
   private connection(): Driver {
@@ -567,24 +422,4 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
     this.queries++;
     return tx.run(query, params);
   }
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * `IF NOT EXISTS` does not cover two processes creating the same index at once (engine replicas starting together):
- * the second is refused with an "equivalent rule already exists" error, which means the schema is there.
- */
-function ignoreConcurrentSchema(error: unknown): void {
-  const code = (error as { code?: string }).code ?? '';
-  if (
-    /^Neo\.ClientError\.Schema\.(EquivalentSchemaRuleAlreadyExists|ConstraintAlreadyExists|IndexAlreadyExists)$/.test(
-      code,
-    )
-  ) {
-    return;
-  }
-  throw error;
 }

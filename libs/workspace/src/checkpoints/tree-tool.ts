@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { Logger } from '@nestjs/common';
 import { HelperUnavailable, JsonLineHelper } from '../json-line-helper';
 import type { TreeCounts, TreeDiff } from './checkpoint.types';
-import { TREE_TOOL_SOURCE } from './tree-tool.source';
+import { TREE_TOOL_SOURCE } from './tree-tool-script';
 
 /** What a sync did: entries copied (reflinked where the filesystem allows), removed, kept as they were. */
 export interface SyncStats {

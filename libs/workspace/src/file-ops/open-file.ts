@@ -1,6 +1,7 @@
 import { closeSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { assertPlainFd, openDirInsideSync, openFileInSync, type RealPath } from '../path-guard';
+import { assertPlainFd, openDirInsideSync, openFileInSync } from '../fd-opens';
+import type { RealPath } from '../path-guard';
 import { FileOpError } from '../workspace.errors';
 import { parentOf } from './op-paths';
 

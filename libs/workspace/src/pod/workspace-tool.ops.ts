@@ -4,14 +4,9 @@ import * as path from 'node:path';
 import { writeFileAtomic } from '../atomic-write';
 import { newEntryPolicy } from '../entry-policy';
 import { FileOperations } from '../file-operations.service';
-import {
-  assertPlainFd,
-  openDirInsideSync,
-  openFileInSync,
-  realPathInside,
-  realRootOf,
-  toFileOpError,
-} from '../path-guard';
+import { assertPlainFd, openDirInsideSync, openFileInSync } from '../fd-opens';
+import { toFileOpError } from '../fs-errors';
+import { realPathInside, realRootOf } from '../path-guard';
 import { readFdUpTo } from '../file-content';
 import { diskUsage, walk, type WalkState } from '../workspace-fs';
 import { FileOpError } from '../workspace.errors';

@@ -1,6 +1,6 @@
 import { InvalidInputError, NotFoundError, SwitchyardError } from '@switchyard/common';
 import type { WorkspaceSnapshot } from '../file-op.types';
-import { toFileOpError } from '../path-guard';
+import { toFileOpError } from '../fs-errors';
 import { WorkspaceManager } from '../workspace-manager.service';
 import { FileOpError, PathRejectedError } from '../workspace.errors';
 import { resolveWorkspaceOptions } from '../workspace.options';

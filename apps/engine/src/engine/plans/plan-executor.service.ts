@@ -11,17 +11,23 @@ import { randomBytes } from 'node:crypto';
 import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
 import type { EngineConfig } from '../../platform/config/engine-config';
 import { ActionQueueFullError } from '../actions/action-scheduler';
-import type { WorkspaceSteps } from '../actions/action-checkpoints';
 import { ExecutionEngine, type SubmittedAction } from '../actions/execution-engine.service';
-import { NoCheckpointError } from '../../session/checkpoints/checkpoint.errors';
 import { SessionCheckpoints } from '../../session/checkpoints/session-checkpoints';
-import { RequestValidationError } from '../../platform/validation/request-validation.error';
 import { SessionEvents } from '../../session/events/session-events';
 import { SecretRedactor } from '../../platform/redaction/secret-redactor';
 import type { Session } from '../../state/sessions/session.model';
 import { SessionsService } from '../../session/sessions/sessions.service';
 import { stepFailureContext } from './plan-failure-context';
 import { PlanRecorder } from './plan-recorder';
+import {
+  blockingStep,
+  isReady,
+  retryBackoffMs,
+  skipUnreachable,
+  sleep,
+  workspaceSteps,
+} from './plan-scheduling';
+import { cancelSteps, checkpointBefore, mergeReplanSteps, toPlanStep } from './plan-steps';
 import { validateReplan, validateSteps } from './plan-validation';
 import {
   FINAL_STEP,
@@ -91,12 +97,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
   async interruptLeftRunning(sessionIds?: readonly string[]): Promise<number> {
     const left = (await this.store.running(sessionIds)).filter((p) => !this.runs.has(p.id));
     for (const plan of left) {
-      for (const step of plan.steps) {
-        if (step.status === 'running') {
-          step.status = 'cancelled';
-          step.reason = 'engine stopped';
-        }
-      }
+      cancelSteps(plan, 'running', 'engine stopped');
       this.finish(plan, 'interrupted');
     }
     await Promise.all(left.map((p) => this.recorder.flushed(p.id)));
@@ -130,7 +131,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       ...(spec.policy && { policy: spec.policy }),
       createdAt: now,
       updatedAt: now,
-      steps: spec.steps.map((s) => this.toStep(s, 1, spec.checkpoints)),
+      steps: spec.steps.map((s) => toPlanStep(s, 1, spec.checkpoints)),
     };
     await this.recorder.save(plan);
     const run: PlanRun = { plan, abort: new AbortController(), running: new Set(), settled: [] };
@@ -178,26 +179,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
       const checkpointId = checkpointBefore(plan, options.restoreTo);
       await this.checkpoints.restore(session, checkpointId, { planId });
     }
-    const byId = new Map(plan.steps.map((s) => [s.id, s]));
-    for (const s of steps) {
-      const old = byId.get(s.id);
-      if (old) {
-        const { replaced, ...previous } = old;
-        const next = this.toStep(s, old.version + 1, plan.checkpoints);
-        // The new version starts clean: nothing of the old one (its `endedAt`, `reason`…) stays but in `replaced`.
-        for (const key of Object.keys(old)) delete (old as unknown as Record<string, unknown>)[key];
-        Object.assign(old, next, { replaced: [previous, ...(replaced ?? [])] });
-      } else {
-        plan.steps.push(this.toStep(s, 1, plan.checkpoints));
-      }
-    }
-    // Steps skipped because of a step that has just been replaced get another chance.
-    for (const step of plan.steps) {
-      if (step.status === 'skipped') {
-        step.status = 'pending';
-        delete step.reason;
-      }
-    }
+    mergeReplanSteps(plan, steps);
     delete plan.failedStep;
     delete plan.failureContext;
     plan.status = 'running';
@@ -243,44 +225,12 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     run.stopping = reason;
     run.abort.abort(new Error(reason));
     const { plan } = run;
-    for (const step of plan.steps) {
-      if (step.status === 'pending') {
-        step.status = 'cancelled';
-        step.reason = reason;
-      }
-    }
+    cancelSteps(plan, 'pending', reason);
     // Running steps end through their own path once their actions are cancelled.
     while (run.running.size > 0) await new Promise<void>((resolve) => run.settled.push(resolve));
     this.finish(plan, 'cancelled');
     this.runs.delete(plan.id);
     this.wake(run);
-  }
-
-  private toStep(s: PlanStepSpec, version: number, checkpoints: PlanSpec['checkpoints']): PlanStep {
-    const checkpoint = s.checkpoint ?? (checkpoints === 'each-step' ? 'before' : undefined);
-    return {
-      id: s.id,
-      version,
-      action: s.action,
-      dependsOn: s.dependsOn ?? [],
-      allowFailure: s.allowFailure ?? false,
-      retry: { attempts: s.retry?.attempts ?? 0, backoffMs: s.retry?.backoffMs ?? 0 },
-      ...(checkpoint && { checkpoint }),
-      status: 'pending',
-      attempts: [],
-    };
-  }
-
-  /**
-   * What a step attempt does to the workspace first: a checkpointed step checkpoints before its first attempt; a
-   * retry attempt goes back to that checkpoint when it is the only step running (a restore would pull the files
-   * from under the others), else checkpoints again.
-   */
-  private workspaceSteps(run: PlanRun, step: PlanStep, attempt: number): WorkspaceSteps | undefined {
-    if (step.checkpoint !== 'before') return undefined;
-    const first = step.attempts.find((a) => a.checkpointId !== undefined)?.checkpointId;
-    if (attempt > 0 && first !== undefined && run.running.size === 1) return { restore: first };
-    return { checkpoint: 'before' };
   }
 
   /** Moves the plan forward: skips what can never run, starts what is ready, settles when nothing can move. */
@@ -289,39 +239,25 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     if (plan.status !== 'running' || run.stopping) return;
     const byId = new Map(plan.steps.map((s) => [s.id, s]));
     // A failure that the step does not allow blocks new work until a replan.
-    const blocking = plan.steps.find((s) => s.status === 'failed' && !s.allowFailure);
+    const blocking = blockingStep(plan);
 
-    let changed = true;
-    while (changed) {
-      changed = false;
-      for (const step of plan.steps) {
-        if (step.status !== 'pending') continue;
-        const dead = step.dependsOn
-          .map((d) => byId.get(d)!)
-          .find(
-            (d) =>
-              (d.status === 'failed' && d.allowFailure) || d.status === 'skipped' || d.status === 'cancelled',
-          );
-        if (dead) {
-          step.status = 'skipped';
-          step.reason = `dependency "${dead.id}" ${dead.status}`;
-          step.endedAt = this.now();
-          changed = true;
-          this.events.publish(plan.sessionId, 'plan.step.completed', {
-            planId: plan.id,
-            stepId: step.id,
-            status: 'skipped',
-            reason: step.reason,
-          });
-        }
-      }
-    }
+    skipUnreachable(
+      plan,
+      byId,
+      () => this.now(),
+      (step) =>
+        this.events.publish(plan.sessionId, 'plan.step.completed', {
+          planId: plan.id,
+          stepId: step.id,
+          status: 'skipped',
+          reason: step.reason,
+        }),
+    );
 
     if (!blocking) {
       for (const step of plan.steps) {
         if (run.running.size >= plan.maxParallel) break;
-        if (step.status !== 'pending') continue;
-        if (step.dependsOn.every((d) => byId.get(d)!.status === 'succeeded')) this.start(run, step);
+        if (isReady(step, byId)) this.start(run, step);
       }
     }
 
@@ -377,8 +313,8 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     let previous: string | undefined;
     for (let attempt = 0; attempt <= step.retry.attempts; attempt++) {
       if (signal.aborted) break;
-      if (attempt > 0 && step.retry.backoffMs > 0)
-        await this.sleep(step.retry.backoffMs * 2 ** (attempt - 1), signal);
+      const backoffMs = retryBackoffMs(step, attempt);
+      if (backoffMs > 0) await sleep(backoffMs, signal);
       if (signal.aborted) break;
       const result = await this.attempt(run, step, attempt, previous);
       if (step.version !== version) return; // replaced meanwhile (cannot happen while running, kept as a guard)
@@ -411,7 +347,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
     for (;;) {
       try {
         session = this.sessions.get(plan.tenant, plan.sessionId);
-        const workspace = this.workspaceSteps(run, step, attempt);
+        const workspace = workspaceSteps(step, attempt, run.running.size === 1);
         submitted = await this.engine.submit(session, step.action, {
           ...(retryOf && { retryOf }),
           ...(workspace && { workspace }),
@@ -422,7 +358,7 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
         break;
       } catch (err) {
         if (err instanceof ActionQueueFullError && !run.abort.signal.aborted) {
-          await this.sleep(QUEUE_FULL_PAUSE_MS, run.abort.signal);
+          await sleep(QUEUE_FULL_PAUSE_MS, run.abort.signal);
           continue;
         }
         const error =
@@ -505,38 +441,4 @@ export class PlanExecutor implements OnModuleInit, BeforeApplicationShutdown {
   private now(): string {
     return this.clock.now().toISOString();
   }
-
-  private sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
-  }
-}
-
-/**
- * The checkpoint taken before `stepId` first ran: its latest version that ran with one. 400 for a step the plan does
- * not have, 409 when no version of it was checkpointed.
- */
-function checkpointBefore(plan: Plan, stepId: string): string {
-  const step = plan.steps.find((s) => s.id === stepId);
-  if (!step) {
-    throw new RequestValidationError([
-      { field: 'restoreTo', message: `plan ${plan.id} has no step "${stepId}"` },
-    ]);
-  }
-  for (const version of [step, ...(step.replaced ?? [])]) {
-    const first = version.attempts.find((a) => a.checkpointId !== undefined)?.checkpointId;
-    if (first !== undefined) return first;
-  }
-  throw new NoCheckpointError(
-    `step "${stepId}" of plan ${plan.id} never ran with a checkpoint; give it "checkpoint": "before" ` +
-      `(or the plan "checkpoints": "each-step")`,
-    { planId: plan.id, stepId, field: 'restoreTo' },
-  );
 }

@@ -163,7 +163,13 @@ describe('ReplicaTakeover (Postgres)', () => {
     await dead.store.insert(session(7));
     await dead.leases.release(); // a clean stop ends the lease at once
     const running = b.takeover.takeOver('dead');
-    await new Promise((r) => setTimeout(r, 20));
+    // Once the claim has committed (the session's row names b), the session is being adopted: ready() must wait.
+    for (;;) {
+      const [row] = await b.db.query('SELECT owner FROM sessions WHERE id = $1', [session(7).id]);
+      if (row.owner === b.id) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setImmediate(r));
     await b.takeover.ready(session(7).id);
     expect(b.calls.adopted).toEqual([session(7).id]);
     expect(await running).toMatchObject({ sessions: [session(7).id] });
