@@ -26,8 +26,11 @@ are kept inside the run's time budget: a plan's `waitTimeoutMs` at most 10 s, se
 and a process `wait`'s `timeoutMs` at most 5 s, when larger valid values were generated.
 
 One check is narrowed, not skipped: `ensure_resource_availability` (ST302) takes any 404 right after a create for
-the created resource. A fork of the new session naming a checkpoint it does not have is a 404 about that checkpoint
-(`CHECKPOINT_NOT_FOUND`), not about the session; that one failure is dropped, every other ST302 stays.
+the created resource. A 404 about something else that the request's body names is not about it: an action naming
+a skill the tenant does not have (`UNKNOWN_SKILL`, field `name`), a file or process the new session does not have,
+a fork naming a checkpoint it does not have (`CHECKPOINT_NOT_FOUND`). Such a 404 names that body field in its
+`fields` (or is the fork's checkpoint); those failures are dropped, every other ST302 stays (a 404 for the created
+session itself names no field).
 """
 
 import json
@@ -287,10 +290,25 @@ def before_call(ctx, case, kwargs):
 
 @schemathesis.hook
 def filter_failure(ctx, failure, case, response):
-    if failure.code != "ST302" or not case.operation.path.endswith("/fork"):
+    if failure.code != "ST302":
         return True
     try:
-        code = json.loads(response.content)["error"]["code"]
+        error = json.loads(response.content)["error"]
     except (ValueError, KeyError, TypeError):
         return True
-    return code != "CHECKPOINT_NOT_FOUND"
+    if not isinstance(error, dict):
+        return True
+    if case.operation.path.endswith("/fork") and error.get("code") == "CHECKPOINT_NOT_FOUND":
+        return False
+    return not _names_body_fields(error.get("fields"), case.body)
+
+
+def _names_body_fields(fields, body):
+    """Whether a 404's `fields` are all fields of the request's body: the 404 is then about what the body names."""
+    if not isinstance(fields, list) or not fields or not isinstance(body, dict):
+        return False
+    for field in fields:
+        path = field.get("path") if isinstance(field, dict) else None
+        if not isinstance(path, str) or re.split(r"[.\[]", path, maxsplit=1)[0] not in body:
+            return False
+    return True
