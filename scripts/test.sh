@@ -64,10 +64,10 @@ if ! bash scripts/k8s.sh status >/dev/null 2>&1; then
   cleanup+=('bash scripts/k8s.sh clean')
   bash scripts/k8s.sh start >/dev/null
 fi
+step 'neo4j, postgres and the test cluster'
 # The OpenAPI document is checked by tools nobody here wrote (test/e2e/contract.e2e-spec.ts):
 # openapi-spec-validator and Schemathesis, pinned, go into a venv under .runtime/ the first time (quick once
 # there); Redocly's CLI is a devDependency, installed by npm ci.
-step 'neo4j, postgres and the test cluster'
 bash scripts/contract-tools.sh
 step 'contract tools'
 # --expose-gc: the event-loop test collects the test process's own garbage before it measures the engine's loop.
