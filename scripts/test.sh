@@ -36,7 +36,10 @@ step build
 # image (built offline with debootstrap the first time, then reused while its definition hash holds).
 bash scripts/docker-engine.sh
 node scripts/sandbox-image.mjs >/dev/null
-step 'docker engine and sandbox image'
+# The rich-results and Jupyter tests run pandas and matplotlib in a session: the shipped data-science template,
+# built from PyPI on top of the sandbox image (about 20 s; reused while its tag holds).
+node scripts/sandbox-image.mjs --template data-science >/dev/null
+step 'docker engine, sandbox image and the data-science template'
 # The Neo4j store's tests need a Neo4j: a throwaway embedded Community 5.26 on 127.0.0.1 from
 # test/neo4j-launcher (built with Maven the first time; jars cached in ~/.m2). Reused when one already runs;
 # otherwise started on an empty data dir here and stopped, its data removed, when the tests end.
@@ -69,6 +72,9 @@ step 'neo4j, postgres and the test cluster'
 # openapi-spec-validator and Schemathesis, pinned, go into a venv under .runtime/ the first time (quick once
 # there); Redocly's CLI is a devDependency, installed by npm ci.
 bash scripts/contract-tools.sh
-step 'contract tools'
+# Real Jupyter clients (jupyter_server's gateway client, nbclient) and the anthropic and openai packages' types, in
+# a venv under .runtime/ (scripts/client-tools.sh: pinned, quick once there).
+bash scripts/client-tools.sh
+step 'contract and client tools'
 # --expose-gc: the event-loop test collects the test process's own garbage before it measures the engine's loop.
 node --expose-gc node_modules/jest/bin/jest.js --ci --selectProjects unit e2e "$@"

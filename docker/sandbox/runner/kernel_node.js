@@ -8,7 +8,9 @@
  *
  *   runner -> kernel (fd 3)   {"cell": N, "code": str, "env": {str: str}, "start": str, "end": str}
  *                             {"go": bool}   after the cell's start token: run it (false: an interrupt came first)
+ *                             "results": {"maxBytes": int, "cellMaxBytes": int}}   (with the cell request)
  *   kernel -> runner (fd 4)   {"ev": "ready", "pid": int}
+ *                             {"ev": "display", "cell": N, "result": {data, metadata?, isMainResult?, files?}}
  *                             {"cell": N, "count": int, "ok": bool, "result": str|null, "exitCode": 0|1,
  *                              "error": null|{"name": str, "message": str}, "interrupted": bool}
  *
@@ -21,11 +23,17 @@
  * `require` resolves from /workspace. SIGINT interrupts a running cell (a synchronous
  * loop through vm's breakOnSigint, or a pending await) and keeps the state; between cells it is ignored.
  * `process.exit()` ends the kernel.
+ *
+ * Rich results: `display(value, mime, metadata)` (a global) shows a value as a MIME bundle (kernel_display.py says
+ * the shape): `display(buf, 'image/png')` (a Buffer, or base64 text), `display('<b>hi</b>', 'text/html')`,
+ * `display({a: 1}, 'application/json')`; without a MIME type, as text/plain. The final expression's value is the
+ * cell's main result (text/plain). A result over the cell's caps is written to the workspace, as in python.
  */
 const fs = require('node:fs');
 const net = require('node:net');
 const readline = require('node:readline');
 const util = require('node:util');
+const crypto = require('node:crypto');
 const vm = require('node:vm');
 const { createRequire } = require('node:module');
 const asyncHooks = require('node:async_hooks');
@@ -37,6 +45,118 @@ const REQUESTS_FD = 3;
 const REPLIES_FD = 4;
 
 const reply = (message) => fs.writeSync(REPLIES_FD, `${JSON.stringify(message)}\n`);
+
+const WORKSPACE = process.cwd();
+const BINARY = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+const EXTENSIONS = {
+  'text/plain': 'txt',
+  'text/html': 'html',
+  'image/svg+xml': 'svg',
+  'text/markdown': 'md',
+};
+const isJson = (mime) => mime === 'application/json' || mime.endsWith('+json');
+const cellResults = { id: null, count: 0, max: 1 << 20, cellMax: 4 << 20, used: 0, n: 0 };
+
+function beginResults(request, count) {
+  const limits = request.results ?? {};
+  Object.assign(cellResults, { id: request.cell, count, used: 0, n: 0 });
+  if (Number.isInteger(limits.maxBytes) && limits.maxBytes > 0) cellResults.max = limits.maxBytes;
+  if (Number.isInteger(limits.cellMaxBytes) && limits.cellMaxBytes > 0)
+    cellResults.cellMax = limits.cellMaxBytes;
+}
+
+const inspected = (value) => util.inspect(value, { depth: 4, maxArrayLength: 100 });
+
+/** One MIME entry as it travels (base64 for images, a JSON value for JSON, text otherwise) and its size in bytes. */
+function entry(mime, value) {
+  if (BINARY[mime]) {
+    const raw = typeof value === 'string' ? Buffer.from(value, 'base64') : Buffer.from(value);
+    return { value: raw.toString('base64'), bytes: raw.length, raw };
+  }
+  if (isJson(mime)) {
+    const text = JSON.stringify(value) ?? 'null';
+    return { value: JSON.parse(text), bytes: Buffer.byteLength(text), raw: Buffer.from(text) };
+  }
+  const text = Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+  return { value: text, bytes: Buffer.byteLength(text), raw: Buffer.from(text) };
+}
+
+function pngSize(raw) {
+  const png = raw.length >= 24 && raw.subarray(0, 8).equals(Buffer.from('89504e470d0a1a0a', 'hex'));
+  return png && raw.subarray(12, 16).toString('latin1') === 'IHDR'
+    ? { width: raw.readUInt32BE(16), height: raw.readUInt32BE(20) }
+    : undefined;
+}
+
+/** Writes the entries over the caps to the workspace, biggest first, until the bundle fits; their `files` entries. */
+function spill(entries) {
+  const files = [];
+  const room = Math.min(cellResults.max, Math.max(cellResults.cellMax - cellResults.used, 0));
+  const total = () => Object.values(entries).reduce((n, e) => n + e.bytes, 0);
+  for (const mime of Object.keys(entries).sort((a, b) => entries[b].bytes - entries[a].bytes)) {
+    if (total() <= room) break;
+    const { raw, bytes } = entries[mime];
+    delete entries[mime];
+    const ext = BINARY[mime] ?? EXTENSIONS[mime] ?? (isJson(mime) ? 'json' : 'bin');
+    const name = `cell-${cellResults.count}-${cellResults.n}-${crypto.randomBytes(3).toString('hex')}.${ext}`;
+    const rel = `.switchyard/results/${name}`;
+    try {
+      fs.mkdirSync(`${WORKSPACE}/.switchyard/results`, { recursive: true });
+      fs.writeFileSync(`${WORKSPACE}/${rel}`, raw);
+      files.push({ mimeType: mime, path: rel, bytes });
+    } catch (err) {
+      files.push({ mimeType: mime, path: null, bytes, error: err.code ?? String(err) });
+    }
+  }
+  if (!entries['text/plain']) {
+    const text = files
+      .map(
+        (f) =>
+          `[${f.mimeType} of ${f.bytes} bytes ${f.path ? `written to ${f.path}` : `not kept (${f.error})`}]`,
+      )
+      .join('\n');
+    entries['text/plain'] = entry('text/plain', text);
+  }
+  return files;
+}
+
+function emitResult(data, metadata, main) {
+  const entries = {};
+  const md = { ...(metadata ?? {}) };
+  for (const [mime, value] of Object.entries(data)) {
+    entries[mime] = entry(mime, value);
+    const size = mime === 'image/png' && !md[mime] ? pngSize(entries[mime].raw) : undefined;
+    if (size) md[mime] = size;
+  }
+  const files = spill(entries);
+  cellResults.used += Object.values(entries).reduce((n, e) => n + e.bytes, 0);
+  cellResults.n += 1;
+  const result = { data: Object.fromEntries(Object.entries(entries).map(([m, e]) => [m, e.value])) };
+  if (Object.keys(md).length > 0) result.metadata = md;
+  if (main) result.isMainResult = true;
+  if (files.length > 0) result.files = files;
+  fs.writeSync(REPLIES_FD, `${JSON.stringify({ ev: 'display', cell: cellResults.id, result })}\n`);
+}
+
+/** `display(value, mime?, metadata?)`: shows a value as a rich result of the running cell. */
+globalThis.display = function display(value, mime, metadata) {
+  if (mime !== undefined && (typeof mime !== 'string' || !/^[a-z]+\/[A-Za-z0-9.+-]+$/.test(mime))) {
+    throw new TypeError(`display: the MIME type must be a string like "image/png", not ${inspected(mime)}`);
+  }
+  const data = {};
+  if (mime !== undefined && mime !== 'text/plain') data[mime] = value;
+  data['text/plain'] =
+    mime === undefined || mime === 'text/plain'
+      ? typeof value === 'string' && mime === 'text/plain'
+        ? value
+        : inspected(value)
+      : BINARY[mime]
+        ? `<${mime}>`
+        : typeof value === 'string'
+          ? value
+          : inspected(value);
+  emitResult(data, metadata, false);
+};
 
 globalThis.require = createRequire('/workspace/');
 globalThis.module = { exports: {} };
@@ -223,6 +343,7 @@ async function drain() {
     const request = queue.shift();
     count += 1;
     Object.assign(process.env, request.env ?? {});
+    beginResults(request, count);
     // Parsed before the go-ahead, so the code runs right after it (the runner times its interrupts by it).
     const compiled = compileCell(String(request.code ?? ''));
     // Straight to the descriptors: a cell that replaced process.stdout.write still gets its boundaries.
@@ -235,7 +356,8 @@ async function drain() {
     try {
       if (!go || interruptSeen) throw new Interrupted();
       const { value } = await runCell(count, compiled);
-      const result = value === undefined ? null : util.inspect(value, { depth: 4, maxArrayLength: 100 });
+      const result = value === undefined ? null : inspected(value);
+      if (result !== null) emitResult({ 'text/plain': result }, undefined, true);
       outcome = { ok: true, result, error: null, exitCode: 0, interrupted: false };
     } catch (err) {
       const interrupted = isInterrupt(err);

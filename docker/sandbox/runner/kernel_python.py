@@ -5,8 +5,10 @@ Started by the runner as `python3 -u kernel_python.py` with fd 3 reading request
 (so child processes' output is captured too), fd 0 is /dev/null. It imports nothing costly before its first cell (no
 json, ast, traceback or linecache: marshal and _ast are built in), so a kernel starts about as fast as `python3`.
 
-  runner -> kernel (fd 3)   {"cell": N, "code": str, "env": {str: str}, "start": str, "end": str}
+  runner -> kernel (fd 3)   {"cell": N, "code": str, "env": {str: str}, "start": str, "end": str,
+                             "results": {"maxBytes": int, "cellMaxBytes": int}}
   kernel -> runner (fd 4)   {"ev": "ready", "pid": int}                                   once, at start
+                            {"ev": "display", "cell": N, "result": {…}}   each rich result (kernel_display.py)
                             {"cell": N, "count": int, "ok": bool, "result": str|null, "exitCode": int,
                              "error": null|{"name": str, "message": str}, "interrupted": bool}
 
@@ -18,16 +20,23 @@ expression, its repr is the cell's `result` (None gives none), as in a notebook.
 it: the runner reports the state lost). Top-level `await` works: such a cell runs in one asyncio event loop kept for
 the kernel's life, so a task it starts without awaiting runs on whenever a later cell awaits.
 
+Rich results (kernel_display.py): `display()` is a builtin, as in IPython; the final expression's value is also sent
+as the cell's main result (its MIME bundle: `_repr_html_`, `_repr_png_`… and text/plain); matplotlib draws with the
+inline backend and the figures still open when a cell ends are shown as PNGs.
+
 SIGINT (the runner's interrupt) raises KeyboardInterrupt in the running cell, which ends it and keeps the state;
 between cells it is ignored. One that lands in a cell is acknowledged at once on fd 4 (`{"ev": "sigint"}`): until
 then the runner sends it again.
 """
 
 import _ast
+import builtins
 import marshal
 import os
 import signal
 import sys
+
+import kernel_display  # from this directory: sys.path[0] is still it
 
 REQUESTS_FD = 3
 REPLIES_FD = 4
@@ -149,6 +158,8 @@ def run_cell(namespace, count, code, start):
         awaited(eval(body, namespace))
         value = awaited(eval(last, namespace)) if last is not None else None
         result = None if value is None else repr(value)
+        if value is not None:
+            shown_as_result(value)
         leave_cell()
         return {"ok": True, "result": result, "error": None, "exitCode": 0, "interrupted": False}
     except KeyboardInterrupt as exc:
@@ -189,6 +200,22 @@ def awaited(result):
     return event_loop.run_until_complete(result)
 
 
+def shown_as_result(value):
+    """The final expression's MIME bundle; a formatter that fails costs the rich result, never the cell."""
+    try:
+        kernel_display.main_result(value)
+    except Exception as exc:  # noqa: BLE001
+        print("display: the result could not be formatted: %r" % exc, file=sys.stderr)
+
+
+def show_open_figures():
+    if "matplotlib.pyplot" in sys.modules:
+        try:
+            kernel_display.show_figures()
+        except BaseException as exc:  # noqa: BLE001 - an interrupt while drawing ends the drawing only
+            print("display: the figures could not be shown: %r" % exc, file=sys.stderr)
+
+
 def flush_streams():
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
@@ -199,6 +226,9 @@ def flush_streams():
 
 def main():
     signal.signal(signal.SIGINT, on_sigint)
+    workspace = os.getcwd()
+    kernel_display.install()
+    builtins.display = kernel_display.display
     for fd in (REQUESTS_FD, REPLIES_FD):
         os.set_inheritable(fd, False)  # the cell's child processes do not get them
     sys.argv = [""]
@@ -225,12 +255,15 @@ def main():
             return
         count += 1
         os.environ.update({str(k): str(v) for k, v in (request.get("env") or {}).items()})
+        kernel_display.use_inline_backend()
+        kernel_display.begin(request.get("cell"), count, request.get("results"), workspace)
         start = str(request.get("start", "")).encode("utf-8")
         try:
             outcome = run_cell(namespace, count, str(request.get("code", "")), start)
         except KeyboardInterrupt as exc:  # a second interrupt, while the cell was ending
             leave_cell()
             outcome = failed(exc, interrupted=True)
+        show_open_figures()
         flush_streams()
         for fd in (1, 2):
             write_fd(fd, str(request.get("end", "")).encode("utf-8"))

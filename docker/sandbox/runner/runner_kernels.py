@@ -41,7 +41,9 @@ START_SECONDS = 10.0
 # After the kernel died and its tree was killed, how long its pipes may take to close.
 DRAIN_SECONDS = 1.0
 TAIL_BYTES = 2048
-MAX_REPLY_BYTES = 1 << 20
+# A kernel's longest line: a rich result of the largest allowed size (SWITCHYARD_RESULT_MAX_BYTES, at most 8 MiB),
+# base64 and all.
+MAX_REPLY_BYTES = 12 << 20
 
 
 class Kernel:
@@ -123,7 +125,9 @@ class Kernels:
             raise RequestError("busy", "kernel %s is running a cell" % kernel.id)
         cell = Cell(request, kernel.count + 1, kernel.language in HANDSHAKE, acks_sigint=kernel.language == "python")
         code, env = str(request.get("code") or ""), string_env(request.get("env"))
-        line = cell_request(kernel.language, cell.id, code, env, cell.start_token, cell.end_token)
+        line = cell_request(
+            kernel.language, cell.id, code, env, cell.start_token, cell.end_token, request.get("results")
+        )
         kernel.count += 1
         kernel.cell = cell
         kernel.oom_base = cell.oom_before
@@ -253,6 +257,10 @@ class Kernels:
                     self.runner.send(
                         {"ev": "kernel_ready", "id": kernel.start_id, "kernel": kernel.id, "pid": kernel.pid}
                     )
+            elif message.get("ev") == "display":
+                # A rich result of the running cell, passed on as it comes (in order with the cell's other events).
+                if kernel.cell is not None and kernel.cell.running and isinstance(message.get("result"), dict):
+                    self.runner.send({"ev": "display", "id": kernel.cell.id, "result": message["result"]})
             elif message.get("ev") == "sigint":
                 if kernel.cell is not None:
                     kernel.cell.sigint_landed()

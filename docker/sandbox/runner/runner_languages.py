@@ -60,13 +60,22 @@ def go_request(language, go):
     return b'{"go":true}\n' if go else b'{"go":false}\n'
 
 
-def cell_request(language, cell_id, code, env, start, end):
+def result_limits(limits):
+    """The caps on a cell's rich results (python and node kernels write what is over them to the workspace)."""
+    limits = limits if isinstance(limits, dict) else {}
+    return {k: limits[k] for k in ("maxBytes", "cellMaxBytes") if isinstance(limits.get(k), int)}
+
+
+def cell_request(language, cell_id, code, env, start, end, results=None):
     """The request that runs one cell, as bytes for the kernel's request pipe."""
     if language == "python":
-        frame = marshal.dumps({"cell": cell_id, "code": code, "env": env, "start": start, "end": end})
+        frame = marshal.dumps(
+            {"cell": cell_id, "code": code, "env": env, "start": start, "end": end, "results": result_limits(results)}
+        )
         return struct.pack(">I", len(frame)) + frame
     if language == "node":
         message = {"cell": cell_id, "code": code, "env": env, "start": start, "end": end}
+        message["results"] = result_limits(results)
         return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
     bad = sorted(k for k in env if not (k.isidentifier() and k.isascii()))
     if bad:

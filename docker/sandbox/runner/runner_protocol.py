@@ -20,7 +20,7 @@ from runner_runs import Runs
 from runner_spawn import WORKSPACE, RequestError, now, oom_kills
 from runner_trees import kill_everything_else, kill_unprotected
 
-PROTOCOL = 3
+PROTOCOL = 4
 READ_CHUNK = 64 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 PR_SET_DUMPABLE = 4

@@ -2,3 +2,4 @@ export * from './action.types';
 export * from './clock';
 export * from './errors';
 export * from './session-home';
+export * from './display-result';

@@ -270,7 +270,7 @@ def _ps(pattern):
     return sorted(found)
 _ps(${JSON.stringify(pattern)})`;
 
-describe('runner protocol 3 in a bubblewrap sandbox', () => {
+describe('runner protocol 4 in a bubblewrap sandbox', () => {
   let box: Sandbox;
 
   beforeAll(async () => {
@@ -279,7 +279,7 @@ describe('runner protocol 3 in a bubblewrap sandbox', () => {
       throw new Error(`${err.message}: ${box.stderr()}`);
     });
     await expect(box.connection.hello).resolves.toMatchObject({
-      protocol: 3,
+      protocol: 4,
       stateful: true,
       oomCounter: false,
     });
@@ -750,7 +750,7 @@ const image =
     ? fs.readFileSync(TEST_IMAGE_SOURCE.imageTagFile, 'utf8').trim()
     : undefined);
 
-describe('runner protocol 3 in the sandbox image', () => {
+describe('runner protocol 4 in the sandbox image', () => {
   let box: Sandbox;
   const name = `switchyard-runner-it-${randomBytes(4).toString('hex')}`;
 
@@ -761,7 +761,7 @@ describe('runner protocol 3 in the sandbox image', () => {
     }
     box = startDocker(image, name);
     await expect(box.connection.hello).resolves.toMatchObject({
-      protocol: 3,
+      protocol: 4,
       stateful: true,
       oomCounter: true,
     });

@@ -420,6 +420,7 @@ export function cellOutcome(r: CellRunResult, risk: RiskAssessment, timeoutMs: n
     ...toOutcome(r, ran, risk, timeoutMs),
     kernel: { ...r.kernel, ...(r.stateLost && { stateLost: true }) },
     ...(r.result !== undefined && { result: r.result }),
+    results: r.results ?? [],
     ...(r.note !== undefined && { note: r.note }),
   };
   const lost =

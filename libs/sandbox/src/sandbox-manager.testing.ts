@@ -31,7 +31,12 @@ export async function prepareAndRun(
 export function kernelsOf(tiers: readonly SandboxTier[] = []): SessionKernels {
   return new SessionKernels(
     tiers.flatMap((t) => (t.stateful ? [t.stateful] : [])),
-    { idleMs: 60_000, interruptGraceMs: 1000, runnerGraceMs: 5000 },
+    {
+      idleMs: 60_000,
+      interruptGraceMs: 1000,
+      runnerGraceMs: 5000,
+      results: { maxBytes: 1024 * 1024, cellMaxBytes: 4 * 1024 * 1024 },
+    },
     systemClock,
   );
 }

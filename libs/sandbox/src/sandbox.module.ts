@@ -78,6 +78,10 @@ export class SandboxModule {
                 idleMs: o.stateful.kernelIdleMs,
                 interruptGraceMs: o.stateful.interruptGraceMs,
                 runnerGraceMs: RUNNER_GRACE_MS,
+                results: {
+                  maxBytes: o.stateful.resultMaxBytes,
+                  cellMaxBytes: o.stateful.cellResultsMaxBytes,
+                },
               },
               clock ?? systemClock,
             ),

@@ -61,16 +61,23 @@ def test_go_request_per_kernel():
 
 
 def test_python_cell_request_is_a_length_prefixed_marshal_frame():
-    data = cell_request("python", 7, "print(1)", {"A": "b"}, "S", "E")
+    data = cell_request("python", 7, "print(1)", {"A": "b"}, "S", "E", {"maxBytes": 5, "other": 1})
     (length,) = struct.unpack(">I", data[:4])
     assert length == len(data) - 4
-    assert marshal.loads(data[4:]) == {"cell": 7, "code": "print(1)", "env": {"A": "b"}, "start": "S", "end": "E"}
+    assert marshal.loads(data[4:]) == {
+        "cell": 7,
+        "code": "print(1)",
+        "env": {"A": "b"},
+        "start": "S",
+        "end": "E",
+        "results": {"maxBytes": 5},
+    }
 
 
 def test_node_cell_request_is_one_json_line():
     data = cell_request("node", 3, "1 +\n2", {}, "S", "E")
     assert data.endswith(b"\n") and data.count(b"\n") == 1
-    assert json.loads(data) == {"cell": 3, "code": "1 +\n2", "env": {}, "start": "S", "end": "E"}
+    assert json.loads(data) == {"cell": 3, "code": "1 +\n2", "env": {}, "start": "S", "end": "E", "results": {}}
 
 
 def test_bash_cell_request_is_one_line_that_exports_the_env_and_evals_the_code():

@@ -1,5 +1,6 @@
 import type {
   ActionError,
+  DisplayResult,
   Language,
   RiskAssessment,
   RiskLevel,
@@ -125,6 +126,8 @@ export interface CodeOutcome {
   kernel?: KernelRef & { stateLost?: boolean };
   /** `state: "session"`: the repr of the cell's last expression, when it has one. */
   result?: string;
+  /** `state: "session"`: what the cell displayed, in order (Jupyter MIME bundles). */
+  results?: DisplayResult[];
   /** `state: "session"`: why the cell ran in another kernel than the session's existing one of its language. */
   note?: string;
 }

@@ -21,12 +21,19 @@ const CODE_CELL_OUTPUT: SchemaObject = object(
       description:
         'repr (python) / util.inspect (node) of the cell’s last expression; absent when it has none',
     },
+    results: {
+      type: 'array',
+      items: ref('DisplayResult'),
+      description:
+        'What the cell displayed, in order, as Jupyter MIME bundles: `display()` calls, matplotlib figures, and the ' +
+        'final expression’s value (`isMainResult`). Empty for bash and for cells that showed nothing',
+    },
     note: {
       type: 'string',
       description: 'Why the cell ran in another kernel than the session’s existing one of its language',
     },
   },
-  '`code` with `state: "session"`: the kernel that ran the cell and its last expression’s value. A `fresh` code ' +
+  '`code` with `state: "session"`: the kernel that ran the cell, its last expression’s value and its rich results. A `fresh` code ' +
     'action has no `output`: its answer is `stdout`, `stderr` and `exitCode`.',
 );
 

@@ -62,7 +62,51 @@ const KERNEL_INTERRUPT_SCHEMA: SchemaObject = object(['kernelId', 'running'], {
   },
 });
 
+const DISPLAY_RESULT_SCHEMA: SchemaObject = object(
+  ['data'],
+  {
+    data: {
+      type: 'object',
+      additionalProperties: true,
+      description:
+        'MIME type → value, as Jupyter carries them: `text/plain` always; text types (`text/html`, ' +
+        '`text/markdown`, `text/latex`, `image/svg+xml`) as strings; `image/png`, `image/jpeg` as base64; ' +
+        '`application/json` as a JSON value',
+    },
+    metadata: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'Per MIME type, e.g. `{"image/png": {"width": 640, "height": 480}}`',
+    },
+    isMainResult: {
+      type: 'boolean',
+      enum: [true],
+      description:
+        'The value of the cell’s final expression (Jupyter’s execute_result); the others were displayed',
+    },
+    files: {
+      type: 'array',
+      description:
+        'Entries over `SWITCHYARD_RESULT_MAX_BYTES` (one result) or `SWITCHYARD_CELL_RESULTS_MAX_BYTES` (the cell), ' +
+        'written to the workspace instead of inlined; `data["text/plain"]` then says where',
+      items: object(['mimeType', 'path', 'bytes'], {
+        mimeType: { type: 'string' },
+        path: {
+          type: 'string',
+          nullable: true,
+          description:
+            'Relative to the workspace (`.switchyard/results/…`); null when it could not be written',
+        },
+        bytes: { type: 'integer' },
+        error: { type: 'string', description: 'Why it could not be written' },
+      }),
+    },
+  },
+  'A rich result of a kernel cell: one MIME bundle it displayed (`display()`, a matplotlib figure) or its final value',
+);
+
 export const KERNEL_SCHEMAS = {
+  DisplayResult: DISPLAY_RESULT_SCHEMA,
   Kernel: KERNEL_SCHEMA,
   KernelList: KERNEL_LIST_SCHEMA,
   KernelInterrupt: KERNEL_INTERRUPT_SCHEMA,

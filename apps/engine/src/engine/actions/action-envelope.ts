@@ -1,9 +1,45 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { type ActionResult, type ActionType, CLOCK, type Clock, type EgressRecord } from '@switchyard/common';
+import {
+  type ActionResult,
+  type ActionType,
+  BINARY_MIME_TYPES,
+  CLOCK,
+  type Clock,
+  type DisplayResult,
+  type EgressRecord,
+} from '@switchyard/common';
 import { SecretRedactor } from '../../platform/redaction/secret-redactor';
 import type { Outcome } from './action-handler.port';
 
 const EXCERPT_CHARS = 2048;
+const DISPLAYED_LINES = 20;
+
+/**
+ * What a kernel cell displayed, one line per result for the graph's excerpt: its MIME types with their sizes, and
+ * the workspace files of what was too big to inline (`[displayed image/png 2.1 KiB, text/plain 24 B]`).
+ */
+function displayed(output: unknown): string {
+  const results = (output as { results?: unknown } | undefined)?.results;
+  if (!Array.isArray(results) || results.length === 0) return '';
+  const lines = (results as DisplayResult[]).slice(0, DISPLAYED_LINES).map((r) => {
+    const parts = Object.entries(r.data).map(([mime, value]) => `${mime} ${sizeOf(mime, value)}`);
+    for (const f of r.files ?? [])
+      parts.push(`${f.mimeType} ${f.bytes} B in ${f.path ?? `no file: ${f.error}`}`);
+    return `[${r.isMainResult ? 'result' : 'displayed'} ${parts.join(', ')}]`;
+  });
+  if (results.length > DISPLAYED_LINES) lines.push(`[… ${results.length - DISPLAYED_LINES} more]`);
+  return lines.join('\n');
+}
+
+function sizeOf(mime: string, value: unknown): string {
+  const bytes =
+    typeof value !== 'string'
+      ? Buffer.byteLength(JSON.stringify(value) ?? '')
+      : BINARY_MIME_TYPES.has(mime)
+        ? Math.floor((value.length * 3) / 4) - (value.endsWith('==') ? 2 : value.endsWith('=') ? 1 : 0)
+        : Buffer.byteLength(value);
+  return `${bytes} B`;
+}
 
 /** Where an action sits, for its envelope. */
 export interface EnvelopeFields {
@@ -72,7 +108,8 @@ export class ActionEnvelopes {
     if (r.stdout !== undefined || r.stderr !== undefined) {
       const out = (r.stdout ?? '').slice(0, EXCERPT_CHARS);
       const err = (r.stderr ?? '').slice(-EXCERPT_CHARS);
-      return err ? `${out}\n[stderr]\n${err}` : out;
+      const shown = displayed(r.output);
+      return (err ? `${out}\n[stderr]\n${err}` : out) + (shown ? `\n${shown}` : '');
     }
     if (r.output !== undefined) return JSON.stringify(r.output).slice(0, EXCERPT_CHARS);
     return r.error?.message ?? '';

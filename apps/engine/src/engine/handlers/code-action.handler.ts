@@ -88,6 +88,7 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
             output: {
               kernel: out.kernel,
               ...(out.result !== undefined && { result: out.result }),
+              results: out.results ?? [],
               ...(out.note !== undefined && { note: out.note }),
             },
             kernel: {

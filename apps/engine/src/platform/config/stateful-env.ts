@@ -22,6 +22,18 @@ export class StatefulEnv {
   /** Output kept per background process for `logs` (the oldest goes first). */
   @IntVar(STATEFUL_BOUNDS.processLogBytes.min, 1024 * MiB)
   SWITCHYARD_PROCESS_LOG_BYTES = 1 * MiB;
+
+  /**
+   * A kernel cell's rich result (one displayed MIME bundle: a chart's PNG, a table's HTML) is inlined in
+   * `output.results` up to this size; a bigger one is written to the session's workspace (`.switchyard/results/`)
+   * and the result names the file.
+   */
+  @IntVar(STATEFUL_BOUNDS.resultMaxBytes.min, STATEFUL_BOUNDS.resultMaxBytes.max)
+  SWITCHYARD_RESULT_MAX_BYTES = 1 * MiB;
+
+  /** All of a cell's rich results are inlined up to this size; the ones past it are written to workspace files. */
+  @IntVar(STATEFUL_BOUNDS.cellResultsMaxBytes.min, STATEFUL_BOUNDS.cellResultsMaxBytes.max)
+  SWITCHYARD_CELL_RESULTS_MAX_BYTES = 4 * MiB;
 }
 
 export interface StatefulConfig {
@@ -31,6 +43,8 @@ export interface StatefulConfig {
   interruptGraceMs: number;
   maxProcessesPerSession: number;
   processLogBytes: number;
+  resultMaxBytes: number;
+  cellResultsMaxBytes: number;
 }
 
 /** The runner directory is the checkout's (relative to `cwd`, like the sandbox image's tag file). */
@@ -41,5 +55,7 @@ export function statefulConfig(env: StatefulEnv, cwd: string): StatefulConfig {
     interruptGraceMs: env.SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS,
     maxProcessesPerSession: env.SWITCHYARD_MAX_PROCESSES,
     processLogBytes: env.SWITCHYARD_PROCESS_LOG_BYTES,
+    resultMaxBytes: env.SWITCHYARD_RESULT_MAX_BYTES,
+    cellResultsMaxBytes: env.SWITCHYARD_CELL_RESULTS_MAX_BYTES,
   };
 }

@@ -6,9 +6,10 @@ import type { Language } from '@switchyard/common';
  * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
  * processes beside the runs.
  */
-export const RUNNER_PROTOCOL = 3;
+export const RUNNER_PROTOCOL = 4;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
-const MAX_LINE_BYTES = 1024 * 1024;
+// The longest runner message: a kernel's rich result of the largest allowed size (8 MiB, base64: 10.7 MiB).
+const MAX_LINE_BYTES = 12 * 1024 * 1024;
 
 export interface RunnerHello {
   protocol: number;
@@ -98,6 +99,11 @@ export interface CellRequest {
   /** Per stream, as in a run; past them the cell is interrupted (same grace). */
   capBytes: number;
   capLines: number;
+  /**
+   * Rich results inlined at most, per result and per cell; the kernel writes the rest to workspace files. Default:
+   * the kernel's own (1 MiB, 4 MiB).
+   */
+  results?: { maxBytes: number; cellMaxBytes: number };
 }
 
 export interface CellDone {
@@ -191,6 +197,7 @@ interface Pending {
   resolve(message: Record<string, unknown>): void;
   reject(err: Error): void;
   onOutput?: (fd: 1 | 2, data: Buffer, id: number) => void;
+  onDisplay?: (result: Record<string, unknown>) => void;
 }
 
 export interface RunnerStdio {
@@ -274,12 +281,16 @@ export class RunnerConnection {
     return { pid: ready.pid as number };
   }
 
-  /** Runs a cell; its output arrives through `onOutput` until `done` resolves (refusals: `no_kernel`, `busy`). */
+  /**
+   * Runs a cell; its output arrives through `onOutput` and its rich results (MIME bundles, in order) through
+   * `onDisplay` until `done` resolves (refusals: `no_kernel`, `busy`).
+   */
   cell(
     request: CellRequest,
     onOutput: (fd: 1 | 2, data: Buffer, id: number) => void,
+    onDisplay?: (result: Record<string, unknown>) => void,
   ): { id: number; done: Promise<CellDone> } {
-    const { id, reply } = this.request({ op: 'cell', ...request }, onOutput);
+    const { id, reply } = this.request({ op: 'cell', ...request }, onOutput, onDisplay);
     return { id, done: reply as Promise<unknown> as Promise<CellDone> };
   }
 
@@ -338,11 +349,12 @@ export class RunnerConnection {
   private request(
     message: Record<string, unknown>,
     onOutput?: Pending['onOutput'],
+    onDisplay?: Pending['onDisplay'],
   ): { id: number; reply: Promise<Record<string, unknown>> } {
     const id = this.nextId++;
     const reply = new Promise<Record<string, unknown>>((resolve, reject) => {
       if (this.gone) return reject(this.gone);
-      this.pending.set(id, { resolve, reject, onOutput });
+      this.pending.set(id, { resolve, reject, onOutput, onDisplay });
     });
     reply.catch(() => undefined); // observed by the caller
     this.write({ ...message, id });
@@ -399,6 +411,11 @@ export class RunnerConnection {
           Buffer.from(String(message.data), 'base64'),
           message.id as number,
         );
+        return;
+      case 'display':
+        if (message.result !== null && typeof message.result === 'object' && !Array.isArray(message.result)) {
+          pending.onDisplay?.(message.result as Record<string, unknown>);
+        }
         return;
       case 'pong':
       case 'exit':

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Clock, Language } from '@switchyard/common';
+import { type Clock, type DisplayResult, displayResult, type Language } from '@switchyard/common';
 import type { CellDone } from '../runner/runner-connection';
 import { RunnerRefusedError } from '../runner/runner-connection';
 import { CAP_SLACK_BYTES } from '../runner/supervised-run';
@@ -30,6 +30,8 @@ export interface SessionKernelsOptions {
   interruptGraceMs: number;
   /** Past timeout + grace + this, a runner that has not answered is taken for hung and its box discarded. */
   runnerGraceMs: number;
+  /** A cell's rich results inlined at most (per result, per cell); the kernel writes the rest to workspace files. */
+  results: { maxBytes: number; cellMaxBytes: number };
 }
 
 /**
@@ -238,6 +240,7 @@ export class SessionKernels {
         escalation = setTimeout(() => void connection.kernelStop(kernel.id).catch(() => undefined), grace);
       },
     });
+    const results: DisplayResult[] = [];
     const { done } = connection.cell(
       {
         kernel: kernel.id,
@@ -247,8 +250,13 @@ export class SessionKernels {
         graceMs: grace,
         capBytes: job.output.maxBytes + CAP_SLACK_BYTES,
         capLines: job.output.maxLines,
+        results: this.options.results,
       },
       (fd, data) => supervisor.push(fd === 2 ? 'stderr' : 'stdout', data),
+      (result) => {
+        const shown = displayResult(result);
+        if (shown) results.push(shown);
+      },
     );
     supervisor.watch({ signal });
     let hung: NodeJS.Timeout | undefined;
@@ -266,7 +274,7 @@ export class SessionKernels {
             `replaced and the kernel's state is lost (workspace kept)`,
         );
       }
-      return this.toResult(kernel, job, started, outcome, supervisor);
+      return { ...this.toResult(kernel, job, started, outcome, supervisor), results };
     } catch (err) {
       if (err instanceof SandboxInternalError) throw err;
       // The runner went away during the cell: the box is gone and every kernel in it with it.

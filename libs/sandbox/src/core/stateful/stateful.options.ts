@@ -17,6 +17,10 @@ export interface StatefulOptions {
   maxProcessesPerSession?: number;
   /** Output kept per background process. Default 1 MiB. */
   processLogBytes?: number;
+  /** A cell's rich result (a display's MIME bundle) inlined at most; beyond it goes to a workspace file. 1 MiB. */
+  resultMaxBytes?: number;
+  /** All of a cell's rich results inlined at most; beyond it they go to workspace files. Default 4 MiB. */
+  cellResultsMaxBytes?: number;
   /** How refusals name the settings (the engine's env names). */
   settingNames?: { maxProcessesPerSession?: string };
 }
@@ -27,6 +31,8 @@ export interface ResolvedStatefulOptions {
   interruptGraceMs: number;
   maxProcessesPerSession: number;
   processLogBytes: number;
+  resultMaxBytes: number;
+  cellResultsMaxBytes: number;
   settingNames: { maxProcessesPerSession: string };
 }
 
@@ -36,6 +42,9 @@ export const STATEFUL_BOUNDS = {
   interruptGraceMs: { min: 0, max: 60_000 },
   maxProcessesPerSession: { min: 0, max: 1024 },
   processLogBytes: { min: 1024 },
+  // The runner passes on a kernel's line of at most 12 MiB: a result of 8 MiB is 10.7 MiB of base64.
+  resultMaxBytes: { min: 1024, max: 8 * 1024 * 1024 },
+  cellResultsMaxBytes: { min: 1024, max: 64 * 1024 * 1024 },
 } as const satisfies Record<string, Bounds>;
 
 export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefulOptions {
@@ -45,17 +54,26 @@ export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefu
     interruptGraceMs: o.interruptGraceMs ?? 2000,
     maxProcessesPerSession: o.maxProcessesPerSession ?? 8,
     processLogBytes: o.processLogBytes ?? 1024 * 1024,
+    resultMaxBytes: o.resultMaxBytes ?? 1024 * 1024,
+    cellResultsMaxBytes: o.cellResultsMaxBytes ?? 4 * 1024 * 1024,
     settingNames: {
       maxProcessesPerSession: o.settingNames?.maxProcessesPerSession ?? 'stateful.maxProcessesPerSession',
     },
   };
   checkIntegers(
-    (['kernelIdleMs', 'interruptGraceMs', 'maxProcessesPerSession', 'processLogBytes'] as const).map(
-      (name): IntegerOption => {
-        const bounds: Bounds = STATEFUL_BOUNDS[name];
-        return [name, resolved[name], bounds.min, bounds.max];
-      },
-    ),
+    (
+      [
+        'kernelIdleMs',
+        'interruptGraceMs',
+        'maxProcessesPerSession',
+        'processLogBytes',
+        'resultMaxBytes',
+        'cellResultsMaxBytes',
+      ] as const
+    ).map((name): IntegerOption => {
+      const bounds: Bounds = STATEFUL_BOUNDS[name];
+      return [name, resolved[name], bounds.min, bounds.max];
+    }),
     'stateful.',
   );
   if (resolved.runnerDir !== undefined && !path.isAbsolute(resolved.runnerDir)) {

@@ -1,4 +1,4 @@
-import type { Language } from '@switchyard/common';
+import type { DisplayResult, Language } from '@switchyard/common';
 import type { OutputLimits, RoutingDecision, SessionEgressAccess, TierRunResult } from '../sandbox.types';
 import { isStatefulTier, type KernelRef, type StatefulTier } from './kernel-ref';
 
@@ -63,6 +63,8 @@ export interface CellRunResult extends TierRunResult {
   kernel: KernelRef;
   /** repr (python) / util.inspect (node) of the cell's last expression; absent when it has none. */
   result?: string;
+  /** What the cell displayed, in order (python, node; none in bash); absent when the runner answered nothing. */
+  results?: DisplayResult[];
   /** The kernel was killed during the cell (timeout that would not stop, out of memory, exit): its state is gone. */
   stateLost?: boolean;
   /** The cell was stopped by an interrupt request: state kept. */

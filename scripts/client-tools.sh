@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The outside clients the rich-results and Jupyter tests drive the engine with (test/e2e/jupyter-gateway.e2e-spec.ts,
+# test/e2e/rich-results.e2e-spec.ts), from PyPI, in a venv at $SWITCHYARD_RUNTIME_DIR/client-venv (default
+# <repo>/.runtime/client-venv):
+#   - jupyter_server (its gateway kernel manager and client), nbclient, nbformat and jupyter_client: real Jupyter
+#     clients run notebooks and cells against a session's Jupyter endpoint;
+#   - anthropic and openai: their own types (pydantic) check the tool-call answers' image content.
+#
+#   bash scripts/client-tools.sh   # install what is missing (idempotent; quick when all is there)
+#
+# Versions are pinned here, with every package they pull in (CONSTRAINTS), so a new release of a dependency cannot
+# change what CI checks. A venv that already holds the pinned versions is left alone; one that does not is rebuilt.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUNTIME_DIR="${SWITCHYARD_RUNTIME_DIR:-$REPO/.runtime}"
+VENV="$RUNTIME_DIR/client-venv"
+PYTHON="${SWITCHYARD_CLIENT_PYTHON:-python3}"
+
+TOOLS="jupyter_server==2.21.1 nbclient==0.11.0 nbformat==5.11.1 jupyter_client==8.10.0 anthropic==2.14.0 openai==3.57.0"
+
+# `pip freeze` of a venv holding exactly the tools above (Python 3.11).
+CONSTRAINTS="
+annotated-types==0.8.0
+anthropic==2.14.0
+anyio==4.16.0
+argon2-cffi==25.1.0
+argon2-cffi-bindings==26.2.0
+arrow==1.4.0
+attrs==26.1.0
+beautifulsoup4==4.15.0
+bleach==6.4.0
+cffi==2.1.1
+defusedxml==0.7.1
+docstring_parser==0.18.0
+fastjsonschema==2.22.3
+fqdn==1.6.0
+h11==0.16.0
+httpcore2==2.16.2
+httpx2==2.16.2
+idna==3.20
+isoduration==20.11.0
+Jinja2==3.1.6
+jiter==0.19.0
+jsonpointer==3.12
+jsonschema==4.26.0
+jsonschema-specifications==2025.9.1
+jupyter-events==0.12.1
+jupyter_client==8.10.0
+jupyter_core==5.9.1
+jupyter_server==2.21.1
+jupyter_server_terminals==0.5.4
+jupyterlab_pygments==0.3.0
+lark==1.3.1
+MarkupSafe==3.0.4
+mistune==3.4.0
+nbclient==0.11.0
+nbconvert==7.17.2
+nbformat==5.11.1
+openai==3.57.0
+opentelemetry-api==1.45.2
+overrides==7.7.0
+packaging==26.4
+pandocfilters==1.5.1
+platformdirs==4.14.8
+prometheus_client==0.26.0
+ptyprocess==0.7.0
+pycparser==3.12
+pydantic==2.14.4
+pydantic_core==2.50.5
+Pygments==2.21.0
+python-dateutil==4.0.0
+python-json-logger==4.2.0
+PyYAML==6.0.4
+pyzmq==27.3.0
+referencing==0.37.0
+rfc3339-validator==0.1.4
+rfc3986-validator==0.1.1
+rfc3987-syntax==1.1.0
+rpds-py==2026.9.1
+Send2Trash==2.2.0
+six==1.17.0
+sniffio==1.3.1
+soupsieve==4.1.3
+terminado==0.18.1
+tinycss2==1.5.1
+tornado==6.6.1
+traitlets==5.16.1
+truststore==0.10.5
+typing-inspection==0.4.5
+typing_extensions==4.16.0
+tzdata==2026.6
+uri-template==1.3.0
+webcolors==25.10.0
+webencodings==0.6.1
+websocket-client==1.9.2
+"
+
+say() { printf '[client-tools] %s\n' "$*" >&2; }
+die() { printf '[client-tools] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Exit 0 when the venv runs and holds every tool at its pinned version.
+venv_ready() {
+  [[ -x "$VENV/bin/python" ]] || return 1
+  # shellcheck disable=SC2086 # one argument per pinned tool
+  "$VENV/bin/python" - $TOOLS <<'EOF2' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+sys.exit(0 if all(version(n) == v for n, v in (a.split("==") for a in sys.argv[1:])) else 1)
+EOF2
+}
+
+# Debian's python3 makes venvs only with python3-venv (ensurepip): installed here when root (as in system-deps.sh).
+make_venv() {
+  if "$PYTHON" -m venv "$VENV" 2>/dev/null; then
+    return 0
+  fi
+  rm -rf "$VENV"
+  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    say "installing python3-venv"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    "$PYTHON" -m venv "$VENV" && return 0
+  fi
+  die "cannot create a venv with $PYTHON (install python3-venv: sudo apt-get install -y python3-venv)"
+}
+
+if venv_ready; then
+  say "present: $TOOLS"
+else
+  command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (scripts/system-deps.sh test installs python3)"
+  say "installing $TOOLS"
+  rm -rf "$VENV"
+  mkdir -p "$RUNTIME_DIR"
+  make_venv
+  constraints="$(mktemp)"
+  trap 'rm -f "$constraints"' EXIT
+  printf '%s\n' "$CONSTRAINTS" >"$constraints"
+  # shellcheck disable=SC2086 # one argument per pinned tool
+  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    --constraint "$constraints" $TOOLS >&2; then
+    rm -rf "$VENV"
+    die "pip could not install the client tools (see above)"
+  fi
+  venv_ready || die "the venv at $VENV does not hold the pinned versions after installing"
+fi
