@@ -18,3 +18,9 @@ export function duration(ms: number | null | undefined): string {
 export function time(iso: string | null | undefined): string {
   return iso ? new Date(iso).toLocaleTimeString() : '—';
 }
+
+export function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}

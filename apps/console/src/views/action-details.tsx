@@ -2,12 +2,16 @@ import type { Action } from '../../../../packages/client/src/types';
 import { client } from '../api';
 import { duration, time } from '../format';
 import { href } from '../route';
+import { Results } from './results';
 import { RiskBadge, StatusBadge } from './status';
 import { Problem, useLoad } from './use-load';
 
 const ENDED_BADLY = new Set(['failed', 'timed_out', 'denied', 'error', 'interrupted', 'cancelled']);
 
-/** One action opened: its input, output (live while it runs), error, risk reasons and the files it touched. */
+/**
+ * One action opened: its input, output (live while it runs), a code cell's rich results, error, risk reasons and
+ * the files it touched.
+ */
 export function ActionDetails({
   sessionId,
   summary,
@@ -101,6 +105,7 @@ export function ActionDetails({
           {stderr || <span class="muted">(empty)</span>}
         </pre>
       </details>
+      {action.type === 'code' && !running && <Results sessionId={sessionId} output={action.output} />}
       {'files' in action && Array.isArray(action.files) && action.files.length > 0 && (
         <details open>
           <summary>Files touched</summary>

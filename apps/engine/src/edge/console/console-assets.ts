@@ -15,7 +15,10 @@ const ASSETS: Record<string, string> = {
 
 /**
  * The page may load only its own script and stylesheet and talk only to this engine. Inline styles are allowed:
- * Cytoscape.js adds a small stylesheet for its container.
+ * Cytoscape.js adds a small stylesheet for its container. Images may be data: URLs: a code cell's image results
+ * are drawn from them. No frame may load anything (frame-src falls back to 'none'): a cell's HTML result is drawn
+ * in a sandboxed srcdoc frame, which fetches nothing and carries a stricter policy of its own
+ * (apps/console/src/html-frame.ts).
  */
 const CSP = [
   "default-src 'none'",
