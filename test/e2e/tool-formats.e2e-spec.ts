@@ -81,6 +81,36 @@ describe('tools in every model format', () => {
     });
   });
 
+  it('runs an OpenAI Responses function_call item as it comes and answers its function_call_output', async () => {
+    const sid = await engine.createSession();
+    const res = await call(sid, {
+      type: 'function_call',
+      id: 'fc_1',
+      call_id: 'call_r1',
+      name: 'bash',
+      arguments: '{"command":"echo resp"}',
+      status: 'completed',
+    });
+    expect(res.status).toBe(200);
+    const content = '[stdout]\nresp\n\n[exit_code]\n0';
+    expect(res.body).toEqual({
+      tool_use_id: 'call_r1',
+      call_id: 'call_r1',
+      content,
+      is_error: false,
+      item: { type: 'function_call_output', call_id: 'call_r1', output: content },
+    });
+    // Without a call_id there is no call to answer: its id answers, as an error naming call_id.
+    const bare = await call(sid, { type: 'function_call', id: 'fc_2', name: 'bash', arguments: '{}' });
+    expect(bare.body).toMatchObject({ call_id: 'fc_2', is_error: true });
+    expect(bare.body.content).toMatch(/^call_id: /);
+    const neither = await call(sid, [{ type: 'function_call', name: 'bash' }]);
+    expect({ status: neither.status, fields: fieldsOf(neither.body) }).toEqual({
+      status: 400,
+      fields: ['[0].call_id'],
+    });
+  });
+
   it('runs an Anthropic tool_use block as it comes and answers a tool_result block', async () => {
     const sid = await engine.createSession();
     const res = await call(sid, {
@@ -204,11 +234,19 @@ describe('tools in every model format', () => {
     );
     const calls = doc.paths['/v1/sessions/{sessionId}/tool-calls'].post;
     const body = calls.requestBody.content['application/json'].schema;
-    const shapes = body.oneOf[0].anyOf.map((s: { title: string }) => s.title);
+    const [byId, byCallId] = body.oneOf[0].anyOf;
+    const shapes = byId.anyOf.map((s: { title: string }) => s.title);
     expect(shapes).toEqual(['Tool call', 'Anthropic tool_use block', 'OpenAI tool call', 'Any other call']);
-    expect(body.oneOf[0].required).toEqual(['id']);
+    expect(byId.required).toEqual(['id']);
+    expect(byCallId.anyOf.map((s: { title: string }) => s.title)).toEqual([
+      'OpenAI Responses function_call item',
+      'Any other function_call item',
+    ]);
+    expect(byCallId.required).toEqual(['type', 'call_id']);
     const answers = calls.responses['200'].content['application/json'].schema.oneOf[0].oneOf;
     expect(answers[2].properties.message.properties.role.enum).toEqual(['tool']);
+    expect(answers[3].properties.item.properties.type.enum).toEqual(['function_call_output']);
     expect(calls.description).toContain('tool_call_id');
+    expect(calls.description).toContain('function_call_output');
   });
 });

@@ -1,25 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { NotFoundError } from '@switchyard/common';
-import { ToolCallsService, type ToolAnswer } from '../../engine/tools/tool-calls.service';
+import { ToolCallsService, type ToolOutcome } from '../../engine/tools/tool-calls.service';
 import { ToolsService } from '../../engine/tools/tools.service';
 import { SessionsService } from '../../session/sessions/sessions.service';
-import { McpImages } from './mcp-images.service';
-import { imageArtifacts, mcpErrorResult, toMcpResult } from './mcp-tool-result';
+import { mcpErrorResult, toMcpResult } from './mcp-tool-result';
 
 /**
  * The engine's tools in MCP terms: the catalog as `tools/list` answers it, and `tools/call` run through the same
- * `ToolCallsService` as `POST /v1/sessions/:id/tool-calls`, so results, errors and records are the same.
+ * `ToolCallsService` as `POST /v1/sessions/:id/tool-calls`, so results, errors, images and records are the same.
  */
 @Injectable()
 export class McpToolCalls {
   private readonly logger = new Logger('Mcp');
-  private calls = 0;
 
   constructor(
     private readonly tools: ToolsService,
     private readonly toolCalls: ToolCallsService,
-    private readonly images: McpImages,
     private readonly sessions: SessionsService,
   ) {}
 
@@ -40,13 +37,9 @@ export class McpToolCalls {
   }
 
   async call(tenant: string, engineSessionId: string, name: string, input: unknown): Promise<CallToolResult> {
-    let answer: ToolAnswer;
+    let outcome: ToolOutcome;
     try {
-      answer = (await this.toolCalls.run(tenant, engineSessionId, {
-        id: `mcp_${++this.calls}`,
-        name,
-        input,
-      })) as ToolAnswer;
+      outcome = await this.toolCalls.outcome(tenant, engineSessionId, name, input);
     } catch (err) {
       // The engine session ended under the MCP session (expired, deleted through the REST API).
       if (err instanceof NotFoundError) {
@@ -63,11 +56,6 @@ export class McpToolCalls {
       });
       throw err;
     }
-    const browser = this.tools.find(name, tenant)?.kind === 'browser';
-    const images =
-      browser && !answer.is_error
-        ? await this.images.read(tenant, engineSessionId, imageArtifacts(answer.content))
-        : [];
-    return toMcpResult(answer, images, engineSessionId);
+    return toMcpResult(outcome, engineSessionId);
   }
 }

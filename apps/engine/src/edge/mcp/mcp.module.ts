@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { SessionsModule } from '../../session/sessions/sessions.module';
 import { ToolsModule } from '../../engine/tools/tools.module';
 import { McpController } from './mcp.controller';
-import { McpImages } from './mcp-images.service';
 import { McpServerFactory } from './mcp-server.factory';
 import { McpSessions } from './mcp-sessions.service';
 import { McpToolCalls } from './mcp-tool-calls.service';
@@ -11,6 +10,6 @@ import { McpToolCalls } from './mcp-tool-calls.service';
 @Module({
   imports: [SessionsModule, ToolsModule],
   controllers: [McpController],
-  providers: [McpSessions, McpServerFactory, McpToolCalls, McpImages],
+  providers: [McpSessions, McpServerFactory, McpToolCalls],
 })
 export class McpModule {}

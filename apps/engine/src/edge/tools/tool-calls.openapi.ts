@@ -42,6 +42,37 @@ const openAiCall: SchemaObject = {
   },
 };
 
+const callId = {
+  type: 'string',
+  minLength: 1,
+  description: "The model's id of the function call; echoed in the answer and its `function_call_output`.",
+};
+
+const responsesCall: SchemaObject = {
+  title: 'OpenAI Responses function_call item',
+  type: 'object',
+  required: ['type', 'call_id', 'name'],
+  properties: {
+    type: { type: 'string', enum: ['function_call'] },
+    call_id: callId,
+    name: { type: 'string' },
+    arguments: {
+      type: 'string',
+      description: "The tool's fields as a JSON string, as the model wrote it.",
+    },
+    id: { type: 'string', description: 'The item’s own id (`fc_…`), not used.' },
+    status: { type: 'string' },
+  },
+};
+
+const otherResponsesCall: SchemaObject = {
+  title: 'Any other function_call item',
+  type: 'object',
+  description:
+    'A `function_call` item with a `call_id` but otherwise not as above is answered too, `is_error: true` and what ' +
+    'is wrong; a `function_call` item with neither `call_id` nor `id` is a 400.',
+};
+
 const otherCall: SchemaObject = {
   title: 'Any other call',
   type: 'object',
@@ -51,14 +82,25 @@ const otherCall: SchemaObject = {
 };
 
 /**
- * One call: an object with a non-empty string `id` (else 400). The shapes it is read in are listed; anything else
- * about a call is the model's to fix, in its answer, never an HTTP error.
+ * One call: an object with a non-empty string `id` (a Responses API `function_call` item: `call_id`; else 400). The
+ * shapes it is read in are listed; anything else about a call is the model's to fix, in its answer, never an HTTP
+ * error.
  */
 const call: SchemaObject = {
-  type: 'object',
-  required: ['id'],
-  properties: { id },
-  anyOf: [plainCall, anthropicCall, openAiCall, otherCall],
+  anyOf: [
+    {
+      type: 'object',
+      required: ['id'],
+      properties: { id },
+      anyOf: [plainCall, anthropicCall, openAiCall, otherCall],
+    },
+    {
+      type: 'object',
+      required: ['type', 'call_id'],
+      properties: { type: { type: 'string', enum: ['function_call'] }, call_id: callId },
+      anyOf: [responsesCall, otherResponsesCall],
+    },
+  ],
 };
 
 export const TOOL_CALLS_BODY: SchemaObject = {

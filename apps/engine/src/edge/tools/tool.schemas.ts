@@ -45,14 +45,92 @@ const TOOL_LIST_SCHEMA: SchemaObject = object(['tools'], {
   },
 });
 
+/** A wire shape of a model API, passed on as is: closed, which also tells the shapes apart. */
+const closed = (schema: SchemaObject): SchemaObject => ({ ...schema, additionalProperties: false });
+
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
+const TEXT_BLOCK: SchemaObject = closed(
+  object(['type', 'text'], {
+    type: { type: 'string', enum: ['text'] },
+    text: { type: 'string', minLength: 1 },
+  }),
+);
+
+const ANTHROPIC_CONTENT: SchemaObject = {
+  description:
+    'What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a ' +
+    'PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within ' +
+    'SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the ' +
+    'text naming it',
+  oneOf: [
+    { type: 'string' },
+    {
+      type: 'array',
+      minItems: 1,
+      items: {
+        oneOf: [
+          TEXT_BLOCK,
+          closed(
+            object(['type', 'source'], {
+              type: { type: 'string', enum: ['image'] },
+              source: closed(
+                object(['type', 'media_type', 'data'], {
+                  type: { type: 'string', enum: ['base64'] },
+                  media_type: { type: 'string', enum: IMAGE_TYPES },
+                  data: { type: 'string', description: 'The image, base64' },
+                }),
+              ),
+            }),
+          ),
+        ],
+      },
+    },
+  ],
+};
+
 const RESULT = {
   tool_use_id: { type: 'string', description: 'The call’s id' },
-  content: { type: 'string', description: 'What the tool did or why it failed, for the model' },
+  content: ANTHROPIC_CONTENT,
   is_error: { type: 'boolean' },
 };
 
-/** A wire shape of a model API, passed on as is: closed, which also tells the three apart. */
-const closed = (schema: SchemaObject): SchemaObject => ({ ...schema, additionalProperties: false });
+/** The text of an answer that carries no images: an image is a line naming it and where it is. */
+const TEXT_CONTENT: SchemaObject = {
+  type: 'string',
+  description:
+    'What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, ' +
+    'or `output.results[i]` of the action)',
+};
+
+const RESPONSES_OUTPUT: SchemaObject = {
+  description:
+    'The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a ' +
+    '`data:` URL) in order',
+  oneOf: [
+    { type: 'string' },
+    {
+      type: 'array',
+      minItems: 1,
+      items: {
+        oneOf: [
+          closed(
+            object(['type', 'text'], {
+              type: { type: 'string', enum: ['input_text'] },
+              text: { type: 'string', minLength: 1 },
+            }),
+          ),
+          closed(
+            object(['type', 'image_url'], {
+              type: { type: 'string', enum: ['input_image'] },
+              image_url: { type: 'string', pattern: '^data:image/(png|jpeg|gif|webp);base64,' },
+            }),
+          ),
+        ],
+      },
+    },
+  ],
+};
 
 const ANSWER: SchemaObject = {
   oneOf: [
@@ -77,6 +155,7 @@ const ANSWER: SchemaObject = {
           ['tool_use_id', 'tool_call_id', 'content', 'is_error', 'message'],
           {
             ...RESULT,
+            content: TEXT_CONTENT,
             tool_call_id: { type: 'string' },
             message: closed(
               object(['role', 'tool_call_id', 'content'], {
@@ -87,7 +166,29 @@ const ANSWER: SchemaObject = {
             ),
           },
           '`message` is the `role: "tool"` message to append as is to `messages` (OpenAI refuses unknown fields in ' +
-            'a message, so `is_error` stays outside it)',
+            'a message, so `is_error` stays outside it). A Chat Completions tool message takes text only: an image ' +
+            'is a line naming it and where it is',
+        ),
+      ),
+    },
+    {
+      title: 'OpenAI Responses function_call_output (for a function_call item)',
+      ...closed(
+        object(
+          ['tool_use_id', 'call_id', 'content', 'is_error', 'item'],
+          {
+            ...RESULT,
+            content: TEXT_CONTENT,
+            call_id: { type: 'string' },
+            item: closed(
+              object(['type', 'call_id', 'output'], {
+                type: { type: 'string', enum: ['function_call_output'] },
+                call_id: { type: 'string' },
+                output: RESPONSES_OUTPUT,
+              }),
+            ),
+          },
+          '`item` is the `function_call_output` to append as is to the next request’s `input`',
         ),
       ),
     },

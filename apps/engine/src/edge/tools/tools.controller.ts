@@ -77,14 +77,20 @@ export class ToolsController {
   @ApiOperation({
     summary: 'Execute a tool call (or an array of them, in order) and answer in tool-result shape',
     description:
-      'Takes `{id, name, input}`, an Anthropic `tool_use` block `{type: "tool_use", id, name, input}`, or an ' +
-      'OpenAI tool call `{id, type: "function", function: {name, arguments}}` (`arguments` a JSON string or an ' +
-      "object), or an array mixing them. Each answer keeps its call's shape: `{tool_use_id, content, is_error}`; " +
-      'for a `tool_use` block also `type: "tool_result"` (a `tool_result` block as is); for an OpenAI call also ' +
-      '`tool_call_id` and `message: {role: "tool", tool_call_id, content}` (the message to append as is). A field ' +
+      'Takes `{id, name, input}`, an Anthropic `tool_use` block `{type: "tool_use", id, name, input}`, an ' +
+      'OpenAI Chat Completions tool call `{id, type: "function", function: {name, arguments}}` (`arguments` a JSON ' +
+      'string or an object), an OpenAI Responses API `function_call` item `{type: "function_call", call_id, name, ' +
+      "arguments}`, or an array mixing them. Each answer keeps its call's shape: `{tool_use_id, content, is_error}`; " +
+      'for a `tool_use` block also `type: "tool_result"` (a `tool_result` block as is); for a Chat Completions call ' +
+      'also `tool_call_id` and `message: {role: "tool", tool_call_id, content}` (the message to append as is); for a ' +
+      '`function_call` item `call_id` and `item: {type: "function_call_output", call_id, output}` (the item to append ' +
+      'as is). Images (a `read` of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot, each ' +
+      'within SWITCHYARD_TOOL_IMAGE_MAX_BYTES) are attached where the API takes them: `content` becomes a list of ' +
+      'Anthropic `text` and `image` blocks, `output` a list of `input_text` and `input_image` items; a Chat ' +
+      'Completions tool message takes text only, so there an image is a line naming it and where it is. A field ' +
       'sent as `null` counts as absent. A bad call (unknown tool, invalid input or `arguments`, refusal, timeout) ' +
       "is `is_error: true` with a message naming the tool's own field, not an HTTP error; only a call without an " +
-      '`id` is a 400.',
+      '`id` (a `function_call` item: without `call_id` or `id`) is a 400.',
   })
   @ApiBody({ schema: TOOL_CALLS_BODY })
   @ApiOkResponse({ description: 'One answer per call, in its shape', schema: TOOL_CALL_ANSWER })

@@ -1,4 +1,5 @@
-import { answerFor, readToolCall } from './tool-call-formats';
+import { RequestValidationError } from '../../platform/validation/request-validation.error';
+import { callId, readToolCall } from './tool-call-formats';
 
 describe('readToolCall', () => {
   it('reads {id, name, input} and Anthropic tool_use blocks', () => {
@@ -44,6 +45,50 @@ describe('readToolCall', () => {
     });
   });
 
+  it('reads OpenAI Responses API function_call items, answered by their call_id', () => {
+    const item = {
+      type: 'function_call',
+      id: 'fc_1',
+      call_id: 'call_1',
+      name: 'bash',
+      arguments: '{"command":"ls"}',
+      status: 'completed',
+    };
+    expect(callId(item, '')).toBe('call_1');
+    expect(readToolCall(item, 'call_1')).toEqual({
+      id: 'call_1',
+      format: 'responses',
+      name: 'bash',
+      input: { command: 'ls' },
+    });
+    expect(readToolCall({ ...item, arguments: '{' }, 'call_1').invalid).toMatchObject({ field: 'arguments' });
+    // Without a call_id there is no function call to answer: its id answers, and the result says so.
+    const { call_id: _, ...noCallId } = item;
+    expect(callId(noCallId, '')).toBe('fc_1');
+    expect(readToolCall(noCallId, 'fc_1').invalid).toEqual({
+      field: 'call_id',
+      message: 'must be a non-empty string: the function call it answers',
+    });
+  });
+
+  it('takes the id from id (call_id for a function_call item), else refuses the call with a 400 naming it', () => {
+    expect(callId({ id: 'toolu_1', type: 'tool_use' }, '')).toBe('toolu_1');
+    // call_id is the Responses API's: any other call is answered by its id.
+    expect(callId({ id: 'x', call_id: 'y', type: 'function' }, '')).toBe('x');
+    const refused = (call: unknown, at: string) => {
+      try {
+        callId(call, at);
+      } catch (err) {
+        return (err as RequestValidationError).problems.map((p) => p.field);
+      }
+      return [];
+    };
+    expect(refused({ name: 'bash' }, '')).toEqual(['id']);
+    expect(refused({ id: '' }, '[2]')).toEqual(['[2].id']);
+    expect(refused('call', '')).toEqual(['id']);
+    expect(refused({ type: 'function_call', call_id: '', name: 'bash' }, '[0]')).toEqual(['[0].call_id']);
+  });
+
   it('names `arguments` when they are not a JSON object, never throwing', () => {
     const invalid = (args: unknown) =>
       readToolCall({ id: 'c', type: 'function', function: { name: 'bash', arguments: args } }, 'c').invalid;
@@ -68,42 +113,15 @@ describe('readToolCall', () => {
     });
   });
 
-  it('names `type` when it is neither tool_use nor function, and `function` when it is not an object', () => {
-    expect(readToolCall({ id: 'x', type: 'function_call', name: 'bash' }, 'x').invalid).toEqual({
+  it('names `type` when it is none of the shapes, and `function` when it is not an object', () => {
+    expect(readToolCall({ id: 'x', type: 'tool_call', name: 'bash' }, 'x').invalid).toEqual({
       field: 'type',
-      message: expect.stringContaining('got "function_call"'),
+      message: expect.stringContaining('got "tool_call"'),
     });
     expect(readToolCall({ id: 'x', type: 7, name: 'bash' }, 'x').invalid?.message).toContain('got a number');
     expect(readToolCall({ id: 'x', type: 'function', function: 'bash' }, 'x')).toMatchObject({
       format: 'openai',
       invalid: { field: 'function', message: 'must be an object {name, arguments}, not a string' },
-    });
-  });
-});
-
-describe('answerFor', () => {
-  const result = { content: '[stdout]\nhi\n\n[exit_code]\n0', is_error: false };
-
-  it('answers a plain call as before: {tool_use_id, content, is_error}', () => {
-    expect(answerFor({ id: 't1', format: 'plain' }, result)).toEqual({ tool_use_id: 't1', ...result });
-  });
-
-  it('answers a tool_use block with a tool_result block', () => {
-    expect(answerFor({ id: 't1', format: 'anthropic' }, result)).toEqual({
-      type: 'tool_result',
-      tool_use_id: 't1',
-      ...result,
-    });
-  });
-
-  it("answers an OpenAI call with tool_call_id and the role: tool message, holding nothing OpenAI's API refuses", () => {
-    const answer = answerFor({ id: 'call_9', format: 'openai' }, { content: 'boom', is_error: true });
-    expect(answer).toEqual({
-      tool_use_id: 'call_9',
-      tool_call_id: 'call_9',
-      content: 'boom',
-      is_error: true,
-      message: { role: 'tool', tool_call_id: 'call_9', content: 'boom' },
     });
   });
 });

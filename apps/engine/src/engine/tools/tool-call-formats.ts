@@ -6,15 +6,17 @@ import {
   MAX_JSON_VALUES,
   MAX_OBJECT_KEYS,
 } from '../../platform/validation/json-input';
+import { RequestValidationError } from '../../platform/validation/request-validation.error';
 
 /**
  * The wire shape a call came in, which its answer keeps: `plain` `{id, name, input}`, Anthropic's `tool_use` block
- * `{type: "tool_use", id, name, input}`, or an OpenAI tool call `{id, type: "function", function: {name, arguments}}`.
+ * `{type: "tool_use", id, name, input}`, an OpenAI Chat Completions tool call `{id, type: "function", function: {name,
+ * arguments}}`, or an OpenAI Responses API `function_call` item `{type: "function_call", call_id, name, arguments}`.
  */
-export type ToolCallFormat = 'plain' | 'anthropic' | 'openai';
+export type ToolCallFormat = 'plain' | 'anthropic' | 'openai' | 'responses';
 
 /** A call's own fields that can be wrong before any tool reads it. */
-export type CallField = 'type' | 'function' | 'arguments';
+export type CallField = 'type' | 'function' | 'arguments' | 'call_id';
 
 /** A call read from its wire shape. */
 export interface ToolCall {
@@ -27,26 +29,6 @@ export interface ToolCall {
   /** What is wrong with the call's own fields, if anything: the answer is then an `is_error` result naming it. */
   invalid?: { field: CallField; message: string };
 }
-
-/** The `tool_result` a plain `{id, name, input}` call gets (the answer's original shape). */
-export interface ToolResult {
-  tool_use_id: string;
-  content: string;
-  is_error: boolean;
-}
-
-/** Anthropic: a `tool_result` content block, to put as is in the next user message. */
-export interface AnthropicToolResult extends ToolResult {
-  type: 'tool_result';
-}
-
-/** OpenAI: the result with the call's id under both names, and `message`, to append as is to `messages`. */
-export interface OpenAiToolResult extends ToolResult {
-  tool_call_id: string;
-  message: { role: 'tool'; tool_call_id: string; content: string };
-}
-
-export type ToolAnswer = ToolResult | AnthropicToolResult | OpenAiToolResult;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -88,6 +70,15 @@ function readArguments(args: unknown): Pick<ToolCall, 'input' | 'invalid'> {
 /** Reads a call in any of the accepted shapes; `id` has been checked by the caller. */
 export function readToolCall(raw: Record<string, unknown>, id: string): ToolCall {
   const { type } = raw;
+  if (type === 'function_call') {
+    const call: ToolCall = { id, format: 'responses', name: raw.name, ...readArguments(raw.arguments) };
+    return isId(raw.call_id)
+      ? call
+      : {
+          ...call,
+          invalid: { field: 'call_id', message: 'must be a non-empty string: the function call it answers' },
+        };
+  }
   // A client that drops OpenAI's `type` still sends `function` and no `name`.
   const openai = type === 'function' || (type === undefined && raw.name === undefined && 'function' in raw);
   if (openai) {
@@ -111,30 +102,35 @@ export function readToolCall(raw: Record<string, unknown>, id: string): ToolCall
     invalid: {
       field: 'type',
       message:
-        `must be "tool_use" (an Anthropic tool_use block) or "function" (an OpenAI tool call), or absent ` +
+        `must be "tool_use" (an Anthropic tool_use block), "function" (an OpenAI tool call) or "function_call" ` +
+        `(an OpenAI Responses API function_call item), or absent ` +
         `({id, name, input}); got ${typeof type === 'string' ? JSON.stringify(type.slice(0, 64)) : kindOf(type)}`,
     },
   };
 }
 
-/** The result in the shape of the call's API. */
-export function answerFor(
-  call: Pick<ToolCall, 'id' | 'format'>,
-  result: Omit<ToolResult, 'tool_use_id'>,
-): ToolAnswer {
-  const { content, is_error } = result;
-  switch (call.format) {
-    case 'plain':
-      return { tool_use_id: call.id, content, is_error };
-    case 'anthropic':
-      return { type: 'tool_result', tool_use_id: call.id, content, is_error };
-    case 'openai':
-      return {
-        tool_use_id: call.id,
-        tool_call_id: call.id,
-        content,
-        is_error,
-        message: { role: 'tool', tool_call_id: call.id, content },
-      };
-  }
+/**
+ * The call's id, or a 400: without one there is nothing to answer a model with. A Responses API `function_call` item
+ * is answered by its `call_id` (its `id` is the item's own; without a `call_id` it is the id, and the answer says the
+ * `call_id` is missing); any other call by its `id`.
+ */
+export function callId(call: unknown, at: string): string {
+  if (!isObject(call)) throw missingId(at, 'id');
+  if (call.type === 'function_call' && isId(call.call_id)) return call.call_id;
+  if (isId(call.id)) return call.id;
+  throw missingId(at, call.type === 'function_call' ? 'call_id' : 'id');
+}
+
+const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+
+function missingId(at: string, field: 'id' | 'call_id'): RequestValidationError {
+  return new RequestValidationError([
+    {
+      field: `${at ? `${at}.` : ''}${field}`,
+      message:
+        field === 'call_id'
+          ? 'a function_call item needs a non-empty string call_id'
+          : 'each tool call needs a non-empty string id (the tool_use or tool_call id)',
+    },
+  ]);
 }

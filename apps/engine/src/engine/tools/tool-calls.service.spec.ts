@@ -8,9 +8,11 @@ import type { EngineConfig } from '../../platform/config/engine-config';
 import { RequestValidationError } from '../../platform/validation/request-validation.error';
 import type { Session } from '../../state/sessions/session.model';
 import type { SessionsService } from '../../session/sessions/sessions.service';
+import type { SessionWorkspaces } from '../../session/workspaces/session-workspaces';
 import { policyServiceForTests } from '../../gates/policies/policy.testing';
 import { skillsForTests } from '../skills/skill-registry.testing';
 import { ToolCallsService } from './tool-calls.service';
+import { ToolResultContent } from './tool-result-content.service';
 import { ToolsService } from './tools.service';
 
 /** The required fields of every tool, with values its validation accepts; a new tool fails the test until added. */
@@ -89,11 +91,11 @@ const succeeded = (request: ActionRequest): ActionResult => ({
 });
 
 function setup(): { service: ToolCallsService; engine: RecordingEngine; tools: ToolsService } {
-  const tools = new ToolsService(
-    { tools: {}, sandbox: { maxTimeoutMs: 300_000 } } as unknown as EngineConfig,
-    policyServiceForTests(),
-    skillsForTests(),
-  );
+  const config = {
+    tools: { imageMaxBytes: 1000 },
+    sandbox: { maxTimeoutMs: 300_000 },
+  } as unknown as EngineConfig;
+  const tools = new ToolsService(config, policyServiceForTests(), skillsForTests());
   const engine = new RecordingEngine();
   const sessions = {
     get: (tenant: string, id: string) => {
@@ -102,7 +104,13 @@ function setup(): { service: ToolCallsService; engine: RecordingEngine; tools: T
     },
   } as unknown as SessionsService;
   return {
-    service: new ToolCallsService(tools, engine as unknown as ExecutionEngine, sessions),
+    service: new ToolCallsService(
+      tools,
+      engine as unknown as ExecutionEngine,
+      sessions,
+      // No file is read here: the answers carry no image files.
+      new ToolResultContent(config, {} as SessionWorkspaces),
+    ),
     engine,
     tools,
   };
@@ -327,14 +335,31 @@ describe('ToolCallsService', () => {
         openAi('call_1', 'bash', { command: 'one' }),
         { type: 'tool_use', id: 'toolu_2', name: 'bash', input: { command: 'two' } },
         { id: 'plain_3', name: 'bash', input: { command: 'three' } },
-        { id: 'bad_4', type: 'function_call', name: 'bash' },
+        {
+          type: 'function_call',
+          id: 'fc_4',
+          call_id: 'call_4',
+          name: 'bash',
+          arguments: '{"command":"four"}',
+        },
+        { id: 'bad_5', type: 'tool_call', name: 'bash' },
       ])) as unknown as Array<Record<string, unknown>>;
-      expect(engine.requests.map((r) => (r as { code: string }).code)).toEqual(['one', 'two', 'three']);
-      expect(answers.map((a) => a.tool_use_id)).toEqual(['call_1', 'toolu_2', 'plain_3', 'bad_4']);
+      expect(engine.requests.map((r) => (r as { code: string }).code)).toEqual([
+        'one',
+        'two',
+        'three',
+        'four',
+      ]);
+      expect(answers.map((a) => a.tool_use_id)).toEqual(['call_1', 'toolu_2', 'plain_3', 'call_4', 'bad_5']);
       expect(answers[0].message).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
       expect(answers[1].type).toBe('tool_result');
       expect(Object.keys(answers[2])).toEqual(['tool_use_id', 'content', 'is_error']);
-      expect(answers[3]).toMatchObject({
+      expect(answers[3].item).toEqual({
+        type: 'function_call_output',
+        call_id: 'call_4',
+        output: '[stdout]\nhi\n\n[exit_code]\n0',
+      });
+      expect(answers[4]).toMatchObject({
         is_error: true,
         content: expect.stringMatching(/^type: must be "tool_use"/),
       });
@@ -350,6 +375,42 @@ describe('ToolCallsService', () => {
       expect(engine.requests).toEqual([{ type: 'process', op: 'start', command: 'cat', env: { A: '1' } }]);
     });
 
+    it('answers a read of a PNG as an image where the API takes one, else a line naming it', async () => {
+      const { service, engine } = setup();
+      const png = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.alloc(24)]).toString(
+        'base64',
+      );
+      engine.answer = (request) => ({
+        result: {
+          ...succeeded(request),
+          output: { path: 'p.png', encoding: 'base64', content: png, size: 32, truncated: false },
+        },
+      });
+      const input = { path: 'p.png' };
+      const [plain, anthropic, chat, responses] = (await service.run('default', session.id, [
+        { id: 'a', name: 'read', input },
+        { type: 'tool_use', id: 'b', name: 'read', input },
+        openAi('c', 'read', input),
+        { type: 'function_call', call_id: 'd', name: 'read', arguments: JSON.stringify(input) },
+      ])) as unknown as Array<Record<string, any>>;
+      const blocks = [
+        { type: 'text', text: '[image]\np.png: image/png, 32 B' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+      ];
+      expect(plain.content).toEqual(blocks);
+      expect(anthropic).toEqual({ type: 'tool_result', tool_use_id: 'b', content: blocks, is_error: false });
+      expect(chat.message.content).toBe(
+        '[image]\np.png: image/png, 32 B; not shown (this tool result takes text only): it is the workspace file p.png',
+      );
+      expect(responses.item.output).toEqual([
+        { type: 'input_text', text: '[image]\np.png: image/png, 32 B' },
+        { type: 'input_image', image_url: `data:image/png;base64,${png}` },
+      ]);
+      // MCP's way in: the outcome itself.
+      const outcome = await service.outcome('default', session.id, 'read', input);
+      expect(outcome.parts).toEqual([expect.objectContaining({ type: 'image', data: png })]);
+    });
+
     it('answers any call with an id, whatever its shape and content, with a result; never throws', async () => {
       const { service, tools } = setup();
       const name = fc.oneof(fc.constantFrom(...tools.names()), fc.jsonValue({ maxDepth: 1 }));
@@ -363,13 +424,17 @@ describe('ToolCallsService', () => {
         fc.string(),
       );
       const type = fc.option(
-        fc.oneof(fc.constantFrom('tool_use', 'function'), fc.jsonValue({ maxDepth: 1 })),
+        fc.oneof(fc.constantFrom('tool_use', 'function', 'function_call'), fc.jsonValue({ maxDepth: 1 })),
         {
           nil: undefined,
         },
       );
       const call = fc.oneof(
         fc.record({ id: fc.constant('c'), type, name, input }, { requiredKeys: ['id'] }),
+        fc.record(
+          { id: fc.constant('c'), call_id: fc.jsonValue({ maxDepth: 0 }), type, name, arguments: args },
+          { requiredKeys: ['id'] },
+        ),
         fc.record(
           {
             id: fc.constant('c'),

@@ -1,25 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import { type ActionResult, type ActionType, SwitchyardError } from '@switchyard/common';
+import { type ActionResult, SwitchyardError } from '@switchyard/common';
 import { parseActionRequest } from '../actions/dto/action-body';
 import { ExecutionEngine } from '../actions/execution-engine.service';
 import type { ApprovalRequest } from '@switchyard/context-graph';
 import { RequestValidationError } from '../../platform/validation/request-validation.error';
 import type { Session } from '../../state/sessions/session.model';
 import { SessionsService } from '../../session/sessions/sessions.service';
-import {
-  answerFor,
-  readToolCall,
-  type ToolAnswer,
-  type ToolCall,
-  type ToolResult,
-} from './tool-call-formats';
+import { answerFor, type ToolAnswer } from './tool-answers';
+import { callId, readToolCall, type ToolCall } from './tool-call-formats';
 import { readToolInput } from './tool-input';
 import { toolProblem } from './tool-input-errors';
+import { textOutcome, type ToolOutcome } from './tool-outcome';
+import { ToolResultContent } from './tool-result-content.service';
 import { ToolsService } from './tools.service';
 
-export type { ToolAnswer, ToolResult } from './tool-call-formats';
+export type { ToolAnswer, ToolResult } from './tool-answers';
+export type { ToolOutcome } from './tool-outcome';
 
-const TRUNCATED = '...(truncated)';
 /** Errors that refuse a call's input (4xx), as opposed to the engine's state or faults. */
 const INPUT_KINDS: ReadonlySet<string> = new Set(['invalid_input', 'unprocessable', 'payload_too_large']);
 
@@ -34,19 +31,29 @@ export class ToolCallsService {
     private readonly tools: ToolsService,
     private readonly engine: ExecutionEngine,
     private readonly sessions: SessionsService,
+    private readonly content: ToolResultContent,
   ) {}
 
   /** One call or an array of calls run in order. Throws only for an unknown session or a call without an id. */
   async run(tenant: string, sessionId: string, body: unknown): Promise<ToolAnswer | ToolAnswer[]> {
     const session = this.sessions.get(tenant, sessionId);
     if (Array.isArray(body)) {
-      const calls = body.map((c, i) => readToolCall(c as Record<string, unknown>, envelopeId(c, `[${i}]`)));
+      const calls = body.map((c, i) => readToolCall(c as Record<string, unknown>, callId(c, `[${i}]`)));
       const results: ToolAnswer[] = [];
       for (const call of calls) results.push(answerFor(call, await this.one(session, call)));
       return results;
     }
-    const call = readToolCall(body as Record<string, unknown>, envelopeId(body, ''));
+    const call = readToolCall(body as Record<string, unknown>, callId(body, ''));
     return answerFor(call, await this.one(session, call));
+  }
+
+  /**
+   * One call of `name` with `input`, answered as its outcome (text and images, before any API's shape): what MCP
+   * answers. Throws only for an unknown session.
+   */
+  async outcome(tenant: string, sessionId: string, name: unknown, input: unknown): Promise<ToolOutcome> {
+    const session = this.sessions.get(tenant, sessionId);
+    return this.one(session, { id: 'mcp', format: 'plain', name, input });
   }
 
   /**
@@ -75,8 +82,8 @@ export class ToolCallsService {
     return undefined;
   }
 
-  private async one(session: Session, call: ToolCall): Promise<Omit<ToolResult, 'tool_use_id'>> {
-    const error = (content: string): Omit<ToolResult, 'tool_use_id'> => ({ content, is_error: true });
+  private async one(session: Session, call: ToolCall): Promise<ToolOutcome> {
+    const error = (content: string): ToolOutcome => textOutcome(content, true);
     if (call.invalid && call.invalid.field !== 'arguments') {
       return error(`${call.invalid.field}: ${call.invalid.message}`);
     }
@@ -117,81 +124,18 @@ export class ToolCallsService {
       }
       throw err;
     }
-    return toContent(tool.kind, result);
+    return this.content.outcome(tool.kind, result);
   }
 }
 
 /** What a model reads when its call waits for a person: the action, why, until when, and where its result will be. */
-function pending(
-  tool: string,
-  sessionId: string,
-  actionId: string,
-  approval: ApprovalRequest,
-): Omit<ToolResult, 'tool_use_id'> {
+function pending(tool: string, sessionId: string, actionId: string, approval: ApprovalRequest): ToolOutcome {
   const actions = `/v1/sessions/${sessionId}/actions/${actionId}`;
-  return {
-    content:
-      `[pending approval]\n${tool} was not run yet: it waits for a person's approval (action ${actionId}).\n` +
+  return textOutcome(
+    `[pending approval]\n${tool} was not run yet: it waits for a person's approval (action ${actionId}).\n` +
       `${approval.reasons[0]}.\n` +
       `It runs once approved (POST ${actions}/approve) and ends denied if rejected or not decided by ` +
       `${approval.expiresAt}. Its result: GET ${actions}. Carry on with other work, or ask the user to approve it.`,
-    is_error: false,
-  };
-}
-
-/** The call's id, or a 400: without an id there is nothing to answer a model with. */
-function envelopeId(call: unknown, at: string): string {
-  const id = (call as { id?: unknown } | null)?.id;
-  if (
-    typeof call !== 'object' ||
-    call === null ||
-    Array.isArray(call) ||
-    typeof id !== 'string' ||
-    id.length === 0
-  ) {
-    throw new RequestValidationError([
-      {
-        field: `${at ? `${at}.` : ''}id`,
-        message: 'each tool call needs a non-empty string id (the tool_use or tool_call id)',
-      },
-    ]);
-  }
-  return id;
-}
-
-function section(name: string, text: string | undefined, truncated = false): string[] {
-  if (!text && !truncated) return [];
-  return [`[${name}]\n${text ?? ''}${truncated ? TRUNCATED : ''}`];
-}
-
-/** `[stdout]…[stderr]…[exit_code]…` for code, the op's output for files; engine failures lead with `[error]`. */
-export function toContent(kind: ActionType, r: ActionResult): Omit<ToolResult, 'tool_use_id'> {
-  const failed = r.status !== 'succeeded';
-  const parts: string[] = [];
-  if (r.error && r.status !== 'failed') parts.push(`[error]\n${r.status}: ${r.error.message}`);
-  if (kind === 'code') {
-    parts.push(...section('stdout', r.stdout, r.truncated.stdout));
-    parts.push(...section('stderr', r.stderr, r.truncated.stderr));
-    const { result, note } = (r.output ?? {}) as { result?: unknown; note?: unknown };
-    if (typeof result === 'string') parts.push(`[result]\n${result}`);
-    if (typeof note === 'string') parts.push(`[note]\n${note}`);
-    if (r.exitCode !== undefined) parts.push(`[exit_code]\n${r.exitCode}`);
-  } else if (r.error && r.status === 'failed') {
-    parts.push(`[error]\n${r.error.message}`);
-    if (r.output !== undefined) parts.push(JSON.stringify(r.output));
-  } else if (r.output !== undefined) {
-    const out = r.output as { content?: unknown; truncated?: unknown };
-    if (
-      typeof out.content === 'string' &&
-      Object.keys(out).every((k) =>
-        ['content', 'truncated', 'path', 'lines', 'totalLines', 'offset', 'encoding', 'size'].includes(k),
-      )
-    ) {
-      parts.push(`${out.content}${out.truncated === true ? TRUNCATED : ''}`);
-    } else {
-      parts.push(JSON.stringify(r.output));
-    }
-  }
-  for (const hint of r.hints ?? []) parts.push(`[hint]\n${hint}`);
-  return { content: parts.join('\n') || '(no output)', is_error: failed };
+    false,
+  );
 }

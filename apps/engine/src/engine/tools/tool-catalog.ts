@@ -152,7 +152,9 @@ export const BUILTIN_DESCRIPTIONS: Record<string, string> = {
     'Run JavaScript in a persistent Node.js context in the session workspace (a sandbox picked by risk): ' +
     "declarations stay between calls, top-level await works, the final expression's value is returned " +
     '(state: "fresh" for a clean context). Returns stdout, stderr, the result and the exit code.',
-  read: 'Read a text file of the workspace, optionally a range of lines.',
+  read:
+    'Read a file of the workspace: a text file, optionally a range of lines; a PNG, JPEG, GIF or WebP image is ' +
+    'answered as an image.',
   write: 'Write a file in the workspace (overwrite, append, or create only).',
   edit: 'Replace an exact string in a workspace file.',
   ls: 'List a workspace directory.',

@@ -1,6 +1,6 @@
 import { IsIn, IsOptional, IsString, MinLength } from 'class-validator';
 import * as path from 'node:path';
-import { IntVar, ListVar, MiB } from './env-parsing';
+import { BoolVar, IntVar, ListVar, MiB } from './env-parsing';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -11,7 +11,7 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const METRICS_AUTH = ['open', 'api-key'] as const;
 export type MetricsAuth = (typeof METRICS_AUTH)[number];
 
-/** The HTTP server, its tenants (API keys), sessions, logging and tool descriptions. */
+/** The HTTP server, its tenants (API keys), sessions, logging, tool descriptions and tool answers' images. */
 export class HttpEnv {
   /** TCP port the HTTP server listens on. */
   @IntVar(0, 65535)
@@ -78,11 +78,29 @@ export class HttpEnv {
   @IntVar(1024, 1024 * MiB)
   SWITCHYARD_MAX_BODY_BYTES = 8 * MiB;
 
+  /**
+   * Accept a Jupyter kernel's channels WebSocket (`…/jupyter/api/kernels/<id>/channels`) that carries no key, when its
+   * kernel id names a live Jupyter kernel of the session: the id (a random UUID, answered only to a caller with the
+   * session's key) stands for the key. nbclient and papermill through jupyter_server's `GatewayKernelManager` need it
+   * when SWITCHYARD_API_KEYS is set: that client opens the WebSocket without its `auth_token`. `jupyter server
+   * --gateway-url` sends the key and needs nothing. No effect without keys (the API is open).
+   */
+  @BoolVar()
+  SWITCHYARD_JUPYTER_KERNEL_ID_AUTH = false;
+
   /** TOML file with tool descriptions (`[bash] description = "…"`), read on every GET /v1/tools. */
   @IsOptional()
   @IsString()
   @MinLength(1)
   SWITCHYARD_TOOLS_FILE?: string = undefined;
+
+  /**
+   * Largest image (decoded bytes) a tool call or MCP answer attaches as an image: a read of a PNG, JPEG, GIF or WebP
+   * file, a cell's image result, a browser screenshot. A larger one is named with where it is, not attached. The
+   * default's base64 is 5 MiB, Anthropic's limit for one image; 0 attaches none.
+   */
+  @IntVar(0, 64 * MiB)
+  SWITCHYARD_TOOL_IMAGE_MAX_BYTES = 3.75 * MiB;
 }
 
 export interface HttpConfig {
@@ -100,7 +118,9 @@ export interface HttpConfig {
     maxSessions: number;
   };
   http: { maxBodyBytes: number };
-  tools: { descriptionsFile?: string };
+  /** The Jupyter protocol (`/v1/sessions/:id/jupyter`). */
+  jupyter: { kernelIdAuth: boolean };
+  tools: { descriptionsFile?: string; imageMaxBytes: number };
 }
 
 /** Relative paths are taken from `cwd`, the engine's working directory. */
@@ -120,6 +140,10 @@ export function httpConfig(env: HttpEnv, cwd: string): HttpConfig {
       maxSessions: env.SWITCHYARD_MAX_SESSIONS,
     },
     http: { maxBodyBytes: env.SWITCHYARD_MAX_BODY_BYTES },
-    tools: { descriptionsFile: env.SWITCHYARD_TOOLS_FILE && path.resolve(cwd, env.SWITCHYARD_TOOLS_FILE) },
+    jupyter: { kernelIdAuth: env.SWITCHYARD_JUPYTER_KERNEL_ID_AUTH },
+    tools: {
+      descriptionsFile: env.SWITCHYARD_TOOLS_FILE && path.resolve(cwd, env.SWITCHYARD_TOOLS_FILE),
+      imageMaxBytes: env.SWITCHYARD_TOOL_IMAGE_MAX_BYTES,
+    },
   };
 }

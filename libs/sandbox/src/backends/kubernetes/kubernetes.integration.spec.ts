@@ -277,6 +277,25 @@ describe('Kubernetes tiers on a real cluster', () => {
     await cell('x = 41');
     expect((await pooled.run(job(S, 'bash', 'cat kept.txt'))).stdout).toBe('hello\n');
     expect((await cell('x + 1')).result).toBe('42');
+    // Rich results come back from the pod's kernel as from any other: in order, the final value marked.
+    const shown: Array<Record<string, unknown>> = [];
+    await box.connection.cell(
+      {
+        kernel: 'krn_k8s',
+        code: "display('<b>k8s</b>', raw=False)\nx",
+        env: {},
+        timeoutMs: 5000,
+        graceMs: 1000,
+        capBytes: 4096,
+        capLines: 100,
+      },
+      () => undefined,
+      (result) => shown.push(result),
+    ).done;
+    expect(shown).toEqual([
+      { data: { 'text/plain': "'<b>k8s</b>'" } },
+      { data: { 'text/plain': '41' }, isMainResult: true },
+    ]);
     kernelBox = box;
   });
 

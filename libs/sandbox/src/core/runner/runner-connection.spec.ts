@@ -133,7 +133,7 @@ describe('RunnerConnection', () => {
 
     const endless = wire();
     const waiting = endless.connection.ping(1000);
-    endless.fromRunner.write(Buffer.alloc(2 * 1024 * 1024, 0x61));
+    endless.fromRunner.write(Buffer.alloc(13 * 1024 * 1024, 0x61)); // past the 12 MiB a rich result may take
     await expect(waiting).rejects.toThrow('over');
   });
 });
@@ -214,6 +214,28 @@ describe('RunnerConnection, kernels and processes (protocol 3)', () => {
     w.reply({ ...CELL_DONE, ev: 'cell_done', id });
     await expect(done).resolves.toMatchObject({ count: 3, ok: true, result: '42', oomKilled: null });
     expect(chunks).toEqual([[1, '1\n', id]]);
+  });
+
+  it('hands a cell’s rich results to onDisplay in order, and passes its caps on', async () => {
+    const w = wire();
+    const shown: Array<Record<string, unknown>> = [];
+    const results = { maxBytes: 2048, cellMaxBytes: 4096 };
+    const { id, done } = w.connection.cell(
+      { kernel: 'krn_1', code: 'x', env: {}, timeoutMs: 1000, graceMs: 1, capBytes: 1, capLines: 1, results },
+      () => undefined,
+      (result) => shown.push(result),
+    );
+    await w.settle();
+    expect(w.sent[0]).toMatchObject({ op: 'cell', id, results });
+    w.reply({ ev: 'display', id, result: { data: { 'text/html': '<b>1</b>', 'text/plain': '1' } } });
+    w.reply({ ev: 'display', id, result: 'not a bundle' });
+    w.reply({ ev: 'display', id, result: { data: { 'text/plain': '2' }, isMainResult: true } });
+    w.reply({ ...CELL_DONE, ev: 'cell_done', id });
+    await done;
+    expect(shown).toEqual([
+      { data: { 'text/html': '<b>1</b>', 'text/plain': '1' } },
+      { data: { 'text/plain': '2' }, isMainResult: true },
+    ]);
   });
 
   it('reports a refused cell with the runner’s code', async () => {
