@@ -40,8 +40,11 @@
  *    fresh runs beside a session's servers when there is no pooled tier) vs a fresh sandbox, in the same run
  *    (`bench/box-runs.ts`). Target: <= 1.10x.
  *
+ * 15. rich: a df.describe() cell and a matplotlib cell through the REST API and through the Jupyter protocol vs a raw
+ *    Jupyter kernel, samples interleaved (`bench/rich-results.ts`). Targets: REST <= 1.2x, gateway <= 1.3x at p50.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -61,6 +64,7 @@ import { benchContainers } from './containers';
 import { benchGraph } from './graph';
 import { benchImageRoot } from './image-root';
 import { benchKernels } from './kernels';
+import { benchRichResults } from './rich-results';
 import { benchKubernetes } from './kubernetes';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
@@ -144,6 +148,7 @@ async function main(): Promise<void> {
   if (wanted('replicas')) await benchReplicas({ runs: RUNS });
   if (wanted('rootfs')) await benchImageRoot({ runs: RUNS });
   if (wanted('boxruns')) await benchBoxRuns({ runs: RUNS });
+  if (wanted('rich')) await benchRichResults({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -338,6 +338,9 @@ describe('boot configuration (the built engine as a real process)', () => {
         tier: 'subprocess',
       });
       const kernel = `${s}/kernels/${(cell.body as { output: { kernel: { id: string } } }).output.kernel.id}`;
+      // A Jupyter kernel of node, which no other row uses: deleting it stops no kernel the rows need.
+      const jupyterStarted = await send('POST', `${s}/jupyter/api/kernels`, { name: 'javascript' });
+      const jupyterKernel = `${s}/jupyter/api/kernels/${idOf(jupyterStarted)}`;
       const start = (name: string, command: string): Promise<Answer> =>
         act({ type: 'process', op: 'start', command, name, tier: 'subprocess' });
       await start('echo', 'cat');
@@ -417,6 +420,8 @@ describe('boot configuration (the built engine as a real process)', () => {
       const ACTION = `${ACTIONS}/{actionId}`;
       const CHECKPOINT = `${SESSION}/checkpoints/{checkpointId}`;
       const KERNEL = `${SESSION}/kernels/{kernelId}`;
+      const JUPYTER = `${SESSION}/jupyter/api`;
+      const JUPYTER_KERNEL = `${JUPYTER}/kernels/{kernelId}`;
       const PLANS = `${SESSION}/plans`;
       const PLAN = `${PLANS}/{planId}`;
       const table: Row[] = [
@@ -503,6 +508,34 @@ describe('boot configuration (the built engine as a real process)', () => {
           200,
         ],
         ['unknown kernel', 'GET', KERNEL, get(`${s}/kernels/krn_000000000000000000000000`), 404],
+        // The Jupyter protocol's REST half (docs/jupyter.md).
+        ['jupyter kernelspecs', 'GET', `${JUPYTER}/kernelspecs`, get(`${s}/jupyter/api/kernelspecs`), 200],
+        [
+          'jupyter kernelspec',
+          'GET',
+          `${JUPYTER}/kernelspecs/{name}`,
+          get(`${s}/jupyter/api/kernelspecs/javascript`),
+          200,
+        ],
+        ['start a jupyter kernel', 'POST', `${JUPYTER}/kernels`, sent(jupyterStarted), 201],
+        ['jupyter kernels', 'GET', `${JUPYTER}/kernels`, get(`${s}/jupyter/api/kernels`), 200],
+        ['jupyter kernel', 'GET', JUPYTER_KERNEL, get(jupyterKernel), 200],
+        [
+          'interrupt a jupyter kernel',
+          'POST',
+          `${JUPYTER_KERNEL}/interrupt`,
+          post(`${jupyterKernel}/interrupt`),
+          204,
+        ],
+        [
+          'restart a jupyter kernel',
+          'POST',
+          `${JUPYTER_KERNEL}/restart`,
+          post(`${jupyterKernel}/restart`),
+          200,
+        ],
+        ['delete a jupyter kernel', 'DELETE', JUPYTER_KERNEL, () => send('DELETE', jupyterKernel), 204],
+        ['deleted jupyter kernel', 'GET', JUPYTER_KERNEL, get(jupyterKernel), 404],
         // Checkpoints, while the kernel and a process keep running (the restore says so).
         ['list checkpoints', 'GET', `${SESSION}/checkpoints`, get(`${s}/checkpoints`), 200],
         ['one checkpoint', 'GET', CHECKPOINT, get(`${s}/checkpoints/${checkpoint.body.id}`), 200],

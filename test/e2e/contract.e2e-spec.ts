@@ -18,9 +18,9 @@
  * Docker is absent.
  *
  * The engine has an API key (Schemathesis sends it, and checks that requests without it are refused). Before the
- * run, a session is given a failed action, checkpoints, a plan waiting for a replan and two kernels, and Schemathesis
- * draws most of its path parameters from their ids, so that operations on them are tested past 404; the DELETE
- * operations get objects of their own. Sessions it creates itself come from POST /v1/sessions, followed by links.
+ * run, a session is given a failed action, checkpoints, a plan waiting for a replan, two kernels and two Jupyter
+ * kernels, and Schemathesis draws most of its path parameters from their ids, so that operations on them are tested
+ * past 404; the DELETE operations get objects of their own. Sessions it creates itself come from POST /v1/sessions, followed by links.
  *
  * SWITCHYARD_CONTRACT_SEED=<n> replays another Schemathesis seed; SWITCHYARD_CONTRACT_OUTPUT_DIR=<dir> keeps the
  * document, the tools' outputs and Schemathesis' reports there.
@@ -170,10 +170,13 @@ interface Fixtures {
   checkpoint: string;
   plan: string;
   kernel: string;
+  /** A Jupyter kernel (a handle onto the session's node kernel, which no other fixture uses). */
+  jupyterKernel: string;
   /** What the DELETE operations get, so that they do not take the objects above away. */
   doomedSessions: string[];
   doomedCheckpoints: string[];
   doomedKernel: string;
+  doomedJupyterKernel: string;
 }
 
 describe('the OpenAPI document, checked by outside tools against the running engine', () => {
@@ -239,6 +242,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
           state: 'session',
         })
       ).output.kernel.id;
+    const jupyterKernel = async (): Promise<string> =>
+      (await api<{ id: string }>('POST', `${s}/jupyter/api/kernels`, { name: 'javascript' })).id;
     const checkpoint = async (label: string): Promise<string> =>
       (await api<{ id: string }>('POST', `${s}/checkpoints`, { label })).id;
     const plan = await api<{ id: string; status: string }>('POST', `${s}/plans`, {
@@ -276,6 +281,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       plan: plan.id,
       kernel: await kernel('python'),
       doomedKernel: await kernel('bash'),
+      jupyterKernel: await jupyterKernel(),
+      doomedJupyterKernel: await jupyterKernel(),
     };
   };
 
@@ -411,6 +418,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       `plans = { values = ${list([fixtures.plan])} }`,
       `kernels = { values = ${list([fixtures.kernel])} }`,
       `doomed-kernels = { values = ${list([fixtures.doomedKernel])} }`,
+      `jupyter-kernels = { values = ${list([fixtures.jupyterKernel])} }`,
+      `doomed-jupyter-kernels = { values = ${list([fixtures.doomedJupyterKernel])} }`,
       // The first entry an operation matches applies. Deletions get objects of their own, always (else
       // Schemathesis also deletes the ones it saw in answers, the fixtures included).
       '[[operations]]',
@@ -422,6 +431,13 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       '[[operations]]',
       'include-operation-id = "KernelsController_remove"',
       `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-kernels', 1)} }`,
+      '[[operations]]',
+      'include-operation-id = "JupyterController_remove"',
+      `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-jupyter-kernels', 1)} }`,
+      // Jupyter kernel ids are UUIDs of their own, not the session kernels' (before the rule below, which matches too).
+      '[[operations]]',
+      `include-path-regex = '/jupyter/api/kernels/\\{kernelId\\}'`,
+      `parameters = { ${nested[0]}, "path.kernelId" = ${bind('jupyter-kernels')} }`,
       // A readiness probe answers 503 by design while a tier is down (here the container and browser tiers
       // are, on purpose): that answer is still checked against the document, but is not a server error. Any
       // other 5xx from it still is.

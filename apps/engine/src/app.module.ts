@@ -33,6 +33,7 @@ import { ApprovalsApiModule } from './edge/approvals/approvals-api.module';
 import { HooksApiModule } from './edge/hooks/hooks-api.module';
 import { PlansApiModule } from './edge/plans/plans-api.module';
 import { KernelsApiModule } from './edge/kernels/kernels-api.module';
+import { JupyterApiModule } from './edge/jupyter/jupyter-api.module';
 import { ToolsApiModule } from './edge/tools/tools-api.module';
 import { PolicyApiModule } from './edge/policies/policies-api.module';
 import { SkillsApiModule } from './edge/skills/skills-api.module';
@@ -149,6 +150,7 @@ export class AppModule {
         ActionsApiModule,
         PlansApiModule,
         KernelsApiModule,
+        JupyterApiModule,
         ToolsApiModule,
         McpModule,
         PolicyApiModule,

@@ -95,8 +95,9 @@ def figure_png(fig):
     return buffer.getvalue()
 
 
-def bundle_of(obj, include=None, exclude=None):
-    """(data, metadata) for an object, as IPython's display formatters would give them; data values still raw."""
+def bundle_of(obj, include=None, exclude=None, text=None):
+    """(data, metadata) for an object, as IPython's display formatters would give them; data values still raw.
+    `text`: its repr when the caller has it already (a DataFrame's takes milliseconds)."""
     data, metadata = {}, {}
     if isinstance(obj, type):
         return {"text/plain": safe_repr(obj)}, {}
@@ -126,7 +127,7 @@ def bundle_of(obj, include=None, exclude=None):
         if isinstance(md, dict):
             metadata[mime] = md
     if "text/plain" not in data:
-        data["text/plain"] = safe_repr(obj)
+        data["text/plain"] = safe_repr(obj) if text is None else text
     keep = [m for m in data if (include is None or m in include) and (exclude is None or m not in exclude)]
     return {m: data[m] for m in keep or ["text/plain"]}, metadata
 
@@ -266,9 +267,9 @@ def display(*objs, include=None, exclude=None, metadata=None, raw=False, **_igno
             close_figure(obj)
 
 
-def main_result(value):
+def main_result(value, text=None):
     """The cell's final expression: its bundle, marked; a figure shown this way is not shown again at cell end."""
-    data, md = bundle_of(value)
+    data, md = bundle_of(value, text=text)
     emit(data, md, main=True)
     if is_figure(value):
         close_figure(value)

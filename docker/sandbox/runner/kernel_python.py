@@ -159,7 +159,7 @@ def run_cell(namespace, count, code, start):
         value = awaited(eval(last, namespace)) if last is not None else None
         result = None if value is None else repr(value)
         if value is not None:
-            shown_as_result(value)
+            shown_as_result(value, result)
         leave_cell()
         return {"ok": True, "result": result, "error": None, "exitCode": 0, "interrupted": False}
     except KeyboardInterrupt as exc:
@@ -200,10 +200,10 @@ def awaited(result):
     return event_loop.run_until_complete(result)
 
 
-def shown_as_result(value):
+def shown_as_result(value, text):
     """The final expression's MIME bundle; a formatter that fails costs the rich result, never the cell."""
     try:
-        kernel_display.main_result(value)
+        kernel_display.main_result(value, text)
     except Exception as exc:  # noqa: BLE001
         print("display: the result could not be formatted: %r" % exc, file=sys.stderr)
 

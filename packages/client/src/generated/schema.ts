@@ -401,6 +401,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sessionId}/jupyter/api/kernelspecs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Kernelspecs: python3, javascript (node) and bash, one per language of the session kernels */
+        get: operations["JupyterController_specs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/jupyter/api/kernelspecs/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One kernelspec */
+        get: operations["JupyterController_spec"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/jupyter/api/kernels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session’s Jupyter kernels */
+        get: operations["JupyterController_list"];
+        put?: never;
+        /**
+         * Start a Jupyter kernel: a handle onto the session kernel of the kernelspec’s language
+         * @description The session kernel itself starts with the first cell (or is the one REST and MCP cells already use: state is shared). Each cell sent on its `channels` WebSocket is a code action with `state: "session"`. 409 `JUPYTER_KERNEL_LIMIT` past 64 Jupyter kernels in the session.
+         */
+        post: operations["JupyterController_start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/jupyter/api/kernels/{kernelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One Jupyter kernel */
+        get: operations["JupyterController_get"];
+        put?: never;
+        post?: never;
+        /** Delete a Jupyter kernel: its session kernel stops (its state is gone) and its WebSockets close */
+        delete: operations["JupyterController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/jupyter/api/kernels/{kernelId}/interrupt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Interrupt the running cell (KeyboardInterrupt); the session kernel keeps its state
+         * @description A cell that has not reached its kernel yet (queued, or awaiting approval) is cancelled.
+         */
+        post: operations["JupyterController_interrupt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/jupyter/api/kernels/{kernelId}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restart: a fresh interpreter for the session kernel of the language (state cleared, for REST too) */
+        post: operations["JupyterController_restart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools": {
         parameters: {
             query?: never;
@@ -432,7 +542,7 @@ export interface paths {
         put?: never;
         /**
          * Execute a tool call (or an array of them, in order) and answer in tool-result shape
-         * @description Takes `{id, name, input}`, an Anthropic `tool_use` block `{type: "tool_use", id, name, input}`, or an OpenAI tool call `{id, type: "function", function: {name, arguments}}` (`arguments` a JSON string or an object), or an array mixing them. Each answer keeps its call's shape: `{tool_use_id, content, is_error}`; for a `tool_use` block also `type: "tool_result"` (a `tool_result` block as is); for an OpenAI call also `tool_call_id` and `message: {role: "tool", tool_call_id, content}` (the message to append as is). A field sent as `null` counts as absent. A bad call (unknown tool, invalid input or `arguments`, refusal, timeout) is `is_error: true` with a message naming the tool's own field, not an HTTP error; only a call without an `id` is a 400.
+         * @description Takes `{id, name, input}`, an Anthropic `tool_use` block `{type: "tool_use", id, name, input}`, an OpenAI Chat Completions tool call `{id, type: "function", function: {name, arguments}}` (`arguments` a JSON string or an object), an OpenAI Responses API `function_call` item `{type: "function_call", call_id, name, arguments}`, or an array mixing them. Each answer keeps its call's shape: `{tool_use_id, content, is_error}`; for a `tool_use` block also `type: "tool_result"` (a `tool_result` block as is); for a Chat Completions call also `tool_call_id` and `message: {role: "tool", tool_call_id, content}` (the message to append as is); for a `function_call` item `call_id` and `item: {type: "function_call_output", call_id, output}` (the item to append as is). Images (a `read` of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot, each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES) are attached where the API takes them: `content` becomes a list of Anthropic `text` and `image` blocks, `output` a list of `input_text` and `input_image` items; a Chat Completions tool message takes text only, so there an image is a line naming it and where it is. A field sent as `null` counts as absent. A bad call (unknown tool, invalid input or `arguments`, refusal, timeout) is `is_error: true` with a message naming the tool's own field, not an HTTP error; only a call without an `id` (a `function_call` item: without `call_id` or `id`) is a 400.
          */
         post: operations["ToolsController_call"];
         delete?: never;
@@ -1548,6 +1658,18 @@ export interface components {
             wait?: boolean | null;
             waitTimeoutMs?: number | null;
         };
+        /** @description A Jupyter kernel to start (Jupyter’s `POST /api/kernels` body) */
+        StartKernelDto: {
+            /**
+             * @description Kernelspec name (default `python3`): python3, javascript (node) or bash
+             * @enum {string|null}
+             */
+            name?: "python3" | "javascript" | "bash" | null;
+            /** @description The client’s `KERNEL_*` variables (jupyter_server sends them): accepted and not used. A cell’s environment is the session’s. */
+            env?: {
+                [key: string]: string;
+            } | null;
+        };
         /** @description Why the engine (not the user code) failed the action */
         ActionError: {
             /** @enum {string} */
@@ -1854,11 +1976,13 @@ export interface components {
         };
         /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels, a skill’s returned value. Absent for fresh code actions and most failures. */
         ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"] | components["schemas"]["SkillOutput"];
-        /** @description `code` with `state: "session"`: the kernel that ran the cell and its last expression’s value. A `fresh` code action has no `output`: its answer is `stdout`, `stderr` and `exitCode`. */
+        /** @description `code` with `state: "session"`: the kernel that ran the cell, its last expression’s value and its rich results. A `fresh` code action has no `output`: its answer is `stdout`, `stderr` and `exitCode`. */
         CodeCellOutput: {
             kernel: components["schemas"]["KernelRun"];
             /** @description repr (python) / util.inspect (node) of the cell’s last expression; absent when it has none */
             result?: string;
+            /** @description What the cell displayed, in order, as Jupyter MIME bundles: `display()` calls, matplotlib figures, and the final expression’s value (`isMainResult`). Empty for bash and for cells that showed nothing */
+            results?: components["schemas"]["DisplayResult"][];
             /** @description Why the cell ran in another kernel than the session’s existing one of its language */
             note?: string;
         };
@@ -2759,6 +2883,31 @@ export interface components {
          * @enum {string}
          */
         SessionEventType: "action.started" | "action.output" | "action.completed" | "action.awaiting_approval" | "action.approval" | "plan.started" | "plan.step.started" | "plan.step.completed" | "plan.needs_replan" | "plan.completed" | "kernel.started" | "kernel.ended" | "process.output" | "process.exited" | "checkpoint.created" | "checkpoint.restored" | "checkpoint.deleted" | "events.gap" | "session.ended";
+        /** @description A rich result of a kernel cell: one MIME bundle it displayed (`display()`, a matplotlib figure) or its final value */
+        DisplayResult: {
+            /** @description MIME type → value, as Jupyter carries them: `text/plain` always; text types (`text/html`, `text/markdown`, `text/latex`, `image/svg+xml`) as strings; `image/png`, `image/jpeg` as base64; `application/json` as a JSON value */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description Per MIME type, e.g. `{"image/png": {"width": 640, "height": 480}}` */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The value of the cell’s final expression (Jupyter’s execute_result); the others were displayed
+             * @enum {boolean}
+             */
+            isMainResult?: true;
+            /** @description Entries over `SWITCHYARD_RESULT_MAX_BYTES` (one result) or `SWITCHYARD_CELL_RESULTS_MAX_BYTES` (the cell), written to the workspace instead of inlined; `data["text/plain"]` then says where */
+            files?: {
+                mimeType: string;
+                /** @description Relative to the workspace (`.switchyard/results/…`); null when it could not be written */
+                path: string | null;
+                bytes: number;
+                /** @description Why it could not be written */
+                error?: string;
+            }[];
+        };
         /** @description A live kernel of the session: the interpreter its `state: "session"` code actions of one language run in */
         Kernel: {
             /** @example krn_0123456789abcdef */
@@ -2811,6 +2960,58 @@ export interface components {
                 message: string;
                 /** Format: date-time */
                 at: string;
+            };
+        };
+        /** @description A Jupyter kernel: a handle onto the session kernel of its language (state shared with REST and MCP) */
+        JupyterKernel: {
+            /**
+             * Format: uuid
+             * @description The Jupyter kernel id (a UUID, not the session kernel’s)
+             */
+            id: string;
+            /** @enum {string} */
+            name: "python3" | "javascript" | "bash";
+            /** Format: date-time */
+            last_activity: string;
+            /**
+             * @description busy while it handles a request, or while its session kernel runs a cell from anywhere
+             * @enum {string}
+             */
+            execution_state: "idle" | "busy";
+            /** @description Open `channels` WebSockets */
+            connections: number;
+        };
+        JupyterKernelList: components["schemas"]["JupyterKernel"][];
+        /** @description A kernelspec: one per language of the session kernels */
+        JupyterKernelspec: {
+            /** @enum {string} */
+            name: "python3" | "javascript" | "bash";
+            spec: {
+                /** @description Empty: nothing is launched from it */
+                argv: string[];
+                /** @example Python 3 (Switchyard) */
+                display_name: string;
+                /** @example python */
+                language: string;
+                /** @enum {string} */
+                interrupt_mode: "signal" | "message";
+                env: {
+                    [key: string]: string;
+                };
+                metadata: {
+                    [key: string]: unknown;
+                };
+            };
+            /** @description None (no logos) */
+            resources: {
+                [key: string]: string;
+            };
+        };
+        JupyterKernelspecs: {
+            /** @enum {string} */
+            default: "python3" | "javascript" | "bash";
+            kernelspecs: {
+                [key: string]: components["schemas"]["JupyterKernelspec"];
             };
         };
         /** @description A sandbox template sessions may pick, with its build state */
@@ -4901,6 +5102,447 @@ export interface operations {
             };
         };
     };
+    JupyterController_specs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kernelspecs and the default one */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernelspecs"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_spec: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                name: "python3" | "javascript" | "bash";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The kernelspec */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernelspec"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Jupyter kernels, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernelList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StartKernelDto"];
+            };
+        };
+        responses: {
+            /** @description The new Jupyter kernel */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernel"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                kernelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Jupyter kernel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernel"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                kernelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_interrupt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                kernelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Interrupted (or nothing was running) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    JupyterController_restart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                kernelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Jupyter kernel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JupyterKernel"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     ToolsController_list: {
         parameters: {
             query?: {
@@ -4976,7 +5618,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": ({
+                "application/json": (({
                     /** @description The model's id of the call; echoed in the answer. */
                     id: string;
                 } | {
@@ -5004,6 +5646,22 @@ export interface operations {
                         arguments?: string | Record<string, never>;
                     };
                 } | Record<string, never>) | ({
+                    /** @enum {string} */
+                    type: "function_call";
+                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+                    call_id: string;
+                } | {
+                    /** @enum {string} */
+                    type: "function_call";
+                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+                    call_id: string;
+                    name: string;
+                    /** @description The tool's fields as a JSON string, as the model wrote it. */
+                    arguments?: string;
+                    /** @description The item’s own id (`fc_…`), not used. */
+                    id?: string;
+                    status?: string;
+                } | Record<string, never>)) | (({
                     /** @description The model's id of the call; echoed in the answer. */
                     id: string;
                 } | {
@@ -5030,7 +5688,23 @@ export interface operations {
                         /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
                         arguments?: string | Record<string, never>;
                     };
-                } | Record<string, never>)[];
+                } | Record<string, never>) | ({
+                    /** @enum {string} */
+                    type: "function_call";
+                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+                    call_id: string;
+                } | {
+                    /** @enum {string} */
+                    type: "function_call";
+                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+                    call_id: string;
+                    name: string;
+                    /** @description The tool's fields as a JSON string, as the model wrote it. */
+                    arguments?: string;
+                    /** @description The item’s own id (`fc_…`), not used. */
+                    id?: string;
+                    status?: string;
+                } | Record<string, never>))[];
             };
         };
         responses: {
@@ -5043,21 +5717,51 @@ export interface operations {
                     "application/json": ({
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
-                        content: string;
+                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+                        content: string | ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            source: {
+                                /** @enum {string} */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                                /** @description The image, base64 */
+                                data: string;
+                            };
+                        })[];
                         is_error: boolean;
                     } | {
                         /** @enum {string} */
                         type: "tool_result";
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
-                        content: string;
+                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+                        content: string | ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            source: {
+                                /** @enum {string} */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                                /** @description The image, base64 */
+                                data: string;
+                            };
+                        })[];
                         is_error: boolean;
                     } | {
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
+                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
                         content: string;
                         is_error: boolean;
                         tool_call_id: string;
@@ -5067,24 +5771,76 @@ export interface operations {
                             tool_call_id: string;
                             content: string;
                         };
+                    } | {
+                        /** @description The call’s id */
+                        tool_use_id: string;
+                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
+                        content: string;
+                        is_error: boolean;
+                        call_id: string;
+                        item: {
+                            /** @enum {string} */
+                            type: "function_call_output";
+                            call_id: string;
+                            /** @description The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a `data:` URL) in order */
+                            output: string | ({
+                                /** @enum {string} */
+                                type: "input_text";
+                                text: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "input_image";
+                                image_url: string;
+                            })[];
+                        };
                     }) | ({
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
-                        content: string;
+                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+                        content: string | ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            source: {
+                                /** @enum {string} */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                                /** @description The image, base64 */
+                                data: string;
+                            };
+                        })[];
                         is_error: boolean;
                     } | {
                         /** @enum {string} */
                         type: "tool_result";
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
-                        content: string;
+                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+                        content: string | ({
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            source: {
+                                /** @enum {string} */
+                                type: "base64";
+                                /** @enum {string} */
+                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                                /** @description The image, base64 */
+                                data: string;
+                            };
+                        })[];
                         is_error: boolean;
                     } | {
                         /** @description The call’s id */
                         tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model */
+                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
                         content: string;
                         is_error: boolean;
                         tool_call_id: string;
@@ -5093,6 +5849,28 @@ export interface operations {
                             role: "tool";
                             tool_call_id: string;
                             content: string;
+                        };
+                    } | {
+                        /** @description The call’s id */
+                        tool_use_id: string;
+                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
+                        content: string;
+                        is_error: boolean;
+                        call_id: string;
+                        item: {
+                            /** @enum {string} */
+                            type: "function_call_output";
+                            call_id: string;
+                            /** @description The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a `data:` URL) in order */
+                            output: string | ({
+                                /** @enum {string} */
+                                type: "input_text";
+                                text: string;
+                            } | {
+                                /** @enum {string} */
+                                type: "input_image";
+                                image_url: string;
+                            })[];
                         };
                     })[];
                 };

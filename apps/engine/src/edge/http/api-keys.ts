@@ -67,10 +67,17 @@ export class ApiKeys {
    * the API is open: every request is the open tenant, with an admin's rights (there is no one else to have them).
    */
   principal(req: Request): Principal {
+    return this.principalOf(/^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1]);
+  }
+
+  /**
+   * Who presents `token` (a key taken from a request by the caller's own scheme, e.g. Jupyter's `token KEY`); 401
+   * for a missing (`missing` says how to send one) or unknown token when keys are configured.
+   */
+  principalOf(token: string | undefined, missing = 'missing bearer token'): Principal {
     if (this.open) return { tenant: OPEN_TENANT, admin: true, id: OPEN_TENANT };
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!match) throw new UnauthenticatedException('missing bearer token', BEARER_CHALLENGE);
-    const presented = digest(match[1]);
+    if (token === undefined) throw new UnauthenticatedException(missing, BEARER_CHALLENGE);
+    const presented = digest(token);
     // Compare against every key in constant time so timing does not reveal which prefix matched.
     let found: Key | undefined;
     for (const key of this.keys) {

@@ -43,40 +43,50 @@ function httpBody(status: number, response: string | object): ErrorBody {
   return errorBody(typeof response.code === 'string' ? response.code : fallbackCode, message);
 }
 
+/** How an error is answered over HTTP: its status, its body, and the `WWW-Authenticate` challenge of a 401. */
+export interface ErrorAnswer {
+  status: number;
+  body: ErrorBody;
+  challenge?: string;
+}
+
+const logger = new Logger('HTTP');
+
 /**
  * The one place where errors become HTTP: domain errors by their kind, Nest's own HTTP exceptions by their status,
- * anything else is logged and answered as a bare 500 so internals never leak. Every body is an `ErrorBody`.
+ * anything else is logged and answered as a bare 500 so internals never leak. Every body is an `ErrorBody`. Used by
+ * the filter below, and by what answers outside Nest's routes (a WebSocket upgrade refused).
  */
+export function errorAnswer(exception: unknown): ErrorAnswer {
+  const [status, body] = answer(exception);
+  // A 401 says how to authenticate (RFC 9110): the engine's one scheme is a bearer key.
+  if (status !== 401) return { status, body };
+  const challenge = exception instanceof UnauthenticatedException ? exception.challenge : BEARER_CHALLENGE;
+  return { status, body, challenge };
+}
+
+function answer(exception: unknown): [number, ErrorBody] {
+  if (exception instanceof SwitchyardError) {
+    return [STATUS_BY_KIND[exception.kind], domainBody(exception)];
+  }
+  if (exception instanceof HttpException) {
+    return [exception.getStatus(), httpBody(exception.getStatus(), exception.getResponse())];
+  }
+  logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+  return [500, errorBody('INTERNAL', 'internal error')];
+}
+
+/** Answers every error a route throws (see `errorAnswer`). */
 @Catch()
 export class DomainErrorFilter implements ExceptionFilter {
-  private readonly logger = new Logger('HTTP');
-
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
-    const [status, body] = this.answer(exception);
+    const { status, body, challenge } = errorAnswer(exception);
     if (res.headersSent) return;
     const retryAfter = body.error.details?.retryAfterSeconds;
     if (typeof retryAfter === 'number')
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfter))));
-    // A 401 says how to authenticate (RFC 9110): the engine's one scheme is a bearer key.
-    if (status === 401) {
-      const challenge =
-        exception instanceof UnauthenticatedException ? exception.challenge : BEARER_CHALLENGE;
-      res.setHeader('WWW-Authenticate', challenge);
-    }
+    if (challenge !== undefined) res.setHeader('WWW-Authenticate', challenge);
     res.status(status).json(body);
-  }
-
-  private answer(exception: unknown): [number, ErrorBody] {
-    if (exception instanceof SwitchyardError) {
-      return [STATUS_BY_KIND[exception.kind], domainBody(exception)];
-    }
-    if (exception instanceof HttpException) {
-      return [exception.getStatus(), httpBody(exception.getStatus(), exception.getResponse())];
-    }
-    this.logger.error(
-      exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
-    );
-    return [500, errorBody('INTERNAL', 'internal error')];
   }
 }

@@ -20,8 +20,11 @@ interface BodyParserError extends Error {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Decodes, bounds and parses a JSON body; a problem names the part of the body at fault. */
-function parseBody(raw: Buffer): unknown {
+/**
+ * Decodes, bounds and parses a JSON body (or any JSON the engine is sent, e.g. a WebSocket frame); a problem is a
+ * `JsonInputProblem` naming the part at fault.
+ */
+export function parseJsonBody(raw: Buffer): unknown {
   // An empty body is an empty object, as body-parser had it.
   if (raw.length === 0) return {};
   let text: string;
@@ -119,7 +122,7 @@ export function installJsonBody(app: INestApplication, maxBodyBytes: number): vo
       }
       try {
         (req as RawBodyRequest).rawBody = req.body;
-        req.body = parseBody(req.body);
+        req.body = parseJsonBody(req.body);
       } catch (problem) {
         if (!(problem instanceof JsonInputProblem)) return next(problem);
         refuse(res, 400, problem.code, problem.field, problem.message);

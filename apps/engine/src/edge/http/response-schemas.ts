@@ -7,6 +7,7 @@ import { EVENT_SCHEMAS } from '../events/event.schemas';
 import { GRAPH_SCHEMAS } from '../graph/graph.schemas';
 import { HEALTH_SCHEMAS } from '../health/health.schemas';
 import { HOOK_SCHEMAS } from '../hooks/hook.schemas';
+import { JUPYTER_SCHEMAS } from '../jupyter/jupyter.schemas';
 import { KERNEL_SCHEMAS } from '../kernels/kernel.schemas';
 import { PLAN_SCHEMAS } from '../plans/plan.schemas';
 import { POLICY_SCHEMAS } from '../policies/policy.schemas';
@@ -36,6 +37,7 @@ export const RESPONSE_SCHEMAS = {
   ...CHECKPOINT_SCHEMAS,
   ...EVENT_SCHEMAS,
   ...KERNEL_SCHEMAS,
+  ...JUPYTER_SCHEMAS,
   ...TEMPLATE_SCHEMAS,
   ...TOOL_SCHEMAS,
   ...HEALTH_SCHEMAS,

@@ -1,0 +1,42 @@
+import { IsIn, IsObject, IsOptional } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
+import { RequestValidationError } from '../../../platform/validation/request-validation.error';
+import { validateDto } from '../../../platform/validation/validate-dto';
+import { KERNELSPEC_NAMES, type KernelspecName } from '../jupyter-kernelspecs';
+
+/** Values of `env` a refusal names, at most. */
+const MAX_REPORTED = 10;
+
+/** `POST …/jupyter/api/kernels`: what jupyter_server's gateway client sends to start a kernel. */
+@JSONSchema({ description: 'A Jupyter kernel to start (Jupyter’s `POST /api/kernels` body)' })
+export class StartKernelDto {
+  @IsOptional()
+  @IsIn(KERNELSPEC_NAMES)
+  @JSONSchema({ description: 'Kernelspec name (default `python3`): python3, javascript (node) or bash' })
+  name?: KernelspecName;
+
+  @IsOptional()
+  @IsObject()
+  @JSONSchema({
+    description:
+      'The client’s `KERNEL_*` variables (jupyter_server sends them): accepted and not used. A cell’s environment ' +
+      'is the session’s.',
+    additionalProperties: { type: 'string' },
+  })
+  env?: Record<string, string>;
+}
+
+/** The body validated (400 naming each field at fault; absent is `{}`), `env`'s values strings as its schema says. */
+export function parseStartKernel(body: unknown): StartKernelDto {
+  const dto = validateDto(StartKernelDto, body === undefined ? {} : body);
+  const env = dto.env ?? {};
+  const wrong = Object.keys(env).filter((k) => typeof env[k] !== 'string');
+  if (wrong.length > 0) {
+    // The first few name the problem: thousands of them are not answered with thousands of fields.
+    const fields = wrong
+      .slice(0, MAX_REPORTED)
+      .map((k) => ({ field: `env.${k}`, message: 'must be a string' }));
+    throw new RequestValidationError(fields);
+  }
+  return dto;
+}
