@@ -187,7 +187,12 @@ describe('rich results of kernel cells (output.results)', () => {
     const graph = await engine.request('GET', `/v1/sessions/${sid}/graph`);
     const node = graph.body.nodes.find((n: any) => n.id === r.id);
     expect(node.properties.outputExcerpt).toContain('[displayed image/png');
-    expect(JSON.stringify(graph.body)).toContain('.switchyard/results/');
+    const { path: spilled, bytes } = r.output.results[1].files[0] as { path: string; bytes: number };
+    expect(bytes).toBeGreaterThan(270_000); // 300×300 of noise
+    expect(node.properties.outputExcerpt).toContain(`image/png ${bytes} B in ${spilled}`);
+    // The file the cap sent the chart to is a file the action wrote, in the graph's lineage.
+    const wrote = graph.body.edges.filter((e: any) => e.from === r.id && e.type === 'WROTE');
+    expect(wrote.map((e: any) => e.to)).toContainEqual(expect.stringContaining(spilled));
     await engine.request('DELETE', `/v1/sessions/${sid}`);
   });
 });
