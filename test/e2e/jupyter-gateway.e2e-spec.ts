@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { fieldsOf } from '../support/error-body';
 import { eventually } from '../support/host-probes';
 import {
   JUPYTER_SCRIPTS,
@@ -198,6 +199,46 @@ describe('the Jupyter protocol: any Jupyter client drives a session’s routed, 
     expect(await second.closed).toBe(1001);
     expect((await engine.request('GET', `${base}/kernels/${id}`)).status).toBe(404);
     expect((await engine.request('GET', `${base}/kernels`)).body).toEqual([]);
+  });
+
+  it('gives a kernel’s cells the timeout its KERNEL_SWITCHYARD_TIMEOUT_MS names, and refuses a bad one naming it', async () => {
+    const sid = await engine.createSession();
+    const base = `/v1/sessions/${sid}/jupyter/api`;
+    const bad = await engine.request('POST', `${base}/kernels`, {
+      name: 'python3',
+      env: { KERNEL_SWITCHYARD_TIMEOUT_MS: '2 minutes' },
+    });
+    expect(bad.status).toBe(400);
+    expect(fieldsOf(bad.body)).toEqual(['env.KERNEL_SWITCHYARD_TIMEOUT_MS']);
+    const started = await engine.request('POST', `${base}/kernels`, {
+      name: 'python3',
+      env: { KERNEL_SWITCHYARD_TIMEOUT_MS: '700', KERNEL_USERNAME: 'ignored' },
+    });
+    expect(started.status).toBe(201);
+    const ws = `${engine.baseUrl.replace(/^http/, 'ws')}${base}/kernels/${started.body.id}/channels`;
+    const socket = await channels(ws, { authorization: `token ${KEY}` });
+    socket.send(
+      JSON.stringify({
+        header: { msg_id: 't1', msg_type: 'execute_request', username: 'u', session: 's', version: '5.3' },
+        parent_header: {},
+        metadata: {},
+        content: { code: 'import time\nn = 1\ntime.sleep(5)', silent: false },
+        channel: 'shell',
+      }),
+    );
+    expect(await socket.until((m) => m.msg_type === 'execute_reply')).toBe(true);
+    const reply = socket.received.find((m) => m.msg_type === 'execute_reply');
+    expect(reply.content).toMatchObject({ status: 'error', ename: 'SwitchyardTimeout' });
+    const action = (await engine.request('GET', `/v1/sessions/${sid}/actions`)).body.actions.at(-1);
+    expect(action).toMatchObject({ type: 'code', status: 'timed_out' });
+    // A timeout interrupts the cell and keeps the kernel's state, as for a REST cell.
+    const after = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      state: 'session',
+      code: 'n + 1',
+    });
+    expect(after.output.result).toBe('2');
   });
 
   it('nbclient runs a notebook through GatewayKernelManager: the DataFrame’s HTML, the chart’s PNG, the error cell’s error', async () => {

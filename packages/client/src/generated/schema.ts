@@ -1665,7 +1665,7 @@ export interface components {
              * @enum {string|null}
              */
             name?: "python3" | "javascript" | "bash" | null;
-            /** @description The client’s `KERNEL_*` variables (jupyter_server sends them): accepted and not used. A cell’s environment is the session’s. */
+            /** @description The client’s `KERNEL_*` variables (jupyter_server sends them). `KERNEL_SWITCHYARD_TIMEOUT_MS` (a positive integer) is the kernel’s cells’ timeout, as a code action’s `timeoutMs` (capped by the engine); the others are accepted and not used. A cell’s environment is the session’s. */
             env?: {
                 [key: string]: string;
             } | null;

@@ -62,7 +62,13 @@ export class JupyterCells {
     const relay = new StreamRelay(this.events, session.id, publish, kernel.language === 'python');
     let submitted: SubmittedAction;
     try {
-      const action = parseActionRequest({ type: 'code', language: kernel.language, state: 'session', code });
+      const action = parseActionRequest({
+        type: 'code',
+        language: kernel.language,
+        state: 'session',
+        code,
+        ...(kernel.cellTimeoutMs !== undefined && { timeoutMs: kernel.cellTimeoutMs }),
+      });
       submitted = await this.engine.submit(
         session,
         action,

@@ -41,6 +41,8 @@ export class JupyterKernel {
     readonly sessionId: string,
     readonly tenant: string,
     private readonly now: () => Date,
+    /** The timeout of its cells (`KERNEL_SWITCHYARD_TIMEOUT_MS`); absent: the engine's default. */
+    readonly cellTimeoutMs?: number,
   ) {
     this.lastActivity = now();
   }

@@ -61,7 +61,7 @@ export class JupyterKernels implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A new Jupyter kernel of the session (409 past MAX_JUPYTER_KERNELS). Its session kernel starts with its first cell. */
-  start(session: Session, name: KernelspecName): JupyterKernel {
+  start(session: Session, name: KernelspecName, cellTimeoutMs?: number): JupyterKernel {
     let kernels = this.bySession.get(session.id);
     if (!kernels) this.bySession.set(session.id, (kernels = new Map<string, JupyterKernel>()));
     if (kernels.size >= MAX_JUPYTER_KERNELS) {
@@ -71,8 +71,14 @@ export class JupyterKernels implements OnModuleInit, OnModuleDestroy {
         { limit: MAX_JUPYTER_KERNELS },
       );
     }
-    const kernel = new JupyterKernel(randomUUID(), name, LANGUAGE_OF[name], session.id, session.tenant, () =>
-      this.clock.now(),
+    const kernel = new JupyterKernel(
+      randomUUID(),
+      name,
+      LANGUAGE_OF[name],
+      session.id,
+      session.tenant,
+      () => this.clock.now(),
+      cellTimeoutMs,
     );
     kernels.set(kernel.id, kernel);
     this.logger.debug({ msg: 'jupyter kernel started', sessionId: session.id, kernelId: kernel.id, name });

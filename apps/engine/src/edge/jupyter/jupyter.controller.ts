@@ -118,8 +118,8 @@ export class JupyterController {
     @Body() body: unknown,
   ): JupyterKernelModel {
     const session = this.sessions.get(tenant, sessionId);
-    const { name } = parseStartKernel(body);
-    return this.kernels.model(this.kernels.start(session, name ?? DEFAULT_KERNELSPEC));
+    const { name, cellTimeoutMs } = parseStartKernel(body);
+    return this.kernels.model(this.kernels.start(session, name ?? DEFAULT_KERNELSPEC, cellTimeoutMs));
   }
 
   @Get('kernels/:kernelId')

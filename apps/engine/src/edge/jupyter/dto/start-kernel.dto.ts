@@ -6,6 +6,9 @@ import { KERNELSPEC_NAMES, type KernelspecName } from '../jupyter-kernelspecs';
 
 /** Values of `env` a refusal names, at most. */
 const MAX_REPORTED = 10;
+/** The one `KERNEL_*` variable the engine reads: the timeout of the kernel's cells (jupyter_server forwards it). */
+export const CELL_TIMEOUT_VARIABLE = 'KERNEL_SWITCHYARD_TIMEOUT_MS';
+const MILLISECONDS = /^[1-9][0-9]{0,9}$/;
 
 /** `POST …/jupyter/api/kernels`: what jupyter_server's gateway client sends to start a kernel. */
 @JSONSchema({ description: 'A Jupyter kernel to start (Jupyter’s `POST /api/kernels` body)' })
@@ -19,15 +22,19 @@ export class StartKernelDto {
   @IsObject()
   @JSONSchema({
     description:
-      'The client’s `KERNEL_*` variables (jupyter_server sends them): accepted and not used. A cell’s environment ' +
-      'is the session’s.',
+      'The client’s `KERNEL_*` variables (jupyter_server sends them). `KERNEL_SWITCHYARD_TIMEOUT_MS` (a positive ' +
+      'integer) is the kernel’s cells’ timeout, as a code action’s `timeoutMs` (capped by the engine); the others ' +
+      'are accepted and not used. A cell’s environment is the session’s.',
     additionalProperties: { type: 'string' },
   })
   env?: Record<string, string>;
 }
 
-/** The body validated (400 naming each field at fault; absent is `{}`), `env`'s values strings as its schema says. */
-export function parseStartKernel(body: unknown): StartKernelDto {
+/**
+ * The body validated (400 naming each field at fault; absent is `{}`), `env`'s values strings as its schema says,
+ * and the cells' timeout it asks for.
+ */
+export function parseStartKernel(body: unknown): StartKernelDto & { cellTimeoutMs?: number } {
   const dto = validateDto(StartKernelDto, body === undefined ? {} : body);
   const env = dto.env ?? {};
   const wrong = Object.keys(env).filter((k) => typeof env[k] !== 'string');
@@ -38,5 +45,12 @@ export function parseStartKernel(body: unknown): StartKernelDto {
       .map((k) => ({ field: `env.${k}`, message: 'must be a string' }));
     throw new RequestValidationError(fields);
   }
-  return dto;
+  const timeout = env[CELL_TIMEOUT_VARIABLE];
+  if (timeout === undefined) return dto;
+  if (!MILLISECONDS.test(timeout)) {
+    throw new RequestValidationError([
+      { field: `env.${CELL_TIMEOUT_VARIABLE}`, message: 'must be a positive integer of milliseconds' },
+    ]);
+  }
+  return { ...dto, cellTimeoutMs: Number(timeout) };
 }
