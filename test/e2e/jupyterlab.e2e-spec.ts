@@ -103,6 +103,18 @@ describe('JupyterLab with --gateway-url runs its cells in the session', () => {
       await page.keyboard.press('Shift+Enter');
 
       const output = notebook.locator('.jp-OutputArea-output', { hasText: 'from lab 42' });
+      // On a loaded machine JupyterLab may take the key press before its kernel connection can send: the cell then
+      // stays unrun (`[ ]:`, not `[*]:`). Run it again from its editor, a bounded number of times.
+      const prompt = notebook.locator('.jp-Cell').first().locator('.jp-InputPrompt');
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const shown = await output.waitFor({ timeout: 10_000 }).then(
+          () => true,
+          () => false,
+        );
+        if (shown || (await prompt.innerText()).trim() !== '[ ]:') break;
+        await notebook.locator('.jp-Cell').first().locator('.cm-content').click();
+        await page.keyboard.press('Control+Enter');
+      }
       await output.waitFor({ timeout: 30_000 });
       expect(await output.first().innerText()).toContain('from lab 42');
       await expect(notebook.locator('.jp-Cell').first().locator('.jp-InputPrompt').innerText()).resolves.toBe(
