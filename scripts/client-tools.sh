@@ -129,52 +129,6 @@ webencodings==0.6.1
 websocket-client==1.9.2
 "
 
-say() { printf '[client-tools] %s\n' "$*" >&2; }
-die() { printf '[client-tools] ERROR: %s\n' "$*" >&2; exit 1; }
-
-# Exit 0 when the venv runs and holds every tool at its pinned version.
-venv_ready() {
-  [[ -x "$VENV/bin/python" ]] || return 1
-  # shellcheck disable=SC2086 # one argument per pinned tool
-  "$VENV/bin/python" - $TOOLS <<'EOF2' >/dev/null 2>&1
-import sys
-from importlib.metadata import version
-sys.exit(0 if all(version(n) == v for n, v in (a.split("==") for a in sys.argv[1:])) else 1)
-EOF2
-}
-
-# Debian's python3 makes venvs only with python3-venv (ensurepip): installed here when root (as in system-deps.sh).
-make_venv() {
-  if "$PYTHON" -m venv "$VENV" 2>/dev/null; then
-    return 0
-  fi
-  rm -rf "$VENV"
-  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    say "installing python3-venv"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-    "$PYTHON" -m venv "$VENV" && return 0
-  fi
-  die "cannot create a venv with $PYTHON (install python3-venv: sudo apt-get install -y python3-venv)"
-}
-
-if venv_ready; then
-  say "present: $TOOLS"
-else
-  command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (scripts/system-deps.sh test installs python3)"
-  say "installing $TOOLS"
-  rm -rf "$VENV"
-  mkdir -p "$RUNTIME_DIR"
-  make_venv
-  constraints="$(mktemp)"
-  trap 'rm -f "$constraints"' EXIT
-  printf '%s\n' "$CONSTRAINTS" >"$constraints"
-  # shellcheck disable=SC2086 # one argument per pinned tool
-  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-    --constraint "$constraints" $TOOLS >&2; then
-    rm -rf "$VENV"
-    die "pip could not install the client tools (see above)"
-  fi
-  venv_ready || die "the venv at $VENV does not hold the pinned versions after installing"
-fi
+# shellcheck source=scripts/pinned-venv.sh
+. "$REPO/scripts/pinned-venv.sh"
+pinned_venv client-tools "$VENV" "$PYTHON" "$TOOLS" "$CONSTRAINTS"

@@ -61,54 +61,14 @@ urllib3==2.8.0
 Werkzeug==3.1.9
 "
 
-say() { printf '[contract-tools] %s\n' "$*" >&2; }
-die() { printf '[contract-tools] ERROR: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/pinned-venv.sh
+. "$REPO/scripts/pinned-venv.sh"
+pinned_venv contract-tools "$VENV" "$PYTHON" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION schemathesis==$SCHEMATHESIS_VERSION" "$CONSTRAINTS"
 
-# Exit 0 when the venv runs and holds both tools at the pinned versions.
-venv_ready() {
-  [[ -x "$VENV/bin/python" && -x "$VENV/bin/schemathesis" && -x "$VENV/bin/openapi-spec-validator" ]] || return 1
-  "$VENV/bin/python" - "$OPENAPI_SPEC_VALIDATOR_VERSION" "$SCHEMATHESIS_VERSION" <<'EOF' >/dev/null 2>&1
-import sys
-from importlib.metadata import version
-sys.exit(0 if (version("openapi-spec-validator"), version("schemathesis")) == tuple(sys.argv[1:3]) else 1)
-EOF
+die() {
+  printf '[contract-tools] ERROR: %s\n' "$*" >&2
+  exit 1
 }
-
-# Debian's python3 makes venvs only with python3-venv (ensurepip): installed here when root (as in system-deps.sh).
-make_venv() {
-  if "$PYTHON" -m venv "$VENV" 2>/dev/null; then
-    return 0
-  fi
-  rm -rf "$VENV"
-  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    say "installing python3-venv"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-    "$PYTHON" -m venv "$VENV" && return 0
-  fi
-  die "cannot create a venv with $PYTHON (install python3-venv: sudo apt-get install -y python3-venv)"
-}
-
-if venv_ready; then
-  say "present: openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION, schemathesis $SCHEMATHESIS_VERSION"
-else
-  command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (scripts/system-deps.sh test installs python3)"
-  say "installing openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION, schemathesis $SCHEMATHESIS_VERSION"
-  rm -rf "$VENV"
-  mkdir -p "$RUNTIME_DIR"
-  make_venv
-  constraints="$(mktemp)"
-  trap 'rm -f "$constraints"' EXIT
-  printf '%s\n' "$CONSTRAINTS" >"$constraints"
-  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-    --constraint "$constraints" \
-    "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION" "schemathesis==$SCHEMATHESIS_VERSION" >&2; then
-    rm -rf "$VENV"
-    die "pip could not install the contract tools (see above)"
-  fi
-  venv_ready || die "the venv at $VENV does not hold the pinned versions after installing"
-fi
 
 # Redocly comes with `npm ci`; a checkout whose node_modules predates the devDependency needs `npm install`.
 redocly="$REPO/node_modules/.bin/redocly"
