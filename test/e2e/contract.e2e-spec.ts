@@ -33,12 +33,10 @@ import * as path from 'node:path';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 import { SKILL_SCHEMA_KINDS } from '../support/skill-schema-kinds';
+import { venvBin } from '../support/runtime-dir';
 
 const REPO = path.join(__dirname, '..', '..');
-const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
-  ? path.resolve(process.env.SWITCHYARD_RUNTIME_DIR)
-  : path.join(REPO, '.runtime');
-const VENV_BIN = path.join(RUNTIME_DIR, 'contract-venv', 'bin');
+const VENV_BIN = venvBin('contract-venv');
 const PYTHON = path.join(VENV_BIN, 'python');
 const REDOCLY = path.join(REPO, 'node_modules', '.bin', 'redocly');
 /** The lint rules: Redocly's recommended ones, and those switched off with their reasons. */

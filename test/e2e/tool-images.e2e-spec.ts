@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { ConfigError, loadEngineConfig } from '../../apps/engine/src/platform/config/engine-config';
 import { EngineHarness } from '../support/engine-harness';
+import { venvBin } from '../support/runtime-dir';
 
 /**
  * Images reach models as images (issue 30): a `read` of a PNG, JPEG, GIF or WebP file (told by its bytes) and a
@@ -23,10 +24,7 @@ import { EngineHarness } from '../support/engine-harness';
 jest.setTimeout(240_000);
 
 const REPO = path.join(__dirname, '..', '..');
-const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
-  ? path.resolve(process.env.SWITCHYARD_RUNTIME_DIR)
-  : path.join(REPO, '.runtime');
-const CLIENT_PYTHON = path.join(RUNTIME_DIR, 'client-venv', 'bin', 'python');
+const CLIENT_PYTHON = path.join(venvBin('client-venv'), 'python');
 const TYPES_CHECK = path.join(REPO, 'test', 'support', 'tool_answer_types.py');
 
 /** The image cap of the first engine (64 KiB) and its results' per-result cap (32 KiB: bigger ones go to files). */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import WebSocket from 'ws';
 import { freePort } from './engine-process';
 import { eventually } from './host-probes';
+import { venvBin } from './runtime-dir';
 
 /**
  * The pinned Jupyter clients of the client venv (`bash scripts/client-tools.sh`: jupyter_server, nbclient,
@@ -11,10 +12,7 @@ import { eventually } from './host-probes';
  * with the venv's python, a `jupyter server --gateway-url=…` process, and a WebSocket upgrade's answer.
  */
 const REPO = path.join(__dirname, '..', '..');
-const RUNTIME_DIR = process.env.SWITCHYARD_RUNTIME_DIR
-  ? path.resolve(process.env.SWITCHYARD_RUNTIME_DIR)
-  : path.join(REPO, '.runtime');
-const VENV_BIN = path.join(RUNTIME_DIR, 'client-venv', 'bin');
+const VENV_BIN = venvBin('client-venv');
 const PYTHON = path.join(VENV_BIN, 'python');
 const JUPYTER_SERVER = path.join(VENV_BIN, 'jupyter-server');
 export const JUPYTER_SCRIPTS = path.join(REPO, 'test', 'jupyter');
