@@ -43,8 +43,19 @@
  * 15. rich: a df.describe() cell and a matplotlib cell through the REST API and through the Jupyter protocol vs a raw
  *    Jupyter kernel, samples interleaved (`bench/rich-results.ts`). Targets: REST <= 1.2x, gateway <= 1.3x at p50.
  *
+ * 16. ts-sdk: python print(1) through the TypeScript SDK (`sbx.runCode`, `client.actions.run`, `sbx.commands.run`) vs
+ *    a raw fetch of the same request, samples interleaved (`bench/ts-sdk.ts`). Target: SDK <= 1.1x raw.
+ *
+ * 17. python-sdk: python print(1) as a kernel cell through the Python SDK (`Sandbox.run_code`, `AsyncSandbox.run_code`)
+ *    vs a raw httpx request of the same body from the same Python process, samples interleaved
+ *    (`bench/python-sdk.ts`). Target: SDK <= 1.1x raw.
+ *
+ * 18. files: a 100 MiB and a 1 GiB file up and down through the file transfer API (curl) vs `cp` into the workspace
+ *    image and vs `docker cp` into a running container, MB/s and ratios, and the engine's RSS before, at its peak and
+ *    after (`bench/file-transfer.ts`).
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -61,10 +72,13 @@ import { benchBystander } from './bystander';
 import { benchCheckpoints } from './checkpoints';
 import { benchConsole } from './console';
 import { benchContainers } from './containers';
+import { benchFileTransfer } from './file-transfer';
 import { benchGraph } from './graph';
 import { benchImageRoot } from './image-root';
 import { benchKernels } from './kernels';
 import { benchRichResults } from './rich-results';
+import { benchTsSdk } from './ts-sdk';
+import { benchPythonSdk } from './python-sdk';
 import { benchKubernetes } from './kubernetes';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
@@ -149,6 +163,9 @@ async function main(): Promise<void> {
   if (wanted('rootfs')) await benchImageRoot({ runs: RUNS });
   if (wanted('boxruns')) await benchBoxRuns({ runs: RUNS });
   if (wanted('rich')) await benchRichResults({ runs: RUNS });
+  if (wanted('ts-sdk')) await benchTsSdk({ runs: RUNS });
+  if (wanted('python-sdk')) await benchPythonSdk({ runs: RUNS });
+  if (wanted('files')) await benchFileTransfer();
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

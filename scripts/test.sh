@@ -75,6 +75,12 @@ bash scripts/contract-tools.sh
 # Real Jupyter clients (jupyter_server's gateway client, nbclient) and the anthropic and openai packages' types, in
 # a venv under .runtime/ (scripts/client-tools.sh: pinned, quick once there).
 bash scripts/client-tools.sh
-step 'contract and client tools'
+# The outside client generators (openapi-python-client, datamodel-code-generator) test/e2e/generated-clients.e2e-spec.ts
+# runs on the engine's document, in a venv under .runtime/ (scripts/generator-tools.sh: pinned, quick once there).
+bash scripts/generator-tools.sh
+# The Python SDK (packages/python): its wheel, a wheelhouse of it and its adapters' dependencies (pinned; the e2e
+# installs it offline into a fresh venv, test/e2e/python-sdk.e2e-spec.ts), and its unit tests.
+bash scripts/python-sdk.sh test -q
+step 'contract, client and generator tools'
 # --expose-gc: the event-loop test collects the test process's own garbage before it measures the engine's loop.
 node --expose-gc node_modules/jest/bin/jest.js --ci --selectProjects unit e2e "$@"

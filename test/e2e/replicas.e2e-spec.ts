@@ -5,9 +5,11 @@
  * from either, and `kill -9` of one under load loses nothing: its running actions end `interrupted`, its sessions
  * go on through the survivor, its pods are deleted.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Readable } from 'node:stream';
 import { Client } from 'pg';
 import { holdTestNeo4j, neo4jTestServer, wipeNeo4j } from '../../libs/context-graph/src/testing';
 import { removeDataDir } from '../support/data-dir';
@@ -226,6 +228,38 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
     // Another tenant sees nothing, on either replica.
     expect((await b.call('GET', `/v1/sessions/${sid}`, undefined, {}, ADMIN)).status).toBe(404);
     expect((await b.call('GET', '/v1/sessions/ses_000000000000000000000000')).status).toBe(404);
+  });
+
+  it('a file streamed to B goes into the workspace A serves, with a length or chunked, and reads back from either', async () => {
+    const sid = await a.session();
+    const bytes = randomBytes(3 * 1024 * 1024 + 17);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const content = (replica: Replica, file: string) =>
+      `${replica.url}/v1/sessions/${sid}/files/content?path=${encodeURIComponent(file)}`;
+    const auth = { authorization: `Bearer ${KEY}` };
+    // With a content-length (a Buffer body), then chunked (a stream of unknown length).
+    const sized = await fetch(content(b, 'up/sized.bin'), { method: 'PUT', headers: auth, body: bytes });
+    expect(sized.status).toBe(200);
+    expect(await sized.json()).toMatchObject({ path: 'up/sized.bin', size: bytes.length, sha256 });
+    const chunked = await fetch(content(b, 'up/chunked.bin'), {
+      method: 'PUT',
+      headers: auth,
+      body: Readable.toWeb(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)])) as ReadableStream,
+      duplex: 'half',
+    });
+    expect(chunked.status).toBe(200);
+    expect(await chunked.json()).toMatchObject({ size: bytes.length, sha256 });
+    for (const replica of [a, b]) {
+      for (const file of ['up/sized.bin', 'up/chunked.bin']) {
+        const down = await fetch(content(replica, file), { headers: auth });
+        expect(down.status).toBe(200);
+        expect(
+          createHash('sha256')
+            .update(Buffer.from(await down.arrayBuffer()))
+            .digest('hex'),
+        ).toBe(sha256);
+      }
+    }
   });
 
   it('a plan started on A is seen over SSE on B, in order; Last-Event-ID resumes on the other replica', async () => {

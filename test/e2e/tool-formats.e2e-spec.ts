@@ -49,6 +49,59 @@ describe('tools in every model format', () => {
     expect(plain.every((t) => t.function.strict === undefined)).toBe(true);
   });
 
+  it('lists flat Responses API function tools, strict unless strict=false, as the Responses API reads them', async () => {
+    const chat: OpenAiTool[] = (await engine.request('GET', '/v1/tools?format=openai&strict=true')).body
+      .tools;
+    const plain: OpenAiTool[] = (await engine.request('GET', '/v1/tools?format=openai')).body.tools;
+    const byDefault = await engine.request('GET', '/v1/tools?format=openai-responses');
+    expect(byDefault.status).toBe(200);
+    // The Chat Completions functions, one level up; strict always said (the Responses API reads none as true).
+    expect(byDefault.body.tools).toEqual(chat.map((t) => ({ type: 'function', ...t.function })));
+    expect((await engine.request('GET', '/v1/tools?format=openai-responses&strict=true')).body).toEqual(
+      byDefault.body,
+    );
+    const loose = (await engine.request('GET', '/v1/tools?format=openai-responses&strict=false')).body.tools;
+    expect(loose).toEqual(plain.map((t) => ({ type: 'function', ...t.function, strict: false })));
+    for (const t of byDefault.body.tools) {
+      expect(Object.keys(t)).toEqual(['type', 'name', 'description', 'parameters', 'strict']);
+      expect({ tool: t.name, strict: t.strict, violations: strictModeViolations(t.parameters) }).toEqual({
+        tool: t.name,
+        strict: true,
+        violations: [],
+      });
+    }
+    const bad = await engine.request('GET', '/v1/tools?format=openai_responses');
+    expect({ status: bad.status, fields: fieldsOf(bad.body) }).toEqual({ status: 400, fields: ['format'] });
+  });
+
+  it('runs the Responses API loop: a listed tool, its function_call item, the function_call_output to send back', async () => {
+    const sid = await engine.createSession();
+    const tools = (await engine.request('GET', `/v1/tools?format=openai-responses&sessionId=${sid}`)).body
+      .tools;
+    const bash = tools.find((t: { name: string }) => t.name === 'bash');
+    // What a strict-mode model writes: every field of the schema, null for those it leaves out.
+    const args = {
+      ...Object.fromEntries(Object.keys(bash.parameters.properties).map((k) => [k, null])),
+      command: 'echo "$((6 * 7))"',
+    };
+    expect(new Ajv({ strict: false }).validate(bash.parameters, args)).toBe(true);
+    const item = {
+      type: 'function_call',
+      id: 'fc_loop',
+      call_id: 'call_loop',
+      name: bash.name,
+      arguments: JSON.stringify(args),
+      status: 'completed',
+    };
+    const res = await call(sid, [item]);
+    expect(res.status).toBe(200);
+    const content = '[stdout]\n42\n\n[exit_code]\n0';
+    // The next request's `input`: the model's item, then the engine's, as they are.
+    const input = [item, res.body[0].item];
+    expect(input[1]).toEqual({ type: 'function_call_output', call_id: 'call_loop', output: content });
+    expect(res.body[0]).toMatchObject({ call_id: 'call_loop', is_error: false });
+  });
+
   it('refuses a strict that is not true or false, and strict=true for Anthropic, naming strict', async () => {
     for (const query of [
       'format=openai&strict=yes',
@@ -232,20 +285,59 @@ describe('tools in every model format', () => {
         expect.objectContaining({ name: 'format', in: 'query', required: false }),
       ]),
     );
+    expect(list.parameters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'format',
+          schema: expect.objectContaining({ enum: ['anthropic', 'openai', 'openai-responses'] }),
+        }),
+      ]),
+    );
+    const schemas = doc.components.schemas;
+    const named = (refs: Array<{ $ref: string }>) =>
+      refs.map((r) => r.$ref.replace('#/components/schemas/', ''));
+    expect(schemas.ResponsesTool.required).toEqual(['type', 'name', 'description', 'parameters', 'strict']);
+    // Both Responses lists are what the document says a tool list is.
+    const validate = new Ajv({ strict: false }).compile({
+      $ref: '#/components/schemas/ToolList',
+      components: doc.components,
+    });
+    for (const query of ['format=openai-responses', 'format=openai-responses&strict=false']) {
+      const body = (await engine.request('GET', `/v1/tools?${query}`)).body;
+      expect({ query, valid: validate(body), errors: validate.errors ?? null }).toEqual({
+        query,
+        valid: true,
+        errors: null,
+      });
+    }
     const calls = doc.paths['/v1/sessions/{sessionId}/tool-calls'].post;
     const body = calls.requestBody.content['application/json'].schema;
-    const [byId, byCallId] = body.oneOf[0].anyOf;
-    const shapes = byId.anyOf.map((s: { title: string }) => s.title);
-    expect(shapes).toEqual(['Tool call', 'Anthropic tool_use block', 'OpenAI tool call', 'Any other call']);
-    expect(byId.required).toEqual(['id']);
-    expect(byCallId.anyOf.map((s: { title: string }) => s.title)).toEqual([
-      'OpenAI Responses function_call item',
-      'Any other function_call item',
+    expect(body.oneOf).toEqual([
+      { $ref: '#/components/schemas/ToolCall' },
+      expect.objectContaining({ type: 'array', items: { $ref: '#/components/schemas/ToolCall' } }),
     ]);
-    expect(byCallId.required).toEqual(['type', 'call_id']);
-    const answers = calls.responses['200'].content['application/json'].schema.oneOf[0].oneOf;
-    expect(answers[2].properties.message.properties.role.enum).toEqual(['tool']);
-    expect(answers[3].properties.item.properties.type.enum).toEqual(['function_call_output']);
+    expect(named(schemas.ToolCall.anyOf)).toEqual([
+      'PlainToolCall',
+      'AnthropicToolUse',
+      'OpenAiToolCall',
+      'ResponsesFunctionCall',
+      'OtherToolCall',
+      'OtherFunctionCall',
+    ]);
+    expect(schemas.OtherToolCall.required).toEqual(['id']);
+    expect(schemas.OtherFunctionCall.required).toEqual(['type', 'call_id']);
+    const answer = calls.responses['200'].content['application/json'].schema;
+    expect(answer.oneOf[0]).toEqual({ $ref: '#/components/schemas/ToolCallAnswer' });
+    expect(named(schemas.ToolCallAnswer.oneOf)).toEqual([
+      'ResponsesFunctionCallOutput',
+      'OpenAiToolResult',
+      'AnthropicToolResult',
+      'ToolResult',
+    ]);
+    expect(schemas.OpenAiToolResult.properties.message.properties.role.enum).toEqual(['tool']);
+    expect(schemas.ResponsesFunctionCallOutput.properties.item.properties.type.enum).toEqual([
+      'function_call_output',
+    ]);
     expect(calls.description).toContain('tool_call_id');
     expect(calls.description).toContain('function_call_output');
   });

@@ -210,9 +210,12 @@ describe('images reach models as images: tool calls', () => {
       stdout: `${Object.keys(FILES).length}\n`,
     });
     const doc = (await engine.request('GET', '/docs-json')).body;
-    answerSchema =
-      doc.paths['/v1/sessions/{sessionId}/tool-calls'].post.responses['200'].content['application/json']
-        .schema;
+    // The answer's schema refers to the document's components (`ToolCallAnswer`, …): they go along.
+    answerSchema = {
+      ...doc.paths['/v1/sessions/{sessionId}/tool-calls'].post.responses['200'].content['application/json']
+        .schema,
+      components: doc.components,
+    };
   });
   afterAll(() => engine?.stop());
 
@@ -385,18 +388,12 @@ describe('images reach models as images: tool calls', () => {
     await engine.request('DELETE', `/v1/sessions/${ds}`);
   });
 
-  it('turns the OpenAI tool lists into Responses API tools as docs/tools-and-mcp.md says', async () => {
-    for (const query of ['format=openai', 'format=openai&strict=true']) {
+  it('lists Responses API tools (format=openai-responses, strict or not) for the types check below', async () => {
+    for (const query of ['format=openai-responses', 'format=openai-responses&strict=false']) {
       const { tools } = (await engine.request('GET', `/v1/tools?${query}`)).body;
-      for (const t of tools) {
-        // As the docs write it in Python: {"type": "function", "strict": False, **t["function"]}
-        const tool = { type: 'function', strict: false, ...t.function };
-        cases.push({
-          name: `${query} ${t.function.name}`,
-          format: 'responses-tool',
-          answer: tool,
-          images: [],
-        });
+      expect(tools.length).toBeGreaterThan(10);
+      for (const tool of tools) {
+        cases.push({ name: `${query} ${tool.name}`, format: 'responses-tool', answer: tool, images: [] });
       }
     }
   });

@@ -83,6 +83,9 @@ describe('advertised tool schemas and the engine’s validation agree, for every
     'openai-strict': [],
   };
 
+  let responses: { strict: any[]; plain: any[] };
+  let chat: { strict: any[]; plain: any[] };
+
   beforeAll(async () => {
     engine = await EngineHarness.start({
       DOCKER_HOST: 'unix:///nonexistent/switchyard-tool-schemas/docker.sock',
@@ -114,6 +117,12 @@ describe('advertised tool schemas and the engine’s validation agree, for every
       schema: t.function.parameters,
       strict: t.function.strict === true,
     }));
+    // The Responses API's lists are the Chat Completions ones, flat (checked below): what holds for those holds here.
+    responses = {
+      strict: await get('format=openai-responses'),
+      plain: await get('format=openai-responses&strict=false'),
+    };
+    chat = { strict: await get('format=openai&strict=true'), plain: await get('format=openai') };
   });
   afterAll(async () => {
     await engine?.stop();
@@ -139,6 +148,12 @@ describe('advertised tool schemas and the engine’s validation agree, for every
     expect(Object.entries(strictness).filter(([n, s]) => !s && !SKILLS.some((k) => k.name === n))).toEqual(
       [],
     );
+    // The Responses API's lists: the Chat Completions functions one level up, each saying strict, skills included.
+    expect(responses.strict).toEqual(chat.strict.map((t) => ({ type: 'function', ...t.function })));
+    expect(responses.plain).toEqual(
+      chat.plain.map((t) => ({ type: 'function', ...t.function, strict: false })),
+    );
+    expect(responses.strict.find((t) => t.name === 'echo_any')).toMatchObject({ strict: false });
     // MCP's tools/list serves the anthropic schemas as they are.
     const mcp = engine.app.get(McpToolCalls).list(session.tenant, session.id);
     expect(mcp.map((t) => [t.name, t.inputSchema])).toEqual(lists.anthropic.map((t) => [t.name, t.schema]));

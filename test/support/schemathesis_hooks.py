@@ -5,7 +5,7 @@ words. Requests that break them are refused by design (400, or 422 for a reused 
 would only report the document's limits. These hooks keep Schemathesis to requests the document means:
 - no `__proto__`, `constructor` or `prototype` key anywhere in a body (refused with 400 FORBIDDEN_KEY; OpenAPI 3.0
   has no `propertyNames` to say so inside free-form objects such as `metadata` or a tool call's `input`);
-- `GET /v1/tools`: `strict=true` only with `format=openai` (a rule between two parameters);
+- `GET /v1/tools`: `strict=true` only with `format=openai` or `openai-responses` (a rule between two parameters);
 - a retry's `escalate: true` only with a code `action` when it revises one (a rule between two fields);
 - a plan's steps form a DAG: unique ids, `dependsOn` naming steps of the same request, no cycle (a rule between
   array items);
@@ -237,7 +237,8 @@ def filter_case(ctx, case):
         return False
     path = case.operation.path
     query = case.query if isinstance(case.query, dict) else {}
-    if path == "/v1/tools" and query.get("strict") == "true" and query.get("format", "anthropic") != "openai":
+    openai = ("openai", "openai-responses")
+    if path == "/v1/tools" and query.get("strict") == "true" and query.get("format", "anthropic") not in openai:
         return False
     if path.endswith("/retry") and isinstance(case.body, dict) and case.body.get("escalate") is True:
         action = case.body.get("action")
@@ -249,6 +250,12 @@ def filter_case(ctx, case):
             return False
     body = case.body if isinstance(case.body, dict) else {}
     if _policy_refused(body.get("policy")) or (path.endswith("/policy") and _policy_refused(body)):
+        return False
+    # The file transfer API names its workspace path in the query, by the same rules (an archive's may be the root).
+    where = query.get("path")
+    if path.endswith("/files/content") and isinstance(where, str) and _path_refused(where):
+        return False
+    if path.endswith("/files/archive") and isinstance(where, str) and _path_refused(f"{where}/x"):
         return False
     return True
 
@@ -290,7 +297,7 @@ def before_call(ctx, case, kwargs):
 
 @schemathesis.hook
 def filter_failure(ctx, failure, case, response):
-    if failure.code != "ST302":
+    if failure.code not in ("ST302", "ST202"):
         return True
     try:
         error = json.loads(response.content)["error"]
@@ -298,6 +305,9 @@ def filter_failure(ctx, failure, case, response):
         return True
     if not isinstance(error, dict):
         return True
+    if failure.code == "ST202":
+        # An archive upload's body is bytes to the schema (`format: binary`): that they are no tar, it cannot say.
+        return not (case.operation.path.endswith("/files/archive") and error.get("code") == "ARCHIVE_INVALID")
     if case.operation.path.endswith("/fork") and error.get("code") == "CHECKPOINT_NOT_FOUND":
         return False
     return not _names_body_fields(error.get("fields"), case.body)

@@ -4,7 +4,7 @@ Run with the pinned client venv (scripts/client-tools.sh: anthropic, openai, pyd
 stdin, each `{"name", "format", "answer", "images"}`: `format` is the call's shape (`plain`, `anthropic`, `openai`
 for Chat Completions, `responses` for the Responses API), `answer` what the engine answered it, `images` the images
 the answer must carry, in order (`{"mimeType", "base64"}`). Prints `{"checked": n, "failures": [...]}`. A case of
-format `responses-tool` is a tool of the OpenAI list made a Responses API tool (its `answer`), checked as one.
+format `responses-tool` is a tool of `GET /v1/tools?format=openai-responses` (its `answer`), checked as one.
 
 Each answer is validated by the packages' pydantic types with `TypeAdapter`, strictly (no coercion) and whole: the
 validated value, its lazy iterables drawn, must equal the answer, so a key the type does not know (which pydantic
@@ -84,7 +84,7 @@ def problems(case):
     shape = case["format"]
     found = []
     if shape == "responses-tool":
-        # Not an answer: a tool of GET /v1/tools?format=openai as docs/tools-and-mcp.md turns it into a Responses one.
+        # Not an answer: a tool of GET /v1/tools?format=openai-responses, as the Responses API's `tools` takes it.
         return [p for p in [check("FunctionToolParam", answer)] if p]
     if shape == "anthropic":
         found += [check("ToolResultBlockParam", answer), check("MessageParam", {"role": "user", "content": [answer]})]

@@ -29,6 +29,7 @@ import { SessionsApiModule } from './edge/sessions/sessions-api.module';
 import { EventsApiModule } from './edge/events/events-api.module';
 import { CheckpointsApiModule } from './edge/checkpoints/checkpoints-api.module';
 import { ActionsApiModule } from './edge/actions/actions-api.module';
+import { FilesApiModule } from './edge/files/files-api.module';
 import { ApprovalsApiModule } from './edge/approvals/approvals-api.module';
 import { HooksApiModule } from './edge/hooks/hooks-api.module';
 import { PlansApiModule } from './edge/plans/plans-api.module';
@@ -148,6 +149,7 @@ export class AppModule {
         EventsApiModule,
         CheckpointsApiModule,
         ActionsApiModule,
+        FilesApiModule,
         PlansApiModule,
         KernelsApiModule,
         JupyterApiModule,

@@ -1,5 +1,6 @@
 import { read, readSync, write, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { InvalidInputError } from '@switchyard/common';
 import { FileOpError, formatBytes } from './workspace.errors';
 
 /** Reading and writing file content for the file API: bounded reads, text detection, line windows. */
@@ -155,6 +156,25 @@ export async function streamLineWindow(
     lines,
     truncated: cut || totalLines >= offset + limit,
   };
+}
+
+/** Strict base64 (the standard alphabet, padded): anything else is refused, never half-decoded. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The bytes a file op's `content` stands for: UTF-8 text, or base64 (`encoding: 'base64'`), checked strictly because
+ * `Buffer.from(s, 'base64')` silently skips what it cannot read and would write something else than was meant.
+ */
+export function contentBytes(content: string, encoding: unknown): Buffer {
+  if (encoding === undefined || encoding === 'utf8') return Buffer.from(content, 'utf8');
+  if (encoding !== 'base64') throw new InvalidInputError('encoding', 'encoding must be utf8 or base64');
+  if (!BASE64.test(content)) {
+    throw new InvalidInputError(
+      'content',
+      'content is not valid base64 (standard alphabet A-Z a-z 0-9 + /, padded with =, no whitespace)',
+    );
+  }
+  return Buffer.from(content, 'base64');
 }
 
 export function countOccurrences(text: string, find: string): number {

@@ -21,13 +21,22 @@ export interface ReadOp {
   offset?: number;
   /** Max lines to return (default 2000). */
   limit?: number;
+  /**
+   * `base64`: the whole file's bytes, base64-encoded, whatever they are (within the whole-file cap; no line window).
+   * Default: text as a line window, or base64 when the file is not UTF-8 text.
+   */
+  encoding?: ContentEncoding;
 }
+/** How a file op's `content` carries bytes: UTF-8 text, or base64 of any bytes. */
+export type ContentEncoding = 'utf8' | 'base64';
 export interface WriteOp {
   op: 'write';
   path: string;
   content: string;
   /** overwrite (default) | append | create (fails when the file exists). */
   mode?: 'overwrite' | 'append' | 'create';
+  /** `base64`: `content` is base64 of the bytes to write (binary files). Default `utf8`. */
+  encoding?: ContentEncoding;
 }
 export interface EditOp {
   op: 'edit';

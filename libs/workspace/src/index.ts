@@ -1,5 +1,19 @@
 export * from './file-op.types';
 export { FileOperations } from './file-operations.service';
+// Streamed transfers of files and directories (tar), any size up to the workspace's cap.
+export { WorkspaceTransfers } from './transfer/workspace-transfers.service';
+export type {
+  ArchiveReadStream,
+  ArchiveWriteResult,
+  ByteRange,
+  FileReadStream,
+  FileWriteResult,
+} from './transfer/transfer.types';
+export { rangeWithin } from './transfer/file-read-stream';
+export { extractTar, type ExtractOptions } from './transfer/tar-extract';
+export { packDirectory } from './transfer/tar-pack';
+export { type Admission, writeFileStream } from './transfer/file-write-stream';
+export { ByteBudget } from './transfer/stream-copy';
 export { compileGlob, type GlobMatcher } from './glob';
 // For other libs that move bytes in and out of a workspace (the browser's uploads and artifacts): bounded
 // content I/O on a raw fd.

@@ -45,11 +45,24 @@ export type FileOpErrorCode =
   | 'FILE_TOO_LARGE'
   | 'WORKSPACE_FULL'
   | 'INVALID_PATTERN'
-  | 'INVALID_CURSOR';
+  | 'INVALID_CURSOR'
+  // The file transfer API's (`transfer/`): the names its contract gives them.
+  | 'FILE_NOT_FOUND'
+  | 'FILE_EXISTS'
+  | 'NOT_A_FILE'
+  | 'NOT_A_DIRECTORY'
+  | 'RANGE_NOT_SATISFIABLE'
+  | 'ARCHIVE_INVALID';
 
 const KIND: Partial<Record<FileOpErrorCode, ErrorKind>> = {
   ENOENT: 'not_found',
   EEXIST: 'conflict',
+  FILE_NOT_FOUND: 'not_found',
+  FILE_EXISTS: 'conflict',
+  // A transfer meeting something else than it names (a directory where a file goes, or the reverse): the
+  // workspace's state, not the request, is in the way.
+  NOT_A_FILE: 'conflict',
+  NOT_A_DIRECTORY: 'conflict',
   ENOTEMPTY: 'conflict',
   FILE_TOO_LARGE: 'payload_too_large',
   WORKSPACE_FULL: 'payload_too_large',

@@ -3,6 +3,7 @@ import { InvalidInputError } from '@switchyard/common';
 import { WorkspaceCheckpoints } from './checkpoints/workspace-checkpoints.service';
 import { FileOperations } from './file-operations.service';
 import type { ImageFs } from './loop-host';
+import { WorkspaceTransfers } from './transfer/workspace-transfers.service';
 import { WorkspaceManager } from './workspace-manager.service';
 import { HelperLoopHost } from './loop-host-helper';
 import { LoopImageQuota, NoWorkspaceQuota, WorkspaceQuota } from './workspace-quota';
@@ -29,6 +30,7 @@ export class WorkspaceModule {
         { provide: WorkspaceQuota, inject: [WORKSPACE_OPTIONS], useFactory: createWorkspaceQuota },
         WorkspaceManager,
         FileOperations,
+        WorkspaceTransfers,
         WorkspaceCheckpoints,
       ],
       exports: [
@@ -37,6 +39,7 @@ export class WorkspaceModule {
         WorkspaceQuota,
         WorkspaceManager,
         FileOperations,
+        WorkspaceTransfers,
         WorkspaceCheckpoints,
       ],
     };

@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { CHECKPOINTS_HELP, checkpoints } from './cli-checkpoints';
+import { err, out, parse, readStdin, stdinIsGiven, table, UsageError, withSession } from './cli-common';
+import { FILES_HELP, files } from './cli-files';
+import { KERNELS_HELP, kernels } from './cli-kernels';
 import { SwitchyardClient } from './client';
 import { graphToDot } from './dot';
 import { SwitchyardError } from './errors';
@@ -8,8 +11,12 @@ import type { Action, CreatePlanRequest, Plan, SessionEvent } from './types';
 const USAGE = `usage: switchyard <command> [options]
 
 commands:
-  exec <python|bash|node> (-c CODE | FILE) [--session SID]   run code, exit with its exit code
+  exec <python|bash|node> (-c CODE | FILE) [--session SID] [--state session]
+                                                              run code (stdin piped to it), exit with its exit code
   sessions ls [--json] | sessions rm SID                      list or delete sessions
+  files cp SRC DST | files ls SID [PATH] | files cat SID PATH  copy files and directories in and out (SID:PATH)
+  kernels ls SID | kernels restart|interrupt|rm SID KERNEL    a session's kernels
+  checkpoints create|list|restore|diff SID [CHECKPOINT]       a session's checkpoints
   actions ls SID [--json]                                     a session's actions, oldest first
   events SID [--json]                                         tail a session's events until Ctrl-C
   graph SID (--json | --dot)                                  a session's context graph
@@ -22,12 +29,23 @@ environment: SWITCHYARD_URL (default http://127.0.0.1:8080), SWITCHYARD_API_KEY
 `;
 
 const HELP: Record<string, string> = {
-  exec: `usage: switchyard exec <python|bash|node> (-c CODE | FILE) [--session SID] [--timeout MS]
+  exec: `usage: switchyard exec <python|bash|node> (-c CODE | FILE) [--session SID] [--state fresh|session]
+                      [--stdin] [--timeout MS]
 
 Runs the code as one action and prints its stdout and stderr to this process's. Exits with the action's exit
 code; a denied, timed-out or failed-to-start action prints the reason on stderr and exits non-zero. Without
 --session it creates a session for the run and deletes it afterwards.
+
+When stdin is a pipe or a file ("echo hi | switchyard exec python in.py", "< in.txt"), it is the program's stdin
+(the code action's "stdin" field). A terminal, or a socket a parent process left open, is read only with --stdin.
+
+--state session runs the code as a cell of the session's kernel for the language, whose variables and imports
+stay for the next run; it prints the cell's value after its output. A kernel reads no stdin: piping input to it is
+refused.
 `,
+  files: FILES_HELP,
+  kernels: KERNELS_HELP,
+  checkpoints: CHECKPOINTS_HELP,
   sessions: `usage: switchyard sessions ls [--json]
        switchyard sessions rm SID
 
@@ -62,24 +80,7 @@ Speaks MCP over stdin/stdout and relays every message to the engine's Streamable
 `,
 };
 
-/** A command line the CLI does not accept: usage on stderr, exit 2. */
-class UsageError extends Error {}
-
-type Out = (text: string) => void;
-const out: Out = (text) => process.stdout.write(text);
-const err: Out = (text) => process.stderr.write(text);
-
-function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T) {
-  try {
-    return parseArgs({
-      args,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-}
+export { table };
 
 /** Runs the CLI; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -110,6 +111,12 @@ export async function main(argv: string[]): Promise<number> {
         return await plan(client, rest);
       case 'tools':
         return await tools(client, rest);
+      case 'files':
+        return await files(client, rest);
+      case 'kernels':
+        return await kernels(client, rest);
+      case 'checkpoints':
+        return await checkpoints(client, rest);
       case 'mcp': {
         parse(rest, {});
         const { relayMcp } = await import('./mcp-relay');
@@ -135,11 +142,15 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 const LANGUAGES = new Set(['python', 'bash', 'node']);
+/** What the CLI reads of a piped stdin at most; the engine has its own cap (400 naming `stdin` past it). */
+const STDIN_MAX_BYTES = 64 * 1024 * 1024;
 
 async function exec(client: SwitchyardClient, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, {
     c: { type: 'string', short: 'c' },
     session: { type: 'string' },
+    state: { type: 'string' },
+    stdin: { type: 'boolean' },
     timeout: { type: 'string' },
   });
   const [language, file, ...extra] = positionals;
@@ -150,16 +161,26 @@ async function exec(client: SwitchyardClient, args: string[]): Promise<number> {
   const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutMs !== undefined && !Number.isInteger(timeoutMs))
     throw new UsageError('--timeout takes milliseconds');
+  const state = values.state;
+  if (state !== undefined && state !== 'fresh' && state !== 'session')
+    throw new UsageError('--state is fresh or session');
   const code = values.c ?? readFileSync(file, 'utf8');
+  const stdin = values.stdin || stdinIsGiven() ? await readStdin(STDIN_MAX_BYTES) : '';
+  if (stdin !== '' && state === 'session')
+    throw new UsageError('a kernel reads no stdin: with --state session, write the input to a file first');
   return withSession(client, values.session, async (sessionId) => {
     const action = await client.actions.run(sessionId, {
       type: 'code',
       language: language as 'python' | 'bash' | 'node',
       code,
+      ...(stdin !== '' && { stdin }),
+      ...(state !== undefined && { state }),
       ...(timeoutMs !== undefined && { timeoutMs }),
     });
     if (action.stdout) out(action.stdout);
     if (action.stderr) err(action.stderr);
+    const value = action.output && 'kernel' in action.output ? action.output.result : undefined;
+    if (value !== undefined) out(`${value}\n`);
     return exitCodeOf(action);
   });
 }
@@ -172,21 +193,6 @@ export function exitCodeOf(action: Action): number {
   const reasons = action.error?.message ?? action.risk?.reasons.join('; ') ?? '';
   err(`switchyard: action ${action.status}${reasons ? `: ${reasons}` : ''}\n`);
   return action.status === 'timed_out' ? 124 : 1;
-}
-
-/** Runs `body` in the given session, or in a new one deleted afterwards. */
-async function withSession(
-  client: SwitchyardClient,
-  given: string | undefined,
-  body: (sessionId: string) => Promise<number>,
-): Promise<number> {
-  if (given !== undefined) return body(given);
-  const session = await client.sessions.create({ metadata: { agent: 'switchyard-cli' } });
-  try {
-    return await body(session.id);
-  } finally {
-    await client.sessions.delete(session.id).catch(() => undefined);
-  }
 }
 
 async function sessions(client: SwitchyardClient, args: string[]): Promise<number> {
@@ -329,14 +335,4 @@ async function tools(client: SwitchyardClient, args: string[]): Promise<number> 
     throw new UsageError('--format is openai or anthropic');
   out(`${JSON.stringify(await client.tools.list({ format, strict: values.strict }), null, 2)}\n`);
   return 0;
-}
-
-/** Left-aligned columns separated by two spaces. */
-export function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  return (
-    [head, ...rows]
-      .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  '))
-      .join('\n') + '\n'
-  );
 }

@@ -5,6 +5,7 @@ import type {
   ActionInput,
   ActionPage,
   ApprovalDecision,
+  ArchiveUpload,
   Caller,
   Checkpoint,
   CheckpointDiff,
@@ -15,6 +16,7 @@ import type {
   EffectivePolicy,
   FailureContext,
   FileLineage,
+  FileUpload,
   ForkSessionRequest,
   Graph,
   GraphQuery,
@@ -35,6 +37,7 @@ import type {
   Tool,
   ToolCall,
   ToolCallAnswer,
+  UploadBody,
 } from './types';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
@@ -56,6 +59,9 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
+
+/** A model API's tool shape: Chat Completions (`openai`), the Responses API's flat tools, or Anthropic's. */
+export type ToolFormat = 'openai' | 'openai-responses' | 'anthropic';
 
 export interface WaitOptions {
   /** Give up after this long (default 10 minutes); throws `SwitchyardError` with code `WAIT_TIMEOUT`. */
@@ -137,6 +143,45 @@ export class SwitchyardClient {
   readonly files = {
     lineage: (sessionId: string, path: string) =>
       this.request<FileLineage>('GET', `${sessionPath(sessionId)}/files/lineage`, { query: { path } }),
+    /**
+     * Streams `body` into the file at `path` (`PUT …/files/content`): parents made, atomic replace, any size up to
+     * the workspace quota; `overwrite: false` refuses an existing file (409 `FILE_EXISTS`).
+     */
+    upload: async (
+      sessionId: string,
+      path: string,
+      body: UploadBody,
+      options: { overwrite?: boolean } = {},
+    ) =>
+      json<FileUpload>(
+        await this.send('PUT', `${sessionPath(sessionId)}/files/content`, {
+          query: { path, ...(options.overwrite === false && { overwrite: false }) },
+          body,
+          headers: { 'content-type': 'application/octet-stream' },
+        }),
+      ),
+    /** The file's bytes as a `Response` to stream (`GET …/files/content`); `range` asks for `bytes=start-end`. */
+    download: (sessionId: string, path: string, options: { range?: string; signal?: AbortSignal } = {}) =>
+      this.send('GET', `${sessionPath(sessionId)}/files/content`, {
+        query: { path },
+        headers: options.range === undefined ? {} : { range: options.range },
+        signal: options.signal,
+      }),
+    /** Extracts a tar (gzip too) streamed as `body` into the directory `path` (`PUT …/files/archive`). */
+    uploadArchive: async (sessionId: string, path: string, body: UploadBody) =>
+      json<ArchiveUpload>(
+        await this.send('PUT', `${sessionPath(sessionId)}/files/archive`, {
+          query: { path },
+          body,
+          headers: { 'content-type': 'application/x-tar' },
+        }),
+      ),
+    /** The directory `path` (default: the workspace root) as a tar `Response` to stream (`GET …/files/archive`). */
+    downloadArchive: (sessionId: string, path?: string, options: { signal?: AbortSignal } = {}) =>
+      this.send('GET', `${sessionPath(sessionId)}/files/archive`, {
+        query: { path },
+        signal: options.signal,
+      }),
   };
 
   readonly graph = {
@@ -220,7 +265,7 @@ export class SwitchyardClient {
      * The tool catalog in a model API's shape; `strict` (OpenAI only) for strict function calling; with `sessionId`,
      * what that session's policy offers (its skills included).
      */
-    list: async (options: { format?: 'openai' | 'anthropic'; strict?: boolean; sessionId?: string } = {}) =>
+    list: async (options: { format?: ToolFormat; strict?: boolean; sessionId?: string } = {}) =>
       (
         await this.request<{ tools: Tool[] }>('GET', '/v1/tools', {
           query: { format: options.format, strict: options.strict, sessionId: options.sessionId },
@@ -299,11 +344,37 @@ export class SwitchyardClient {
     }, options);
   }
 
+  /**
+   * One request with a raw body (streamed when it is a stream: `duplex: 'half'`), answering the `Response` for the
+   * caller to read or stream. Non-2xx answers throw `SwitchyardError`.
+   */
+  async send(
+    method: string,
+    path: string,
+    options: Omit<RequestOptions, 'body'> & { body?: UploadBody } = {},
+  ): Promise<Response> {
+    const url = this.url(path, options.query);
+    const headers: Record<string, string> = { ...this.authHeaders(), ...options.headers };
+    let response: Response;
+    try {
+      response = await this.fetchFn(url, {
+        method,
+        headers,
+        body: bodyInit(options.body),
+        signal: options.signal,
+        ...(options.body instanceof ReadableStream && { duplex: 'half' }),
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      throw connectionError(this.baseUrl, error);
+    }
+    if (!response.ok) throw errorFromResponse(response.status, await readBody(response));
+    return response;
+  }
+
   /** One request; JSON in and out. Non-2xx answers throw `SwitchyardError`. */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(`${this.baseUrl}${path}`);
-    for (const [key, value] of Object.entries(options.query ?? {}))
-      if (value !== undefined) url.searchParams.set(key, String(value));
+    const url = this.url(path, options.query);
     const headers: Record<string, string> = { ...this.authHeaders(), ...options.headers };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
@@ -317,15 +388,16 @@ export class SwitchyardClient {
     } catch (error) {
       throw connectionError(this.baseUrl, error);
     }
-    const text = await response.text();
-    let body: unknown = text === '' ? undefined : text;
-    try {
-      if (text !== '') body = JSON.parse(text);
-    } catch {
-      /* not JSON: keep the text for the error */
-    }
+    const body = await readBody(response);
     if (!response.ok) throw errorFromResponse(response.status, body);
     return body as T;
+  }
+
+  private url(path: string, query: RequestOptions['query'] = {}): URL {
+    const url = new URL(`${this.baseUrl}${path}`);
+    for (const [key, value] of Object.entries(query))
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    return url;
   }
 
   /** The `authorization` header for the API key, if any. */
@@ -355,6 +427,27 @@ export class SwitchyardClient {
     }
   }
 }
+
+/** The body as JSON when it parses, else its text (kept for the error), `undefined` when empty. */
+async function readBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** A body as `fetch` takes it: bytes on a `SharedArrayBuffer` are copied, other views passed as they are. */
+function bodyInit(body: UploadBody | undefined): RequestInit['body'] {
+  if (!(body instanceof Uint8Array)) return body;
+  return body.buffer instanceof ArrayBuffer
+    ? new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+    : new Uint8Array(body);
+}
+
+const json = async <T>(response: Response): Promise<T> => (await readBody(response)) as T;
 
 const enc = encodeURIComponent;
 const sessionPath = (sessionId: string): string => `/v1/sessions/${enc(sessionId)}`;

@@ -1,8 +1,16 @@
 export { DEFAULT_URL, SwitchyardClient } from './client';
-export type { RequestOptions, SwitchyardClientOptions, WaitOptions } from './client';
+export type { RequestOptions, SwitchyardClientOptions, ToolFormat, WaitOptions } from './client';
 export { graphToDot } from './dot';
 export { connectionError, errorFromResponse, SwitchyardError } from './errors';
 export type { FieldError } from './errors';
+export { Execution, Result } from './execution';
+export type { ExecutionError } from './execution';
+export { Sandbox } from './sandbox';
+export type { RunCodeOptions, SandboxOptions } from './sandbox';
+export { CommandHandle, Commands } from './sandbox-commands';
+export type { BackgroundOptions, CommandOptions, CommandResult } from './sandbox-commands';
+export { Files } from './sandbox-files';
+export type { EntryInfo, TransferInfo, WriteData } from './sandbox-files';
 export { SseParser, sessionEventStream } from './sse';
 export type { EventStreamOptions, OpenStream, SseMessage } from './sse';
 export type * from './types';

@@ -75,6 +75,16 @@ export type SkillInput = Omit<Schemas['Skill'], 'source' | 'createdAt' | 'inputS
 export type HookList = Schemas['HookList'];
 export type HookDelivery = Schemas['HookDelivery'];
 
+// ---- File transfer (`PUT`/`GET …/files/content`, `…/files/archive`). ----
+
+/** What `PUT …/files/content` answers: the file as written, its sha256 and the action that recorded it. */
+export type FileUpload = Schemas['FileUpload'];
+/** What `PUT …/files/archive` answers: what the tar held, extracted. */
+export type ArchiveUpload = Schemas['ArchiveUpload'];
+
+/** A raw request body the client streams as it is (a `ReadableStream` with `duplex: 'half'`). */
+export type UploadBody = string | Uint8Array | ArrayBuffer | Blob | ReadableStream<Uint8Array>;
+
 /** Hand-written: one tool of the catalog, in the asked format (its shape is the model API's). */
 export type Tool = Record<string, unknown>;
 

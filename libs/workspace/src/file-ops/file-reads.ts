@@ -1,4 +1,5 @@
 import { constants as C } from 'node:fs';
+import { InvalidInputError } from '@switchyard/common';
 import type { FileOpOutcome, ReadOp, StatOp } from '../file-op.types';
 import { decodeText, fdReader, lineWindow, readFdUpTo, streamLineWindow } from '../file-content';
 import { entryType } from '../workspace-fs';
@@ -25,7 +26,25 @@ export class FileReads {
     const limit = intOption(op.limit, 'limit', DEFAULT_READ_LINES, 1, 1_000_000);
     const rp = await this.paths.resolve(ws, op.path, 'path', { rejectRoot: true });
     const cap = this.options.limits.maxFileBytes;
+    const base64 = readEncoding(op);
     const output = await withExistingFile(rp, 'path', C.O_RDONLY, async ({ fd, st }) => {
+      if (base64) {
+        if (st.size > cap) {
+          throw new FileOpError(
+            'FILE_TOO_LARGE',
+            `${rp.rel} is ${formatBytes(st.size)}, over the ${formatBytes(cap)} cap for reads as base64; download it from files/content`,
+            { path: rp.rel, size: st.size, cap },
+          );
+        }
+        const buf = await readFdUpTo(fd, st.size);
+        return {
+          path: rp.rel,
+          encoding: 'base64',
+          content: buf.toString('base64'),
+          size: buf.length,
+          truncated: false,
+        };
+      }
       if (st.size <= cap) {
         const buf = await readFdUpTo(fd, st.size);
         const text = decodeText(buf);
@@ -73,4 +92,12 @@ export class FileReads {
       touched: [],
     };
   }
+}
+
+/** Whether a read asks for the whole file as base64 (which has no line window: offset and limit do not apply). */
+function readEncoding(op: ReadOp): boolean {
+  if (op.encoding === undefined || op.encoding === 'utf8') return false;
+  if (op.encoding !== 'base64') throw new InvalidInputError('encoding', 'encoding must be utf8 or base64');
+  // Bytes have no lines: offset and limit (validated like any read's) do not apply.
+  return true;
 }

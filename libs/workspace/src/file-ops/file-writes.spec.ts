@@ -1,7 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { InvalidInputError } from '@switchyard/common';
-import { expectFileOpError, expectRejected, useFileOpsFixture } from './file-ops.testing';
+import { expectFileOpError, expectRejected, failure, useFileOpsFixture } from './file-ops.testing';
 
 /** `write` and `edit` (`FileWrites`), through `FileOperations.execute`. */
 describe('FileOperations: writes', () => {
@@ -46,7 +46,7 @@ describe('FileOperations: writes', () => {
       expect((await fs.stat(path.join(f.ws, 'n'))).mode & 0o777).toBe(0o750);
     });
 
-    it('enforces the per-file cap, appends included', async () => {
+    it('enforces the per-file cap on what a write carries; an append grows the file past it', async () => {
       f.configure({ limits: { maxFileBytes: 10 } });
       const err = await expectFileOpError(
         run({ op: 'write', path: 'f', content: 'x'.repeat(11) }),
@@ -54,11 +54,34 @@ describe('FileOperations: writes', () => {
       );
       expect(err.message).toMatch(/over the 10 B file cap/);
       await run({ op: 'write', path: 'f', content: 'x'.repeat(6) });
+      // Appends are bounded by the workspace cap (and quota), each one's content by the file cap.
+      await run({ op: 'write', path: 'f', content: 'y'.repeat(5), mode: 'append' });
+      await run({ op: 'write', path: 'f', content: 'z'.repeat(10), mode: 'append' });
+      expect(await get('f')).toBe(`${'x'.repeat(6)}${'y'.repeat(5)}${'z'.repeat(10)}`);
       await expectFileOpError(
-        run({ op: 'write', path: 'f', content: 'y'.repeat(5), mode: 'append' }),
+        run({ op: 'write', path: 'f', content: 'w'.repeat(11), mode: 'append' }),
         'FILE_TOO_LARGE',
       );
-      expect(await get('f')).toBe('xxxxxx');
+      expect((await get('f')).length).toBe(21);
+    });
+
+    it('decodes base64 content strictly, naming content when it is not base64', async () => {
+      await run({
+        op: 'write',
+        path: 'b',
+        content: Buffer.from([0, 255, 1]).toString('base64'),
+        encoding: 'base64',
+      });
+      await run({ op: 'write', path: 'b', content: 'AA==', encoding: 'base64', mode: 'append' });
+      expect((await fs.readFile(path.join(f.ws, 'b'))).equals(Buffer.from([0, 255, 1, 0]))).toBe(true);
+      for (const bad of ['AA=', 'A A=', '!!!!', 'AAA=A===']) {
+        const err = await failure(run({ op: 'write', path: 'c', content: bad, encoding: 'base64' }));
+        expect(err).toBeInstanceOf(InvalidInputError);
+        expect(err.details.field).toBe('content');
+      }
+      const enc = await failure(run({ op: 'write', path: 'c', content: 'x', encoding: 'hex' as never }));
+      expect(enc.details.field).toBe('encoding');
+      expect(await fs.readdir(f.ws)).toEqual(['b']);
     });
 
     it('enforces the workspace cap, counting what an overwrite replaces', async () => {

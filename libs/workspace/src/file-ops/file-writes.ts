@@ -4,7 +4,7 @@ import { InvalidInputError } from '@switchyard/common';
 import { writeFileAtomic } from '../atomic-write';
 import { keepAs, newEntryPolicy } from '../entry-policy';
 import type { EditOp, FileOpOutcome, WriteOp } from '../file-op.types';
-import { countOccurrences, decodeText, readFdUpTo, writeFdAll } from '../file-content';
+import { contentBytes, countOccurrences, decodeText, readFdUpTo, writeFdAll } from '../file-content';
 import { openDirInsideSync } from '../fd-opens';
 import type { RealPath } from '../path-guard';
 import { diskUsage } from '../workspace-fs';
@@ -33,7 +33,7 @@ export class FileWrites {
       throw new InvalidInputError('mode', 'mode must be overwrite, append or create');
     }
     const rp = await this.paths.resolve(ws, op.path, 'path', { rejectRoot: true });
-    const data = Buffer.from(op.content, 'utf8');
+    const data = contentBytes(op.content, op.encoding);
     const existing = rp.stat;
     const name = path.basename(rp.real);
     const oldSize = existing?.size ?? 0;
@@ -56,7 +56,12 @@ export class FileWrites {
           });
         }
       }
-      const ticket = await this.checkCaps(rp, newSize, oldSize);
+      // An append grows the file in place: the whole-file cap bounds what one append carries, the workspace cap
+      // (and its quota) what the file grows to.
+      const ticket =
+        mode === 'append'
+          ? await this.checkCaps(rp, newSize, oldSize, data.length)
+          : await this.checkCaps(rp, newSize, oldSize);
       // What the write has changed on disk so far, for the usage count: nothing until the new content is
       // in place; unknown while an append is under way.
       let applied: number | undefined = 0;
@@ -169,13 +174,18 @@ export class FileWrites {
    * Per-file cap, then the workspace cap on what the workspace would hold after the write. Passing both
    * reserves the change in the workspace's usage count: settle the ticket with what was actually written.
    */
-  private async checkCaps(rp: RealPath, newSize: number, replacedSize: number): Promise<UsageTicket> {
+  private async checkCaps(
+    rp: RealPath,
+    newSize: number,
+    replacedSize: number,
+    cappedSize = newSize,
+  ): Promise<UsageTicket> {
     const { maxFileBytes, maxWorkspaceBytes } = this.options.limits;
-    if (newSize > maxFileBytes) {
+    if (cappedSize > maxFileBytes) {
       throw new FileOpError(
         'FILE_TOO_LARGE',
-        `${rp.rel} would be ${formatBytes(newSize)}, over the ${formatBytes(maxFileBytes)} file cap; split the content across files`,
-        { path: rp.rel, size: newSize, cap: maxFileBytes },
+        `${rp.rel} would be ${formatBytes(cappedSize)}, over the ${formatBytes(maxFileBytes)} file cap; split the content across files (or appends), or upload it through files/content`,
+        { path: rp.rel, size: cappedSize, cap: maxFileBytes },
       );
     }
     // When the count is stale: a walk capped at maxScanEntries gives a lower bound; huge trees are the

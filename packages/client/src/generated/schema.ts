@@ -257,6 +257,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sessionId}/files/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download one file: its bytes, streamed (a `Range: bytes=a-b` gives a 206 with those bytes)
+         * @description 404 FILE_NOT_FOUND for a missing file; 416 for a range starting past its end; 403 when a policy denies `file_download` (recorded denied).
+         */
+        get: operations["FilesController_download"];
+        /**
+         * Upload one file: the request body is its bytes, streamed, any size up to the workspace quota
+         * @description Parent directories are made; the file is replaced atomically (a temporary file renamed over it), so a failed or aborted upload leaves the old file as it was. 409 FILE_EXISTS with `overwrite=false` when it exists; 413 WORKSPACE_FULL past the quota; 403 when a policy denies `file_upload` (recorded denied).
+         */
+        put: operations["FilesController_upload"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/files/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a directory as a tar stream, entries relative to it (default: the workspace root)
+         * @description Links are archived as links; fifos, sockets, devices and hard-linked files are left out; from the root, the session’s home (`.home`) too.
+         */
+        get: operations["FilesController_downloadArchive"];
+        /**
+         * Upload a directory as a tar (gzip-compressed accepted): extracted into `path` (made when missing)
+         * @description Every entry passes the path guard: absolute names, `..`, links leading out of the workspace, devices and fifos are refused (400, nothing written: entries are staged and moved into place only once the whole archive was accepted). Files replace files; hard links become copies. 413 past the quota.
+         */
+        put: operations["FilesController_uploadArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}/plans": {
         parameters: {
             query?: never;
@@ -520,7 +568,7 @@ export interface paths {
         };
         /**
          * The engine's tools for a model's tool-calling API
-         * @description Pass the list straight to Anthropic's `tools` or OpenAI's `tools`. With `format=openai&strict=true`, every function has `strict: true` and a schema OpenAI strict mode accepts: every object closed (`additionalProperties: false`) with all its properties in `required`, optional fields nullable (send `null` to leave one out), maps such as `env` as lists of `{name, value}` pairs, and lengths, bounds and patterns said in the descriptions (the engine still enforces them).
+         * @description Pass the list straight to Anthropic's `tools`, OpenAI Chat Completions' `tools` (`format=openai`: `{type: "function", function: {…}}`) or the OpenAI Responses API's `tools` (`format=openai-responses`: flat `{type: "function", name, description, parameters, strict}`). With `format=openai&strict=true`, and with `format=openai-responses` unless `strict=false` (the Responses API takes a function without `strict` as strict), every function has `strict: true` and a schema OpenAI strict mode accepts: every object closed (`additionalProperties: false`) with all its properties in `required`, optional fields nullable (send `null` to leave one out), maps such as `env` as lists of `{name, value}` pairs, and lengths, bounds and patterns said in the descriptions (the engine still enforces them).
          */
         get: operations["ToolsController_list"];
         put?: never;
@@ -1299,6 +1347,11 @@ export interface components {
             offset?: number | null;
             /** @description Maximum number of lines to return. */
             limit?: number | null;
+            /**
+             * @description base64: the whole file, base64-encoded, whatever its bytes (within the file API cap; offset and limit do not apply). Default: text by lines, or base64 when the file is not UTF-8 text.
+             * @enum {string|null}
+             */
+            encoding?: "utf8" | "base64" | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -1310,10 +1363,15 @@ export interface components {
             op: "write";
             content: string;
             /**
-             * @description overwrite (default), append, or create (fails if the file exists).
+             * @description overwrite (default), append (in place: bounded by the workspace quota, not the whole-file cap), or create (fails if the file exists).
              * @enum {string|null}
              */
             mode?: "overwrite" | "append" | "create" | null;
+            /**
+             * @description base64: content is base64 of the bytes to write (binary files). Default utf8.
+             * @enum {string|null}
+             */
+            encoding?: "utf8" | "base64" | null;
             /** @enum {string} */
             type: "file";
             /** @description Path relative to the workspace root. */
@@ -1566,7 +1624,9 @@ export interface components {
         };
         CreateSessionDto: {
             /** @description Free-form labels kept with the session (≤ 16 KiB as JSON). */
-            metadata?: Record<string, never> | null;
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             /** @description Idle time after which the session expires (default 3600). */
             ttlSeconds?: number | null;
             /** @description Actions of the session that may run at once (default 1, SWITCHYARD_SESSION_CONCURRENCY): more lets a plan run independent steps in parallel. */
@@ -1756,7 +1816,7 @@ export interface components {
              * Format: date-time
              * @description When its latest action started; null before any
              */
-            lastActionAt: string | null;
+            lastActionAt?: string | null;
         };
         /** @description Every session of the caller, unpaginated */
         SessionList: {
@@ -1987,7 +2047,9 @@ export interface components {
             note?: string;
         };
         /** @description `file` actions: the op’s result (a failed op has no `output`, only `error`) */
-        FileOutput: {
+        FileOutput: components["schemas"]["FileReadOutput"] | components["schemas"]["FileWriteOutput"] | components["schemas"]["FileEditOutput"] | components["schemas"]["FileListOutput"] | components["schemas"]["FileFindOutput"] | components["schemas"]["FileGrepOutput"] | components["schemas"]["FileStatOutput"] | components["schemas"]["FileMkdirOutput"] | components["schemas"]["FileMoveOutput"] | components["schemas"]["FileDeleteOutput"] | components["schemas"]["FileUploadOutput"] | components["schemas"]["FileDownloadOutput"] | components["schemas"]["FileUploadArchiveOutput"] | components["schemas"]["FileDownloadArchiveOutput"];
+        /** @description `file` op `read` */
+        FileReadOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             /**
@@ -2007,18 +2069,24 @@ export interface components {
             size?: number;
             /** @description More lines follow the window (or it hit the read cap) */
             truncated: boolean;
-        } | {
+        };
+        /** @description `file` op `write` */
+        FileWriteOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             bytesWritten: number;
             /** @description The file’s size after the write */
             size: number;
             created: boolean;
-        } | {
+        };
+        /** @description `file` op `edit` */
+        FileEditOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             replacements: number;
-        } | {
+        };
+        /** @description `file` op `list` */
+        FileListOutput: {
             entries: {
                 /** @description As the caller named it, normalised, relative to the workspace */
                 path: string;
@@ -2029,15 +2097,21 @@ export interface components {
             }[];
             /** @description Pass as `cursor` for the next entries; absent on the last */
             nextCursor?: string;
-        } | {
+        };
+        /** @description `file` op `find` */
+        FileFindOutput: {
             paths: string[];
             /** @description More results than `limit` (or the scan’s entry cap): the list stops there */
             truncated: boolean;
-        } | {
+        };
+        /** @description `file` op `grep` */
+        FileGrepOutput: {
             matches: string[];
             /** @description More results than `limit` (or the scan’s entry cap): the list stops there */
             truncated: boolean;
-        } | {
+        };
+        /** @description `file` op `stat` */
+        FileStatOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             /** @enum {string} */
@@ -2048,30 +2122,79 @@ export interface components {
             mtime: string;
             /** @description Permission bits, octal (`0644`) */
             mode: string;
-        } | {
+        };
+        /** @description `file` op `mkdir` */
+        FileMkdirOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             /** @description false: it already existed */
             created: boolean;
-        } | {
+        };
+        /** @description `file` op `move` */
+        FileMoveOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             /** @description As the caller named it, normalised, relative to the workspace */
             to: string;
-        } | {
+        };
+        /** @description `file` op `delete` */
+        FileDeleteOutput: {
             /** @description As the caller named it, normalised, relative to the workspace */
             path: string;
             /** @enum {boolean} */
             deleted: true;
         };
+        /** @description `file` op `upload` */
+        FileUploadOutput: {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /** @description Bytes written */
+            size: number;
+            /** @description Hex sha256 of the bytes written */
+            sha256: string;
+        };
+        /** @description `file` op `download` */
+        FileDownloadOutput: {
+            /** @description As the caller named it, normalised, relative to the workspace */
+            path: string;
+            /** @description The file’s size */
+            size: number;
+            /** @description Bytes sent (a range’s) */
+            bytes: number;
+            /** @description Hex sha256 of the bytes sent */
+            sha256: string;
+            /** @description Inclusive */
+            range?: {
+                start: number;
+                end: number;
+            };
+        };
+        /** @description `file` op `upload_archive` */
+        FileUploadArchiveOutput: {
+            /** @description The directory extracted into (`""`: the root) */
+            path: string;
+            files: number;
+            directories: number;
+            /** @description Bytes of file content written */
+            bytes: number;
+        };
+        /** @description `file` op `download_archive` */
+        FileDownloadArchiveOutput: {
+            /** @description The directory archived (`""`: the root) */
+            path: string;
+            /** @description Bytes of tar sent */
+            bytes: number;
+            /** @description Hex sha256 of the tar sent */
+            sha256: string;
+        };
         /** @description `browser` actions: the tab after the op, and the op’s data. A failed op has it too, unless the browser is gone. */
         BrowserOutput: {
             /** @description The tab it ran in; null when the session has no open tab left (after `close_tab`) */
-            tabId: string | null;
+            tabId?: string | null;
             url: string;
             title: string;
             /** @description HTTP status of the tab’s last main-document response; null before any or when it had none */
-            status: number | null;
+            status?: number | null;
             /**
              * @description Where the session’s browser runs
              * @enum {string}
@@ -2096,12 +2219,18 @@ export interface components {
             openedTabs?: string[];
         };
         /** @description `process` actions: the process the op acted on, as it is after it */
-        ProcessOutput: {
+        ProcessOutput: components["schemas"]["ProcessStateOutput"] | components["schemas"]["ProcessListOutput"] | components["schemas"]["ProcessLogsOutput"] | components["schemas"]["ProcessWriteOutput"] | components["schemas"]["ProcessSignalOutput"] | components["schemas"]["ProcessWaitOutput"];
+        /** @description `process` ops `start` and `stop` */
+        ProcessStateOutput: {
             processId: string;
             process: components["schemas"]["Process"];
-        } | {
+        };
+        /** @description `process` op `list` */
+        ProcessListOutput: {
             processes: components["schemas"]["Process"][];
-        } | {
+        };
+        /** @description `process` op `logs` */
+        ProcessLogsOutput: {
             processId: string;
             entries: {
                 seq: number;
@@ -2114,18 +2243,24 @@ export interface components {
             /** @description Older entries no longer kept */
             dropped: number;
             process: components["schemas"]["Process"];
-        } | {
+        };
+        /** @description `process` op `write` */
+        ProcessWriteOutput: {
             processId: string;
             /** @description Bytes written to its stdin */
             bytes: number;
             /** @description Its stdin was closed after them */
             eof: boolean;
-        } | {
+        };
+        /** @description `process` op `signal` */
+        ProcessSignalOutput: {
             processId: string;
             /** @enum {string} */
             signal: "TERM" | "INT" | "KILL" | "HUP" | "USR1" | "USR2";
             process: components["schemas"]["Process"];
-        } | {
+        };
+        /** @description `process` op `wait` */
+        ProcessWaitOutput: {
             processId: string;
             /** @description false: still running at the timeout (status `timed_out`) */
             exited: boolean;
@@ -2562,13 +2697,13 @@ export interface components {
                 lastWrittenBy?: components["schemas"]["ActionSummary"];
             }[];
             /** @description The plan step version it was an attempt of; null outside a plan */
-            planStep: {
+            planStep?: {
                 planId: string;
                 stepId: string;
                 version: number;
             } | null;
             /** @description The session kernel it ran in; null outside one */
-            kernel: {
+            kernel?: {
                 id: string;
                 /** @enum {string} */
                 language: "python" | "node" | "bash";
@@ -2594,7 +2729,7 @@ export interface components {
                 };
             } | null;
             /** @description What a retry with `restore: true` would restore (taken before it or its nearest retried ancestor); null when none. A deleted one keeps `deletedAt` */
-            checkpoint: {
+            checkpoint?: {
                 id: string;
                 label?: string;
                 /** Format: date-time */
@@ -2612,7 +2747,7 @@ export interface components {
             /** @description The actions it called (a skill’s tools and skills), by `seq` */
             calls: components["schemas"]["ActionSummary"][];
             /** @description Why it waited for approval and the decision; null when no rule asked */
-            approval: {
+            approval?: {
                 /** @description The rule that asks, as written (JSON) */
                 rule: string;
                 /**
@@ -2877,6 +3012,39 @@ export interface components {
             /** @description More changes than the lists hold (10 000 paths) */
             truncated: boolean;
         };
+        /** @description A file written from the request body, atomically */
+        FileUpload: {
+            /**
+             * @description The path written, normalized
+             * @example data/big.bin
+             */
+            path: string;
+            /** @description Bytes written */
+            size: number;
+            /** @description Hex sha256 of the bytes written */
+            sha256: string;
+            /**
+             * @description The `file` action that recorded the transfer (op `upload` / `upload_archive`)
+             * @example act_0123456789abcdef01234567
+             */
+            actionId: string;
+        };
+        /** @description A tar extracted into a directory of the workspace */
+        ArchiveUpload: {
+            /** @description The directory extracted into, normalized (`""`: the root) */
+            path: string;
+            /** @description Files written (hard links count as the copies they become) */
+            files: number;
+            /** @description Directory entries of the archive */
+            directories: number;
+            /** @description Bytes of file content written */
+            bytes: number;
+            /**
+             * @description The `file` action that recorded the transfer (op `upload` / `upload_archive`)
+             * @example act_0123456789abcdef01234567
+             */
+            actionId: string;
+        };
         /**
          * @description The type of an event of the stream: what the session published, or `events.gap` (a resumed replay lost events the buffer no longer held) and `session.ended` (the last one)
          * @example action.completed
@@ -2902,7 +3070,7 @@ export interface components {
             files?: {
                 mimeType: string;
                 /** @description Relative to the workspace (`.switchyard/results/…`); null when it could not be written */
-                path: string | null;
+                path?: string | null;
                 bytes: number;
                 /** @description Why it could not be written */
                 error?: string;
@@ -3025,7 +3193,7 @@ export interface components {
              */
             kind: "packages" | "image";
             /** @description The image sessions with it run in; null while it cannot be known (no default image yet, invalid) */
-            image: string | null;
+            image?: string | null;
             /**
              * @description `stale`: the file or base image changed since the last build; `unknown`: Docker did not answer
              * @enum {string}
@@ -3052,7 +3220,7 @@ export interface components {
         };
         ToolList: {
             /** @description Every tool the caller’s policy offers, in the format asked for */
-            tools: components["schemas"]["AnthropicTool"][] | components["schemas"]["OpenAiTool"][];
+            tools: components["schemas"]["AnthropicTool"][] | components["schemas"]["OpenAiTool"][] | components["schemas"]["ResponsesTool"][];
         };
         /** @description A tool as Anthropic’s `tools` takes it */
         AnthropicTool: {
@@ -3076,6 +3244,175 @@ export interface components {
                 };
                 /** @description Only with `strict=true`. `true`: `parameters` is a schema OpenAI strict mode accepts, and it accepts every input the tool takes. `false`: a skill whose input schema strict mode cannot say (an object open to keys it does not name, a `oneOf` whose branches can overlap, …); `parameters` is then its schema as written */
                 strict?: boolean;
+            };
+        };
+        /** @description A function tool as the OpenAI Responses API’s `tools` takes it (flat: no `function` object) */
+        ResponsesTool: {
+            /** @enum {string} */
+            type: "function";
+            name: string;
+            description: string;
+            /** @description JSON Schema of the tool’s input */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** @description Always said, as the Responses API reads a function without it as strict. `true` (the default, or `strict=true`): `parameters` is a schema OpenAI strict mode accepts, and it accepts every input the tool takes. `false`: with `strict=false`, or a skill whose input schema strict mode cannot say; `parameters` is then the schema as written */
+            strict: boolean;
+        };
+        /** @description One tool call, in any of the shapes the engine reads */
+        ToolCall: components["schemas"]["PlainToolCall"] | components["schemas"]["AnthropicToolUse"] | components["schemas"]["OpenAiToolCall"] | components["schemas"]["ResponsesFunctionCall"] | components["schemas"]["OtherToolCall"] | components["schemas"]["OtherFunctionCall"];
+        /** @description A call as `{id, name, input}` */
+        PlainToolCall: {
+            /** @description The model's id of the call; echoed in the answer. */
+            id: string;
+            name: string;
+            /** @description The tool's fields; `null` for a field counts as absent. */
+            input?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An Anthropic `tool_use` content block, as the model wrote it */
+        AnthropicToolUse: {
+            /** @enum {string} */
+            type: "tool_use";
+            /** @description The model's id of the call; echoed in the answer. */
+            id: string;
+            name: string;
+            /** @description The tool's fields; `null` for a field counts as absent. */
+            input?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An OpenAI Chat Completions tool call (an item of the message’s `tool_calls`) */
+        OpenAiToolCall: {
+            /** @description The model's id of the call; echoed in the answer. */
+            id: string;
+            /** @enum {string} */
+            type: "function";
+            function: {
+                name: string;
+                /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
+                arguments?: string | {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description An OpenAI Responses API `function_call` output item, as the model wrote it */
+        ResponsesFunctionCall: {
+            /** @enum {string} */
+            type: "function_call";
+            /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+            call_id: string;
+            name: string;
+            /** @description The tool's fields as a JSON string, as the model wrote it. */
+            arguments?: string;
+            /** @description The item’s own id (`fc_…`), not used. */
+            id?: string;
+            status?: string;
+        };
+        /** @description A call in none of the shapes above (an unknown tool, a wrong `type`, input that is not an object…) is still answered, with `is_error: true` and what is wrong, as a model can act on it; only a missing `id` is a 400. */
+        OtherToolCall: {
+            /** @description The model's id of the call; echoed in the answer. */
+            id: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A `function_call` item with a `call_id` but otherwise not as above is answered too, `is_error: true` and what is wrong; a `function_call` item with neither `call_id` nor `id` is a 400. */
+        OtherFunctionCall: {
+            /** @enum {string} */
+            type: "function_call";
+            /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
+            call_id: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The answer to one call, in the shape of the call */
+        ToolCallAnswer: components["schemas"]["ResponsesFunctionCallOutput"] | components["schemas"]["OpenAiToolResult"] | components["schemas"]["AnthropicToolResult"] | components["schemas"]["ToolResult"];
+        /** @description The answer to a `{id, name, input}` call */
+        ToolResult: {
+            /** @description The call’s id */
+            tool_use_id: string;
+            /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+            content: string | ({
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "image";
+                source: {
+                    /** @enum {string} */
+                    type: "base64";
+                    /** @enum {string} */
+                    media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                    /** @description The image, base64 */
+                    data: string;
+                };
+            })[];
+            is_error: boolean;
+        };
+        /** @description The answer to a `tool_use` block: a `tool_result` content block, to put as is in the next user message */
+        AnthropicToolResult: {
+            /** @enum {string} */
+            type: "tool_result";
+            /** @description The call’s id */
+            tool_use_id: string;
+            /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
+            content: string | ({
+                /** @enum {string} */
+                type: "text";
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "image";
+                source: {
+                    /** @enum {string} */
+                    type: "base64";
+                    /** @enum {string} */
+                    media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                    /** @description The image, base64 */
+                    data: string;
+                };
+            })[];
+            is_error: boolean;
+        };
+        /** @description The answer to an OpenAI Chat Completions tool call. `message` is the `role: "tool"` message to append as is to `messages` (OpenAI refuses unknown fields in a message, so `is_error` stays outside it). A Chat Completions tool message takes text only: an image is a line naming it and where it is */
+        OpenAiToolResult: {
+            /** @description The call’s id */
+            tool_use_id: string;
+            /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
+            content: string;
+            is_error: boolean;
+            tool_call_id: string;
+            message: {
+                /** @enum {string} */
+                role: "tool";
+                tool_call_id: string;
+                content: string;
+            };
+        };
+        /** @description The answer to a Responses API `function_call` item. `item` is the `function_call_output` to append as is to the next request’s `input` */
+        ResponsesFunctionCallOutput: {
+            /** @description The call’s id */
+            tool_use_id: string;
+            /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
+            content: string;
+            is_error: boolean;
+            call_id: string;
+            item: {
+                /** @enum {string} */
+                type: "function_call_output";
+                call_id: string;
+                /** @description The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a `data:` URL) in order */
+                output: string | ({
+                    /** @enum {string} */
+                    type: "input_text";
+                    text: string;
+                } | {
+                    /** @enum {string} */
+                    type: "input_image";
+                    image_url: string;
+                })[];
             };
         };
         /** @description Alive; with a valid key (or none configured), the tiers this engine can use and its graph store */
@@ -4487,6 +4824,422 @@ export interface operations {
             };
         };
     };
+    FilesController_download: {
+        parameters: {
+            query: {
+                /** @description File path relative to the workspace root */
+                path: string;
+            };
+            header?: {
+                /** @description One range, `bytes=start-end` or `bytes=start-` */
+                Range?: string;
+            };
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file’s bytes */
+            200: {
+                headers: {
+                    /** @description The `file` action that recorded the transfer */
+                    "x-switchyard-action-id"?: string;
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The bytes of the range asked for */
+            206: {
+                headers: {
+                    /** @description The `file` action that recorded the transfer */
+                    "x-switchyard-action-id"?: string;
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The range starts at or past the end of the file (`Content-Range: bytes *\/<size>`) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Action queue full (engine or session): retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    FilesController_upload: {
+        parameters: {
+            query: {
+                /** @description Default true */
+                overwrite?: "true" | "false";
+                /** @description File path relative to the workspace root */
+                path: string;
+            };
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file’s bytes (any content type; absent or empty: an empty file) */
+        requestBody?: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The file written */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileUpload"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Action queue full (engine or session): retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    FilesController_downloadArchive: {
+        parameters: {
+            query?: {
+                /** @description Directory relative to the workspace root (default: the root) */
+                path?: string;
+            };
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tar */
+            200: {
+                headers: {
+                    /** @description The `file` action that recorded the transfer */
+                    "x-switchyard-action-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Action queue full (engine or session): retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    FilesController_uploadArchive: {
+        parameters: {
+            query?: {
+                /** @description Directory relative to the workspace root (default: the root) */
+                path?: string;
+            };
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /** @description A tar, or a gzip-compressed tar (any content type; absent or empty: nothing to extract) */
+        requestBody?: {
+            content: {
+                "application/x-tar": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description What was extracted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArchiveUpload"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Action queue full (engine or session): retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     PlansController_list: {
         parameters: {
             query?: never;
@@ -5548,10 +6301,10 @@ export interface operations {
             query?: {
                 /** @description List what this session’s policy offers (its own layer too); without it, what the engine’s and the caller’s tenant’s policies offer. A tool whose every call a policy denies is left out. */
                 sessionId?: string;
-                /** @description OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic (or no format) is a 400 naming `strict`. */
+                /** @description OpenAI strict-mode schemas. Default: false with format=openai (Chat Completions), true with format=openai-responses (as the Responses API reads a function without `strict`). strict=true with format=anthropic (or no format) is a 400 naming `strict`. */
                 strict?: "true" | "false";
                 /** @description Default: anthropic */
-                format?: "anthropic" | "openai";
+                format?: "anthropic" | "openai" | "openai-responses";
             };
             header?: never;
             path?: never;
@@ -5618,93 +6371,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": (({
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                } | {
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    name: string;
-                    /** @description The tool's fields; `null` for a field counts as absent. */
-                    input?: Record<string, never>;
-                } | {
-                    /** @enum {string} */
-                    type: "tool_use";
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    name: string;
-                    /** @description The tool's fields; `null` for a field counts as absent. */
-                    input?: Record<string, never>;
-                } | {
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    /** @enum {string} */
-                    type: "function";
-                    function: {
-                        name: string;
-                        /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
-                        arguments?: string | Record<string, never>;
-                    };
-                } | Record<string, never>) | ({
-                    /** @enum {string} */
-                    type: "function_call";
-                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
-                    call_id: string;
-                } | {
-                    /** @enum {string} */
-                    type: "function_call";
-                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
-                    call_id: string;
-                    name: string;
-                    /** @description The tool's fields as a JSON string, as the model wrote it. */
-                    arguments?: string;
-                    /** @description The item’s own id (`fc_…`), not used. */
-                    id?: string;
-                    status?: string;
-                } | Record<string, never>)) | (({
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                } | {
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    name: string;
-                    /** @description The tool's fields; `null` for a field counts as absent. */
-                    input?: Record<string, never>;
-                } | {
-                    /** @enum {string} */
-                    type: "tool_use";
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    name: string;
-                    /** @description The tool's fields; `null` for a field counts as absent. */
-                    input?: Record<string, never>;
-                } | {
-                    /** @description The model's id of the call; echoed in the answer. */
-                    id: string;
-                    /** @enum {string} */
-                    type: "function";
-                    function: {
-                        name: string;
-                        /** @description The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that does not parse is an `is_error` result naming `arguments`. */
-                        arguments?: string | Record<string, never>;
-                    };
-                } | Record<string, never>) | ({
-                    /** @enum {string} */
-                    type: "function_call";
-                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
-                    call_id: string;
-                } | {
-                    /** @enum {string} */
-                    type: "function_call";
-                    /** @description The model's id of the function call; echoed in the answer and its `function_call_output`. */
-                    call_id: string;
-                    name: string;
-                    /** @description The tool's fields as a JSON string, as the model wrote it. */
-                    arguments?: string;
-                    /** @description The item’s own id (`fc_…`), not used. */
-                    id?: string;
-                    status?: string;
-                } | Record<string, never>))[];
+                "application/json": components["schemas"]["ToolCall"] | components["schemas"]["ToolCall"][];
             };
         };
         responses: {
@@ -5714,165 +6381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": ({
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
-                        content: string | ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            source: {
-                                /** @enum {string} */
-                                type: "base64";
-                                /** @enum {string} */
-                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
-                                /** @description The image, base64 */
-                                data: string;
-                            };
-                        })[];
-                        is_error: boolean;
-                    } | {
-                        /** @enum {string} */
-                        type: "tool_result";
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
-                        content: string | ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            source: {
-                                /** @enum {string} */
-                                type: "base64";
-                                /** @enum {string} */
-                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
-                                /** @description The image, base64 */
-                                data: string;
-                            };
-                        })[];
-                        is_error: boolean;
-                    } | {
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
-                        content: string;
-                        is_error: boolean;
-                        tool_call_id: string;
-                        message: {
-                            /** @enum {string} */
-                            role: "tool";
-                            tool_call_id: string;
-                            content: string;
-                        };
-                    } | {
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
-                        content: string;
-                        is_error: boolean;
-                        call_id: string;
-                        item: {
-                            /** @enum {string} */
-                            type: "function_call_output";
-                            call_id: string;
-                            /** @description The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a `data:` URL) in order */
-                            output: string | ({
-                                /** @enum {string} */
-                                type: "input_text";
-                                text: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "input_image";
-                                image_url: string;
-                            })[];
-                        };
-                    }) | ({
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
-                        content: string | ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            source: {
-                                /** @enum {string} */
-                                type: "base64";
-                                /** @enum {string} */
-                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
-                                /** @description The image, base64 */
-                                data: string;
-                            };
-                        })[];
-                        is_error: boolean;
-                    } | {
-                        /** @enum {string} */
-                        type: "tool_result";
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, for the model: the text, or, when the answer attaches images (a read of a PNG, JPEG, GIF or WebP file, a cell’s image results, a browser screenshot; each within SWITCHYARD_TOOL_IMAGE_MAX_BYTES), Anthropic’s list of `text` and `image` blocks in order, each image after the text naming it */
-                        content: string | ({
-                            /** @enum {string} */
-                            type: "text";
-                            text: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "image";
-                            source: {
-                                /** @enum {string} */
-                                type: "base64";
-                                /** @enum {string} */
-                                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
-                                /** @description The image, base64 */
-                                data: string;
-                            };
-                        })[];
-                        is_error: boolean;
-                    } | {
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
-                        content: string;
-                        is_error: boolean;
-                        tool_call_id: string;
-                        message: {
-                            /** @enum {string} */
-                            role: "tool";
-                            tool_call_id: string;
-                            content: string;
-                        };
-                    } | {
-                        /** @description The call’s id */
-                        tool_use_id: string;
-                        /** @description What the tool did or why it failed, as text; an image is a line naming it and where it is (a workspace file, or `output.results[i]` of the action) */
-                        content: string;
-                        is_error: boolean;
-                        call_id: string;
-                        item: {
-                            /** @enum {string} */
-                            type: "function_call_output";
-                            call_id: string;
-                            /** @description The text, or, when the answer attaches images, a list of `input_text` and `input_image` items (the image as a `data:` URL) in order */
-                            output: string | ({
-                                /** @enum {string} */
-                                type: "input_text";
-                                text: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "input_image";
-                                image_url: string;
-                            })[];
-                        };
-                    })[];
+                    "application/json": components["schemas"]["ToolCallAnswer"] | components["schemas"]["ToolCallAnswer"][];
                 };
             };
             /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */

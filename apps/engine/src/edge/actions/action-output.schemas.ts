@@ -46,77 +46,106 @@ const MORE_THAN_LIMIT: SchemaObject = {
   description: 'More results than `limit` (or the scan’s entry cap): the list stops there',
 };
 
-const fileOp = (title: string, required: string[], properties: SchemaObject['properties']): SchemaObject => ({
-  ...object(required, properties!),
-  title,
-});
+// Each op's output is a registered schema of its own (`FileReadOutput`, …): generated clients name a type after it.
+// Inline shapes with titles would do too, but titles repeated across types (`list`, `write`) collide in them.
+const fileOp = (op: string, required: string[], properties: SchemaObject['properties']): SchemaObject =>
+  object(required, properties!, `\`file\` op \`${op}\``);
+
+const FILE_OPS = {
+  FileReadOutput: fileOp('read', ['path', 'encoding', 'content', 'truncated'], {
+    path: PATH,
+    encoding: {
+      type: 'string',
+      enum: ['utf8', 'base64'],
+      description: '`base64` for a binary file, returned whole',
+    },
+    content: { type: 'string', description: 'The lines asked for (utf8), or the whole file (base64)' },
+    totalLines: { type: 'integer', description: 'utf8 only' },
+    offset: { type: 'integer', description: 'First line returned, 1-based (utf8 only)' },
+    lines: { type: 'integer', description: 'Lines returned (utf8 only)' },
+    size: { type: 'integer', description: 'Bytes (base64 only)' },
+    truncated: { type: 'boolean', description: 'More lines follow the window (or it hit the read cap)' },
+  }),
+  FileWriteOutput: fileOp('write', ['path', 'bytesWritten', 'size', 'created'], {
+    path: PATH,
+    bytesWritten: { type: 'integer' },
+    size: { type: 'integer', description: 'The file’s size after the write' },
+    created: { type: 'boolean' },
+  }),
+  FileEditOutput: fileOp('edit', ['path', 'replacements'], { path: PATH, replacements: { type: 'integer' } }),
+  FileListOutput: fileOp('list', ['entries'], {
+    entries: {
+      type: 'array',
+      items: object(['path', 'type', 'size'], {
+        path: PATH,
+        type: ENTRY_TYPE,
+        size: { type: 'integer', description: '0 for a directory' },
+      }),
+    },
+    nextCursor: {
+      type: 'string',
+      description: 'Pass as `cursor` for the next entries; absent on the last',
+    },
+  }),
+  FileFindOutput: fileOp('find', ['paths', 'truncated'], {
+    paths: { type: 'array', items: PATH },
+    truncated: MORE_THAN_LIMIT,
+  }),
+  FileGrepOutput: fileOp('grep', ['matches', 'truncated'], {
+    matches: { type: 'array', items: { type: 'string', description: '`path:line:text`' } },
+    truncated: MORE_THAN_LIMIT,
+  }),
+  FileStatOutput: fileOp('stat', ['path', 'type', 'size', 'mtime', 'mode'], {
+    path: PATH,
+    type: ENTRY_TYPE,
+    size: { type: 'integer', description: '0 for a directory' },
+    mtime: TIMESTAMP,
+    mode: { type: 'string', description: 'Permission bits, octal (`0644`)' },
+  }),
+  FileMkdirOutput: fileOp('mkdir', ['path', 'created'], {
+    path: PATH,
+    created: { type: 'boolean', description: 'false: it already existed' },
+  }),
+  FileMoveOutput: fileOp('move', ['path', 'to'], { path: PATH, to: PATH }),
+  FileDeleteOutput: fileOp('delete', ['path', 'deleted'], {
+    path: PATH,
+    deleted: { type: 'boolean', enum: [true] },
+  }),
+  // The file transfer API's (`…/files/content`, `…/files/archive`), recorded as file actions.
+  FileUploadOutput: fileOp('upload', ['path', 'size', 'sha256'], {
+    path: PATH,
+    size: { type: 'integer', description: 'Bytes written' },
+    sha256: { type: 'string', description: 'Hex sha256 of the bytes written' },
+  }),
+  FileDownloadOutput: fileOp('download', ['path', 'size', 'bytes', 'sha256'], {
+    path: PATH,
+    size: { type: 'integer', description: 'The file’s size' },
+    bytes: { type: 'integer', description: 'Bytes sent (a range’s)' },
+    sha256: { type: 'string', description: 'Hex sha256 of the bytes sent' },
+    range: object(['start', 'end'], { start: { type: 'integer' }, end: { type: 'integer' } }, 'Inclusive'),
+  }),
+  FileUploadArchiveOutput: fileOp('upload_archive', ['path', 'files', 'directories', 'bytes'], {
+    path: { type: 'string', description: 'The directory extracted into (`""`: the root)' },
+    files: { type: 'integer' },
+    directories: { type: 'integer' },
+    bytes: { type: 'integer', description: 'Bytes of file content written' },
+  }),
+  FileDownloadArchiveOutput: fileOp('download_archive', ['path', 'bytes', 'sha256'], {
+    path: { type: 'string', description: 'The directory archived (`""`: the root)' },
+    bytes: { type: 'integer', description: 'Bytes of tar sent' },
+    sha256: { type: 'string', description: 'Hex sha256 of the tar sent' },
+  }),
+} satisfies Record<string, SchemaObject>;
 
 const FILE_OUTPUT: SchemaObject = {
   description: '`file` actions: the op’s result (a failed op has no `output`, only `error`)',
-  anyOf: [
-    fileOp('read', ['path', 'encoding', 'content', 'truncated'], {
-      path: PATH,
-      encoding: {
-        type: 'string',
-        enum: ['utf8', 'base64'],
-        description: '`base64` for a binary file, returned whole',
-      },
-      content: { type: 'string', description: 'The lines asked for (utf8), or the whole file (base64)' },
-      totalLines: { type: 'integer', description: 'utf8 only' },
-      offset: { type: 'integer', description: 'First line returned, 1-based (utf8 only)' },
-      lines: { type: 'integer', description: 'Lines returned (utf8 only)' },
-      size: { type: 'integer', description: 'Bytes (base64 only)' },
-      truncated: { type: 'boolean', description: 'More lines follow the window (or it hit the read cap)' },
-    }),
-    fileOp('write', ['path', 'bytesWritten', 'size', 'created'], {
-      path: PATH,
-      bytesWritten: { type: 'integer' },
-      size: { type: 'integer', description: 'The file’s size after the write' },
-      created: { type: 'boolean' },
-    }),
-    fileOp('edit', ['path', 'replacements'], { path: PATH, replacements: { type: 'integer' } }),
-    fileOp('list', ['entries'], {
-      entries: {
-        type: 'array',
-        items: object(['path', 'type', 'size'], {
-          path: PATH,
-          type: ENTRY_TYPE,
-          size: { type: 'integer', description: '0 for a directory' },
-        }),
-      },
-      nextCursor: {
-        type: 'string',
-        description: 'Pass as `cursor` for the next entries; absent on the last',
-      },
-    }),
-    fileOp('find', ['paths', 'truncated'], {
-      paths: { type: 'array', items: PATH },
-      truncated: MORE_THAN_LIMIT,
-    }),
-    fileOp('grep', ['matches', 'truncated'], {
-      matches: { type: 'array', items: { type: 'string', description: '`path:line:text`' } },
-      truncated: MORE_THAN_LIMIT,
-    }),
-    fileOp('stat', ['path', 'type', 'size', 'mtime', 'mode'], {
-      path: PATH,
-      type: ENTRY_TYPE,
-      size: { type: 'integer', description: '0 for a directory' },
-      mtime: TIMESTAMP,
-      mode: { type: 'string', description: 'Permission bits, octal (`0644`)' },
-    }),
-    fileOp('mkdir', ['path', 'created'], {
-      path: PATH,
-      created: { type: 'boolean', description: 'false: it already existed' },
-    }),
-    fileOp('move', ['path', 'to'], { path: PATH, to: PATH }),
-    fileOp('delete', ['path', 'deleted'], { path: PATH, deleted: { type: 'boolean', enum: [true] } }),
-  ],
+  anyOf: Object.keys(FILE_OPS).map(ref),
 };
 
 // ---------------------------------------------------------------- browser
 
 const BROWSER_OUTPUT: SchemaObject = object(
-  ['tabId', 'url', 'title', 'status', 'route'],
+  ['url', 'title', 'route'],
   {
     tabId: nullable({
       type: 'string',
@@ -184,46 +213,47 @@ const PROCESS_SCHEMA: SchemaObject = object(
   'A background process of the session (`process` actions)',
 );
 
-const processOp = (
-  title: string,
-  required: string[],
-  properties: SchemaObject['properties'],
-): SchemaObject => ({
-  ...object(['processId', ...required], { processId: { type: 'string' }, ...properties }),
-  title,
-});
+const processOp = (op: string, required: string[], properties: SchemaObject['properties']): SchemaObject =>
+  object(['processId', ...required], { processId: { type: 'string' }, ...properties }, `\`process\` ${op}`);
+
+/** Registered one by one, as the file ops' outputs are. */
+const PROCESS_OPS = {
+  ProcessStateOutput: processOp('ops `start` and `stop`', ['process'], { process: ref('Process') }),
+  ProcessListOutput: object(
+    ['processes'],
+    { processes: { type: 'array', items: ref('Process') } },
+    '`process` op `list`',
+  ),
+  ProcessLogsOutput: processOp('op `logs`', ['entries', 'nextSeq', 'dropped', 'process'], {
+    entries: {
+      type: 'array',
+      items: object(['seq', 'stream', 'text'], {
+        seq: { type: 'integer' },
+        stream: { type: 'string', enum: ['stdout', 'stderr'] },
+        text: { type: 'string' },
+      }),
+    },
+    nextSeq: { type: 'integer', description: 'Pass as `sinceSeq` for what follows' },
+    dropped: { type: 'integer', description: 'Older entries no longer kept' },
+    process: ref('Process'),
+  }),
+  ProcessWriteOutput: processOp('op `write`', ['bytes', 'eof'], {
+    bytes: { type: 'integer', description: 'Bytes written to its stdin' },
+    eof: { type: 'boolean', description: 'Its stdin was closed after them' },
+  }),
+  ProcessSignalOutput: processOp('op `signal`', ['signal', 'process'], {
+    signal: { type: 'string', enum: [...PROCESS_SIGNALS] },
+    process: ref('Process'),
+  }),
+  ProcessWaitOutput: processOp('op `wait`', ['exited', 'process'], {
+    exited: { type: 'boolean', description: 'false: still running at the timeout (status `timed_out`)' },
+    process: ref('Process'),
+  }),
+} satisfies Record<string, SchemaObject>;
 
 const PROCESS_OUTPUT: SchemaObject = {
   description: '`process` actions: the process the op acted on, as it is after it',
-  anyOf: [
-    processOp('start, stop', ['process'], { process: ref('Process') }),
-    { ...object(['processes'], { processes: { type: 'array', items: ref('Process') } }), title: 'list' },
-    processOp('logs', ['entries', 'nextSeq', 'dropped', 'process'], {
-      entries: {
-        type: 'array',
-        items: object(['seq', 'stream', 'text'], {
-          seq: { type: 'integer' },
-          stream: { type: 'string', enum: ['stdout', 'stderr'] },
-          text: { type: 'string' },
-        }),
-      },
-      nextSeq: { type: 'integer', description: 'Pass as `sinceSeq` for what follows' },
-      dropped: { type: 'integer', description: 'Older entries no longer kept' },
-      process: ref('Process'),
-    }),
-    processOp('write', ['bytes', 'eof'], {
-      bytes: { type: 'integer', description: 'Bytes written to its stdin' },
-      eof: { type: 'boolean', description: 'Its stdin was closed after them' },
-    }),
-    processOp('signal', ['signal', 'process'], {
-      signal: { type: 'string', enum: [...PROCESS_SIGNALS] },
-      process: ref('Process'),
-    }),
-    processOp('wait', ['exited', 'process'], {
-      exited: { type: 'boolean', description: 'false: still running at the timeout (status `timed_out`)' },
-      process: ref('Process'),
-    }),
-  ],
+  anyOf: Object.keys(PROCESS_OPS).map(ref),
 };
 
 // ---------------------------------------------------------------- kernel
@@ -256,8 +286,10 @@ export const ACTION_OUTPUT_SCHEMAS = {
   ActionOutput: ACTION_OUTPUT,
   CodeCellOutput: CODE_CELL_OUTPUT,
   FileOutput: FILE_OUTPUT,
+  ...FILE_OPS,
   BrowserOutput: BROWSER_OUTPUT,
   ProcessOutput: PROCESS_OUTPUT,
+  ...PROCESS_OPS,
   KernelRestartOutput: KERNEL_RESTART_OUTPUT,
   Process: PROCESS_SCHEMA,
 } satisfies Record<string, SchemaObject>;

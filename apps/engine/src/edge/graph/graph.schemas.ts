@@ -165,18 +165,7 @@ const ACTION_RECORD_SCHEMA: SchemaObject = object(
 );
 
 const FAILURE_CONTEXT_SCHEMA: SchemaObject = object(
-  [
-    'action',
-    'retryChain',
-    'before',
-    'files',
-    'planStep',
-    'kernel',
-    'checkpoint',
-    'callers',
-    'calls',
-    'approval',
-  ],
+  ['action', 'retryChain', 'before', 'files', 'callers', 'calls'],
   {
     action: ref('ActionRecord'),
     retryChain: {

@@ -13,7 +13,12 @@ export type SchemaOrRef = SchemaObject | { $ref: string };
 /** `$ref` to a registered schema, by name. */
 export const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` });
 
-/** `schema` that may also be `null` (OpenAPI 3.0 has no `type: "null"`; a `$ref` cannot carry `nullable`). */
+/**
+ * `schema` that may also be `null` (OpenAPI 3.0 has no `type: "null"`; a `$ref` cannot carry `nullable`). A nullable
+ * property stays out of `required`, even one the code always sends: datamodel-code-generator (without
+ * `--strict-nullable`) reads `nullable` only on optional properties, and would refuse the null of a required one.
+ * apps/engine/src/edge/http/openapi-generators.spec.ts holds the document to it.
+ */
 export const nullable = (schema: SchemaObject): SchemaObject => ({ ...schema, nullable: true });
 
 export const TIMESTAMP: SchemaObject = { type: 'string', format: 'date-time' };

@@ -73,6 +73,12 @@ export interface RawBodyRequest extends Request {
   rawBody?: Buffer;
 }
 
+/**
+ * Uploads of the file transfer API (`PUT …/files/content`, `PUT …/files/archive`): raw bytes of any size, streamed
+ * by their controller straight to the workspace, so neither read nor bounded here.
+ */
+const STREAMED_BODY = /^\/v1\/sessions\/[^/]+\/files\/(?:content|archive)\/?$/;
+
 export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
   const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
   const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
@@ -84,6 +90,8 @@ export function installJsonBody(app: INestApplication, maxBodyBytes: number): vo
         ]),
       );
   app.use((req: Request, res: Response, next: NextFunction) => {
+    // Any method: what is not a PUT there is answered 405 (or ignores its body) further on.
+    if (STREAMED_BODY.test(req.path)) return next();
     read(req, res, (err?: unknown) => {
       if (err) {
         const e = err as BodyParserError;

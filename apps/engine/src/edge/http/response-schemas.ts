@@ -4,6 +4,7 @@ import { ACTION_SCHEMAS } from '../actions/action.schemas';
 import { APPROVAL_SCHEMAS } from '../approvals/approval.schemas';
 import { CHECKPOINT_SCHEMAS } from '../checkpoints/checkpoint.schemas';
 import { EVENT_SCHEMAS } from '../events/event.schemas';
+import { FILE_TRANSFER_SCHEMAS } from '../files/file-transfer.schemas';
 import { GRAPH_SCHEMAS } from '../graph/graph.schemas';
 import { HEALTH_SCHEMAS } from '../health/health.schemas';
 import { HOOK_SCHEMAS } from '../hooks/hook.schemas';
@@ -35,6 +36,7 @@ export const RESPONSE_SCHEMAS = {
   ...PLAN_SCHEMAS,
   ...GRAPH_SCHEMAS,
   ...CHECKPOINT_SCHEMAS,
+  ...FILE_TRANSFER_SCHEMAS,
   ...EVENT_SCHEMAS,
   ...KERNEL_SCHEMAS,
   ...JUPYTER_SCHEMAS,

@@ -89,7 +89,7 @@ const DISPLAY_RESULT_SCHEMA: SchemaObject = object(
       description:
         'Entries over `SWITCHYARD_RESULT_MAX_BYTES` (one result) or `SWITCHYARD_CELL_RESULTS_MAX_BYTES` (the cell), ' +
         'written to the workspace instead of inlined; `data["text/plain"]` then says where',
-      items: object(['mimeType', 'path', 'bytes'], {
+      items: object(['mimeType', 'bytes'], {
         mimeType: { type: 'string' },
         path: {
           type: 'string',

@@ -138,6 +138,10 @@ export class SessionForwarding {
         .join(', ');
       const body = req.rawBody;
       if (body) headers['content-length'] = String(body.length);
+      // A body no parser buffered (a file transfer's bytes) goes through as it comes, with its length when it has one.
+      const streamed = body === undefined && hasUnreadBody(req);
+      if (streamed && req.headers['content-length'] !== undefined)
+        headers['content-length'] = req.headers['content-length'];
       const client = target.protocol === 'https:' ? https : http;
       const upstream = client.request(target, { method: req.method, headers });
       let answered = false;
@@ -186,9 +190,29 @@ export class SessionForwarding {
           );
         resolve(true);
       });
-      upstream.end(body);
+      if (!streamed) {
+        upstream.end(body);
+        return;
+      }
+      // Not one byte is read before the owner accepted the connection: a refused one leaves the body unread for the
+      // next attempt (this replica serving it, once the owner's lease ran out).
+      upstream.on('socket', (socket) => {
+        const send = () => {
+          req.on('error', () => upstream.destroy());
+          req.pipe(upstream);
+        };
+        if (socket.connecting) socket.once('connect', send);
+        else send();
+      });
     });
   }
+}
+
+/** A request body still to come: declared by a non-zero length or sent chunked. */
+function hasUnreadBody(req: RawBodyRequest): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
 }
 
 /** A 503 the caller retries after `retryAfterSeconds` (the replicas' answers written before Nest's filter runs). */

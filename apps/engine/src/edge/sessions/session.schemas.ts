@@ -6,7 +6,7 @@ import { ACTION_TIER, nullable, object, ref, TIMESTAMP } from '../http/common.sc
 
 /** `SessionActivity`: what a session has run, from its graph (`SessionActivityResponse`). */
 const SESSION_ACTIVITY_SCHEMA: SchemaObject = object(
-  ['actions', 'byStatus', 'tiers', 'lastActionAt'],
+  ['actions', 'byStatus', 'tiers'],
   {
     actions: { type: 'integer', minimum: 0, description: 'Actions of the session, running ones included' },
     byStatus: {

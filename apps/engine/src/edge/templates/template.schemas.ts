@@ -5,7 +5,7 @@ import { PACKAGE_KINDS } from '../../session/templates/template-file';
 /** Response schemas of the sandbox templates (`TemplateView`). */
 
 const TEMPLATE_SCHEMA: SchemaObject = object(
-  ['name', 'description', 'kind', 'image', 'state', 'packages', 'env'],
+  ['name', 'description', 'kind', 'state', 'packages', 'env'],
   {
     name: { type: 'string', example: 'data-science' },
     description: { type: 'string' },

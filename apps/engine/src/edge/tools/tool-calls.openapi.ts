@@ -1,27 +1,36 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ref } from '../http/common.schemas';
 
-/** OpenAPI schema of `POST /v1/sessions/:id/tool-calls`' body: the call shapes it reads (its answers: tool.schemas.ts). */
+/**
+ * OpenAPI schemas of `POST /v1/sessions/:id/tool-calls`' body: the call shapes it reads (its answers:
+ * tool.schemas.ts). Each shape is a registered schema, named: generated clients make a type of each, and one name
+ * per shape keeps them apart (inline shapes with titles repeated in the single call and the array collide).
+ */
 
 const id = { type: 'string', minLength: 1, description: "The model's id of the call; echoed in the answer." };
-const input = { type: 'object', description: "The tool's fields; `null` for a field counts as absent." };
-
-const plainCall: SchemaObject = {
-  title: 'Tool call',
+const input: SchemaObject = {
   type: 'object',
+  additionalProperties: true,
+  description: "The tool's fields; `null` for a field counts as absent.",
+};
+
+const PLAIN_TOOL_CALL: SchemaObject = {
+  type: 'object',
+  description: 'A call as `{id, name, input}`',
   required: ['id', 'name'],
   properties: { id, name: { type: 'string' }, input },
 };
 
-const anthropicCall: SchemaObject = {
-  title: 'Anthropic tool_use block',
+const ANTHROPIC_TOOL_USE: SchemaObject = {
   type: 'object',
+  description: 'An Anthropic `tool_use` content block, as the model wrote it',
   required: ['type', 'id', 'name'],
   properties: { type: { type: 'string', enum: ['tool_use'] }, id, name: { type: 'string' }, input },
 };
 
-const openAiCall: SchemaObject = {
-  title: 'OpenAI tool call',
+const OPENAI_TOOL_CALL: SchemaObject = {
   type: 'object',
+  description: 'An OpenAI Chat Completions tool call (an item of the message’s `tool_calls`)',
   required: ['id', 'type', 'function'],
   properties: {
     id,
@@ -32,7 +41,7 @@ const openAiCall: SchemaObject = {
       properties: {
         name: { type: 'string' },
         arguments: {
-          oneOf: [{ type: 'string' }, { type: 'object' }],
+          oneOf: [{ type: 'string' }, { type: 'object', additionalProperties: true }],
           description:
             "The tool's fields as a JSON string (as the model wrote it) or an already parsed object. JSON that " +
             'does not parse is an `is_error` result naming `arguments`.',
@@ -42,15 +51,25 @@ const openAiCall: SchemaObject = {
   },
 };
 
+const OTHER_TOOL_CALL: SchemaObject = {
+  type: 'object',
+  description:
+    'A call in none of the shapes above (an unknown tool, a wrong `type`, input that is not an object…) is still ' +
+    'answered, with `is_error: true` and what is wrong, as a model can act on it; only a missing `id` is a 400.',
+  required: ['id'],
+  properties: { id },
+  additionalProperties: true,
+};
+
 const callId = {
   type: 'string',
   minLength: 1,
   description: "The model's id of the function call; echoed in the answer and its `function_call_output`.",
 };
 
-const responsesCall: SchemaObject = {
-  title: 'OpenAI Responses function_call item',
+const RESPONSES_FUNCTION_CALL: SchemaObject = {
   type: 'object',
+  description: 'An OpenAI Responses API `function_call` output item, as the model wrote it',
   required: ['type', 'call_id', 'name'],
   properties: {
     type: { type: 'string', enum: ['function_call'] },
@@ -65,20 +84,14 @@ const responsesCall: SchemaObject = {
   },
 };
 
-const otherResponsesCall: SchemaObject = {
-  title: 'Any other function_call item',
+const OTHER_FUNCTION_CALL: SchemaObject = {
   type: 'object',
   description:
     'A `function_call` item with a `call_id` but otherwise not as above is answered too, `is_error: true` and what ' +
     'is wrong; a `function_call` item with neither `call_id` nor `id` is a 400.',
-};
-
-const otherCall: SchemaObject = {
-  title: 'Any other call',
-  type: 'object',
-  description:
-    'A call in none of the shapes above (an unknown tool, a wrong `type`, input that is not an object…) is still ' +
-    'answered, with `is_error: true` and what is wrong, as a model can act on it; only a missing `id` is a 400.',
+  required: ['type', 'call_id'],
+  properties: { type: { type: 'string', enum: ['function_call'] }, call_id: callId },
+  additionalProperties: true,
 };
 
 /**
@@ -86,26 +99,35 @@ const otherCall: SchemaObject = {
  * shapes it is read in are listed; anything else about a call is the model's to fix, in its answer, never an HTTP
  * error.
  */
-const call: SchemaObject = {
+const TOOL_CALL: SchemaObject = {
+  description: 'One tool call, in any of the shapes the engine reads',
   anyOf: [
-    {
-      type: 'object',
-      required: ['id'],
-      properties: { id },
-      anyOf: [plainCall, anthropicCall, openAiCall, otherCall],
-    },
-    {
-      type: 'object',
-      required: ['type', 'call_id'],
-      properties: { type: { type: 'string', enum: ['function_call'] }, call_id: callId },
-      anyOf: [responsesCall, otherResponsesCall],
-    },
+    ref('PlainToolCall'),
+    ref('AnthropicToolUse'),
+    ref('OpenAiToolCall'),
+    ref('ResponsesFunctionCall'),
+    ref('OtherToolCall'),
+    ref('OtherFunctionCall'),
   ],
 };
 
+export const TOOL_CALL_SCHEMAS = {
+  ToolCall: TOOL_CALL,
+  PlainToolCall: PLAIN_TOOL_CALL,
+  AnthropicToolUse: ANTHROPIC_TOOL_USE,
+  OpenAiToolCall: OPENAI_TOOL_CALL,
+  ResponsesFunctionCall: RESPONSES_FUNCTION_CALL,
+  OtherToolCall: OTHER_TOOL_CALL,
+  OtherFunctionCall: OTHER_FUNCTION_CALL,
+} satisfies Record<string, SchemaObject>;
+
 export const TOOL_CALLS_BODY: SchemaObject = {
   oneOf: [
-    call,
-    { type: 'array', items: call, description: 'Run in order; the answer is an array in that order.' },
+    ref('ToolCall'),
+    {
+      type: 'array',
+      items: ref('ToolCall'),
+      description: 'Run in order; the answer is an array in that order.',
+    },
   ],
 };

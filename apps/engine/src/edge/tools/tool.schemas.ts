@@ -1,5 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { FREE_OBJECT, object, ref } from '../http/common.schemas';
+import { TOOL_CALL_SCHEMAS } from './tool-calls.openapi';
 
 /**
  * Response schemas of the tool list (each model API's own tool shape) and of tool calls (`ToolAnswer`: the result in
@@ -34,13 +35,33 @@ const OPENAI_TOOL_SCHEMA: SchemaObject = object(
   'A tool as OpenAI’s `tools` takes it',
 );
 
+const RESPONSES_TOOL_SCHEMA: SchemaObject = object(
+  ['type', 'name', 'description', 'parameters', 'strict'],
+  {
+    type: { type: 'string', enum: ['function'] },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    parameters: INPUT_SCHEMA,
+    strict: {
+      type: 'boolean',
+      description:
+        'Always said, as the Responses API reads a function without it as strict. `true` (the default, or ' +
+        '`strict=true`): `parameters` is a schema OpenAI strict mode accepts, and it accepts every input the tool ' +
+        'takes. `false`: with `strict=false`, or a skill whose input schema strict mode cannot say; `parameters` is ' +
+        'then the schema as written',
+    },
+  },
+  'A function tool as the OpenAI Responses API’s `tools` takes it (flat: no `function` object)',
+);
+
 const TOOL_LIST_SCHEMA: SchemaObject = object(['tools'], {
   tools: {
-    // anyOf, not oneOf: an empty list (a policy that leaves no tool) is a list of either format.
+    // anyOf, not oneOf: an empty list (a policy that leaves no tool) is a list of any format.
     description: 'Every tool the caller’s policy offers, in the format asked for',
     anyOf: [
       { type: 'array', items: ref('AnthropicTool'), title: 'format=anthropic' },
       { type: 'array', items: ref('OpenAiTool'), title: 'format=openai' },
+      { type: 'array', items: ref('ResponsesTool'), title: 'format=openai-responses' },
     ],
   },
 });
@@ -132,77 +153,91 @@ const RESPONSES_OUTPUT: SchemaObject = {
   ],
 };
 
-const ANSWER: SchemaObject = {
+const TOOL_RESULT: SchemaObject = closed(
+  object(['tool_use_id', 'content', 'is_error'], RESULT, 'The answer to a `{id, name, input}` call'),
+);
+
+const ANTHROPIC_TOOL_RESULT: SchemaObject = closed(
+  object(
+    ['type', 'tool_use_id', 'content', 'is_error'],
+    { type: { type: 'string', enum: ['tool_result'] }, ...RESULT },
+    'The answer to a `tool_use` block: a `tool_result` content block, to put as is in the next user message',
+  ),
+);
+
+const OPENAI_TOOL_RESULT: SchemaObject = closed(
+  object(
+    ['tool_use_id', 'tool_call_id', 'content', 'is_error', 'message'],
+    {
+      ...RESULT,
+      content: TEXT_CONTENT,
+      tool_call_id: { type: 'string' },
+      message: closed(
+        object(['role', 'tool_call_id', 'content'], {
+          role: { type: 'string', enum: ['tool'] },
+          tool_call_id: { type: 'string' },
+          content: { type: 'string' },
+        }),
+      ),
+    },
+    'The answer to an OpenAI Chat Completions tool call. `message` is the `role: "tool"` message to append as is ' +
+      'to `messages` (OpenAI refuses unknown fields in a message, so `is_error` stays outside it). A Chat ' +
+      'Completions tool message takes text only: an image is a line naming it and where it is',
+  ),
+);
+
+const RESPONSES_FUNCTION_CALL_OUTPUT: SchemaObject = closed(
+  object(
+    ['tool_use_id', 'call_id', 'content', 'is_error', 'item'],
+    {
+      ...RESULT,
+      content: TEXT_CONTENT,
+      call_id: { type: 'string' },
+      item: closed(
+        object(['type', 'call_id', 'output'], {
+          type: { type: 'string', enum: ['function_call_output'] },
+          call_id: { type: 'string' },
+          output: RESPONSES_OUTPUT,
+        }),
+      ),
+    },
+    'The answer to a Responses API `function_call` item. `item` is the `function_call_output` to append as is to ' +
+      'the next request’s `input`',
+  ),
+);
+
+/**
+ * One answer, in its call's shape. Listed most specific first: a client that tries each shape in turn (as
+ * openapi-python-client's do) then reads an answer as the shape with the most of its fields, not as the plain
+ * `{tool_use_id, content, is_error}` every answer also has.
+ */
+const TOOL_CALL_ANSWER_SCHEMA: SchemaObject = {
+  description: 'The answer to one call, in the shape of the call',
   oneOf: [
-    {
-      title: 'Tool result (for a {id, name, input} call)',
-      ...closed(object(['tool_use_id', 'content', 'is_error'], RESULT)),
-    },
-    {
-      title: 'Anthropic tool_result block (for a tool_use block)',
-      ...closed(
-        object(
-          ['type', 'tool_use_id', 'content', 'is_error'],
-          { type: { type: 'string', enum: ['tool_result'] }, ...RESULT },
-          'A `tool_result` content block, to put as is in the next user message',
-        ),
-      ),
-    },
-    {
-      title: 'OpenAI tool result (for an OpenAI tool call)',
-      ...closed(
-        object(
-          ['tool_use_id', 'tool_call_id', 'content', 'is_error', 'message'],
-          {
-            ...RESULT,
-            content: TEXT_CONTENT,
-            tool_call_id: { type: 'string' },
-            message: closed(
-              object(['role', 'tool_call_id', 'content'], {
-                role: { type: 'string', enum: ['tool'] },
-                tool_call_id: { type: 'string' },
-                content: { type: 'string' },
-              }),
-            ),
-          },
-          '`message` is the `role: "tool"` message to append as is to `messages` (OpenAI refuses unknown fields in ' +
-            'a message, so `is_error` stays outside it). A Chat Completions tool message takes text only: an image ' +
-            'is a line naming it and where it is',
-        ),
-      ),
-    },
-    {
-      title: 'OpenAI Responses function_call_output (for a function_call item)',
-      ...closed(
-        object(
-          ['tool_use_id', 'call_id', 'content', 'is_error', 'item'],
-          {
-            ...RESULT,
-            content: TEXT_CONTENT,
-            call_id: { type: 'string' },
-            item: closed(
-              object(['type', 'call_id', 'output'], {
-                type: { type: 'string', enum: ['function_call_output'] },
-                call_id: { type: 'string' },
-                output: RESPONSES_OUTPUT,
-              }),
-            ),
-          },
-          '`item` is the `function_call_output` to append as is to the next request’s `input`',
-        ),
-      ),
-    },
+    ref('ResponsesFunctionCallOutput'),
+    ref('OpenAiToolResult'),
+    ref('AnthropicToolResult'),
+    ref('ToolResult'),
   ],
 };
 
 /**
  * The answer to `POST …/tool-calls`: one per call, in its call's shape; an array for an array of calls, in their
- * order. Inline in the operation rather than registered: tool-formats.e2e-spec.ts reads its variants there.
+ * order.
  */
-export const TOOL_CALL_ANSWER: SchemaObject = { oneOf: [ANSWER, { type: 'array', items: ANSWER }] };
+export const TOOL_CALL_ANSWER: SchemaObject = {
+  oneOf: [ref('ToolCallAnswer'), { type: 'array', items: ref('ToolCallAnswer') }],
+};
 
 export const TOOL_SCHEMAS = {
   ToolList: TOOL_LIST_SCHEMA,
   AnthropicTool: ANTHROPIC_TOOL_SCHEMA,
   OpenAiTool: OPENAI_TOOL_SCHEMA,
+  ResponsesTool: RESPONSES_TOOL_SCHEMA,
+  ...TOOL_CALL_SCHEMAS,
+  ToolCallAnswer: TOOL_CALL_ANSWER_SCHEMA,
+  ToolResult: TOOL_RESULT,
+  AnthropicToolResult: ANTHROPIC_TOOL_RESULT,
+  OpenAiToolResult: OPENAI_TOOL_RESULT,
+  ResponsesFunctionCallOutput: RESPONSES_FUNCTION_CALL_OUTPUT,
 } satisfies Record<string, SchemaObject>;

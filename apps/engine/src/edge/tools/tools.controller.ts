@@ -28,25 +28,29 @@ export class ToolsController {
   @ApiOperation({
     summary: "The engine's tools for a model's tool-calling API",
     description:
-      "Pass the list straight to Anthropic's `tools` or OpenAI's `tools`. With `format=openai&strict=true`, every " +
-      'function has `strict: true` and a schema OpenAI strict mode accepts: every object closed ' +
+      "Pass the list straight to Anthropic's `tools`, OpenAI Chat Completions' `tools` (`format=openai`: " +
+      '`{type: "function", function: {…}}`) or the OpenAI Responses API\'s `tools` (`format=openai-responses`: flat ' +
+      '`{type: "function", name, description, parameters, strict}`). With `format=openai&strict=true`, and with ' +
+      '`format=openai-responses` unless `strict=false` (the Responses API takes a function without `strict` as ' +
+      'strict), every function has `strict: true` and a schema OpenAI strict mode accepts: every object closed ' +
       '(`additionalProperties: false`) with all its properties in `required`, optional fields nullable (send ' +
       '`null` to leave one out), maps such as `env` as lists of `{name, value}` pairs, and lengths, bounds and ' +
       'patterns said in the descriptions (the engine still enforces them).',
   })
   @ApiQuery({
     name: 'format',
-    schema: { type: 'string', enum: ['anthropic', 'openai'], default: 'anthropic' },
+    schema: { type: 'string', enum: ['anthropic', 'openai', 'openai-responses'], default: 'anthropic' },
     required: false,
     description: 'Default: anthropic',
   })
   @ApiQuery({
     name: 'strict',
-    schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
+    schema: { type: 'string', enum: ['true', 'false'] },
     required: false,
     description:
-      'OpenAI strict-mode schemas (default false). Only with format=openai: strict=true with format=anthropic ' +
-      '(or no format) is a 400 naming `strict`.',
+      'OpenAI strict-mode schemas. Default: false with format=openai (Chat Completions), true with ' +
+      'format=openai-responses (as the Responses API reads a function without `strict`). strict=true with ' +
+      'format=anthropic (or no format) is a 400 naming `strict`.',
   })
   @ApiQuery({
     name: 'sessionId',

@@ -20,6 +20,7 @@ import { ExecutionEngine } from './execution-engine.service';
 import { BrowserActionHandler } from '../handlers/browser-action.handler';
 import { CodeActionHandler } from '../handlers/code-action.handler';
 import { FileActionHandler } from '../handlers/file-action.handler';
+import { FileTransferChannel } from '../handlers/file-transfer-channel';
 import { KernelActionHandler } from '../handlers/kernel-action.handler';
 import { ProcessActionHandler } from '../handlers/process-action.handler';
 import { SkillActionHandler } from '../handlers/skill-action.handler';
@@ -69,7 +70,8 @@ const HANDLERS = [
     ActionGates,
     ActionEnvelopes,
     ExecutionEngine,
+    FileTransferChannel,
   ],
-  exports: [ExecutionEngine],
+  exports: [ExecutionEngine, FileTransferChannel],
 })
 export class ActionsModule {}

@@ -57,6 +57,22 @@ describe('ToolsService.list', () => {
     }
   });
 
+  it('writes the Responses API lists as the Chat Completions ones, flat, always saying strict', () => {
+    // The Responses API reads a function without `strict` as strict: its list is strict unless asked otherwise.
+    const flat = (list: unknown[], strict?: boolean) =>
+      (list as OpenAiTool[]).map((t) => ({
+        type: t.type,
+        ...t.function,
+        ...(strict !== undefined && { strict }),
+      }));
+    expect(tools.list('openai-responses-strict')).toEqual(flat(tools.list('openai-strict')));
+    expect(tools.list('openai-responses')).toEqual(flat(tools.list('openai'), false));
+    for (const t of tools.list('openai-responses-strict') as Array<Record<string, unknown>>) {
+      expect(Object.keys(t)).toEqual(['type', 'name', 'description', 'parameters', 'strict']);
+      expect(t.strict).toBe(true);
+    }
+  });
+
   it('finds the breaks of the plain (non-strict) schemas, so the rule check above is not vacuous', () => {
     const bash = (tools.list('openai') as OpenAiTool[]).find((t) => t.function.name === 'bash')!;
     expect(strictModeViolations(bash.function.parameters)).toEqual([

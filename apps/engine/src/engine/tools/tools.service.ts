@@ -126,6 +126,19 @@ export class ToolsService {
               },
             };
           }
+          // The Responses API's flat function tool. It reads a missing `strict` as true, so `strict` is always said.
+          case 'openai-responses':
+            return { type: 'function', name: t.name, description, parameters: t.inputSchema, strict: false };
+          case 'openai-responses-strict': {
+            const strict = this.strictSchema(t);
+            return {
+              type: 'function',
+              name: t.name,
+              description,
+              parameters: strict ?? t.inputSchema,
+              strict: strict !== undefined,
+            };
+          }
         }
       });
   }

@@ -72,6 +72,8 @@ export interface KubernetesConfig {
   workspaceTool: string;
   /** Its snapshot op in Python, run around every code action (`npm run build` copies it). */
   workspaceSnapshot: string;
+  /** The file transfer API's program in the pod (streamed reads, writes and tars; `npm run build` copies it). */
+  workspaceTransfer: string;
   kubeconfigPath?: string;
   context?: string;
   namespace: string;
@@ -97,6 +99,7 @@ export function kubernetesConfig(env: KubernetesEnv, cwd: string): KubernetesCon
     backend: env.SWITCHYARD_SANDBOX_BACKEND,
     workspaceTool: path.resolve(cwd, 'dist', 'pod', 'workspace-tool.js'),
     workspaceSnapshot: path.resolve(cwd, 'dist', 'pod', 'workspace-snapshot.py'),
+    workspaceTransfer: path.resolve(cwd, 'dist', 'pod', 'file-transfer.py'),
     ...(env.KUBECONFIG && { kubeconfigPath: path.resolve(cwd, env.KUBECONFIG) }),
     ...(env.SWITCHYARD_K8S_CONTEXT && { context: env.SWITCHYARD_K8S_CONTEXT }),
     namespace: env.SWITCHYARD_K8S_NAMESPACE,

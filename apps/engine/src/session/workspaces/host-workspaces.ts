@@ -5,8 +5,16 @@ import {
   FileOperations,
   WorkspaceManager,
   type WorkspaceSnapshot,
+  WorkspaceTransfers,
 } from '@switchyard/workspace';
-import { SessionWorkspaces } from './session-workspaces';
+import type { Readable } from 'node:stream';
+import {
+  type ArchiveWriteResult,
+  type ByteRange,
+  type FileReadStream,
+  type FileWriteResult,
+  SessionWorkspaces,
+} from './session-workspaces';
 
 /** The Docker backend's workspaces: a directory (a loop-mounted image, with the quota) per session on this host. */
 @Injectable()
@@ -16,6 +24,7 @@ export class HostWorkspaces extends SessionWorkspaces {
   constructor(
     private readonly workspaces: WorkspaceManager,
     private readonly files: FileOperations,
+    private readonly transfers: WorkspaceTransfers,
   ) {
     super();
   }
@@ -60,5 +69,26 @@ export class HostWorkspaces extends SessionWorkspaces {
 
   push(): Promise<void> {
     return Promise.resolve();
+  }
+
+  readStream(sessionId: string, path: string, range?: ByteRange): Promise<FileReadStream> {
+    return this.transfers.readFile(this.workspaces.dirOf(sessionId), path, range);
+  }
+
+  writeStream(
+    sessionId: string,
+    path: string,
+    body: Readable,
+    options: { overwrite: boolean },
+  ): Promise<FileWriteResult> {
+    return this.transfers.writeFile(this.workspaces.dirOf(sessionId), path, body, options);
+  }
+
+  async archiveOut(sessionId: string, path: string): Promise<Readable> {
+    return (await this.transfers.packDirectory(this.workspaces.dirOf(sessionId), path)).stream;
+  }
+
+  archiveIn(sessionId: string, path: string, tar: Readable): Promise<ArchiveWriteResult> {
+    return this.transfers.extractArchive(this.workspaces.dirOf(sessionId), path, tar);
   }
 }

@@ -18,15 +18,24 @@ import {
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
 import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
 import type { EngineConfig } from '../../platform/config/engine-config';
-import { SessionWorkspaces } from './session-workspaces';
+import { PodTransfers } from './pod-transfers';
+import {
+  type ArchiveWriteResult,
+  type ByteRange,
+  type FileReadStream,
+  type FileWriteResult,
+  SessionWorkspaces,
+} from './session-workspaces';
 
 /** A walk's bound and a snapshot's, as the host workspaces default them. */
 const MAX_SCAN_ENTRIES = 100_000;
 const SNAPSHOT_MAX_ENTRIES = 10_000;
 /** How long one file API op may take in the pod: a grep may spend its time budget on many files. */
 const TOOL_TIMEOUT_MS = 60_000;
+const MAX_PATH_LENGTH = 4096;
 
 /** Thrown when the tool in the pod fails in a way that is the engine's, not the caller's (a 500). */
 class PodToolError extends Error {}
@@ -35,7 +44,8 @@ class PodToolError extends Error {}
  * The Kubernetes backend's workspaces: each session's `/workspace` is a volume of its own pod (`SessionPods`), where the
  * engine reaches it only through the pod's runner. Every file API operation, snapshot and raw read or write runs there
  * as the workspace tool (libs/workspace/src/pod: the file API's own code, bundled, run by the pod's `node`), so paths
- * are guarded and limits applied exactly as on a host workspace, by the same code, confined to the pod.
+ * are guarded and limits applied exactly as on a host workspace, by the same code, confined to the pod. The file
+ * transfer API's bytes go through an exec of their own instead (`PodTransfers`), streamed both ways.
  */
 @Injectable()
 export class PodWorkspaces extends SessionWorkspaces {
@@ -43,6 +53,7 @@ export class PodWorkspaces extends SessionWorkspaces {
   private readonly logger = new Logger('PodWorkspaces');
   private readonly tool: string;
   private readonly snapshotTool: string;
+  private readonly transfers: PodTransfers;
 
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
@@ -52,6 +63,11 @@ export class PodWorkspaces extends SessionWorkspaces {
     super();
     this.tool = readTool(config.kubernetes.workspaceTool);
     this.snapshotTool = readTool(config.kubernetes.workspaceSnapshot);
+    this.transfers = new PodTransfers(pods, readTool(config.kubernetes.workspaceTransfer), {
+      maxWorkspaceBytes: config.workspace.maxWorkspaceBytes,
+      maxPathLength: MAX_PATH_LENGTH,
+      maxArchiveEntries: MAX_SCAN_ENTRIES,
+    });
   }
 
   root(): string {
@@ -161,11 +177,33 @@ export class PodWorkspaces extends SessionWorkspaces {
     );
   }
 
+  /** The file transfer API: streamed through an exec in the pod (`PodTransfers`). */
+  readStream(sessionId: string, path: string, range?: ByteRange): Promise<FileReadStream> {
+    return this.transfers.readStream(sessionId, path, range);
+  }
+
+  writeStream(
+    sessionId: string,
+    path: string,
+    body: Readable,
+    options: { overwrite: boolean },
+  ): Promise<FileWriteResult> {
+    return this.transfers.writeStream(sessionId, path, body, options);
+  }
+
+  archiveOut(sessionId: string, path: string): Promise<Readable> {
+    return this.transfers.archiveOut(sessionId, path);
+  }
+
+  archiveIn(sessionId: string, path: string, tar: Readable): Promise<ArchiveWriteResult> {
+    return this.transfers.archiveIn(sessionId, path, tar);
+  }
+
   private limits(): { maxFileBytes: number; maxWorkspaceBytes: number; maxPathLength: number } {
     return {
       maxFileBytes: this.config.workspace.maxFileBytes,
       maxWorkspaceBytes: this.config.workspace.maxWorkspaceBytes,
-      maxPathLength: 4096,
+      maxPathLength: MAX_PATH_LENGTH,
     };
   }
 

@@ -1,4 +1,16 @@
-import type { FileOp, FileOpOutcome, WorkspaceSnapshot } from '@switchyard/workspace';
+import type { Readable } from 'node:stream';
+import type {
+  ArchiveWriteResult,
+  ByteRange,
+  FileOp,
+  FileOpOutcome,
+  FileReadStream,
+  FileWriteResult,
+  WorkspaceSnapshot,
+} from '@switchyard/workspace';
+
+/** The transfer types are the workspace lib's, which both backends' transfers answer in. */
+export type { ArchiveWriteResult, ByteRange, FileReadStream, FileWriteResult };
 
 /**
  * Where a session's files live and how the engine reaches them: a directory on the engine's host that every tier
@@ -45,4 +57,32 @@ export abstract class SessionWorkspaces {
 
   /** Moves these files a tool wrote under `hostDir` into the workspace (pod); nothing to do on a host. */
   abstract push(sessionId: string, paths: string[], maxBytes: number): Promise<void>;
+
+  /**
+   * One file's bytes as a stream (the file transfer API: `GET …/files/content`), path-guarded like `fileOp`, not
+   * capped by the file API's whole-file read cap. Rejects with `FileOpError` (`FILE_NOT_FOUND`, `NOT_A_FILE`,
+   * `RANGE_NOT_SATISFIABLE`) before any byte flows.
+   */
+  abstract readStream(sessionId: string, path: string, range?: ByteRange): Promise<FileReadStream>;
+
+  /**
+   * Writes `body` to `path` as it arrives, atomically (a temporary file beside it, renamed over it when whole: a
+   * reader never sees half a file, a failed upload leaves the old file as it was), making parent directories. Up to
+   * the workspace quota; `overwrite: false` refuses an existing file (`FILE_EXISTS`).
+   */
+  abstract writeStream(
+    sessionId: string,
+    path: string,
+    body: Readable,
+    options: { overwrite: boolean },
+  ): Promise<FileWriteResult>;
+
+  /** A directory of the workspace as a tar stream, its entries relative to that directory (`GET …/files/archive`). */
+  abstract archiveOut(sessionId: string, path: string): Promise<Readable>;
+
+  /**
+   * Extracts a tar stream into a directory of the workspace (made when missing) with the path guard's rules: no
+   * absolute names, no `..`, no link leading out of the workspace, no devices or fifos; up to the quota.
+   */
+  abstract archiveIn(sessionId: string, path: string, tar: Readable): Promise<ArchiveWriteResult>;
 }

@@ -10,7 +10,24 @@ import type { FileOp } from '@switchyard/workspace';
  * what the graph records as the action's input and what a retry reruns.
  */
 export type CodeActionRequest = { type: 'code' } & CodeSpec;
-export type FileActionRequest = { type: 'file' } & FileOp;
+export type FileActionRequest = ({ type: 'file' } & FileOp) | FileTransferRequest;
+
+/**
+ * A file or a directory moved in or out through the file transfer API (`…/files/content`, `…/files/archive`),
+ * recorded as a `file` action like any other. Its bytes are a stream handed to the handler beside the request
+ * (`FileTransferChannel`), never part of it: no action body can name these ops, and a retry of one is refused.
+ */
+export type FileTransferRequest =
+  | { type: 'file'; op: 'upload'; path: string; overwrite?: boolean }
+  | { type: 'file'; op: 'download'; path: string; range?: { start: number; end?: number } }
+  | { type: 'file'; op: 'upload_archive'; path: string }
+  | { type: 'file'; op: 'download_archive'; path: string };
+export const FILE_TRANSFER_OPS: ReadonlySet<string> = new Set([
+  'upload',
+  'download',
+  'upload_archive',
+  'download_archive',
+]);
 export type BrowserActionRequest = { type: 'browser' } & BrowserRequest;
 
 /** A background process to start, or one to look at or act on (by id or name). */

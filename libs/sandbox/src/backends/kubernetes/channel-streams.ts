@@ -24,6 +24,17 @@ export interface ChannelSocket {
   readonly protocol: string;
   send(data: Buffer, callback: (err?: Error) => void): void;
   close(): void;
+  /** Stops reading from the connection (the server's sends then wait: TCP's own backpressure). */
+  pause?(): void;
+  resume?(): void;
+}
+
+export interface ChannelStreamsOptions {
+  /**
+   * Pause the socket while stdout or stderr is over its buffer, resume once drained (a streamed exec). Off for the
+   * runner's attach, whose readers always consume.
+   */
+  flowControl?: boolean;
 }
 
 /** The `Status` an exec ends with. */
@@ -56,12 +67,32 @@ export class ChannelStreams implements AttachedStreams {
   private markClosed!: () => void;
   private done = false;
   private readonly statusListeners = new Set<(s: ExecStatus) => void>();
+  /** The output streams over their buffer right now (flow control). */
+  private readonly full = new Set<PassThrough>();
+  private readonly flowControl: boolean;
 
-  constructor(private readonly socket: ChannelSocket) {
+  constructor(
+    private readonly socket: ChannelSocket,
+    options: ChannelStreamsOptions = {},
+  ) {
     this.closed = new Promise<void>((resolve) => (this.markClosed = resolve));
+    this.flowControl = options.flowControl === true && !!socket.pause && !!socket.resume;
+    if (this.flowControl) {
+      for (const out of [this.stdout, this.stderr]) {
+        out.on('drain', () => {
+          this.full.delete(out);
+          if (this.full.size === 0 && !this.done) this.socket.resume?.();
+        });
+      }
+    }
     const canHalfClose = socket.protocol === V5_PROTOCOL;
     this.stdin = new Writable({
+      // A streamed exec: room for a few frames, and what queued up meanwhile goes out in full frames (every message
+      // costs the API server a translation, so many small writes would cost more than their bytes).
+      ...(this.flowControl && { highWaterMark: STDIN_FRAME_BYTES * 4 }),
       write: (chunk: Buffer, _enc, callback) => this.sendStdin(chunk, callback),
+      writev: (chunks, callback) =>
+        this.sendStdin(Buffer.concat(chunks.map((c) => c.chunk as Buffer)), callback),
       final: (callback) => {
         // Without v5 there is no way to end stdin alone: the command must know how much to read.
         if (canHalfClose && !this.done) this.send(Buffer.from([CLOSE_CHANNEL, STDIN_CHANNEL]), callback);
@@ -89,10 +120,10 @@ export class ChannelStreams implements AttachedStreams {
     const payload = data.subarray(1);
     switch (channel) {
       case STDOUT_CHANNEL:
-        if (payload.length > 0) this.stdout.write(payload);
+        if (payload.length > 0) this.output(this.stdout, payload);
         return;
       case STDERR_CHANNEL:
-        if (payload.length > 0) this.stderr.write(payload);
+        if (payload.length > 0) this.output(this.stderr, payload);
         return;
       case STATUS_CHANNEL: {
         try {
@@ -131,6 +162,14 @@ export class ChannelStreams implements AttachedStreams {
       // already closing
     }
     this.socketClosed();
+  }
+
+  private output(out: PassThrough, payload: Buffer): void {
+    if (out.writableEnded) return;
+    if (!out.write(payload) && this.flowControl) {
+      if (this.full.size === 0) this.socket.pause?.();
+      this.full.add(out);
+    }
   }
 
   private sendStdin(chunk: Buffer, callback: (err?: Error | null) => void): void {

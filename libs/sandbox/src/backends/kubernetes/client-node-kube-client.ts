@@ -2,13 +2,14 @@ import * as k8s from '@kubernetes/client-node';
 // Not re-exported by the package's index; a plain CommonJS module of the same package (no exports map).
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler';
 import type { Writable } from 'node:stream';
-import { ChannelStreams, exitCodeOf } from './channel-streams';
+import { ChannelStreams, type ChannelStreamsOptions, exitCodeOf, V5_PROTOCOL } from './channel-streams';
 import { KubeClient } from './kube-client';
 import type {
   AttachedStreams,
   DeletePrecondition,
   ExecOptions,
   ExecResult,
+  ExecStream,
   KubeNode,
   NetworkPolicyManifest,
   PodInfo,
@@ -40,6 +41,8 @@ interface RawSocket {
   readonly readyState: number;
   send(data: Buffer, callback: (err?: Error) => void): void;
   close(): void;
+  pause(): void;
+  resume(): void;
   on(event: 'close' | 'error', listener: () => void): void;
 }
 
@@ -270,6 +273,47 @@ export class ClientNodeKubeClient extends KubeClient {
     };
   }
 
+  async execStream(name: string, container: string, argv: string[]): Promise<ExecStream> {
+    const query = new URLSearchParams({
+      container,
+      stdin: 'true',
+      stdout: 'true',
+      stderr: 'true',
+      tty: 'false',
+    });
+    for (const arg of argv) query.append('command', arg);
+    const what = `exec in ${name}/${container} (${argv[0] ?? ''})`;
+    const streams = await this.connect(what, this.podPath(name, 'exec', query), this.options.apiTimeoutMs, {
+      flowControl: true,
+    });
+    if (!streams.halfCloses) {
+      streams.close();
+      throw new KubeApiError(
+        'KUBE_STREAM',
+        `${what}: the API server does not speak ${V5_PROTOCOL} (Kubernetes 1.30+), which a streamed exec needs to end its stdin`,
+      );
+    }
+    const exit = streams.closed.then(() => {
+      const status = streams.status;
+      if (!status)
+        throw new KubeApiError('KUBE_STREAM', `${what}: the connection closed without an exit status`, {
+          retriable: true,
+        });
+      const exitCode = exitCodeOf(status);
+      return exitCode === undefined
+        ? { exitCode: -1, message: status.message ?? 'exec failed' }
+        : { exitCode };
+    });
+    exit.catch(() => undefined); // the caller may only care about the streams
+    return {
+      stdin: streams.stdin,
+      stdout: streams.stdout,
+      stderr: streams.stderr,
+      exit,
+      close: () => streams.close(),
+    };
+  }
+
   async ensureNetworkPolicy(manifest: NetworkPolicyManifest): Promise<boolean> {
     try {
       await this.call(`read networkpolicy ${manifest.metadata.name}`, () =>
@@ -302,7 +346,12 @@ export class ClientNodeKubeClient extends KubeClient {
   }
 
   /** Opens an attach or exec WebSocket and wraps it in `ChannelStreams`; a socket that opens past the deadline is closed. */
-  private async connect(what: string, path: string, timeoutMs: number): Promise<ChannelStreams> {
+  private async connect(
+    what: string,
+    path: string,
+    timeoutMs: number,
+    options: ChannelStreamsOptions = {},
+  ): Promise<ChannelStreams> {
     // Messages that arrive before `streams` exists (with the upgrade's own bytes) wait for it.
     const target: { streams?: ChannelStreams; early: Buffer[] } = { early: [] };
     let gaveUp = false;
@@ -355,11 +404,16 @@ export class ClientNodeKubeClient extends KubeClient {
         retriable: true,
       });
     }
-    const streams = new ChannelStreams({
-      protocol: ws.protocol,
-      send: (data, callback) => ws.send(data, callback),
-      close: () => ws.close(),
-    });
+    const streams = new ChannelStreams(
+      {
+        protocol: ws.protocol,
+        send: (data, callback) => ws.send(data, callback),
+        close: () => ws.close(),
+        pause: () => ws.pause(),
+        resume: () => ws.resume(),
+      },
+      options,
+    );
     target.streams = streams;
     for (const message of target.early.splice(0)) streams.receive(message);
     this.sockets.add(streams);

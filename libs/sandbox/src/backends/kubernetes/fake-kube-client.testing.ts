@@ -1,8 +1,10 @@
+import { PassThrough } from 'node:stream';
 import { KubeClient } from './kube-client';
 import type {
   AttachedStreams,
   DeletePrecondition,
   ExecResult,
+  ExecStream,
   KubeNode,
   NetworkPolicyManifest,
   PodInfo,
@@ -17,11 +19,21 @@ export interface FakeCall {
   detail?: unknown;
 }
 
+/** The command side of a fake streamed exec: what the engine wrote, and where the command's output goes. */
+export interface FakeExecIo {
+  name: string;
+  argv: string[];
+  stdin: PassThrough;
+  stdout: PassThrough;
+  stderr: PassThrough;
+}
+
 /**
  * An in-memory API server for unit tests: pods with resource versions (every write bumps the namespace's counter, as
  * etcd does), label selectors, optimistic claims and delete preconditions, and a record of every call. It records;
  * it does not script answers. Pods are `Running` as soon as they are created (no kubelet); `kubeletUpdate` bumps a
- * pod's version the way a status update does. Streams (attach, exec) are not faked.
+ * pod's version the way a status update does. Attach and collected exec are not faked; a streamed exec runs
+ * `execCommand` (the test's stand-in for the command: it reads stdin, writes stdout/stderr, resolves its exit code).
  *
  * @internal
  */
@@ -41,6 +53,8 @@ export class FakeKubeClient extends KubeClient {
   ];
   /** While set, `claim` waits here before it compares versions, so that callers can be made to race. */
   claimGate?: Promise<void>;
+  /** What a streamed exec runs; without it `execStream` fails as a server without streams would. */
+  execCommand?: (io: FakeExecIo) => Promise<number>;
   /** Set to make every call fail as an unreachable server would. */
   down = false;
   private version = 100;
@@ -144,6 +158,44 @@ export class FakeKubeClient extends KubeClient {
   async exec(name: string, _container: string, argv: string[]): Promise<ExecResult> {
     this.record('exec', name, argv);
     throw new KubeApiError('KUBE_STREAM', 'the fake client has no streams', { retriable: true });
+  }
+
+  async execStream(name: string, _container: string, argv: string[]): Promise<ExecStream> {
+    this.record('execStream', name, argv);
+    const command = this.execCommand;
+    if (!command)
+      throw new KubeApiError('KUBE_STREAM', 'the fake client has no streams', { retriable: true });
+    const io: FakeExecIo = {
+      name,
+      argv,
+      stdin: new PassThrough(),
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+    };
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      // As the server does: the command sees its stdin end, the engine its output end.
+      for (const s of [io.stdin, io.stdout, io.stderr]) if (!s.writableEnded) s.end();
+    };
+    const exit = command(io).then(
+      (exitCode) => {
+        const wasClosed = closed;
+        close();
+        if (wasClosed)
+          throw new KubeApiError('KUBE_STREAM', 'the connection closed without an exit status', {
+            retriable: true,
+          });
+        return { exitCode };
+      },
+      (err: unknown) => {
+        close();
+        throw err;
+      },
+    );
+    exit.catch(() => undefined);
+    return { stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, exit, close };
   }
 
   async ensureNetworkPolicy(manifest: NetworkPolicyManifest): Promise<boolean> {

@@ -3,6 +3,7 @@ import type {
   DeletePrecondition,
   ExecOptions,
   ExecResult,
+  ExecStream,
   KubeNode,
   NetworkPolicyManifest,
   PodInfo,
@@ -84,6 +85,12 @@ export abstract class KubeClient {
    * non-zero exit is an answer, not an error. Output past `maxOutputBytes` ends the call with `KUBE_EXEC_OUTPUT`.
    */
   abstract exec(name: string, container: string, argv: string[], options?: ExecOptions): Promise<ExecResult>;
+
+  /**
+   * Starts `argv` in a running container with its stdin, stdout and stderr as streams (no deadline but the
+   * connection's: the caller ends it). Resolves once the connection is up; a non-zero exit is an answer in `exit`.
+   */
+  abstract execStream(name: string, container: string, argv: string[]): Promise<ExecStream>;
 
   /**
    * Creates the NetworkPolicy unless one of that name exists (its contents are then left alone). Resolves `true`

@@ -177,6 +177,32 @@ export interface ExecOptions {
   maxOutputBytes?: number;
 }
 
+/**
+ * A command running in a container with its stdio streamed both ways (the file transfer API: a 1 GiB upload or
+ * download goes through without being held in memory).
+ */
+export interface ExecStream {
+  /** Its stdin: pipe into it (writes wait for the socket, so backpressure reaches the caller); `end()` half-closes it. */
+  stdin: Writable;
+  /** Its stdout; the socket is paused while this stream is over its buffer (the server then stops sending). */
+  stdout: Readable;
+  /** Its stderr, with the same flow control as stdout: read it (or drop its data) so stdout keeps moving. */
+  stderr: Readable;
+  /**
+   * Settles once the command ended and the connection closed: its exit code (`-1` with the server's `message` when it
+   * failed without one, e.g. the command could not start). Rejects with `KUBE_STREAM` when the connection closed
+   * without an exit status (dropped, or `close()`d here).
+   */
+  exit: Promise<ExecExit>;
+  /** Drops the connection (the command sees its stdin end). Idempotent. */
+  close(): void;
+}
+
+export interface ExecExit {
+  exitCode: number;
+  message?: string;
+}
+
 export interface DeletePrecondition {
   /** Delete only while the pod is at this version (a claim by another engine changes it). */
   resourceVersion?: string;

@@ -2,7 +2,8 @@ import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
 import { PoolExhaustedError, RunnerLostError } from '../../core/pooled.errors';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../../core/sandbox.errors';
-import type { KubeClient } from './kube-client';
+import type { ExecStream, KubeClient } from './kube-client';
+import { RUNNER_CONTAINER } from './kubernetes.constants';
 import { SessionPodError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import type { PodLauncher } from './pod-launcher';
@@ -96,6 +97,25 @@ export class SessionPods {
   async runInPod(sessionId: string, request: RunInPodRequest): Promise<RunInPodResult> {
     const pod = await this.podFor(sessionId);
     return this.serialise(pod, () => this.runs.runRaw(this.target(pod), request));
+  }
+
+  /**
+   * `argv` in the session pod's runner container (as the sandbox user, within the pod's limits) with its stdio
+   * streamed: the file transfer API's bytes, which never sit whole in the engine. Not serialised by itself: a caller
+   * that changes the workspace holds `exclusive` until the command ended.
+   */
+  async execStream(sessionId: string, argv: string[]): Promise<ExecStream> {
+    const pod = await this.podFor(sessionId);
+    return this.client.execStream(pod.name, RUNNER_CONTAINER, argv);
+  }
+
+  /**
+   * Runs `fn` serialised with the session's runs, copies and checkpoints: a checkpoint or a code action never sees
+   * half an upload.
+   */
+  async exclusive<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    const pod = await this.podFor(sessionId);
+    return this.serialise(pod, fn);
   }
 
   /** The session's /workspace as a tar archive (see `workspace-tar.ts`: untrusted content). */

@@ -34,7 +34,10 @@ export class NetworkPolicyDto {
 export class CreateSessionDto {
   @IsOptional()
   @IsObject()
-  @JSONSchema({ description: 'Free-form labels kept with the session (≤ 16 KiB as JSON).' })
+  @JSONSchema({
+    description: 'Free-form labels kept with the session (≤ 16 KiB as JSON).',
+    additionalProperties: true,
+  })
   metadata?: Record<string, unknown>;
 
   @IsOptional()

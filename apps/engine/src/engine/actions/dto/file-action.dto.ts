@@ -39,6 +39,16 @@ export class FileReadDto extends PathField {
   @Max(100_000)
   @JSONSchema({ description: 'Maximum number of lines to return.' })
   limit?: number;
+
+  @IsOptional()
+  @IsIn(['utf8', 'base64'])
+  @JSONSchema({
+    description:
+      'base64: the whole file, base64-encoded, whatever its bytes (within the file API cap; offset and limit do ' +
+      'not apply). ' +
+      'Default: text by lines, or base64 when the file is not UTF-8 text.',
+  })
+  encoding?: 'utf8' | 'base64';
 }
 
 @JSONSchema({ description: 'Write a file atomically.' })
@@ -50,8 +60,19 @@ export class FileWriteDto extends PathField {
 
   @IsOptional()
   @IsIn(['overwrite', 'append', 'create'])
-  @JSONSchema({ description: 'overwrite (default), append, or create (fails if the file exists).' })
+  @JSONSchema({
+    description:
+      'overwrite (default), append (in place: bounded by the workspace quota, not the whole-file cap), or create ' +
+      '(fails if the file exists).',
+  })
   mode?: 'overwrite' | 'append' | 'create';
+
+  @IsOptional()
+  @IsIn(['utf8', 'base64'])
+  @JSONSchema({
+    description: 'base64: content is base64 of the bytes to write (binary files). Default utf8.',
+  })
+  encoding?: 'utf8' | 'base64';
 }
 
 @JSONSchema({ description: 'Replace an exact string in a file.' })

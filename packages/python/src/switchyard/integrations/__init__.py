@@ -1,0 +1,1 @@
+"""Adapters to agent frameworks; each imports its framework lazily (install the matching extra)."""
