@@ -10,4 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/python-tools.sh
 export PYTHONDONTWRITEBYTECODE=1
-exec "${SWITCHYARD_RUNTIME_DIR:-$PWD/.runtime}/python-tools/bin/pytest" -c test/python/pytest.ini --rootdir test/python "$@"
+pytest="${SWITCHYARD_RUNTIME_DIR:-$PWD/.runtime}/python-tools/bin/pytest"
+# From test/python itself: pytest reads `testpaths` only when run from its rootdir, and from the repository's root it
+# would collect every test_*.py of the checkout (packages/python/tests are the SDK's, run by scripts/python-sdk.sh).
+cd test/python
+exec "$pytest" -c pytest.ini --rootdir . "$@"
