@@ -7,6 +7,7 @@ import Ajv from 'ajv';
 import { mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as tar from 'tar-stream';
 import { ENGINE_ENV_SCHEMAS } from '../../apps/engine/src/platform/config/engine-config';
 import { BrowserSite } from '../support/browser-site';
 import { removeDataDir } from '../support/data-dir';
@@ -298,7 +299,12 @@ describe('boot configuration (the built engine as a real process)', () => {
         const res = await fetch(`${engine.baseUrl}${urlPath}`, {
           method,
           headers: body === undefined ? {} : { 'content-type': contentType ?? 'application/json' },
-          body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+          body:
+            body === undefined
+              ? undefined
+              : typeof body === 'string' || Buffer.isBuffer(body)
+                ? body
+                : JSON.stringify(body),
         });
         const text = await res.text();
         const json = res.headers.get('content-type')?.startsWith('application/json') && text !== '';
@@ -330,6 +336,15 @@ describe('boot configuration (the built engine as a real process)', () => {
       // What the rows act on: a python kernel, two background processes, a file written by an action (checkpointed
       // first, so that a retry can restore), and an edit of it (a failure context with an earlier writer).
       const act = (body: Record<string, unknown>): Promise<Answer> => send('POST', `${s}/actions`, body);
+      const oneFileTar = await new Promise<Buffer>((resolve, reject) => {
+        const pack = tar.pack();
+        const chunks: Buffer[] = [];
+        pack.on('data', (c: Buffer) => chunks.push(c));
+        pack.on('end', () => resolve(Buffer.concat(chunks)));
+        pack.on('error', reject);
+        pack.entry({ name: 'hello.txt' }, 'hello\n');
+        pack.finalize();
+      });
       const cell = await act({
         type: 'code',
         language: 'python',
@@ -440,6 +455,41 @@ describe('boot configuration (the built engine as a real process)', () => {
         ['file mkdir', 'POST', ACTIONS, file('mkdir', { path: 'out' }), 200],
         ['file move', 'POST', ACTIONS, file('move', { path: 'notes/todo.txt', to: 'out/done.txt' }), 200],
         ['file delete', 'POST', ACTIONS, file('delete', { path: 'out/done.txt' }), 200],
+        // File transfer: raw bytes up and down, a directory as a tar up and down.
+        [
+          'upload a file',
+          'PUT',
+          `${SESSION}/files/content`,
+          () =>
+            send(
+              'PUT',
+              `${s}/files/content?path=up/bytes.bin`,
+              Buffer.from([0, 1, 2, 255]),
+              'application/octet-stream',
+            ),
+          200,
+        ],
+        [
+          'download a file',
+          'GET',
+          `${SESSION}/files/content`,
+          get(`${s}/files/content?path=up/bytes.bin`),
+          200,
+        ],
+        [
+          'upload an archive',
+          'PUT',
+          `${SESSION}/files/archive`,
+          () => send('PUT', `${s}/files/archive?path=up/tree`, oneFileTar, 'application/x-tar'),
+          200,
+        ],
+        [
+          'download an archive',
+          'GET',
+          `${SESSION}/files/archive`,
+          get(`${s}/files/archive?path=up/tree`),
+          200,
+        ],
         [
           'lineage of the written file',
           'GET',
