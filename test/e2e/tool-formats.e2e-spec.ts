@@ -193,7 +193,7 @@ describe('tools in every model format', () => {
     const [bad, two, three, four] = res.body;
     expect(bad).toMatchObject({ tool_use_id: 'call_bad', tool_call_id: 'call_bad', is_error: true });
     expect(bad.content).toMatch(
-      /^invalid arguments for bash: not valid JSON \(.+\); arguments is a JSON object/,
+      /^invalid arguments for bash: is malformed JSON: .+; arguments is a JSON object/,
     );
     expect(bad.message).toEqual({ role: 'tool', tool_call_id: 'call_bad', content: bad.content });
     expect(two).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_2', is_error: false });

@@ -2,16 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import * as express from 'express';
 import type { NextFunction, Request, Response } from 'express';
 import { errorBody } from '../../platform/validation/error-body';
-import {
-  jsonInputProblem,
-  JsonInputProblem,
-  jsonShapeExceeds,
-  jsonWideObjectProblem,
-  MAX_JSON_DEPTH,
-  MAX_JSON_VALUES,
-  MAX_OBJECT_KEYS,
-  tooManyValues,
-} from '../../platform/validation/json-input';
+import { JsonInputProblem, parseBoundedJson } from '../../platform/validation/json-input';
 
 interface BodyParserError extends Error {
   status?: number;
@@ -33,26 +24,7 @@ export function parseJsonBody(raw: Buffer): unknown {
   } catch {
     throw new JsonInputProblem('body', 'is not valid UTF-8', 'INVALID_UTF8');
   }
-  const exceeds = jsonShapeExceeds(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
-  if (exceeds === 'depth') {
-    throw new JsonInputProblem(
-      'body',
-      `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
-      'TOO_DEEP',
-    );
-  }
-  if (exceeds === 'values') throw tooManyValues();
-  const wide = jsonWideObjectProblem(text, MAX_OBJECT_KEYS);
-  if (wide) throw wide;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new JsonInputProblem('body', `is malformed JSON: ${(err as Error).message}`, 'MALFORMED_JSON');
-  }
-  const problem = jsonInputProblem(value);
-  if (problem) throw problem;
-  return value;
+  return parseBoundedJson(text);
 }
 
 /** Whether the request carries a body at all (as body-parser decides it). */

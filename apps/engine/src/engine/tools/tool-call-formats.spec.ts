@@ -94,7 +94,7 @@ describe('readToolCall', () => {
       readToolCall({ id: 'c', type: 'function', function: { name: 'bash', arguments: args } }, 'c').invalid;
     expect(invalid('{"command": "ls"')).toEqual({
       field: 'arguments',
-      message: expect.stringMatching(/^not valid JSON \(.+\)$/),
+      message: expect.stringMatching(/^is malformed JSON: .+$/),
     });
     expect(invalid('[1, 2]')).toEqual({ field: 'arguments', message: 'must be a JSON object, not an array' });
     expect(invalid('"ls"')).toEqual({ field: 'arguments', message: 'must be a JSON object, not a string' });
@@ -109,7 +109,7 @@ describe('readToolCall', () => {
     });
     expect(invalid('{"a":'.repeat(100) + '1' + '}'.repeat(100))).toEqual({
       field: 'arguments',
-      message: 'nested deeper than 64 levels',
+      message: 'nests arrays and objects deeper than 64 levels',
     });
   });
 

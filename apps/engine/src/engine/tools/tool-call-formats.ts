@@ -1,11 +1,4 @@
-import {
-  jsonInputProblem,
-  jsonShapeExceeds,
-  jsonWideObjectProblem,
-  MAX_JSON_DEPTH,
-  MAX_JSON_VALUES,
-  MAX_OBJECT_KEYS,
-} from '../../platform/validation/json-input';
+import { JsonInputProblem, parseBoundedJson } from '../../platform/validation/json-input';
 import { RequestValidationError } from '../../platform/validation/request-validation.error';
 
 /**
@@ -49,20 +42,14 @@ function readArguments(args: unknown): Pick<ToolCall, 'input' | 'invalid'> {
   if (typeof args !== 'string')
     return invalid(`must be a string of JSON (or an object), not ${kindOf(args)}`);
   if (args.trim() === '') return { input: undefined };
-  // Bounded before parsing, as a body is: the arguments string may hold far more values than its own bytes suggest.
-  const exceeds = jsonShapeExceeds(args, MAX_JSON_DEPTH, MAX_JSON_VALUES);
-  if (exceeds === 'depth') return invalid(`nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (exceeds === 'values') return invalid(`holds more than ${MAX_JSON_VALUES} values`);
-  const wide = jsonWideObjectProblem(args, MAX_OBJECT_KEYS);
-  if (wide) return invalid(`${wide.field === 'body' ? '' : `${wide.field}: `}${wide.message}`);
+  // Bounded as a request body is: the arguments string may hold far more values than its own bytes suggest.
   let parsed: unknown;
   try {
-    parsed = JSON.parse(args);
+    parsed = parseBoundedJson(args);
   } catch (err) {
-    return invalid(`not valid JSON (${(err as Error).message})`);
+    if (!(err instanceof JsonInputProblem)) throw err;
+    return invalid(`${err.field === 'body' ? '' : `${err.field}: `}${err.message}`);
   }
-  const problem = jsonInputProblem(parsed);
-  if (problem) return invalid(`${problem.field === 'body' ? '' : `${problem.field}: `}${problem.message}`);
   if (parsed !== null && !isObject(parsed)) return invalid(`must be a JSON object, not ${kindOf(parsed)}`);
   return { input: parsed ?? undefined };
 }

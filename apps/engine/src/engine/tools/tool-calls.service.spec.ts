@@ -304,7 +304,7 @@ describe('ToolCallsService', () => {
       expect(answer.is_error).toBe(true);
       expect(answer.tool_call_id).toBe('c');
       expect(answer.content).toMatch(
-        /^invalid arguments for bash: not valid JSON \(.+\); arguments is a JSON object/,
+        /^invalid arguments for bash: is malformed JSON: .+; arguments is a JSON object/,
       );
       expect(answer.content).toContain('bash: command, timeoutMs, state');
       // The tool is looked up first: an unknown one is said as such.

@@ -72,70 +72,79 @@ export function jsonShapeExceeds(
   return undefined;
 }
 
-/** One open array or object of the scan in `jsonWideObjectProblem`. */
-interface OpenContainer {
-  object: boolean;
-  /** Members seen (an object's keys; an array's items, counted at each comma). */
-  count: number;
-  /** Object: the next string is a key. */
-  expectKey: boolean;
-  /** Object: where the text of its latest key starts and ends (quotes included). */
-  keyStart: number;
-  keyEnd: number;
-}
-
 /**
  * The first object of JSON text with more than `maxKeys` keys, found in one pass without parsing, named by its path
  * as `jsonInputProblem` names it: building such an object (JSON.parse) is the costly part of refusing it, and holds
  * the event loop for tens of milliseconds per 50 000 keys. Text that is not JSON is left to JSON.parse to refuse.
+ *
+ * The open containers are kept in arrays indexed by depth, reused as the scan goes in and out, so that a body of
+ * many small objects costs no allocation per object.
  */
 export function jsonWideObjectProblem(text: string, maxKeys: number): JsonInputProblem | undefined {
   // A key takes at least 4 characters (`"":0`) and a comma: shorter text cannot hold an object too wide.
   if (text.length < maxKeys * 5) return undefined;
-  const open: OpenContainer[] = [];
+  const open: OpenContainers = { object: [], count: [], expectKey: [], keyStart: [], keyEnd: [] };
+  /** The number of open containers; the innermost is at `depth - 1`. */
+  let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    const top = open[open.length - 1];
+    const top = depth - 1;
     if (c === 0x22) {
       let end = text.indexOf('"', i + 1);
       while (end !== -1 && backslashesBefore(text, end, i) % 2 === 1) end = text.indexOf('"', end + 1);
       if (end === -1) return undefined;
-      if (top?.object && top.expectKey) {
-        top.expectKey = false;
-        top.keyStart = i;
-        top.keyEnd = end + 1;
-        if (++top.count > maxKeys) {
-          const field = pathOfOpen(text, open.slice(0, -1));
+      if (top >= 0 && open.object[top] && open.expectKey[top]) {
+        open.expectKey[top] = false;
+        open.keyStart[top] = i;
+        open.keyEnd[top] = end + 1;
+        if (++open.count[top] > maxKeys) {
           return new JsonInputProblem(
-            field,
+            pathOfOpen(text, open, top),
             `has more than ${maxKeys} keys; an object may have at most ${maxKeys}`,
             'TOO_MANY_KEYS',
           );
         }
       }
       i = end;
-    } else if (c === 0x7b) open.push({ object: true, count: 0, expectKey: true, keyStart: 0, keyEnd: 0 });
-    else if (c === 0x5b) open.push({ object: false, count: 0, expectKey: false, keyStart: 0, keyEnd: 0 });
-    else if (c === 0x5d || c === 0x7d) open.pop();
-    else if (c === 0x2c && top) {
-      if (top.object) top.expectKey = true;
-      else top.count++;
+    } else if (c === 0x7b || c === 0x5b) {
+      open.object[depth] = c === 0x7b;
+      open.count[depth] = 0;
+      open.expectKey[depth] = c === 0x7b;
+      depth++;
+    } else if (c === 0x5d || c === 0x7d) {
+      if (depth > 0) depth--;
+    } else if (c === 0x2c && top >= 0) {
+      if (open.object[top]) open.expectKey[top] = true;
+      else open.count[top]++;
     }
   }
   return undefined;
 }
 
-/** The path (`a[0].metadata`, `body` for the root) of the member each open container is in now. */
-function pathOfOpen(text: string, containers: OpenContainer[]): string {
+/**
+ * The open arrays and objects of the scan in `jsonWideObjectProblem`, one entry per depth: whether it is an object;
+ * its members seen (an object's keys; an array's items, counted at each comma); whether an object's next string is a
+ * key; where the text of an object's latest key starts and ends (quotes included).
+ */
+interface OpenContainers {
+  object: boolean[];
+  count: number[];
+  expectKey: boolean[];
+  keyStart: number[];
+  keyEnd: number[];
+}
+
+/** The path (`a[0].metadata`, `body` for the root) of the member each of the first `depth` open containers is in now. */
+function pathOfOpen(text: string, open: OpenContainers, depth: number): string {
   let path = '';
-  for (const c of containers) {
-    if (!c.object) path = pathOf(path, c.count);
+  for (let d = 0; d < depth; d++) {
+    if (!open.object[d]) path = pathOf(path, open.count[d]);
     else {
       let key: string;
       try {
-        key = JSON.parse(text.slice(c.keyStart, c.keyEnd)) as string;
+        key = JSON.parse(text.slice(open.keyStart[d], open.keyEnd[d])) as string;
       } catch {
-        key = text.slice(c.keyStart + 1, c.keyEnd - 1);
+        key = text.slice(open.keyStart[d] + 1, open.keyEnd[d] - 1);
       }
       path = pathOf(path, key);
     }
@@ -163,6 +172,43 @@ const pathOf = (parent: string, key: string | number): string =>
  * surrogate, which no file name or program text can carry faithfully.
  */
 export function jsonInputProblem(value: unknown): JsonInputProblem | undefined {
+  // Nearly every body is sound: one walk that allocates nothing per value says so, and only a body at fault is
+  // walked again, keeping the path to each value, to name the part at fault. (The walk that keeps paths costs a node
+  // per value: tens of milliseconds of the loop for a body of 50 000 empty objects.)
+  return jsonInputSound(value) ? undefined : locateJsonInputProblem(value);
+}
+
+/**
+ * `Array.isArray`, looked up once: a global's lookup inside a per-value loop is cheap in Node's own realm but costs
+ * several times the walk in a `vm` context (Jest runs the engine in one for the end-to-end tests).
+ */
+const isArray = Array.isArray;
+
+/** Whether a parsed body has none of the problems `jsonInputProblem` names: the same checks, without paths. */
+function jsonInputSound(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  let values = 0;
+  while (stack.length > 0) {
+    if (++values > MAX_JSON_VALUES) return false;
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return false;
+    } else if (isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push(v[i]);
+    } else if (v !== null && typeof v === 'object') {
+      let keys = 0;
+      // A parsed body's objects are plain: `for…in` visits exactly their own keys, without an array of them.
+      for (const key in v) {
+        if (++keys > MAX_OBJECT_KEYS || FORBIDDEN_KEYS.has(key) || !key.isWellFormed()) return false;
+        stack.push((v as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return true;
+}
+
+/** The first problem of a parsed body `jsonInputSound` found at fault, named by its path. */
+function locateJsonInputProblem(value: unknown): JsonInputProblem | undefined {
   // Each node knows its parent and its key; a path is spelled out only for a problem, not for every value.
   type Node = { value: unknown; parent?: Node; key?: string | number };
   const pathOfNode = (node: Node): string => {
@@ -208,6 +254,35 @@ export function jsonInputProblem(value: unknown): JsonInputProblem | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Parses JSON text a tenant sent (a request body, a WebSocket frame, a model's tool-call `arguments`) within the
+ * limits above, each checked before the step it protects: depth and the number of values on the text, then objects
+ * too wide, then the parse, then keys and strings on the parsed value. A problem is thrown as a `JsonInputProblem`
+ * naming the part at fault.
+ */
+export function parseBoundedJson(text: string): unknown {
+  const exceeds = jsonShapeExceeds(text, MAX_JSON_DEPTH, MAX_JSON_VALUES);
+  if (exceeds === 'depth') {
+    throw new JsonInputProblem(
+      'body',
+      `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+      'TOO_DEEP',
+    );
+  }
+  if (exceeds === 'values') throw tooManyValues();
+  const wide = jsonWideObjectProblem(text, MAX_OBJECT_KEYS);
+  if (wide) throw wide;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new JsonInputProblem('body', `is malformed JSON: ${(err as Error).message}`, 'MALFORMED_JSON');
+  }
+  const problem = jsonInputProblem(value);
+  if (problem) throw problem;
+  return value;
 }
 
 /** The refusal of a body over MAX_JSON_VALUES, the same before and after parsing. */
