@@ -1,8 +1,12 @@
 import { Global, Module } from '@nestjs/common';
 import { ApiKeyGuard } from './api-key.guard';
+import { AccessTokens } from './access-tokens';
 import { ApiKeys } from './api-keys';
 
-/** API keys and the guard of the tenant routes, visible to every feature module's controllers. */
+/**
+ * API keys, the guard of the tenant routes and the short-lived access tokens (previews, terminals' WebSockets),
+ * visible to every feature module's controllers.
+ */
 @Global()
-@Module({ providers: [ApiKeys, ApiKeyGuard], exports: [ApiKeys, ApiKeyGuard] })
+@Module({ providers: [ApiKeys, ApiKeyGuard, AccessTokens], exports: [ApiKeys, ApiKeyGuard, AccessTokens] })
 export class AuthModule {}
