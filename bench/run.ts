@@ -54,8 +54,15 @@
  *    image and vs `docker cp` into a running container, MB/s and ratios, and the engine's RSS before, at its peak and
  *    after (`bench/file-transfer.ts`).
  *
+ * 19. terminals: keystroke echo through a terminal's WebSocket (one character to `cat` in raw mode and back) vs a
+ *    raw PTY opened by a Python process in the same container, interleaved (`bench/terminals.ts`). Target: p99 <= 20 ms.
+ *
+ * 20. ports: a GET of a server in a session (pooled tier) through the engine's proxy vs `docker exec curl` of the same
+ *    URL vs a loopback client inside the container, and a WebSocket echo through the proxy vs the same inside, samples
+ *    interleaved (`bench/ports.ts`). Target: proxied <= 1.2x the loopback client.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -77,11 +84,13 @@ import { benchGraph } from './graph';
 import { benchImageRoot } from './image-root';
 import { benchKernels } from './kernels';
 import { benchRichResults } from './rich-results';
+import { benchPorts } from './ports';
 import { benchTsSdk } from './ts-sdk';
 import { benchPythonSdk } from './python-sdk';
 import { benchKubernetes } from './kubernetes';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
+import { benchTerminals } from './terminals';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
@@ -166,6 +175,8 @@ async function main(): Promise<void> {
   if (wanted('ts-sdk')) await benchTsSdk({ runs: RUNS });
   if (wanted('python-sdk')) await benchPythonSdk({ runs: RUNS });
   if (wanted('files')) await benchFileTransfer();
+  if (wanted('terminals')) await benchTerminals({ runs: RUNS });
+  if (wanted('ports')) await benchPorts({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

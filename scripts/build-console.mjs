@@ -1,5 +1,5 @@
-// Builds the web console (apps/console) into dist/console/: one ES module bundled by esbuild (Preact and
-// Cytoscape.js included, minified), its stylesheet and its page. The engine serves that folder at /console.
+// Builds the web console (apps/console) into dist/console/: its ES module bundled by esbuild (Preact and Cytoscape.js
+// included, minified), the terminal pane's module (xterm.js) apart, their stylesheets and the page. The engine serves that folder at /console.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -11,8 +11,12 @@ const out = path.join(root, 'dist', 'console');
 export async function buildConsole() {
   mkdirSync(out, { recursive: true });
   await build({
-    entryPoints: [path.join(source, 'src', 'main.tsx')],
-    outfile: path.join(out, 'console.js'),
+    // The page's module, and the terminal pane's xterm.js apart: it is loaded only when a terminal is shown.
+    entryPoints: {
+      console: path.join(source, 'src', 'main.tsx'),
+      terminal: path.join(source, 'src', 'terminal', 'xterm-entry.ts'),
+    },
+    outdir: out,
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -27,6 +31,11 @@ export async function buildConsole() {
     logLevel: 'warning',
   });
   copyFileSync(path.join(source, 'src', 'console.css'), path.join(out, 'console.css'));
+  // The terminal pane's xterm.js draws with its own stylesheet.
+  copyFileSync(
+    path.join(root, 'node_modules', '@xterm', 'xterm', 'css', 'xterm.css'),
+    path.join(out, 'xterm.css'),
+  );
   copyFileSync(path.join(source, 'index.html'), path.join(out, 'index.html'));
 }
 

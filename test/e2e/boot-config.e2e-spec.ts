@@ -359,6 +359,8 @@ describe('boot configuration (the built engine as a real process)', () => {
       const start = (name: string, command: string): Promise<Answer> =>
         act({ type: 'process', op: 'start', command, name, tier: 'subprocess' });
       await start('echo', 'cat');
+      // A server, for the ports rows (docs/ports.md): listed once its socket listens.
+      await start('web', 'python3 -m http.server 18765 --bind 127.0.0.1');
       const sleeper = await start('sleeper', 'sleep 30');
       const write = await act({
         type: 'file',
@@ -426,6 +428,22 @@ describe('boot configuration (the built engine as a real process)', () => {
         code: 'def main(input, ctx):\n    return {"text": input["text"]}\n',
       };
       const tenantPolicy = '/v1/tenants/open/policy';
+      // Terminals: one to drive and close, one held for approval (the ask-everything session), and one whose close a
+      // rule holds for approval.
+      const terminal = await send('POST', `${s}/terminals`, { cols: 100, rows: 30 });
+      const t = `${s}/terminals/${idOf(terminal)}`;
+      const heldTerminal = await send('POST', `${asked}/terminals`, {});
+      const closeAsked = `/v1/sessions/${await engine.createSession({
+        policy: { rules: [{ effect: 'ask', match: { tool: 'terminal_close' } }] },
+      })}`;
+      const kept = await send('POST', `${closeAsked}/terminals`, {});
+
+      let listening = await send('GET', `${s}/ports`);
+      for (let polls = 0; polls < 300; polls++) {
+        if ((listening.body as { ports: Array<{ port: number }> }).ports.some((p) => p.port === 18765)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        listening = await send('GET', `${s}/ports`);
+      }
 
       type Row = [string, string, string, () => Promise<Answer>, number | number[]];
       const get = (urlPath: string) => () => send('GET', urlPath);
@@ -438,6 +456,8 @@ describe('boot configuration (the built engine as a real process)', () => {
       const JUPYTER = `${SESSION}/jupyter/api`;
       const JUPYTER_KERNEL = `${JUPYTER}/kernels/{kernelId}`;
       const PLANS = `${SESSION}/plans`;
+      const TERMINALS = `${SESSION}/terminals`;
+      const TERMINAL = `${TERMINALS}/{terminalId}`;
       const PLAN = `${PLANS}/{planId}`;
       const table: Row[] = [
         ['create session', 'POST', '/v1/sessions', post('/v1/sessions', {}), 201],
@@ -558,6 +578,45 @@ describe('boot configuration (the built engine as a real process)', () => {
           200,
         ],
         ['unknown kernel', 'GET', KERNEL, get(`${s}/kernels/krn_000000000000000000000000`), 404],
+        // Terminals (docs/terminals.md): their WebSocket is not a REST route, the rest is.
+        ['open a terminal', 'POST', TERMINALS, sent(terminal), 201],
+        ['terminal held for approval', 'POST', TERMINALS, sent(heldTerminal), 202],
+        ['terminals', 'GET', TERMINALS, get(`${s}/terminals`), 200],
+        ['terminal', 'GET', TERMINAL, get(t), 200],
+        [
+          'resize a terminal',
+          'POST',
+          `${TERMINAL}/resize`,
+          post(`${t}/resize`, { cols: 120, rows: 40 }),
+          200,
+        ],
+        ['terminal token', 'POST', `${TERMINAL}/token`, post(`${t}/token`, { ttlSeconds: 60 }), 200],
+        [
+          'terminal close held for approval',
+          'DELETE',
+          TERMINAL,
+          () => send('DELETE', `${closeAsked}/terminals/${idOf(kept)}`),
+          202,
+        ],
+        ['close a terminal', 'DELETE', TERMINAL, () => send('DELETE', t), 200],
+        ['close a closed terminal', 'DELETE', TERMINAL, () => send('DELETE', t), 409],
+        ['unknown terminal', 'GET', TERMINAL, get(`${s}/terminals/trm_0000000000000000`), 404],
+        // Ports (docs/ports.md): the proxy is not a REST route of the document, its list and previews are.
+        ['ports', 'GET', `${SESSION}/ports`, sent(listening), 200],
+        [
+          'preview a port',
+          'POST',
+          `${SESSION}/ports/{port}/preview`,
+          post(`${s}/ports/18765/preview`, { ttlSeconds: 60 }),
+          201,
+        ],
+        [
+          'preview a privileged port',
+          'POST',
+          `${SESSION}/ports/{port}/preview`,
+          post(`${s}/ports/22/preview`, {}),
+          400,
+        ],
         // The Jupyter protocol's REST half (docs/jupyter.md).
         ['jupyter kernelspecs', 'GET', `${JUPYTER}/kernelspecs`, get(`${s}/jupyter/api/kernelspecs`), 200],
         [

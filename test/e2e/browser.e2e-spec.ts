@@ -7,7 +7,9 @@ import { fieldsOf } from '../support/error-body';
 
 /**
  * The browser tier through the REST API, against real Chromium. Pages come from a server on 127.0.0.2;
- * the engine allowlists exactly that address, so every other loopback spelling stays refused.
+ * the engine allowlists exactly that address, so every other loopback address stays refused, and localhost
+ * (`127.0.0.1`, `[::1]`… in any spelling) is the session's own sandbox, never this host (browser-local-app
+ * drives a server there).
  */
 // Chromium starts, relaunches and times out in these tests: more than Jest's default 5 s per test.
 jest.setTimeout(30_000);
@@ -214,6 +216,31 @@ describe('browser actions (real Chromium)', () => {
     expect(processAlive(pid)).toBe(false);
   });
 
+  it('shows a person the current tab as a JPEG with its URL and title, without recording or opening anything', async () => {
+    const s = await engine.createSession();
+    // No browser yet: the look never opens one.
+    const none = await engine.request('GET', `/v1/sessions/${s}/browser/view`);
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('NO_BROWSER');
+    expect((await browse(s, { op: 'navigate', url: site.url('/form') })).status).toBe('succeeded');
+    const actionsBefore = (await engine.request('GET', `/v1/sessions/${s}/actions`)).body.actions.length;
+    const res = await fetch(`${engine.baseUrl}/v1/sessions/${s}/browser/view`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/jpeg');
+    expect(decodeURIComponent(res.headers.get('x-switchyard-page-url')!)).toBe(site.url('/form'));
+    expect(decodeURIComponent(res.headers.get('x-switchyard-page-title')!)).toBe('Form');
+    expect(res.headers.get('x-switchyard-tab')).toBe('tab_1');
+    const jpeg = Buffer.from(await res.arrayBuffer());
+    expect([...jpeg.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
+    expect(jpeg.length).toBeGreaterThan(1000);
+    // Not an action: the session's record is as it was.
+    const actionsAfter = (await engine.request('GET', `/v1/sessions/${s}/actions`)).body.actions.length;
+    expect(actionsAfter).toBe(actionsBefore);
+    // Another session's browser is not this one's: still none there.
+    const other = await engine.createSession();
+    expect((await engine.request('GET', `/v1/sessions/${other}/browser/view`)).status).toBe(404);
+  });
+
   it("keeps two sessions' cookies apart", async () => {
     const a = await engine.createSession();
     const b = await engine.createSession();
@@ -253,16 +280,13 @@ describe('browser actions (real Chromium)', () => {
     const s = await engine.createSession();
     const p = site.port;
     const refused: [string, string][] = [
-      [`http://127.1:${p}/`, 'loopback'],
-      [`http://2130706433:${p}/`, 'loopback'],
-      [`http://0x7f000001:${p}/`, 'loopback'],
-      [`http://0177.0.0.1:${p}/`, 'loopback'],
-      [`http://127.0.0.1:${p}/`, 'loopback'],
-      [`http://[::1]:${p}/`, 'loopback'],
-      [`http://[::ffff:127.0.0.1]:${p}/`, 'loopback'],
-      [`http://[::ffff:7f00:1]:${p}/`, 'loopback'],
-      [`http://localhost:${p}/`, 'loopback'],
-      [`http://sub.localhost:${p}/`, 'loopback'],
+      [`http://127.0.0.3:${p}/`, 'loopback'],
+      [`http://0x7f000003:${p}/`, 'loopback'],
+      [`http://[::ffff:127.0.0.3]:${p}/`, 'loopback'],
+      [`http://[64:ff9b::7f00:1]:${p}/`, 'loopback'],
+      // This machine on a port the session's sandbox may not open (SWITCHYARD_PORTS_ALLOWED: 1024-65535).
+      ['http://127.0.0.1:22/', 'loopback'],
+      ['http://localhost/', 'loopback'],
       ['http://169.254.169.254/latest/meta-data/', 'link-local'],
       ['http://[::ffff:a9fe:a9fe]/latest/meta-data/', 'link-local'],
       ['http://[::ffff:169.254.169.254]/', 'link-local'],
@@ -287,13 +311,39 @@ describe('browser actions (real Chromium)', () => {
       expect(r.error.message).toContain(why);
       expect(r.error.message).toContain('SWITCHYARD_BROWSER_ALLOWLIST');
     }
+    // This machine, however it is spelled, is the session's own sandbox: not the site on this host. The session has
+    // no sandbox running, so nothing listens there.
+    const own = [
+      `http://127.1:${p}/`,
+      `http://2130706433:${p}/`,
+      `http://0x7f000001:${p}/`,
+      `http://0177.0.0.1:${p}/`,
+      `http://127.0.0.1:${p}/`,
+      `http://[::1]:${p}/`,
+      `http://[::ffff:127.0.0.1]:${p}/`,
+      `http://localhost:${p}/`,
+      `http://LOCALHOST.:${p}/`,
+      `http://sub.localhost:${p}/`,
+    ];
+    const hitsBefore = site.hits.length;
+    for (const url of own) {
+      const r = await browse(s, { op: 'navigate', url });
+      expect({ url, status: r.status, code: r.error?.code }).toEqual({
+        url,
+        status: 'failed',
+        code: 'PORT_CLOSED',
+      });
+      expect(r.error.message).toContain("localhost is this session's own sandbox");
+    }
+    expect(site.hits.length).toBe(hitsBefore);
     // The allowlisted address is allowed however it is spelled, IPv4-mapped included.
     const mapped = await browse(s, { op: 'navigate', url: `http://[::ffff:7f00:2]:${p}/` });
     expect(mapped).toMatchObject({ status: 'succeeded', output: { title: 'Switchyard test home' } });
     // Nothing reached the site through any of its other spellings.
+    expect(site.hits.slice(hitsBefore)).toEqual(['/']);
     expect(site.hits).not.toContain('/latest/meta-data/');
     const timeline = (await engine.request('GET', `/v1/sessions/${s}/actions?limit=100`)).body.actions;
-    expect(timeline).toHaveLength(refused.length + 1);
+    expect(timeline).toHaveLength(refused.length + own.length + 1);
     expect(timeline.filter((a: { status: string }) => a.status === 'denied')).toHaveLength(refused.length);
   });
 
@@ -301,9 +351,9 @@ describe('browser actions (real Chromium)', () => {
     const s = await engine.createSession();
     const to = (target: string) => site.url(`/redirect?to=${encodeURIComponent(target)}`);
     const cases = [
-      `http://127.1:${site.port}/secret`,
+      `http://127.0.0.3:${site.port}/secret`,
       'http://169.254.169.254/latest/meta-data/',
-      `https://127.0.0.1:${site.port}/x`,
+      `https://127.0.0.3:${site.port}/x`,
     ];
     for (const target of cases) {
       const r = await browse(s, { op: 'navigate', url: to(target) });
@@ -329,16 +379,16 @@ describe('browser actions (real Chromium)', () => {
         refused: 'http://169.254.169.254/latest/meta-data/',
         why: 'link-local',
       },
-      // 127.0.0.1 is not on the allowlist, even with the site's own port.
+      // 127.0.0.3 is not on the allowlist, even with the site's own port.
       {
-        href: `http://127.0.0.1:${site.port}${report}`,
-        refused: `http://127.0.0.1:${site.port}${report}`,
+        href: `http://127.0.0.3:${site.port}${report}`,
+        refused: `http://127.0.0.3:${site.port}${report}`,
         why: 'loopback',
       },
       // A redirect hop from the allowed host: Chromium follows it unasked, the egress proxy refuses it.
       {
-        href: site.url(`/redirect?to=${encodeURIComponent(`http://127.1:${site.port}${report}`)}`),
-        refused: `http://127.0.0.1:${site.port}${report}`,
+        href: site.url(`/redirect?to=${encodeURIComponent(`http://0x7f000003:${site.port}${report}`)}`),
+        refused: `http://127.0.0.3:${site.port}${report}`,
         why: 'loopback',
       },
     ];
@@ -379,7 +429,7 @@ describe('browser actions (real Chromium)', () => {
   it('ends a navigation, new tab or click whose document is refused after a redirect at once, denied', async () => {
     const s = await engine.createSession();
     const metadata = 'http://169.254.169.254/latest/meta-data/';
-    const tunnel = `https://127.0.0.1:${site.port}/x`;
+    const tunnel = `https://127.0.0.3:${site.port}/x`;
     const via = (target: string) => site.url(`/redirect?to=${encodeURIComponent(target)}`);
     const cases: { body: Record<string, unknown>; refused: string; before?: string }[] = [
       { body: { op: 'navigate', url: via(metadata) }, refused: metadata },
@@ -456,7 +506,7 @@ describe('browser actions (real Chromium)', () => {
     ]);
 
     const ws = site.url(
-      `/ws?to=${encodeURIComponent(`ws://127.0.0.2:${site.port}/ok`)}&to=${encodeURIComponent(`ws://127.1:${site.port}/nope`)}`,
+      `/ws?to=${encodeURIComponent(`ws://127.0.0.2:${site.port}/ok`)}&to=${encodeURIComponent(`ws://127.0.0.3:${site.port}/nope`)}`,
     );
     await browse(s, { op: 'navigate', url: ws });
     const report = await browse(s, { op: 'wait_for', text: '1=error' });
@@ -624,9 +674,9 @@ describe('browser actions with the default configuration', () => {
     await site?.stop();
   });
 
-  it('refuses every loopback address, 127.0.0.1 included, and evaluate', async () => {
+  it('refuses loopback addresses (this machine on a port the sandbox may not open too), and evaluate', async () => {
     const s = await engine.createSession();
-    for (const url of [site.url('/'), `http://127.0.0.1:${site.port}/`]) {
+    for (const url of [site.url('/'), 'http://127.0.0.1/', `http://[::ffff:127.0.0.3]:${site.port}/`]) {
       const r = await engine.action(s, { type: 'browser', op: 'navigate', url });
       expect(r).toMatchObject({ status: 'denied', error: { code: 'ADDRESS_REFUSED' } });
     }

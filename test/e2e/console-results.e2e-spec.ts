@@ -2,16 +2,13 @@
  * A code cell's rich results in the web console, in a real Chromium against a real engine: a Python session cell
  * displays a real PNG (built with zlib and struct in the cell) and answers HTML carrying scripts. The image is drawn
  * inline at its own size; the HTML is drawn in a sandboxed frame where its scripts do not run. Screenshots go to
- * .runtime/test-artifacts/console/ (not committed).
+ * .runtime/console-screens/ (not committed).
  */
-import { mkdirSync } from 'node:fs';
-import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { overflow, screen } from '../support/console-screens';
 import { EngineHarness } from '../support/engine-harness';
 
 jest.setTimeout(120_000);
-
-const SHOTS = path.join(__dirname, '..', '..', '.runtime', 'test-artifacts', 'console');
 
 // A 37 x 23 PNG written byte by byte (png() draws rows of blue, or those `row` gives), shown with display(); then a
 // table whose HTML tries two ways to run script, as the cell's value.
@@ -78,7 +75,6 @@ describe('rich results in the web console', () => {
   }
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     engine = await EngineHarness.start({ SWITCHYARD_RESULT_MAX_BYTES: '65536' });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
@@ -145,16 +141,16 @@ describe('rich results in the web console', () => {
     const box = await iframe.boundingBox();
     expect(box!.height).toBeGreaterThanOrEqual(48);
     expect(box!.height).toBeLessThanOrEqual(480);
-    await page.getByTestId('results').screenshot({ path: path.join(SHOTS, 'results-1280.png') });
+    await screen(page.getByTestId('results'), 'results-1280');
     await page.context().close();
   });
 
   it('fits a 390 px wide phone with the results open', async () => {
     const page = await openAction(sid, actionId, 390, 844);
     await page.frameLocator('[data-testid="results"] iframe').getByText('Lyon').waitFor();
-    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-    expect(overflow).toBeLessThanOrEqual(1);
-    await page.getByTestId('results').screenshot({ path: path.join(SHOTS, 'results-390.png') });
+    const seen = await overflow(page);
+    expect(seen.scrollWidth).toBeLessThanOrEqual(seen.clientWidth);
+    await screen(page.getByTestId('results'), 'results-390');
     await page.context().close();
   });
 
@@ -209,7 +205,7 @@ describe('rich results in the web console', () => {
     await frame.getByText('Quito').waitFor();
     await expect(frame.locator('tbody tr').count()).resolves.toBe(3);
     await expect(frame.locator('th', { hasText: 'visits' }).isVisible()).resolves.toBe(true);
-    await page.getByTestId('results').screenshot({ path: path.join(SHOTS, 'results-data-science.png') });
+    await screen(page.getByTestId('results'), 'results-data-science');
     await page.context().close();
     await engine.request('DELETE', `/v1/sessions/${ds}`);
   });

@@ -1,17 +1,16 @@
 /**
  * The web console (/console) in a real Chromium against a real engine with real actions: code in two tiers,
  * files, a failed action and its retry, a plan with a dependency, a browser action, and one running while the
- * timeline is open. Screenshots of each view go to .runtime/test-artifacts/console/ (not committed).
+ * timeline is open. Screenshots of each view go to .runtime/console-screens/ (not committed); every page at 390 px is
+ * checked by console-pages.e2e-spec.ts.
  */
-import { mkdirSync } from 'node:fs';
-import * as path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { BrowserSite } from '../support/browser-site';
+import { screen } from '../support/console-screens';
 import { EngineHarness } from '../support/engine-harness';
 
 jest.setTimeout(120_000);
 
-const SHOTS = path.join(__dirname, '..', '..', '.runtime', 'test-artifacts', 'console');
 const KEY = 'console-key-0123456789abcdef';
 
 describe('the web console', () => {
@@ -34,11 +33,9 @@ describe('the web console', () => {
     return page;
   }
 
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const shot = (page: Page, name: string) => screen(page, name);
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     site = await BrowserSite.start('127.0.0.2');
     [engine, keyed] = await Promise.all([
       EngineHarness.start({ SWITCHYARD_BROWSER_ALLOWLIST: '127.0.0.2' }),
@@ -109,7 +106,7 @@ describe('the web console', () => {
     expect(await row.locator('td').nth(5).textContent()).toMatch(/pooled.*subprocess|subprocess.*pooled/);
     await page.getByRole('searchbox', { name: 'Search sessions' }).fill('no-such-session-anywhere');
     await expect(row.count()).resolves.toBe(0);
-    await shot(page, 'sessions-1280');
+    await shot(page, 'console-sessions-1280');
     await context.close();
   });
 
@@ -139,7 +136,7 @@ describe('the web console', () => {
     await details.locator('h2', { hasText: ids.subprocess }).waitFor();
     await expect(details.getByTestId('stdout').textContent()).resolves.toContain('hello console');
     await details.getByText('notes.txt').waitFor();
-    await shot(page, 'timeline-1280');
+    await shot(page, 'console-timeline-1280');
 
     // A running action: its output shows up before it ends.
     const started = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
@@ -157,7 +154,7 @@ describe('the web console', () => {
       .getByText(/tick-2/)
       .waitFor({ timeout: 10_000 });
     expect(await running.getAttribute('data-status')).toBe('running');
-    await shot(page, 'timeline-live-1280');
+    await shot(page, 'console-timeline-live-1280');
     await page
       .locator(`[data-action-id="${started.body.id}"][data-status="succeeded"]`)
       .waitFor({ timeout: 30_000 });
@@ -182,7 +179,7 @@ describe('the web console', () => {
       .getByRole('button', { name: /File: notes\.txt/ })
       .click();
     await page.getByTestId('node-details').getByText('Lineage →').waitFor();
-    await shot(page, 'graph-1280');
+    await shot(page, 'console-graph-1280');
     // The API's filters: only failed actions.
     await page.getByRole('group', { name: 'Status' }).getByLabel('failed').check();
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -206,7 +203,7 @@ describe('the web console', () => {
     await expect(chain.locator('li', { hasText: ids.retry }).textContent()).resolves.toContain(
       'a retry of it',
     );
-    await shot(page, 'failure-1280');
+    await shot(page, 'console-failure-1280');
 
     await page.goto(`${engine.baseUrl}/console#/sessions/${sid}/file?path=notes.txt`);
     const lineage = page.getByTestId('lineage');
@@ -214,7 +211,7 @@ describe('the web console', () => {
     await expect(lineage.textContent()).resolves.toContain(ids.write);
     await expect(lineage.locator('li', { hasText: ids.read }).textContent()).resolves.toMatch(/^read/);
     await expect(lineage.locator('li', { hasText: ids.write }).textContent()).resolves.toMatch(/^write/);
-    await shot(page, 'file-1280');
+    await shot(page, 'console-file-1280');
 
     await page.goto(`${engine.baseUrl}/console#/sessions/${sid}/plans/${ids.plan}`);
     const steps = page.getByTestId('plan-steps');
@@ -226,12 +223,12 @@ describe('the web console', () => {
       'succeeded',
     );
     await expect(steps.locator('tr[data-step-id="read"]').textContent()).resolves.toContain('write');
-    await shot(page, 'plan-1280');
+    await shot(page, 'console-plan-1280');
 
     await page.goto(`${engine.baseUrl}/console#/health`);
     await page.locator('tr[data-tier="subprocess"]').waitFor();
     await expect(page.locator('tr[data-tier="pooled"]').textContent()).resolves.toContain('yes');
-    await shot(page, 'health-1280');
+    await shot(page, 'console-health-1280');
     await context.close();
   });
 
@@ -256,7 +253,7 @@ describe('the web console', () => {
     const item = (id: string) => page.locator(`li[data-action-id="${id}"]`);
     await item(yes.id).waitFor();
     await expect(item(no.id).textContent()).resolves.toContain('python needs approval');
-    await shot(page, 'approvals');
+    await shot(page, 'console-approvals-1280');
     await item(no.id).getByLabel('Reason (recorded with the decision)').fill('not today');
     await item(no.id).getByRole('button', { name: 'Reject' }).click();
     await item(no.id).waitFor({ state: 'detached' });
@@ -280,29 +277,6 @@ describe('the web console', () => {
     });
   });
 
-  it('fits a 390 px wide phone: no sideways scrolling on any view', async () => {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
-    const page = await open(context, `${engine.baseUrl}/console`);
-    for (const [name, hash, ready] of [
-      ['sessions', '#/sessions', `tr[data-session-id="${sid}"]`],
-      ['timeline', `#/sessions/${sid}`, `[data-action-id="${ids.write}"]`],
-      ['graph', `#/sessions/${sid}/graph`, '[data-testid="graph-summary"]'],
-      ['failure', `#/sessions/${sid}/actions/${ids.failed}/failure`, '[data-testid="retry-chain"]'],
-      ['plan', `#/sessions/${sid}/plans/${ids.plan}`, '[data-testid="plan-steps"]'],
-      ['health', '#/health', 'tr[data-tier="subprocess"]'],
-      ['approvals', '#/approvals', '#approvals-title'],
-    ]) {
-      await page.goto(`${engine.baseUrl}/console${hash}`);
-      await page.locator(ready).first().waitFor();
-      const overflow = await page.evaluate<number>(
-        'document.documentElement.scrollWidth - window.innerWidth',
-      );
-      expect({ name, overflow: overflow <= 1 }).toEqual({ name, overflow: true });
-      await shot(page, `${name}-390`);
-    }
-    await context.close();
-  });
-
   it('asks for an API key once when keys are on, names a wrong one, and keeps a right one for the tab', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await open(context, `${keyed.baseUrl}/console`);
@@ -310,7 +284,7 @@ describe('the web console', () => {
     await key.fill('not-the-key-0000000000');
     await page.getByRole('button', { name: 'Open the console' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/refused this API key/);
-    await shot(page, 'key-refused');
+    await shot(page, 'console-key-refused-1280');
     await key.fill(KEY);
     await page.getByRole('button', { name: 'Open the console' }).click();
     await page.getByRole('heading', { name: 'Sessions' }).waitFor();
@@ -326,6 +300,19 @@ describe('the web console', () => {
     expect(index.status).toBe(200);
     expect(index.headers.get('content-security-policy')).toContain("connect-src 'self'");
     expect(await index.text()).toContain('/console/console.js');
+    // The terminal pane's module and stylesheet (loaded when a terminal is shown), under the same policy.
+    for (const [file, type] of [
+      ['terminal.js', 'text/javascript'],
+      ['xterm.css', 'text/css'],
+    ]) {
+      const asset = await fetch(`${engine.baseUrl}/console/${file}`);
+      expect([file, asset.status, asset.headers.get('content-type')]).toEqual([
+        file,
+        200,
+        expect.stringContaining(type),
+      ]);
+      expect(asset.headers.get('content-security-policy')).toContain("script-src 'self'");
+    }
     const missing = await fetch(`${engine.baseUrl}/console/../package.json`);
     expect(missing.status).toBe(404);
     const traversal = await fetch(`${engine.baseUrl}/console/%2e%2e%2fpackage.json`);

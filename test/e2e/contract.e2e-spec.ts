@@ -170,11 +170,14 @@ interface Fixtures {
   kernel: string;
   /** A Jupyter kernel (a handle onto the session's node kernel, which no other fixture uses). */
   jupyterKernel: string;
+  /** An open terminal of the session. */
+  terminal: string;
   /** What the DELETE operations get, so that they do not take the objects above away. */
   doomedSessions: string[];
   doomedCheckpoints: string[];
   doomedKernel: string;
   doomedJupyterKernel: string;
+  doomedTerminal: string;
 }
 
 describe('the OpenAPI document, checked by outside tools against the running engine', () => {
@@ -242,6 +245,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       ).output.kernel.id;
     const jupyterKernel = async (): Promise<string> =>
       (await api<{ id: string }>('POST', `${s}/jupyter/api/kernels`, { name: 'javascript' })).id;
+    const terminal = async (): Promise<string> =>
+      (await api<{ id: string }>('POST', `${s}/terminals`, { cols: 80, rows: 24 })).id;
     const checkpoint = async (label: string): Promise<string> =>
       (await api<{ id: string }>('POST', `${s}/checkpoints`, { label })).id;
     const plan = await api<{ id: string; status: string }>('POST', `${s}/plans`, {
@@ -281,6 +286,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       doomedKernel: await kernel('bash'),
       jupyterKernel: await jupyterKernel(),
       doomedJupyterKernel: await jupyterKernel(),
+      terminal: await terminal(),
+      doomedTerminal: await terminal(),
     };
   };
 
@@ -418,6 +425,8 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       `doomed-kernels = { values = ${list([fixtures.doomedKernel])} }`,
       `jupyter-kernels = { values = ${list([fixtures.jupyterKernel])} }`,
       `doomed-jupyter-kernels = { values = ${list([fixtures.doomedJupyterKernel])} }`,
+      `terminals = { values = ${list([fixtures.terminal])} }`,
+      `doomed-terminals = { values = ${list([fixtures.doomedTerminal])} }`,
       // The first entry an operation matches applies. Deletions get objects of their own, always (else
       // Schemathesis also deletes the ones it saw in answers, the fixtures included).
       '[[operations]]',
@@ -433,6 +442,17 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       'include-operation-id = "JupyterController_remove"',
       `parameters = { ${nested[0]}, "path.kernelId" = ${bind('doomed-jupyter-kernels', 1)} }`,
       // Jupyter kernel ids are UUIDs of their own, not the session kernels' (before the rule below, which matches too).
+      '[[operations]]',
+      'include-operation-id = "TerminalsController_close"',
+      `parameters = { ${nested[0]}, "path.terminalId" = ${bind('doomed-terminals', 1)} }`,
+      '[[operations]]',
+      `include-path-regex = '/terminals/\\{terminalId\\}'`,
+      `parameters = { ${nested[0]}, "path.terminalId" = ${bind('terminals')} }`,
+      // Opening a terminal answers 503 by design when the tier the session's state lives in cannot hold it: here
+      // Docker is down on purpose, and a template session's subprocess box cannot have its image's root.
+      '[[operations]]',
+      'include-operation-id = "TerminalsController_open"',
+      'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
       '[[operations]]',
       `include-path-regex = '/jupyter/api/kernels/\\{kernelId\\}'`,
       `parameters = { ${nested[0]}, "path.kernelId" = ${bind('jupyter-kernels')} }`,

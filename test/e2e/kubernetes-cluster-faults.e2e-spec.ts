@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import WebSocket from 'ws';
 import { EngineHarness } from '../support/engine-harness';
 import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 
@@ -8,7 +11,7 @@ jest.setTimeout(120_000);
  * `scripts/k8s.sh`): a namespace that does not exist, a node that does not exist. These are missing dependencies,
  * never engine faults: `/health` says the backend is not ready and why, and a request that needs a pod is answered
  * 503 with a code and a message naming the setting to change. Also the pod side of checkpoints: a restore or a fork
- * unpacks only what a checkpoint keeps.
+ * unpacks only what a checkpoint keeps; and the ports proxy to a server in a session pod, through the pod's runner.
  */
 describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) => [b.name, b] as const))(
   'the %s backend and its cluster',
@@ -89,7 +92,7 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
       });
     });
 
-    describe('checkpoints of a pod workspace', () => {
+    describe('checkpoints and ports of a session pod', () => {
       let engine: EngineHarness;
       beforeAll(async () => {
         engine = await EngineHarness.start({ ...(await backend.env()), SWITCHYARD_POOL_MIN: '1' });
@@ -157,6 +160,54 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         ).toBe(200);
         expect(await entries(sid)).toEqual(kept);
         for (const s of [sid, now.body.id, past.body.id]) await engine.request('DELETE', `/v1/sessions/${s}`);
+      });
+
+      it('proxies HTTP and a WebSocket to a server in the pod, through its runner (no Service, no port-forward)', async () => {
+        const app = readFileSync(path.join(__dirname, '..', 'support', 'ports_app.py'), 'utf8');
+        const sid = await engine.createSession();
+        expect(
+          await engine.action(sid, { type: 'file', op: 'write', path: 'ports_app.py', content: app }),
+        ).toMatchObject({
+          status: 'succeeded',
+        });
+        const started = await engine.action(sid, {
+          type: 'process',
+          op: 'start',
+          name: 'web',
+          command: 'python3 -u ports_app.py 8000',
+        });
+        expect(started).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+        const deadline = Date.now() + 30_000;
+        let listed = await engine.request('GET', `/v1/sessions/${sid}/ports`);
+        while (!(listed.body.ports as Array<{ port: number }>).some((p) => p.port === 8000)) {
+          if (Date.now() > deadline)
+            throw new Error(`port 8000 never listened: ${JSON.stringify(listed.body)}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          listed = await engine.request('GET', `/v1/sessions/${sid}/ports`);
+        }
+        expect(listed.body.ports).toContainEqual(
+          expect.objectContaining({
+            port: 8000,
+            tier: 'pooled',
+            process: { id: started.output.process.id, name: 'web' },
+          }),
+        );
+        const proxy = `${engine.baseUrl}/v1/sessions/${sid}/ports/8000`;
+        const hello = await fetch(`${proxy}/`);
+        expect([hello.status, await hello.text()]).toEqual([200, 'hello from the session\n']);
+        const echoed = await fetch(`${proxy}/echo`, { method: 'POST', body: 'x'.repeat(300_000) });
+        expect((await echoed.text()).length).toBe(300_000);
+        const ws = new WebSocket(`${proxy.replace('http:', 'ws:')}/ws`);
+        await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+        const back = await new Promise<string>((resolve) => {
+          ws.once('message', (data: Buffer) => resolve(data.toString()));
+          ws.send('from the pod');
+        });
+        expect(back).toBe('from the pod');
+        ws.close();
+        const closedPort = await fetch(`${engine.baseUrl}/v1/sessions/${sid}/ports/8001/`);
+        expect(closedPort.status).toBe(502);
+        await engine.request('DELETE', `/v1/sessions/${sid}`);
       });
     });
   },

@@ -6,11 +6,13 @@
  * go on through the survivor, its pods are deleted.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { Client } from 'pg';
+import WebSocket from 'ws';
 import { holdTestNeo4j, neo4jTestServer, wipeNeo4j } from '../../libs/context-graph/src/testing';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
@@ -138,6 +140,7 @@ beforeAll(async () => {
     SWITCHYARD_ADMIN_KEYS: ADMIN,
     SWITCHYARD_POOL_MIN: '2',
     SWITCHYARD_LOG_LEVEL: 'warn',
+    SWITCHYARD_PREVIEW_DOMAIN: 'preview.test',
   };
   [a, b] = await Promise.all([startReplica('a'), startReplica('b')]);
 });
@@ -260,6 +263,50 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
         ).toBe(sha256);
       }
     }
+  });
+
+  it('a server in a session A serves answers through B: the ports proxy, a preview host and a WebSocket', async () => {
+    const sid = await a.session();
+    const app = readFileSync(path.join(__dirname, '..', 'support', 'ports_app.py'), 'utf8');
+    const act = (body: Record<string, unknown>) => b.call('POST', `/v1/sessions/${sid}/actions`, body);
+    expect((await act({ type: 'file', op: 'write', path: 'ports_app.py', content: app })).body.status).toBe(
+      'succeeded',
+    );
+    expect(
+      (await act({ type: 'process', op: 'start', command: 'python3 -u ports_app.py 8000' })).body.status,
+    ).toBe('succeeded');
+    await eventually(async () => {
+      const listed = await b.call<{ ports: Array<{ port: number }> }>('GET', `/v1/sessions/${sid}/ports`);
+      return listed.body.ports.some((p) => p.port === 8000) ? true : undefined;
+    });
+    const proxy = `${b.url}/v1/sessions/${sid}/ports/8000`;
+    const auth = { authorization: `Bearer ${KEY}` };
+    const hello = await fetch(`${proxy}/`, { headers: auth });
+    expect([hello.status, await hello.text()]).toEqual([200, 'hello from the session\n']);
+    // A body no parser reads goes to A as it comes, and back.
+    const body = randomBytes(2 * 1024 * 1024);
+    const echoed = await fetch(`${proxy}/echo`, { method: 'POST', headers: auth, body });
+    expect(Buffer.from(await echoed.arrayBuffer()).equals(body)).toBe(true);
+    // A preview host names the session in its Host only: B forwards by it.
+    const atHost = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      http
+        .get(`${b.url}/`, { headers: { ...auth, host: `8000-${sid}.preview.test` } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        })
+        .on('error', reject);
+    });
+    expect(atHost).toEqual({ status: 200, text: 'hello from the session\n' });
+    const ws = new WebSocket(`${proxy.replace('http:', 'ws:')}/ws`, { headers: auth });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const back = await new Promise<string>((resolve) => {
+      ws.once('message', (data: Buffer) => resolve(data.toString()));
+      ws.send('through B');
+    });
+    expect(back).toBe('through B');
+    ws.close();
+    expect((await b.call('GET', `/v1/sessions/${sid}/ports/8000/`, undefined, {}, ADMIN)).status).toBe(404);
   });
 
   it('a plan started on A is seen over SSE on B, in order; Last-Event-ID resumes on the other replica', async () => {

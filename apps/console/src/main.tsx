@@ -1,6 +1,6 @@
 /**
- * The Switchyard console: sessions, their timelines, graphs, failures, files and plans, and the engine's health,
- * read from the public API only. One page; the view is in the URL's hash.
+ * The Switchyard console: sessions, their timelines, graphs, failures, files and plans, a running session's
+ * terminal, ports and browser, and the engine's health, read from the public API only. One page; the view is in the URL's hash.
  */
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
@@ -13,6 +13,7 @@ import { FileView } from './views/file';
 import { GraphPanel } from './views/graph';
 import { HealthView } from './views/health';
 import { KeyPrompt } from './views/key-prompt';
+import { LiveView } from './views/live';
 import { PlansView } from './views/plans';
 import { SessionsView } from './views/sessions';
 import { TimelineView } from './views/timeline';
@@ -82,6 +83,12 @@ function App() {
                 Graph
               </a>
               <a
+                href={href({ view: 'live', sessionId })}
+                aria-current={route.view === 'live' ? 'page' : undefined}
+              >
+                Live
+              </a>
+              <a
                 href={href({ view: 'plans', sessionId })}
                 aria-current={route.view === 'plans' ? 'page' : undefined}
               >
@@ -132,6 +139,8 @@ function View({ route }: { route: Route }) {
       return <TimelineView sessionId={route.sessionId} openActionId={route.actionId} />;
     case 'graph':
       return <GraphPanel sessionId={route.sessionId} />;
+    case 'live':
+      return <LiveView sessionId={route.sessionId} />;
     case 'failure':
       return <FailureView sessionId={route.sessionId} actionId={route.actionId} />;
     case 'file':

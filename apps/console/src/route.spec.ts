@@ -8,6 +8,7 @@ describe('console routes', () => {
     { view: 'timeline', sessionId: 'ses_1' },
     { view: 'timeline', sessionId: 'ses_1', actionId: 'act_2' },
     { view: 'graph', sessionId: 'ses_1' },
+    { view: 'live', sessionId: 'ses_1' },
     { view: 'failure', sessionId: 'ses_1', actionId: 'act_2' },
     { view: 'file', sessionId: 'ses_1', path: 'src/a b/ü?.txt' },
     { view: 'plans', sessionId: 'ses_1' },

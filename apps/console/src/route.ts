@@ -5,6 +5,7 @@ export type Route =
   | { view: 'approvals' }
   | { view: 'timeline'; sessionId: string; actionId?: string }
   | { view: 'graph'; sessionId: string }
+  | { view: 'live'; sessionId: string }
   | { view: 'failure'; sessionId: string; actionId: string }
   | { view: 'file'; sessionId: string; path: string }
   | { view: 'plans'; sessionId: string; planId?: string };
@@ -20,6 +21,8 @@ export function parseRoute(hash: string): Route {
   switch (parts[2]) {
     case 'graph':
       return { view: 'graph', sessionId };
+    case 'live':
+      return { view: 'live', sessionId };
     case 'actions':
       if (parts[3] && parts[4] === 'failure') return { view: 'failure', sessionId, actionId: parts[3] };
       return { view: 'timeline', sessionId, actionId: parts[3] };
@@ -46,6 +49,8 @@ export function href(route: Route): string {
       return `#/sessions/${seg(route.sessionId)}${route.actionId ? `/actions/${seg(route.actionId)}` : ''}`;
     case 'graph':
       return `#/sessions/${seg(route.sessionId)}/graph`;
+    case 'live':
+      return `#/sessions/${seg(route.sessionId)}/live`;
     case 'failure':
       return `#/sessions/${seg(route.sessionId)}/actions/${seg(route.actionId)}/failure`;
     case 'file':

@@ -17,18 +17,21 @@ import type { ContainerTierConfig, EngineConfig } from './platform/config/engine
 import { contextGraphOptions } from './engine/graph/graph-store';
 import { HealthModule } from './edge/health/health.module';
 import { AuthModule } from './edge/http/auth.module';
+import { UpgradesModule } from './edge/http/upgrades.module';
 import { McpModule } from './edge/mcp/mcp.module';
 import { RedactionModule } from './platform/redaction/redaction.module';
 import { ReplicaForwardingModule } from './edge/replicas/replica-forwarding.module';
 import { StorageModule } from './state/storage/storage.module';
 import { WorkspacesModule } from './session/workspaces/workspaces.module';
 import { containerTiers } from './sandbox-backend';
+import { browserSessionPorts } from './browser-session-ports';
 import { sandboxCaFiles, sandboxCaWrite } from './platform/sandbox-ca/sandbox-ca';
 import { TemplatesApiModule } from './edge/templates/templates-api.module';
 import { SessionsApiModule } from './edge/sessions/sessions-api.module';
 import { EventsApiModule } from './edge/events/events-api.module';
 import { CheckpointsApiModule } from './edge/checkpoints/checkpoints-api.module';
 import { ActionsApiModule } from './edge/actions/actions-api.module';
+import { BrowserApiModule } from './edge/browser/browser-api.module';
 import { FilesApiModule } from './edge/files/files-api.module';
 import { ApprovalsApiModule } from './edge/approvals/approvals-api.module';
 import { HooksApiModule } from './edge/hooks/hooks-api.module';
@@ -40,6 +43,8 @@ import { PolicyApiModule } from './edge/policies/policies-api.module';
 import { SkillsApiModule } from './edge/skills/skills-api.module';
 import { GraphApiModule } from './edge/graph/graph-api.module';
 import { MetricsApiModule } from './edge/metrics/metrics-api.module';
+import { TerminalsApiModule } from './edge/terminals/terminals-api.module';
+import { PortsApiModule } from './edge/ports/ports-api.module';
 
 /**
  * Composition root: the libraries wired from one validated configuration, and the engine's feature modules (sessions,
@@ -79,6 +84,7 @@ export class AppModule {
         StorageModule.forRoot(config),
         WorkspacesModule.forRoot(config.kubernetes.backend),
         AuthModule,
+        UpgradesModule,
         RedactionModule.forRoot(secretPatterns),
         ContextGraphModule.forRoot(contextGraphOptions(config, overrides.graph)),
         WorkspaceModule.forRoot({
@@ -118,40 +124,54 @@ export class AppModule {
             ...(trustedCa && { trustedCa }),
             stateful: {
               ...sb.stateful,
-              settingNames: { maxProcessesPerSession: 'SWITCHYARD_MAX_PROCESSES' },
+              settingNames: {
+                maxProcessesPerSession: 'SWITCHYARD_MAX_PROCESSES',
+                maxTerminalsPerSession: 'SWITCHYARD_MAX_TERMINALS_PER_SESSION',
+              },
             },
             tierLimits: { pooled: tierLimits(sb.pooled), container: tierLimits(sb.container) },
+            ports: {
+              enabled: config.ports.enabled,
+              allowed: config.ports.allowed,
+              settingNames: { enabled: 'SWITCHYARD_PORTS_ENABLED', allowed: 'SWITCHYARD_PORTS_ALLOWED' },
+            },
           },
           containerTiers(config, engineInstanceId, trustedCa ? [trustedCa.bundle, trustedCa.extra] : []),
         ),
-        BrowserModule.forRoot({
-          enabled: config.browser.enabled,
-          executablePath: config.browser.executablePath,
-          // Engine-private (profiles, downloads before they are copied in): never under `workspaces/`.
-          stateDir: path.join(config.dataDir, 'browser'),
-          allowlist: config.browser.allowlist,
-          allowlistSetting: 'SWITCHYARD_BROWSER_ALLOWLIST',
-          evaluate: config.browser.evaluate,
-          evaluateSetting: 'SWITCHYARD_BROWSER_EVALUATE',
-          // Page JavaScript is scored by the same rules and thresholds as node code.
-          assessScript: (script: string) => scriptRisk.assess('node', script),
-          defaultTimeoutMs: config.browser.timeoutMs,
-          maxTimeoutMs: config.sandbox.maxTimeoutMs,
-          maxContexts: config.browser.maxContexts,
-          maxDedicated: config.browser.maxDedicated,
-          idleMs: config.browser.idleMs,
-          maxArtifactBytes: config.browser.maxArtifactBytes,
-          outputMaxBytes: config.sandbox.output.maxBytes,
-          prelaunch: config.browser.prelaunch,
-        }),
+        BrowserModule.forRoot(
+          {
+            enabled: config.browser.enabled,
+            executablePath: config.browser.executablePath,
+            // Engine-private (profiles, downloads before they are copied in): never under `workspaces/`.
+            stateDir: path.join(config.dataDir, 'browser'),
+            allowlist: config.browser.allowlist,
+            allowlistSetting: 'SWITCHYARD_BROWSER_ALLOWLIST',
+            evaluate: config.browser.evaluate,
+            evaluateSetting: 'SWITCHYARD_BROWSER_EVALUATE',
+            // Page JavaScript is scored by the same rules and thresholds as node code.
+            assessScript: (script: string) => scriptRisk.assess('node', script),
+            defaultTimeoutMs: config.browser.timeoutMs,
+            maxTimeoutMs: config.sandbox.maxTimeoutMs,
+            maxContexts: config.browser.maxContexts,
+            maxDedicated: config.browser.maxDedicated,
+            idleMs: config.browser.idleMs,
+            maxArtifactBytes: config.browser.maxArtifactBytes,
+            outputMaxBytes: config.sandbox.output.maxBytes,
+            prelaunch: config.browser.prelaunch,
+          },
+          [browserSessionPorts],
+        ),
         TemplatesApiModule,
         SessionsApiModule,
         EventsApiModule,
         CheckpointsApiModule,
         ActionsApiModule,
         FilesApiModule,
+        BrowserApiModule,
         PlansApiModule,
         KernelsApiModule,
+        TerminalsApiModule,
+        PortsApiModule,
         JupyterApiModule,
         ToolsApiModule,
         McpModule,

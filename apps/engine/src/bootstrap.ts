@@ -19,6 +19,7 @@ import { installMethodNotAllowed } from './edge/http/method-not-allowed.middlewa
 import { installOpenApi } from './edge/http/openapi';
 import { ApprovalsFanOut } from './edge/replicas/approvals-fan-out';
 import { SessionForwarding } from './edge/replicas/session-forwarding';
+import { PortProxy } from './edge/ports/port-proxy';
 
 /** The request line and headers: a 4 096-character query value percent-encodes to up to 48 KiB. */
 const MAX_HEADER_BYTES = 64 * 1024;
@@ -65,12 +66,15 @@ export async function createEngineApp(
   app.use(engineLogger.middleware());
   app.disable('x-powered-by');
   installHttpMetrics(app);
-  installJsonBody(app, config.http.maxBodyBytes);
+  const ports = app.get(PortProxy);
+  installJsonBody(app, config.http.maxBodyBytes, (req) => ports.claims(req));
   // Replicas: a session's requests go to the replica serving it (after the body is read and checked here).
   if (config.state.store === 'postgres') {
     app.use(app.get(SessionForwarding).middleware());
     app.use(app.get(ApprovalsFanOut).middleware());
   }
+  // The proxy to sessions' ports (and their preview hosts) streams its requests itself, before any route.
+  app.use(ports.middleware());
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();
   installConsole(app);

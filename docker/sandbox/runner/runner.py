@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Switchyard runner (protocol 3): the main process of a pooled container and of a session's stateful sandbox.
+"""Switchyard runner (protocol 5): the main process of a pooled container and of a session's stateful sandbox.
 
 Started as `python3 -I /opt/switchyard/runner/runner.py`, it speaks JSON lines with the engine on its stdin and
-stdout: fresh runs, kernels that keep state between cells, and background processes (README.md documents the
-protocol). Python 3 stdlib only. The work is done by the modules beside this file:
+stdout: fresh runs, kernels that keep state between cells, background processes, terminals, tunnels to the box's
+ports and the list of those ports (README.md documents the protocol). Python 3 stdlib only. The work is done by the
+modules beside this file:
 
   runner_protocol.py   the protocol and the main loop (one selector for everything), ping
   runner_runs.py       fresh runs
@@ -11,6 +12,9 @@ protocol). Python 3 stdlib only. The work is done by the modules beside this fil
   runner_cells.py      a cell, from its request to its outcome
   runner_languages.py  what differs per kernel language
   runner_procs.py      background processes
+  runner_terms.py      terminals (a shell on a pseudo-terminal)
+  runner_tunnels.py    tunnels: the engine's TCP connections to a port inside the box
+  runner_ports.py      the listening ports, and which process or kernel each belongs to
   runner_streams.py    output caps, and a cell's boundaries in a kernel's output
   runner_trees.py      process trees, and killing them
   runner_egress.py     keeps egress_forwarder.py (127.0.0.1:3128 -> the session's egress proxy) running

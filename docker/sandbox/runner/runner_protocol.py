@@ -1,8 +1,9 @@
 """The runner's protocol and main loop: JSON lines on stdin/stdout, one selector for everything (README.md).
 
-Requests are handled as they come: a fresh run, cells of different kernels and background processes are all under
-way at once, multiplexed here. Children are reaped in one place (SIGCHLD wakes the loop), and each exit goes to
-whoever started that pid; the runner is a child subreaper, so orphans come back to it too and are reaped.
+Requests are handled as they come: a fresh run, cells of different kernels, background processes, terminals and
+tunnels are all under way at once, multiplexed here (no thread per connection: a container's pids limit counts
+threads). Children are reaped in one place (SIGCHLD wakes the loop), and each exit goes to whoever started that pid;
+the runner is a child subreaper, so orphans come back to it too and are reaped.
 """
 
 import ctypes
@@ -15,12 +16,15 @@ import time
 
 from runner_egress import Egress
 from runner_kernels import Kernels
+from runner_ports import Ports
 from runner_procs import Processes
 from runner_runs import Runs
 from runner_spawn import WORKSPACE, RequestError, now, oom_kills
+from runner_terms import Terminals
 from runner_trees import kill_everything_else, kill_unprotected
+from runner_tunnels import Tunnels
 
-PROTOCOL = 4
+PROTOCOL = 5
 READ_CHUNK = 64 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 PR_SET_DUMPABLE = 4
@@ -50,7 +54,10 @@ class Runner:
         self.kernels = Kernels(self)
         self.procs = Processes(self)
         self.egress = Egress(self)
-        self.parts = (self.runs, self.kernels, self.procs, self.egress)
+        self.terms = Terminals(self)
+        self.ports = Ports(self, self.owners)
+        self.tunnels = Tunnels(self, self.ports)
+        self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels)
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -63,6 +70,15 @@ class Runner:
             "proc_write": self.procs.write,
             "proc_signal": self.procs.signal,
             "egress": self.egress.request,
+            "tunnel_open": self.tunnels.open,
+            "tunnel_write": self.tunnels.write,
+            "tunnel_ack": self.tunnels.ack,
+            "tunnel_close": self.tunnels.close,
+            "term_open": self.terms.open,
+            "term_write": self.terms.write,
+            "term_resize": self.terms.resize,
+            "term_close": self.terms.close,
+            "ports": self.ports.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------
@@ -93,8 +109,16 @@ class Runner:
         self.children[pid] = callback
 
     def protected(self):
-        """Leaders of the live kernels and processes: their trees survive a fresh run's cleanup."""
-        return self.kernels.roots() | self.procs.roots() | self.egress.roots()
+        """Leaders of the live kernels, processes and terminals: their trees survive a fresh run's cleanup."""
+        return self.kernels.roots() | self.procs.roots() | self.terms.roots() | self.egress.roots()
+
+    def owners(self):
+        """Leader pid -> (kind, id) of what lives here, for naming whose tree a listening socket is in."""
+        owners = {pid: ("egress", None) for pid in self.egress.roots()}
+        owners.update({t.pid: ("term", t.id) for t in self.terms.table.values() if t.exit is None})
+        owners.update({k.pid: ("kernel", k.id) for k in self.kernels.table.values() if k.pid is not None and k.alive})
+        owners.update({p.pid: ("proc", p.id) for p in self.procs.table.values() if p.exit is None})
+        return owners
 
     def kill_strays(self):
         """After a tree ended: what escaped it (setsid, then orphaned) dies too, unless a fresh run is going (its

@@ -10,6 +10,7 @@ import fcntl
 import os
 import resource
 import signal
+import termios
 import time
 
 WORKSPACE = "/workspace"
@@ -157,10 +158,12 @@ def checked_workspace(request):
     raise RequestError("workspace", problem)
 
 
-def spawn(argv, env, fds, cwd_fd, cpu_seconds=0):
+def spawn(argv, env, fds, cwd_fd, cpu_seconds=0, tty=False):
     """Forks and execs `argv` in a new session; `fds` maps the child's descriptors to the runner's. Returns the pid.
 
-    Raises SpawnError when the exec (or a setup step before it) fails; the child is then already reaped.
+    With `tty`, the child's fd 0 is a terminal's slave side and becomes the new session's controlling terminal (a
+    shell's job control, ^C and the window size's SIGWINCH work through it). Raises SpawnError when the exec (or a
+    setup step before it) fails; the child is then already reaped.
     """
     err_r, err_w = os.pipe()  # both close-on-exec: EOF on err_r means the exec happened
     pid = os.fork()
@@ -172,6 +175,8 @@ def spawn(argv, env, fds, cwd_fd, cpu_seconds=0):
             moved = {target: fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for target, source in fds.items()}
             for target, source in moved.items():
                 os.dup2(source, target)  # inheritable
+            if tty:
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
             os.fchdir(cwd_fd)  # the directory whose device and inode were just checked
             os.nice(USER_CODE_NICE)
             if cpu_seconds > 0:

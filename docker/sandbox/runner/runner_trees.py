@@ -116,9 +116,13 @@ def kill_unprotected(roots):
 
 
 def pipe_holders(pipes, candidates):
-    """The `candidates` that hold one of the pipes (descriptors of the runner's ends) open."""
+    """The `candidates` that hold one of the pipes open: descriptors of the runner's ends, or paths (a terminal's
+    slave side, `/dev/pts/N`, which is what its holders' /proc/<pid>/fd links name)."""
     names = set()
     for fd in pipes:
+        if isinstance(fd, str):
+            names.add(fd)
+            continue
         try:
             names.add("pipe:[%d]" % os.fstat(fd).st_ino)
         except OSError:

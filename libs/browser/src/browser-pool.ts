@@ -105,6 +105,12 @@ export class BrowserPool {
     );
   }
 
+  /** The session's open browser, if it has one that is alive: never opens one. */
+  existing(sessionId: string): SessionBrowser | undefined {
+    const sb = this.sessions.get(sessionId);
+    return sb && !sb.dead && !sb.disposed ? sb : undefined;
+  }
+
   /** Closes the session's context or dedicated browser and removes its profile. Idempotent. */
   async release(sessionId: string): Promise<void> {
     await this.opening.get(sessionId)?.catch(() => undefined);
@@ -165,7 +171,7 @@ export class BrowserPool {
   private async doOpen(job: BrowserJob, route: Route): Promise<SessionBrowser> {
     await this.makeRoom(job.sessionId, route);
     const holder: { sb?: SessionBrowser } = {};
-    const { egress, spec } = await this.guard.openEgress(holder, route === 'dedicated');
+    const { egress, spec } = await this.guard.openEgress(holder, job.sessionId, route === 'dedicated');
     let context: DriverContext;
     try {
       if (route === 'shared') {

@@ -8,7 +8,7 @@ import {
   systemClock,
 } from '@switchyard/common';
 import { FileOpError } from '@switchyard/workspace';
-import { BROWSER_HOST_RESOLVER, BROWSER_OPTIONS } from './browser.constants';
+import { BROWSER_HOST_RESOLVER, BROWSER_OPTIONS, BROWSER_SESSION_PORTS } from './browser.constants';
 import { BrowserLaunchError, PageOperationError } from './browser.errors';
 import type { ResolvedBrowserOptions } from './browser.options';
 import {
@@ -17,6 +17,7 @@ import {
   type BrowserOutcome,
   type BrowserPrecheck,
   type BrowserRequest,
+  type BrowserView,
   needsDedicatedBrowser,
   requestUrl,
 } from './browser.types';
@@ -27,11 +28,14 @@ import { AbortedError, abortable, DeadlineError } from './deadlines';
 import { PageRunner, type Upload } from './page-runner';
 import { SessionBrowser } from './session-browser';
 import { SessionLock } from './session-lock';
+import type { SessionPortDialer } from './session-ports.port';
 import { SessionTabs } from './session-tabs';
 import { UrlGuard } from './url-guard';
 import { type HostResolver, UrlPolicy } from '@switchyard/network';
 import { WorkspaceFiles } from './workspace-files';
 
+/** How long a look at a session's tab (`view`) may take before it is given up. */
+const VIEW_TIMEOUT_MS = 2000;
 /** How long the driver's availability probe is reused. */
 const PROBE_CACHE_MS = 1000;
 
@@ -47,10 +51,11 @@ const PROBE_CACHE_MS = 1000;
  *
  * Every context sends all its traffic through its own `EgressProxy` (the URL policy, enforced with pinned
  * addresses) and checks every request in a route interceptor first, so refusals are attributed to the
- * action that caused them. A session keeps its tabs between actions; its actions run one at a time. Contexts
- * are capped (least recently used idle ones are closed to make room) and closed when the session ends or
- * idles. A browser that dies is noticed, its sessions' actions report `BROWSER_CRASHED`, and the next
- * action launches a new one.
+ * action that caused them. With the engine's `SessionPortDialer`, `localhost` in a page is the session's own
+ * sandbox: the proxy opens those ports through it, and nothing on the engine host. A session keeps its tabs
+ * between actions; its actions run one at a time. Contexts are capped (least recently used idle ones are
+ * closed to make room) and closed when the session ends or idles. A browser that dies is noticed, its
+ * sessions' actions report `BROWSER_CRASHED`, and the next action launches a new one.
  *
  * The router is the port; behind it, and owned by it: the `BrowserPool` (every browser, context and egress
  * proxy, closed at shutdown), the `PageRunner` (one action on a session's browser), the `UrlGuard` and the
@@ -72,6 +77,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
     private readonly files: WorkspaceFiles,
     @Optional() @Inject(BROWSER_HOST_RESOLVER) resolver?: HostResolver,
     @Optional() @Inject(CLOCK) private readonly clock: Clock = systemClock,
+    @Optional() @Inject(BROWSER_SESSION_PORTS) ports?: SessionPortDialer,
   ) {
     this.guard = new UrlGuard(
       new UrlPolicy({
@@ -80,6 +86,7 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
         resolver,
         clock,
       }),
+      ports,
     );
     this.pool = new BrowserPool(options, driver, this.guard, this.lock, clock);
     this.runner = new PageRunner(options, files, this.pool, new SessionTabs(options.timing, this.pool));
@@ -180,6 +187,24 @@ export class BrowserRouter implements OnModuleInit, OnApplicationShutdown {
       if (err instanceof AbortedError) return aborted(err);
       throw err;
     }
+  }
+
+  /**
+   * The session's current tab as it looks now, for a person watching: a viewport JPEG, its URL and title. Read only
+   * and out of band: no action, no session lock (a look does not wait for a running action, and changes nothing it
+   * could see), no browser opened. Undefined when the session has no open browser or tab, or the page does not paint
+   * within the browser's short timeout.
+   */
+  async view(sessionId: string): Promise<BrowserView | undefined> {
+    const sb = this.pool.existing(sessionId);
+    const tab = sb?.current;
+    const page = tab !== undefined ? sb?.tabs.get(tab) : undefined;
+    if (!sb || tab === undefined || !page || page.isClosed()) return undefined;
+    const [image, title] = await Promise.all([
+      page.peek(VIEW_TIMEOUT_MS),
+      page.title(VIEW_TIMEOUT_MS).catch(() => ''),
+    ]);
+    return image ? { image, url: page.url(), title, tab } : undefined;
   }
 
   /** Closes the session's context or dedicated browser and removes its profile. Idempotent. */

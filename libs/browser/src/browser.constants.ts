@@ -15,3 +15,9 @@ export const DEFAULT_LAUNCH_ARGS: readonly string[] = Object.freeze([
   '--disable-component-update',
   '--disable-sync',
 ]);
+
+/**
+ * Injection token of the `SessionPortDialer` that makes `localhost` in a session's pages its own sandbox; optional
+ * (without it loopback is refused).
+ */
+export const BROWSER_SESSION_PORTS = Symbol('switchyard:browser:session-ports');

@@ -1,4 +1,10 @@
-import type { ActionError, FileTouch, FinalActionStatus, RiskAssessment } from '@switchyard/common';
+import type {
+  ActionError,
+  EgressRecord,
+  FileTouch,
+  FinalActionStatus,
+  RiskAssessment,
+} from '@switchyard/common';
 
 export const BROWSER_OPS = [
   'navigate',
@@ -137,6 +143,8 @@ export interface BrowserOutcome {
   error?: ActionError;
   /** Workspace files read (upload) or written (screenshot, pdf, download). */
   files: FileTouch[];
+  /** The connections its pages made to the session's own sandbox ports (`localhost`), allowed, with their bytes. */
+  egress?: EgressRecord[];
 }
 
 /** What the router decides before anything runs: the risk, and a refusal when the action may not run. */
@@ -151,6 +159,15 @@ export interface BrowserJob {
   /** Absolute workspace directory of the session. */
   workspaceDir: string;
   request: BrowserRequest;
+}
+
+/** What a person watching a session's browser sees: its current tab as a JPEG, with where it is. */
+export interface BrowserView {
+  image: Buffer;
+  url: string;
+  title: string;
+  /** The tab's id, as the session's actions know it. */
+  tab: string;
 }
 
 export interface BrowserAvailability {

@@ -6,4 +6,5 @@ export * from './browser.types';
 export { BrowserRouter } from './browser-router';
 export { capData } from './browser-output';
 export * from './driver/browser-driver.port';
+export type { SessionPortDialer } from './session-ports.port';
 export { WorkspaceFiles } from './workspace-files';

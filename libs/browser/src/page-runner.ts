@@ -13,7 +13,13 @@ import type { DriverPage, PageOperation, PageResult } from './driver/browser-dri
 import { aborted, capData, clip, mimeTypeOf, safeName } from './browser-output';
 import type { BrowserPool } from './browser-pool';
 import { AbortedError, bounded, DeadlineError } from './deadlines';
-import { type RefusalEntry, RequestRefusedError, type SessionBrowser } from './session-browser';
+import {
+  PortUnreachableError,
+  type RefusalEntry,
+  RequestRefusedError,
+  type SessionBrowser,
+  type UnreachableEntry,
+} from './session-browser';
 import type { SessionTabs } from './session-tabs';
 import type { WorkspaceFiles } from './workspace-files';
 
@@ -87,16 +93,19 @@ export class PageRunner {
       if (ownRefusal(ctx, e)) refused.abort(new RequestRefusedError(e));
     });
     let tabId: string | undefined;
+    let outcome: BrowserOutcome;
     try {
       const done = await this.perform(ctx, signal);
       tabId = done.tabId;
-      return await this.finish(ctx, done);
+      outcome = await this.finish(ctx, done);
     } catch (err) {
       tabId ??= ctx.sb.current;
-      return await this.failure(ctx, err, tabId);
+      outcome = await this.failure(ctx, err, tabId);
     } finally {
       unwatch();
     }
+    const egress = ctx.sb.takeLocalEgress();
+    return egress.length > 0 ? { ...outcome, egress } : outcome;
   }
 
   /** Runs the op on the session's browser; tab ops are handled by `SessionTabs`, not the driver. */
@@ -185,6 +194,17 @@ export class PageRunner {
         r ?? { url: ctx.tab!.url(), reason: 'the egress proxy refused it', code: 'ADDRESS_REFUSED' },
       );
     }
+    if (result.egressUnreachable) {
+      // The main document is the proxy's answer that the session's own port could not be opened.
+      const u = ctx.sb.unreachableSince(ctx.mark).pop();
+      throw new PortUnreachableError(
+        u ?? {
+          target: ctx.tab!.url(),
+          message: "the session's port could not be reached",
+          code: 'PORT_CLOSED',
+        },
+      );
+    }
     return result;
   }
 
@@ -208,6 +228,9 @@ export class PageRunner {
     const refused = refusalOf(err);
     if (refused) return this.withOutput(ctx, tabId, { status: 'denied', error: refused });
     if (err instanceof AbortedError) return aborted(err);
+    if (err instanceof PortUnreachableError) {
+      return this.withOutput(ctx, tabId, { status: 'failed', error: unreachable(err.entry) });
+    }
     if (err instanceof FileOpError) {
       return this.withOutput(ctx, tabId, {
         status: 'failed',
@@ -252,6 +275,9 @@ export class PageRunner {
         const r = causes.find((e) => e.mainFrameNavigation) ?? causes[causes.length - 1];
         return this.withOutput(ctx, tabId, { status: 'denied', error: denial(r) });
       }
+      // A tunnel (https, a redirect hop) to the session's own port that could not be opened.
+      const closed = err.failure === 'navigation' ? sb.unreachableSince(ctx.mark).pop() : undefined;
+      if (closed) return this.withOutput(ctx, tabId, { status: 'failed', error: unreachable(closed) });
       if (err.failure === 'closed') {
         return this.withOutput(ctx, undefined, {
           status: 'failed',
@@ -327,6 +353,15 @@ function refusalOf(err: unknown): ActionError | undefined {
 
 function denial(r: Pick<RefusalEntry, 'url' | 'reason' | 'code'>): ActionError {
   return { class: 'policy', code: r.code, message: `refused ${r.url}: ${r.reason}` };
+}
+
+/** A session's own port that could not be opened: what happened, and what `localhost` means here. */
+function unreachable(u: Pick<UnreachableEntry, 'target' | 'message' | 'code'>): ActionError {
+  return {
+    class: 'validation',
+    code: u.code,
+    message: `could not open ${u.target}: ${u.message} (in the browser, localhost is this session's own sandbox)`,
+  };
 }
 
 /**

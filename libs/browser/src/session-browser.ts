@@ -1,9 +1,14 @@
+import type { EgressRecord } from '@switchyard/common';
 import type { BlockedRequest } from './browser.types';
 import type { DriverContext, DriverPage } from './driver/browser-driver.port';
-import type { EgressProxy, UrlRefusal } from '@switchyard/network';
+import type { EgressAttempt, EgressProxy, UrlRefusal } from '@switchyard/network';
 
 /** Refusals kept per session for attribution. */
 const REFUSAL_LOG = 100;
+/** Ended connections to the session's own ports kept for the actions to collect (the oldest go first). */
+const LOCAL_LOG = 1000;
+/** Connections to the session's own ports listed in one action's result. */
+const LOCAL_IN_RESULT = 200;
 /** Where a session's browser runs. */
 export type Route = 'shared' | 'dedicated';
 
@@ -17,6 +22,23 @@ export interface RefusalEntry extends BlockedRequest {
   mainFrameNavigation: boolean;
   /** The tab that sent it, when known (the proxy never knows). */
   page?: DriverPage;
+}
+
+/** A connection to one of the session's own ports that could not be opened (no sandbox, or nothing listens). */
+export interface UnreachableEntry {
+  seq: number;
+  /** `host:port` as the page asked for it. */
+  target: string;
+  message: string;
+  /** The dialer's error code, `PORT_CLOSED` when it had none. */
+  code: string;
+}
+
+/** Why an action's own document is the egress proxy's answer that the session's port could not be reached. */
+export class PortUnreachableError extends Error {
+  constructor(readonly entry: Pick<UnreachableEntry, 'target' | 'message' | 'code'>) {
+    super(`${entry.target}: ${entry.message}`);
+  }
 }
 
 /**
@@ -41,6 +63,12 @@ export class SessionBrowser {
   dead = false;
   disposed = false;
   private readonly log: RefusalEntry[] = [];
+  private readonly unreachableLog: UnreachableEntry[] = [];
+  /** Ended connections to the session's own ports not yet listed in an action's result. */
+  private readonly localLog: EgressAttempt[] = [];
+  /** The proxy's `seq` up to which connections to the session's own ports have been listed. */
+  private localListed = 0;
+  /** One sequence for refusals and unreachable ports, so one `mark` tells what is later in both. */
   private seq = 0;
   private watcher?: (entry: RefusalEntry) => void;
 
@@ -76,6 +104,43 @@ export class SessionBrowser {
 
   since(mark: number): RefusalEntry[] {
     return this.log.filter((e) => e.seq > mark);
+  }
+
+  recordUnreachable(entry: Omit<UnreachableEntry, 'seq'>): void {
+    this.unreachableLog.push({ ...entry, seq: ++this.seq });
+    if (this.unreachableLog.length > REFUSAL_LOG) this.unreachableLog.shift();
+  }
+
+  unreachableSince(mark: number): UnreachableEntry[] {
+    return this.unreachableLog.filter((e) => e.seq > mark);
+  }
+
+  /** An ended connection of the egress proxy that went to the session's own sandbox. */
+  recordLocal(attempt: EgressAttempt): void {
+    // One still open when an action listed it was listed then.
+    if (attempt.seq <= this.localListed) return;
+    this.localLog.push(attempt);
+    if (this.localLog.length > LOCAL_LOG) this.localLog.shift();
+  }
+
+  /**
+   * The connections to the session's own ports not listed yet, ended or still open (with their bytes so far), in the
+   * order they were made, at most 200; each is listed once. The session's actions run one at a time: at the end of
+   * each, this is what its pages opened while it ran, and since the one before (a page's scripts do not wait).
+   */
+  takeLocalEgress(): EgressRecord[] {
+    const open = this.egress.openAttempts().filter((a) => a.local === true && a.seq > this.localListed);
+    const fresh = [...this.localLog, ...open].sort((a, b) => a.seq - b.seq);
+    this.localLog.length = 0;
+    this.localListed = Math.max(this.localListed, ...fresh.map((a) => a.seq));
+    return fresh.slice(0, LOCAL_IN_RESULT).map((a) => ({
+      host: a.host,
+      port: a.port,
+      allowed: a.allowed,
+      ...(a.reason !== undefined && { reason: a.reason }),
+      bytesIn: a.bytesIn,
+      bytesOut: a.bytesOut,
+    }));
   }
 
   /** The id of `page`, giving it the next one when it is new. */

@@ -78,6 +78,12 @@ export class FakePage implements DriverPage {
     return this.currentUrl === 'about:blank';
   }
 
+  /** A fixed JPEG-marked buffer naming the URL: enough to tell which page was looked at. */
+  async peek(): Promise<Buffer | undefined> {
+    if (this.closed || this.context.closed) return undefined;
+    return Buffer.concat([Buffer.from([0xff, 0xd8, 0xff]), Buffer.from(this.currentUrl)]);
+  }
+
   async responsive(): Promise<boolean> {
     return !this.hung && !this.closed;
   }

@@ -21,7 +21,7 @@ export type ActionStatus = (typeof ACTION_STATUSES)[number];
 export type FinalActionStatus = Exclude<ActionStatus, 'running' | 'awaiting_approval'>;
 
 /** What an action does; a `skill` is a tool made of other tools (the actions it calls record it as their caller). */
-export const ACTION_TYPES = ['code', 'file', 'browser', 'process', 'kernel', 'skill'] as const;
+export const ACTION_TYPES = ['code', 'file', 'browser', 'process', 'kernel', 'skill', 'terminal'] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 
 /** Why the engine itself (not the user's code) failed an action. */
@@ -109,7 +109,10 @@ export interface EgressRecord {
   host: string;
   port: number;
   allowed: boolean;
-  /** Why it was refused. */
+  /**
+   * Why it was refused; on an allowed connection that did not go to the network, where it went (a browser page's
+   * `localhost`: `the session's own sandbox port`, and why it could not be opened when it could not).
+   */
   reason?: string;
   bytesIn: number;
   bytesOut: number;
@@ -136,7 +139,10 @@ export interface ActionResult {
   redacted?: boolean;
   /** The HTTP request that submitted the action (`X-Request-Id`), also on its log line. */
   requestId?: string;
-  /** Connections the session's sandboxes asked the egress proxy for while the action ran (sessions with network). */
+  /**
+   * Connections the session's sandboxes asked the egress proxy for while the action ran (sessions with network), and
+   * those a browser action's pages made to the session's own ports (`localhost`).
+   */
   egress?: EgressRecord[];
   /** What a caller can do about an outcome the engine recognised (e.g. code that met a session without network). */
   hints?: string[];

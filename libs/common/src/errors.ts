@@ -14,6 +14,8 @@ export type ErrorKind =
   /** Too much work queued: retry after `details.retryAfterSeconds`. */
   | 'rate_limited'
   | 'unavailable'
+  /** The engine stands between the caller and a server in a sandbox, and that server is not there (nothing listens). */
+  | 'bad_gateway'
   | 'internal';
 
 /** Base of every error a Switchyard library throws on purpose. */

@@ -166,6 +166,55 @@ export function describeStatefulContract(ctx: StatefulContractContext): void {
       expect((await listAll(ctx.graph(), s.id)).map((a) => a.startedProcess)).toEqual([web, long, undefined]);
     });
 
+    it('links a proxied connection to the server it reached with REACHED {port}, where the view holds its node', async () => {
+      const s = await recorded();
+      const web: ProcessGraphRef = {
+        id: uid('prc_w'),
+        command: 'python3 -m http.server',
+        tier: 'pooled',
+        startedAt: at(1),
+      };
+      const k = { id: uid('krn_k'), language: 'python' as const, tier: 'pooled' as const };
+      await completed(s.id, { startedProcess: web }, processStart('pooled', at(1)));
+      await completed(s.id, { kernel: { ...k, executionCount: 1, started: true } }, { startedAt: at(2) });
+      const connect = (seconds: number): Partial<ActionStart> => ({
+        type: 'process',
+        operation: 'connect',
+        tier: 'pooled',
+        input: { op: 'connect', port: 8000, method: 'GET', path: '/' },
+        inputSummary: 'GET / on port 8000',
+        startedAt: at(seconds),
+      });
+      const toProcess = { kind: 'process' as const, id: web.id, port: 8000 };
+      const toKernel = { kind: 'kernel' as const, id: k.id, port: 5000 };
+      // A server the store has no node for (a process started before the engine recorded processes).
+      const toUnknown = { kind: 'process' as const, id: uid('prc_x'), port: 9000 };
+      const c1 = await completed(s.id, { reached: toProcess }, connect(3));
+      const c2 = await completed(s.id, { reached: toKernel }, connect(4));
+      const c3 = await completed(s.id, { reached: toUnknown }, connect(5));
+
+      const reachedEdges = (view: GraphView) => edgesOf(view, 'REACHED');
+      expect(reachedEdges(await ctx.graph().sessionGraph(s.id))).toEqual([
+        { from: c1.id, to: `process:${web.id}`, type: 'REACHED', properties: { port: 8000 } },
+        { from: c2.id, to: `kernel:${k.id}`, type: 'REACHED', properties: { port: 5000 } },
+      ]);
+      // Without the code cell, the kernel's node is not in the view, nor the edge to it.
+      expect(reachedEdges(await ctx.graph().sessionGraph(s.id, { types: ['process'] }))).toEqual([
+        { from: c1.id, to: `process:${web.id}`, type: 'REACHED', properties: { port: 8000 } },
+      ]);
+      const graph = await ctx.reopen();
+      expect((await graph.getAction(s.id, c1.id))?.reached).toStrictEqual(toProcess);
+      expect((await graph.getAction(s.id, c2.id))?.reached).toStrictEqual(toKernel);
+      expect((await graph.getAction(s.id, c3.id))?.reached).toStrictEqual(toUnknown);
+      expect((await listAll(graph, s.id)).map((a) => a.reached)).toEqual([
+        undefined,
+        undefined,
+        toProcess,
+        toKernel,
+        toUnknown,
+      ]);
+    });
+
     /**
      * a1 starts process p1 · a2 (code) writes app.js in kernel k (started) inside container box, fails ·
      * a3 starts p0 (a smaller id than p1) · a4 retries a2 in k (not started), fails · a plan step attempted by

@@ -50,6 +50,9 @@ import type {
  *   `Process` node (id `process:<processId>`, properties `id` (the process's own id), `sessionId`, `name` when
  *   set, `command`, `tier`, `startedAt`; one per process). Both come back on the action's record as recorded;
  *   the node's fields are those of the first action that named it (a kernel's language and tier never change).
+ * - `reached` on completion (a connection the engine proxied to a session's port) adds a `REACHED` edge `{port}` to
+ *   the `Process` or `Kernel` node of the server it reached, in the views that hold that node (the action that
+ *   started the process, or a cell of the kernel); the record carries `reached` either way.
  * - `recordPlan` upserts a plan snapshot: a `Plan` node (`HAS_PLAN` from the session), one `Step` node per step
  *   version (id `step:<planId>:<stepId>:<version>`, `HAS_STEP` from the plan), `DEPENDS_ON` to the latest
  *   version of each dependency, `ATTEMPT` to each attempt's action (same session, existing actions only) and
@@ -155,7 +158,7 @@ export abstract class ContextGraph {
    * approvals by their action's `seq`, checkpoints by `createdAt` then id, plans by `createdAt` then id, steps by
    * plan, step id and version, and last the other sessions of `FORKED_FROM` edges (the source, then the sessions
    * forked from this one by `forkedAt` then id). Edges grouped by type: `HAS_ACTION`, `NEXT`, `READ`/`WROTE`,
-   * `RETRY_OF`, `CALLED_BY`, `RAN_IN`, `STARTED`, `HAS_APPROVAL`, each group by the action's `seq` (the callee's
+   * `RETRY_OF`, `CALLED_BY`, `RAN_IN`, `STARTED`, `REACHED`, `HAS_APPROVAL`, each group by the action's `seq` (the callee's
    * for `CALLED_BY`) — `RAN_IN` to sandboxes and kernels together, by `seq` then target node id; then
    * `HAS_CHECKPOINT` and `BEFORE`, each by the checkpoint's `createdAt` then id; `RESTORED` by `restoredAt`, then
    * checkpoint id, then the node it starts at; then `HAS_PLAN`, `HAS_STEP`, `DEPENDS_ON`, `ATTEMPT`, `REPLACES`,

@@ -1,10 +1,19 @@
-import type { GraphNode, KernelRunRef, ProcessGraphRef } from './context-graph.types';
+import type { GraphNode, KernelRunRef, ProcessGraphRef, ReachedRef } from './context-graph.types';
 
 // Session kernels and background processes as graph nodes, shared by every store (ids, node shapes, and the
 // refs as records hand them back), so the three stores cannot drift apart on them.
 
 export const kernelNodeId = (kernelId: string): string => `kernel:${kernelId}`;
 export const processNodeId = (processId: string): string => `process:${processId}`;
+
+/** The node a connection reached: its `Process` or `Kernel` node id. */
+export const reachedNodeId = (r: ReachedRef): string =>
+  r.kind === 'process' ? processNodeId(r.id) : kernelNodeId(r.id);
+
+/** A reached ref as every store hands it back: fixed keys (see `kernelRunRef`). */
+export function reachedRef(r: ReachedRef): ReachedRef {
+  return { kind: r.kind, id: r.id, port: r.port };
+}
 
 /**
  * A kernel ref as every store hands it back: fixed keys, whatever shape the store read it from, so records

@@ -116,6 +116,18 @@ export interface ProcessGraphRef {
   startedAt: string;
 }
 
+/**
+ * The server a connection reached (a `process` action with op `connect`: a request or WebSocket the engine proxied
+ * to a session's port): the background process or kernel whose process tree listens on the port. A `REACHED` edge
+ * (property `port`) to its `Process` or `Kernel` node, in the views that hold that node.
+ */
+export interface ReachedRef {
+  kind: 'process' | 'kernel';
+  /** The process's (`prc_…`) or kernel's (`krn_…`) id. */
+  id: string;
+  port: number;
+}
+
 /** What is known when it ends. `result` is the full envelope returned to the caller. */
 export interface ActionCompletion {
   status: FinalActionStatus;
@@ -135,6 +147,8 @@ export interface ActionCompletion {
   kernel?: KernelRunRef;
   /** The background process it started: a `STARTED` edge to the `Process` node. */
   startedProcess?: ProcessGraphRef;
+  /** The server its connection reached: a `REACHED` edge to that `Process` or `Kernel` node. */
+  reached?: ReachedRef;
 }
 
 export interface ActionRecord {
@@ -162,6 +176,8 @@ export interface ActionRecord {
   kernel?: KernelRunRef;
   /** The background process it started, as recorded on completion. */
   startedProcess?: ProcessGraphRef;
+  /** The server its connection reached, as recorded on completion. */
+  reached?: ReachedRef;
   /** Its approval as recorded: the request, and the decision once made. */
   approval?: ApprovalRecord;
   /** The action that called it, and how deep. */
@@ -297,6 +313,7 @@ export type GraphEdgeType =
   | 'CALLED_BY'
   | 'RAN_IN'
   | 'STARTED'
+  | 'REACHED'
   | 'HAS_APPROVAL'
   | 'HAS_CHECKPOINT'
   | 'BEFORE'

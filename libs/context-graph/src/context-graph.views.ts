@@ -24,7 +24,14 @@ import type {
   RetryChainEntry,
   SessionRecord,
 } from './context-graph.types';
-import { kernelNode, kernelNodeId, kernelRunRef, processNode, processNodeId } from './context-graph.stateful';
+import {
+  kernelNode,
+  kernelNodeId,
+  kernelRunRef,
+  processNode,
+  processNodeId,
+  reachedNodeId,
+} from './context-graph.stateful';
 
 // Everything an adapter returns is assembled here from plain records, so both stores answer with the same
 // values in the same order: the adapters only fetch.
@@ -300,6 +307,12 @@ export function buildGraphView(
     ),
     ...actions.flatMap((a) =>
       a.startedProcess ? [edge(a.id, processNodeId(a.startedProcess.id), 'STARTED')] : [],
+    ),
+    // The server a proxied connection reached, when the view holds its node (the action that started it).
+    ...actions.flatMap((a) =>
+      a.reached && (processes.has(reachedNodeId(a.reached)) || kernels.has(reachedNodeId(a.reached)))
+        ? [edge(a.id, reachedNodeId(a.reached), 'REACHED', { port: a.reached.port })]
+        : [],
     ),
     ...approvals.approvalEdges,
     ...saved.edges,

@@ -3,6 +3,7 @@ export {
   type EgressAttempt,
   type EgressProxyOptions,
   type EgressRefusal,
+  type LocalRoute,
 } from './egress/egress-proxy';
 export {
   EgressPolicy,
@@ -19,4 +20,5 @@ export {
 } from './egress/upstream-proxy';
 export * from './url-policy/authority';
 export * from './url-policy/ip-address';
+export { isLocalhost } from './url-policy/localhost';
 export * from './url-policy/url-policy';

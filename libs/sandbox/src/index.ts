@@ -8,7 +8,15 @@ export * from './core/sandbox.options';
 export { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from './core/container-bounds';
 export * from './core/pooled.errors';
 export { defaultEngineInstanceId } from './core/engine-instance';
-export { RUNNER_PROTOCOL } from './core/runner/runner-connection';
+export {
+  RUNNER_PROTOCOL,
+  RunnerRefusedError,
+  type ListeningPort,
+  type TermExitEvent,
+  type TermOpenRequest,
+  type TermOutputEvent,
+} from './core/runner/runner-connection';
+export { RunnerTunnel, TunnelError } from './core/runner/runner-tunnel';
 export * from './sandbox.module';
 export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
 export {
@@ -52,5 +60,32 @@ export {
   type ProcessSignal,
 } from './core/stateful/session-processes';
 export { StatefulBoxHost, type StatefulBox } from './core/stateful/stateful-box.port';
+export {
+  SessionTerminals,
+  TerminalClosedError,
+  TerminalLimitError,
+  TERMINAL_ID,
+  newTerminalId,
+  endWords as terminalEndWords,
+  type TerminalAttachment,
+  type TerminalClient,
+  type TerminalListener,
+} from './core/stateful/session-terminals';
+export {
+  SessionPorts,
+  PortClosedError,
+  PortsDisabledError,
+  type SessionPortConnection,
+  type SessionListeningPort,
+} from './core/stateful/session-ports';
+export {
+  DEFAULT_PORT_RANGES,
+  formatPortRanges,
+  parsePortRanges,
+  portAllowed,
+  type PortRange,
+  type PortsOptions,
+  type ResolvedPortsOptions,
+} from './core/stateful/ports.options';
 export { STATEFUL_BOUNDS, type StatefulOptions } from './core/stateful/stateful.options';
 export * from './backends/kubernetes';

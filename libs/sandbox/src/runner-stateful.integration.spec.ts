@@ -15,6 +15,7 @@ import { TEST_IMAGE_SOURCE } from '../test/sandbox-image';
 import { detectSystemLayout } from './backends/subprocess/bwrap-command';
 import {
   type CellDone,
+  RUNNER_PROTOCOL,
   RunnerConnection,
   type RunnerEvent,
   RunnerRefusedError,
@@ -270,7 +271,7 @@ def _ps(pattern):
     return sorted(found)
 _ps(${JSON.stringify(pattern)})`;
 
-describe('runner protocol 4 in a bubblewrap sandbox', () => {
+describe('the runner’s kernels and processes in a bubblewrap sandbox', () => {
   let box: Sandbox;
 
   beforeAll(async () => {
@@ -279,7 +280,7 @@ describe('runner protocol 4 in a bubblewrap sandbox', () => {
       throw new Error(`${err.message}: ${box.stderr()}`);
     });
     await expect(box.connection.hello).resolves.toMatchObject({
-      protocol: 4,
+      protocol: RUNNER_PROTOCOL,
       stateful: true,
       oomCounter: false,
     });
@@ -750,7 +751,7 @@ const image =
     ? fs.readFileSync(TEST_IMAGE_SOURCE.imageTagFile, 'utf8').trim()
     : undefined);
 
-describe('runner protocol 4 in the sandbox image', () => {
+describe('the runner’s kernels and processes in the sandbox image', () => {
   let box: Sandbox;
   const name = `switchyard-runner-it-${randomBytes(4).toString('hex')}`;
 
@@ -761,7 +762,7 @@ describe('runner protocol 4 in the sandbox image', () => {
     }
     box = startDocker(image, name);
     await expect(box.connection.hello).resolves.toMatchObject({
-      protocol: 4,
+      protocol: RUNNER_PROTOCOL,
       stateful: true,
       oomCounter: true,
     });

@@ -22,6 +22,7 @@ import type { ResolvedSandboxOptions } from './core/sandbox.options';
 import { SandboxTier } from './core/sandbox-tier.port';
 import { SessionKernels } from './core/stateful/session-kernels';
 import { SessionProcesses } from './core/stateful/session-processes';
+import { SessionTerminals } from './core/stateful/session-terminals';
 import { type RoutingFloor, stateFloor } from './core/stateful/state-floor';
 import { TierAvailabilities } from './core/tier-availabilities';
 import { type CellRunResult, isStatefulTier } from './core/stateful/stateful.types';
@@ -70,6 +71,8 @@ export class SandboxManager implements OnApplicationBootstrap {
     private readonly kernels: SessionKernels,
     /** Absent in unit tests of routing alone: then only kernels count as a session's live state. */
     private readonly processes?: SessionProcesses,
+    /** An open terminal holds state too: what its shell started is the session's, reached like a process's. */
+    private readonly terminals?: SessionTerminals,
   ) {
     for (const tier of tiers) {
       if (this.tiers.has(tier.name)) throw new SandboxConfigError('tiers', `two tiers named "${tier.name}"`);
@@ -350,6 +353,7 @@ export class SandboxManager implements OnApplicationBootstrap {
       ...new Set([
         ...this.kernels.liveTiers(req.sessionId),
         ...(this.processes?.liveTiers(req.sessionId) ?? []),
+        ...(this.terminals?.liveTiers(req.sessionId) ?? []),
       ]),
     ];
     return stateFloor(

@@ -19,6 +19,8 @@ import {
 import type { SandboxTier } from './core/sandbox-tier.port';
 import { SessionKernels } from './core/stateful/session-kernels';
 import { SessionProcesses } from './core/stateful/session-processes';
+import { SessionTerminals } from './core/stateful/session-terminals';
+import { SessionPorts } from './core/stateful/session-ports';
 import type { StatefulBoxHost } from './core/stateful/stateful-box.port';
 import { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 import { detectProcessLimiter } from './backends/subprocess/cgroup-limiter';
@@ -102,6 +104,44 @@ export class SandboxModule {
             ),
           inject: [SANDBOX_OPTIONS, SANDBOX_TIERS, { token: CLOCK, optional: true }],
         },
+        {
+          provide: SessionPorts,
+          useFactory: (
+            o: ResolvedSandboxOptions,
+            tiers: SandboxTier[],
+            kernels: SessionKernels,
+            processes: SessionProcesses,
+            terminals: SessionTerminals,
+          ) =>
+            new SessionPorts(
+              statefulHosts(tiers),
+              // A server lives where the session's processes, kernels and terminals do.
+              (sessionId) => [
+                ...new Set([
+                  ...processes.liveTiers(sessionId),
+                  ...kernels.liveTiers(sessionId),
+                  ...terminals.liveTiers(sessionId),
+                ]),
+              ],
+              o.ports,
+            ),
+          inject: [SANDBOX_OPTIONS, SANDBOX_TIERS, SessionKernels, SessionProcesses, SessionTerminals],
+        },
+        {
+          provide: SessionTerminals,
+          useFactory: (o: ResolvedSandboxOptions, tiers: SandboxTier[], clock?: Clock) =>
+            new SessionTerminals(
+              statefulHosts(tiers),
+              {
+                maxPerSession: o.stateful.maxTerminalsPerSession,
+                maxPerSessionSetting: o.stateful.settingNames.maxTerminalsPerSession,
+                idleMs: o.stateful.terminalIdleMs,
+                scrollbackBytes: o.stateful.terminalScrollbackBytes,
+              },
+              clock ?? systemClock,
+            ),
+          inject: [SANDBOX_OPTIONS, SANDBOX_TIERS, { token: CLOCK, optional: true }],
+        },
         StatefulShutdown,
         SandboxManager,
       ],
@@ -113,24 +153,28 @@ export class SandboxModule {
         BubblewrapTier,
         SessionKernels,
         SessionProcesses,
+        SessionPorts,
+        SessionTerminals,
       ],
     };
   }
 }
 
 /**
- * Shutdown of kernels and processes: no new one starts and their records end, before the tiers (their owners of
- * the boxes) kill everything in them.
+ * Shutdown of kernels, processes and terminals: no new one starts and their records end, before the tiers (their
+ * owners of the boxes) kill everything in them.
  */
 @Injectable()
 class StatefulShutdown implements OnApplicationShutdown {
   constructor(
     private readonly kernels: SessionKernels,
     private readonly processes: SessionProcesses,
+    private readonly terminals: SessionTerminals,
   ) {}
 
   onApplicationShutdown(): void {
     this.kernels.close();
     this.processes.close();
+    this.terminals.shutdown();
   }
 }

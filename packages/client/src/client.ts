@@ -24,6 +24,8 @@ import type {
   HookList,
   Kernel,
   KernelInterrupt,
+  OpenedTerminal,
+  OpenTerminalRequest,
   PendingApproval,
   Plan,
   PolicyInput,
@@ -34,6 +36,9 @@ import type {
   Skill,
   SkillInput,
   TenantPolicy,
+  Terminal,
+  TerminalAwaitingApproval,
+  TerminalToken,
   Tool,
   ToolCall,
   ToolCallAnswer,
@@ -184,6 +189,29 @@ export class SwitchyardClient {
       }),
   };
 
+  readonly browser = {
+    /**
+     * The session's current browser tab as a person watching sees it (`GET …/browser/view`): a viewport JPEG with its
+     * URL, title and tab id. Not an action: nothing is recorded and nothing runs in the page. 404 `NO_BROWSER` when
+     * the session has no open tab.
+     */
+    view: async (
+      sessionId: string,
+      options: { signal?: AbortSignal } = {},
+    ): Promise<{ image: Blob; url: string; title: string; tab: string }> => {
+      const response = await this.send('GET', `${sessionPath(sessionId)}/browser/view`, {
+        signal: options.signal,
+      });
+      const header = (name: string) => decodeURIComponent(response.headers.get(name) ?? '');
+      return {
+        image: new Blob([await response.arrayBuffer()], { type: 'image/jpeg' }),
+        url: header('x-switchyard-page-url'),
+        title: header('x-switchyard-page-title'),
+        tab: response.headers.get('x-switchyard-tab') ?? '',
+      };
+    },
+  };
+
   readonly graph = {
     get: (sessionId: string, query: GraphQuery = {}) =>
       this.request<Graph>('GET', `${sessionPath(sessionId)}/graph`, {
@@ -258,6 +286,46 @@ export class SwitchyardClient {
       this.request<Kernel>('POST', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}/restart`),
     delete: (sessionId: string, kernelId: string) =>
       this.request<void>('DELETE', `${sessionPath(sessionId)}/kernels/${enc(kernelId)}`),
+  };
+
+  /**
+   * A session's terminals: shells (PTYs) in its sandbox, driven over a WebSocket (`wsUrl`). Opening one answers the
+   * terminal with a short-lived token, or, when a policy asks for approval, `status: "awaiting_approval"`.
+   */
+  readonly terminals = {
+    open: (sessionId: string, body: OpenTerminalRequest = {}) =>
+      this.request<OpenedTerminal | TerminalAwaitingApproval>('POST', `${sessionPath(sessionId)}/terminals`, {
+        body,
+      }),
+    list: async (sessionId: string) =>
+      (await this.request<{ terminals: Terminal[] }>('GET', `${sessionPath(sessionId)}/terminals`)).terminals,
+    get: (sessionId: string, terminalId: string) =>
+      this.request<Terminal>('GET', `${sessionPath(sessionId)}/terminals/${enc(terminalId)}`),
+    resize: (sessionId: string, terminalId: string, cols: number, rows: number) =>
+      this.request<Terminal>('POST', `${sessionPath(sessionId)}/terminals/${enc(terminalId)}/resize`, {
+        body: { cols, rows },
+      }),
+    /** A new token for the terminal's WebSocket (for a browser, which cannot send the key). */
+    token: (sessionId: string, terminalId: string, ttlSeconds?: number) =>
+      this.request<TerminalToken>('POST', `${sessionPath(sessionId)}/terminals/${enc(terminalId)}/token`, {
+        body: ttlSeconds === undefined ? {} : { ttlSeconds },
+      }),
+    /** Closes it (SIGHUP to its shell); answers once it has ended, or 202 when a policy holds the close. */
+    close: (sessionId: string, terminalId: string) =>
+      this.request<Terminal & { actionId: string }>(
+        'DELETE',
+        `${sessionPath(sessionId)}/terminals/${enc(terminalId)}`,
+      ),
+    /**
+     * The WebSocket URL of a terminal (`ws://` or `wss://`), with `token` in its query when given: a browser's
+     * `new WebSocket(url)` needs it; a program may send `authHeaders()` instead.
+     */
+    wsUrl: (terminal: { wsPath: string }, token?: string): string => {
+      const url = new URL(`${this.baseUrl}${terminal.wsPath}`);
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      if (token !== undefined) url.searchParams.set('token', token);
+      return url.toString();
+    },
   };
 
   readonly tools = {

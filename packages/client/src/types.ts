@@ -58,6 +58,15 @@ export type CheckpointRestore = Schemas['CheckpointRestore'];
 export type CheckpointDiff = Schemas['CheckpointDiff'];
 export type Kernel = Schemas['Kernel'];
 export type KernelInterrupt = Schemas['KernelInterrupt'];
+/** A terminal of a session (a PTY in its sandbox), as the REST answers show it, with its WebSocket's `wsPath`. */
+export type Terminal = Schemas['Terminal'];
+/** What opening one answers (201): the terminal, a token for its WebSocket, and the action that recorded it. */
+export type OpenedTerminal = Schemas['OpenedTerminal'];
+/** A policy holds the terminal (its open, or its close) for approval (202). */
+export type TerminalAwaitingApproval = Schemas['TerminalAwaitingApproval'];
+export type ClosedTerminal = Schemas['ClosedTerminal'];
+export type TerminalToken = Schemas['TerminalToken'];
+export type OpenTerminalRequest = Omit<Schemas['OpenTerminalDto'], 'env'> & { env?: Record<string, string> };
 export type Template = Schemas['Template'];
 export type Health = Schemas['Health'];
 export type PendingApproval = Schemas['PendingApproval'];

@@ -48,6 +48,12 @@ class Engine:
             return httpx.Response(200, json={"path": request.url.params["path"], "size": len(body), "sha256": "0" * 64})
         if path.endswith("/files/content"):
             return httpx.Response(200, content=b"\x00\x01bytes")
+        if "/terminals" in path:
+            terminal = {"id": "trm_1", "status": "open", "tier": "pooled", "cols": 80, "rows": 24, "cwd": ""}
+            if request.method == "GET" and path.endswith("/terminals"):
+                return httpx.Response(200, json={"terminals": [terminal]})
+            sent = json.loads(body) if body else {}
+            return httpx.Response(200, json={**terminal, **sent, "wsPath": f"{path}/ws"})
         if path.endswith("/events"):
             return httpx.Response(200, content=SSE.encode(), headers={"content-type": "text/event-stream"})
         return httpx.Response(
@@ -90,6 +96,33 @@ def test_sync_requests_errors_and_streams() -> None:
     assert sy.files.read_bytes("ses_1", "d/big.bin") == b"\x00\x01bytes"
     events = list(sy.events("ses_1"))
     assert [(e.type, e.id) for e in events] == [("process.output", 1), ("process.exited", 2), ("session.ended", None)]
+
+
+def test_terminals_requests() -> None:
+    engine = Engine()
+    sy = sync_client(engine)
+    opened = sy.terminals.open("ses_1", cols=100, rows=30, env={"A": "1"})
+    assert json.loads(engine.requests[-1][1]) == {"cols": 100, "rows": 30, "env": {"A": "1"}}
+    assert opened["cols"] == 100
+    resized = sy.terminals.resize("ses_1", "trm_1", 120, 40)
+    assert (resized.id, resized.cols, resized.rows) == ("trm_1", 120, 40)
+    assert engine.requests[-1][0].url.path == "/v1/sessions/ses_1/terminals/trm_1/resize"
+    assert [t.id for t in sy.terminals.list("ses_1")] == ["trm_1"]
+    sy.terminals.token("ses_1", "trm_1", ttl_seconds=60)
+    assert json.loads(engine.requests[-1][1]) == {"ttlSeconds": 60}
+    sy.terminals.close("ses_1", "trm_1")
+    assert (engine.requests[-1][0].method, engine.requests[-1][0].url.path) == (
+        "DELETE",
+        "/v1/sessions/ses_1/terminals/trm_1",
+    )
+
+    async def run() -> str:
+        client = AsyncSwitchyard(
+            "http://engine", http_client=httpx.AsyncClient(transport=httpx.MockTransport(engine.handle_async))
+        )
+        return (await client.terminals.get("ses_1", "trm_1")).id
+
+    assert asyncio.run(run()) == "trm_1"
 
 
 def test_async_client_mirrors_it() -> None:

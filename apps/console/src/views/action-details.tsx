@@ -1,10 +1,14 @@
+import { useMemo } from 'preact/hooks';
 import type { Action } from '../../../../packages/client/src/types';
 import { client } from '../api';
 import { duration, time } from '../format';
+import { inputView, valueView } from '../input-view';
 import { href } from '../route';
+import { Artifacts, artifactsOf } from './artifacts';
 import { Results } from './results';
 import { RiskBadge, StatusBadge } from './status';
 import { Problem, useLoad } from './use-load';
+import { Value } from './value';
 
 const ENDED_BADLY = new Set(['failed', 'timed_out', 'denied', 'error', 'interrupted', 'cancelled']);
 
@@ -32,6 +36,14 @@ export function ActionDetails({
   const running = action.status === 'running';
   const stdout = running ? (live?.stdout ?? '') : (action.stdout ?? '');
   const stderr = running ? (live?.stderr ?? '') : (action.stderr ?? '');
+  const input = 'input' in action ? action.input : undefined;
+  const shownInput = useMemo(() => inputView(input), [input]);
+  // A code cell's output is its rich results (below); other types' outputs are read like inputs, their artifacts
+  // listed apart.
+  const shownOutput = useMemo(
+    () => (action.type === 'code' ? undefined : valueView(action.output, ['artifacts'])),
+    [action.type, action.output],
+  );
   return (
     <aside class="details card" aria-label={`Action ${action.id}`} data-testid="action-details">
       <div class="bar">
@@ -87,13 +99,14 @@ export function ActionDetails({
           <strong>{action.error.code}</strong> ({action.error.class}): {action.error.message}
         </div>
       )}
-      {'input' in action && action.input !== undefined && (
+      {input !== undefined && (
         <details open>
           <summary>Input</summary>
-          <pre class="mono">{JSON.stringify(action.input, null, 2)}</pre>
+          <Value view={shownInput} testId="input" />
         </details>
       )}
-      <details open>
+      {/* Empty streams stay folded: what the action made (its results, its output) comes into view sooner. */}
+      <details open={running || stdout.length > 0}>
         <summary>stdout{running && <span class="live"> live</span>}</summary>
         <pre class="mono out" data-testid="stdout">
           {stdout || <span class="muted">(empty)</span>}
@@ -106,6 +119,15 @@ export function ActionDetails({
         </pre>
       </details>
       {action.type === 'code' && !running && <Results sessionId={sessionId} output={action.output} />}
+      {shownOutput &&
+        !running &&
+        (shownOutput.facts.length > 0 || shownOutput.blocks.length > 0 || shownOutput.images.length > 0) && (
+          <details open>
+            <summary>Output</summary>
+            <Value view={shownOutput} testId="output" />
+          </details>
+        )}
+      {!running && <Artifacts sessionId={sessionId} artifacts={artifactsOf(action.output)} />}
       {'files' in action && Array.isArray(action.files) && action.files.length > 0 && (
         <details open>
           <summary>Files touched</summary>

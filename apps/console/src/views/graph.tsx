@@ -4,10 +4,13 @@ import type { Graph, GraphNode, GraphQuery } from '../../../../packages/client/s
 import { client } from '../api';
 import { href } from '../route';
 import { Cyto } from './cyto';
+import { Legend } from './legend';
 import { STATUSES } from './status';
 import { Problem, useLoad } from './use-load';
 
 const TYPES = ['code', 'file', 'browser', 'process', 'kernel', 'skill'] as const;
+/** On a phone the filters start folded: the drawing comes first. */
+const NARROW = matchMedia('(max-width: 720px)');
 /** Past this many actions the graph shows the latest ones (the API's `limit`), so a long session stays quick. */
 const DEFAULT_LIMIT = 300;
 
@@ -37,17 +40,65 @@ export function nodeName(node: GraphNode): string {
   }
 }
 
+/** A short name that fits a column: an action's seq and operation, a file's own name, a node's kind. */
+export function shortName(node: GraphNode): string {
+  const p = node.properties as Record<string, unknown>;
+  switch (node.label) {
+    case 'Action':
+      return `#${text(p.seq)} ${text(p.operation ?? p.type)}`;
+    case 'File':
+      return text(p.path ?? node.id)
+        .split('/')
+        .pop()!;
+    case 'Plan':
+      return `plan ${text(p.goal ?? '')}`;
+    case 'Step':
+      return `step ${text(p.stepId ?? '')}`;
+    case 'Approval':
+      return `approval ${text(p.decision ?? 'pending')}`;
+    case 'Process':
+      return `process ${text(p.name ?? p.command ?? '')}`;
+    case 'Kernel':
+      return `kernel ${text(p.language ?? '')}`;
+    case 'Sandbox':
+      return `sandbox ${text(p.tier ?? '')}`;
+    case 'Session':
+    case 'Checkpoint':
+      return node.label.toLowerCase();
+  }
+}
+
+/** What hovering a node says: its full name, and for an action what it ran. */
+function fullName(node: GraphNode): string {
+  const p = node.properties as Record<string, unknown>;
+  if (node.label === 'Action') {
+    return `${nodeName(node)}${typeof p.inputSummary === 'string' ? `: ${p.inputSummary}` : ''}`;
+  }
+  return `${node.label}: ${nodeName(node)}`;
+}
+
+/**
+ * The drawing's elements. `HAS_ACTION` edges are left out of it (every action has one, from the session, and the
+ * action row says as much); the list under the graph keeps every edge.
+ */
 function elementsOf(graph: Graph): ElementDefinition[] {
   const ids = new Set(graph.nodes.map((n) => n.id));
   return [
     ...graph.nodes.map((n) => {
-      const status = (n.properties as Record<string, unknown>).status;
-      const tone = n.label === 'Action' && (status === 'failed' || status === 'running') ? status : undefined;
-      return { data: { id: n.id, label: nodeName(n), kind: n.label, tone } };
+      const p = n.properties as Record<string, unknown>;
+      return {
+        data: {
+          id: n.id,
+          kind: n.label,
+          short: shortName(n),
+          full: fullName(n),
+          ...(n.label === 'Action' && { type: text(p.type), status: text(p.status), seq: Number(p.seq) }),
+        },
+      };
     }),
     ...graph.edges
-      .filter((e) => ids.has(e.from) && ids.has(e.to))
-      .map((e, i) => ({ data: { id: `e${i}`, source: e.from, target: e.to, label: e.type } })),
+      .filter((e) => e.type !== 'HAS_ACTION' && ids.has(e.from) && ids.has(e.to))
+      .map((e, i) => ({ data: { id: `e${i}`, source: e.from, target: e.to, type: e.type } })),
   ];
 }
 
@@ -66,53 +117,56 @@ export function GraphPanel({ sessionId }: { sessionId: string }) {
       <h1 id="graph-title">
         Graph <span class="mono muted">{sessionId}</span>
       </h1>
-      <form
-        class="filters"
-        aria-label="Graph filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setQuery({ ...draft });
-        }}
-      >
-        <Checkboxes
-          legend="Types"
-          options={TYPES}
-          chosen={draft.types}
-          onChange={(types) => setDraft({ ...draft, types })}
-        />
-        <Checkboxes
-          legend="Status"
-          options={STATUSES}
-          chosen={draft.status}
-          onChange={(status) => setDraft({ ...draft, status })}
-        />
-        <label>
-          Since{' '}
-          <input
-            type="datetime-local"
-            step="1"
-            value={draft.since ? draft.since.slice(0, 19) : ''}
-            onInput={(e) => {
-              const v = e.currentTarget.value;
-              setDraft({ ...draft, since: v ? new Date(v).toISOString() : undefined });
-            }}
+      <details class="filter-box" open={!NARROW.matches}>
+        <summary>Filters</summary>
+        <form
+          class="filters"
+          aria-label="Graph filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setQuery({ ...draft });
+          }}
+        >
+          <Checkboxes
+            legend="Types"
+            options={TYPES}
+            chosen={draft.types}
+            onChange={(types) => setDraft({ ...draft, types })}
           />
-        </label>
-        <label>
-          Latest actions{' '}
-          <input
-            type="number"
-            min={1}
-            max={10000}
-            value={draft.limit ?? ''}
-            onInput={(e) => {
-              const n = Number.parseInt(e.currentTarget.value, 10);
-              setDraft({ ...draft, limit: Number.isFinite(n) && n > 0 ? n : undefined });
-            }}
+          <Checkboxes
+            legend="Status"
+            options={STATUSES}
+            chosen={draft.status}
+            onChange={(status) => setDraft({ ...draft, status })}
           />
-        </label>
-        <button type="submit">Apply</button>
-      </form>
+          <label>
+            Since{' '}
+            <input
+              type="datetime-local"
+              step="1"
+              value={draft.since ? draft.since.slice(0, 19) : ''}
+              onInput={(e) => {
+                const v = e.currentTarget.value;
+                setDraft({ ...draft, since: v ? new Date(v).toISOString() : undefined });
+              }}
+            />
+          </label>
+          <label>
+            Latest actions{' '}
+            <input
+              type="number"
+              min={1}
+              max={10000}
+              value={draft.limit ?? ''}
+              onInput={(e) => {
+                const n = Number.parseInt(e.currentTarget.value, 10);
+                setDraft({ ...draft, limit: Number.isFinite(n) && n > 0 ? n : undefined });
+              }}
+            />
+          </label>
+          <button type="submit">Apply</button>
+        </form>
+      </details>
       {loaded.state === 'loading' && <p class="muted">Loading…</p>}
       {loaded.state === 'error' && <Problem message={loaded.message} />}
       {graph && (
@@ -123,15 +177,20 @@ export function GraphPanel({ sessionId }: { sessionId: string }) {
               ? ` (the latest ${query.limit} actions: raise "Latest actions" to see more)`
               : ''}
           </p>
-          <div class="split">
+          {/* The node's details lie over the drawing's corner: beside it, they would narrow it and move every node. */}
+          <div class="graph-area stack">
             <Cyto
               elements={elements}
-              layout={graph.nodes.length > 400 ? 'grid' : 'breadthfirst'}
               onSelect={setSelected}
               label={`Context graph of ${sessionId}: ${graph.nodes.length} nodes`}
             />
+            <Legend graph={graph} />
             {node && (
-              <aside class="details card" aria-label={`Node ${node.id}`} data-testid="node-details">
+              <aside
+                class="details card node-details"
+                aria-label={`Node ${node.id}`}
+                data-testid="node-details"
+              >
                 <div class="bar">
                   <h2>{node.label}</h2>
                   <button

@@ -37,7 +37,7 @@ export function HealthView() {
           </p>
           <h2>Tiers</h2>
           <div class="table-wrap">
-            <table>
+            <table class="cards">
               <thead>
                 <tr>
                   <th scope="col">Tier</th>
@@ -48,13 +48,13 @@ export function HealthView() {
               <tbody>
                 {Object.entries(health.value.tiers ?? {}).map(([tier, t]) => (
                   <tr key={tier} data-tier={tier}>
-                    <td>{tier}</td>
-                    <td>
+                    <td data-label="Tier">{tier}</td>
+                    <td data-label="Available">
                       <span class={`badge ${t.available ? 'status-succeeded' : 'status-failed'}`}>
                         {t.available ? 'yes' : 'no'}
                       </span>
                     </td>
-                    <td>
+                    <td data-label="Why not / state">
                       {'reason' in t && t.reason && <p>{t.reason}</p>}
                       <Facts
                         value={Object.fromEntries(

@@ -4,7 +4,7 @@ import type { Plan } from '../../../../packages/client/src/types';
 import { client } from '../api';
 import { time } from '../format';
 import { href } from '../route';
-import { Cyto } from './cyto';
+import { Dag } from './dag';
 import { StatusBadge } from './status';
 import { Problem, useLoad } from './use-load';
 
@@ -58,14 +58,14 @@ export function PlansView({ sessionId, planId }: { sessionId: string; planId?: s
           <h2>
             {plan.goal ?? plan.id} <span class={`badge plan-${plan.status}`}>{plan.status}</span>
           </h2>
-          <Cyto
+          <Dag
             elements={dag}
             layout="breadthfirst"
             onSelect={setSelectedStep}
             label={`Steps of plan ${plan.id} and their dependencies`}
           />
           <div class="table-wrap">
-            <table data-testid="plan-steps">
+            <table class="cards" data-testid="plan-steps">
               <thead>
                 <tr>
                   <th scope="col">Step</th>
@@ -83,13 +83,17 @@ export function PlansView({ sessionId, planId }: { sessionId: string; planId?: s
                     data-status={s.status}
                     class={s.id === selectedStep ? 'selected' : ''}
                   >
-                    <td class="mono">{s.id}</td>
-                    <td>
+                    <td data-label="Step" class="mono">
+                      {s.id}
+                    </td>
+                    <td data-label="Status">
                       <span class={`badge status-${s.status}`}>{s.status}</span>
                       {s.reason && <span class="muted"> {s.reason}</span>}
                     </td>
-                    <td class="mono">{s.dependsOn.join(', ') || '—'}</td>
-                    <td>
+                    <td data-label="Depends on" class="mono">
+                      {s.dependsOn.join(', ') || '—'}
+                    </td>
+                    <td data-label="Attempts">
                       {s.attempts.length === 0 && <span class="muted">none</span>}
                       {s.attempts.map((a, i) => (
                         <span key={a.actionId} class="attempt">
@@ -101,7 +105,7 @@ export function PlansView({ sessionId, planId }: { sessionId: string; planId?: s
                         </span>
                       ))}
                     </td>
-                    <td>
+                    <td data-label="Version">
                       v{s.version}
                       {s.replaced && s.replaced.length > 0 && (
                         <span class="muted"> (replanned {s.replaced.length}×)</span>

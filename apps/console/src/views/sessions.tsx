@@ -69,7 +69,7 @@ export function SessionsView() {
       )}
       {shown.length > 0 && (
         <div class="table-wrap">
-          <table class="sessions">
+          <table class="sessions cards">
             <thead>
               <tr>
                 <th scope="col">Session</th>
@@ -83,26 +83,30 @@ export function SessionsView() {
             <tbody>
               {shown.map((s) => (
                 <tr key={s.id} data-session-id={s.id}>
-                  <td>
+                  <td data-label="Session">
                     <a href={href({ view: 'timeline', sessionId: s.id })}>{s.id}</a>
                     {s.forkedFrom && <span class="muted"> fork of {s.forkedFrom.sessionId}</span>}
                   </td>
-                  <td>
+                  <td data-label="Status">
                     <span class={`badge session-${sessionStatus(s.activity)}`}>
                       {sessionStatus(s.activity)}
                     </span>
                   </td>
-                  <td>{s.tenant}</td>
-                  <td title={s.createdAt}>{age(s.createdAt)}</td>
-                  <td class="counts">
-                    <span class="total">{s.activity.actions}</span>
-                    {STATUSES.filter((st) => (s.activity.byStatus[st] ?? 0) > 0).map((st) => (
-                      <span key={st} class="count">
-                        <StatusBadge status={st} /> {s.activity.byStatus[st]}
-                      </span>
-                    ))}
+                  <td data-label="Tenant">{s.tenant}</td>
+                  <td data-label="Age" title={s.createdAt}>
+                    {age(s.createdAt)}
                   </td>
-                  <td>{s.activity.tiers.join(', ') || '—'}</td>
+                  <td data-label="Actions" class="counts">
+                    <span class="count-list">
+                      <span class="total">{s.activity.actions}</span>
+                      {STATUSES.filter((st) => (s.activity.byStatus[st] ?? 0) > 0).map((st) => (
+                        <span key={st} class="count">
+                          <StatusBadge status={st} /> {s.activity.byStatus[st]}
+                        </span>
+                      ))}
+                    </span>
+                  </td>
+                  <td data-label="Tiers">{s.activity.tiers.join(', ') || '—'}</td>
                 </tr>
               ))}
             </tbody>

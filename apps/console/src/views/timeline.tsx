@@ -3,6 +3,7 @@ import type { Action } from '../../../../packages/client/src/types';
 import { client, describeError } from '../api';
 import { duration, time } from '../format';
 import { href } from '../route';
+import { rowPreview } from '../row-preview';
 import { ActionDetails } from './action-details';
 import { RiskBadge, StatusBadge } from './status';
 import { Problem } from './use-load';
@@ -205,7 +206,10 @@ export function TimelineView({ sessionId, openActionId }: { sessionId: string; o
                     {a.type}
                     {a.retryOf && <span class="muted"> retry</span>}
                   </span>
-                  <span class="summary mono">{a.inputSummary ?? ''}</span>
+                  <span class="summary mono">
+                    <RowThumb action={a} />
+                    <span class="text">{a.inputSummary ?? ''}</span>
+                  </span>
                   <span class="tier">{a.tier}</span>
                   <RiskBadge risk={a.risk} />
                   <span class="dur">
@@ -234,4 +238,12 @@ export function TimelineView({ sessionId, openActionId }: { sessionId: string; o
       </p>
     </section>
   );
+}
+
+/** The first picture an action made, as a thumbnail in its row, or a chip naming what it holds. */
+function RowThumb({ action }: { action: Action }) {
+  const preview = rowPreview(action);
+  if (!preview) return null;
+  if (preview.kind === 'chip') return <span class="chip">{preview.label}</span>;
+  return <img class="thumb" src={preview.src} alt={`${preview.mime} result`} data-mime={preview.mime} />;
 }

@@ -30,6 +30,8 @@ export interface PageResult {
   status?: number | null;
   /** The main document came from the egress proxy's refusal, not from the site. */
   egressDenied?: boolean;
+  /** The main document is the egress proxy's answer that the session's own port could not be reached. */
+  egressUnreachable?: boolean;
   /** The page title after the op, when the driver read it along with the op (saves a round trip). */
   title?: string;
 }
@@ -105,6 +107,11 @@ export interface DriverPage {
   /** Answers when the page's renderer responds within `timeoutMs` (a hung script makes it false). */
   responsive(timeoutMs: number): Promise<boolean>;
   bringToFront(): Promise<void>;
+  /**
+   * A JPEG of the viewport as it is now, for a person watching (nothing in the page runs, no file is written);
+   * undefined when the page does not paint within `timeoutMs`.
+   */
+  peek(timeoutMs: number): Promise<Buffer | undefined>;
   isClosed(): boolean;
   close(): Promise<void>;
 }

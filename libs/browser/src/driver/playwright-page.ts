@@ -54,6 +54,12 @@ export class PlaywrightPage implements DriverPage {
     await this.page.bringToFront().catch(() => undefined);
   }
 
+  async peek(timeoutMs: number): Promise<Buffer | undefined> {
+    return this.page
+      .screenshot({ type: 'jpeg', quality: 60, timeout: timeoutMs, animations: 'allow', caret: 'initial' })
+      .catch(() => undefined);
+  }
+
   isClosed(): boolean {
     return this.page.isClosed();
   }
@@ -112,7 +118,12 @@ export class PlaywrightPage implements DriverPage {
   private navigated(resp: Response | null): PageResult {
     if (!resp) return { status: null };
     this.lastStatus = resp.status();
-    return { status: resp.status(), egressDenied: resp.headers()[this.denialHeader] === 'denied' };
+    const mark = resp.headers()[this.denialHeader];
+    return {
+      status: resp.status(),
+      egressDenied: mark === 'denied',
+      ...(mark === 'unreachable' && { egressUnreachable: true }),
+    };
   }
 
   private async run(op: PageOperation, o: CallOptions): Promise<PageResult> {

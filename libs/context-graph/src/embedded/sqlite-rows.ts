@@ -201,7 +201,7 @@ function toRecord(
   row: ActionRow,
   files: FileTouch[],
   sandbox: SandboxRef | undefined,
-  { kernel, startedProcess }: StatefulRefs,
+  { kernel, startedProcess, reached }: StatefulRefs,
   { approval, calledBy }: ApprovalRefs,
   checkpoint: CheckpointRef | undefined,
 ): ActionRecord {
@@ -228,6 +228,7 @@ function toRecord(
     sandbox,
     kernel,
     startedProcess,
+    reached,
     approval,
     calledBy,
     checkpoint,

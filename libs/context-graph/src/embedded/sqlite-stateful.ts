@@ -1,6 +1,12 @@
 import type { StatementSync } from 'node:sqlite';
-import { kernelNodeId, kernelRunRef, processGraphRef, processNodeId } from '../context-graph.stateful';
-import type { ActionCompletion, KernelRunRef, ProcessGraphRef } from '../context-graph.types';
+import {
+  kernelNodeId,
+  kernelRunRef,
+  processGraphRef,
+  processNodeId,
+  reachedRef,
+} from '../context-graph.stateful';
+import type { ActionCompletion, KernelRunRef, ProcessGraphRef, ReachedRef } from '../context-graph.types';
 
 // Session kernels and background processes in the embedded store: their tables, and the writer and reader
 // the store calls from `recordActionCompleted` and when it turns action rows into records. Kept apart from the
@@ -8,7 +14,8 @@ import type { ActionCompletion, KernelRunRef, ProcessGraphRef } from '../context
 
 /**
  * One row per `Kernel` / `Process` node (keyed by node id, first writer wins, like sandboxes), and one row
- * per edge: `kernel_runs` is `RAN_IN` with its properties, `process_starts` is `STARTED`. Edges live in their
+ * per edge: `kernel_runs` is `RAN_IN` with its properties, `process_starts` is `STARTED`, `reached_servers` is
+ * `REACHED` (by the server's own id, which may have no node). Edges live in their
  * own tables rather than as columns of `actions`, so adding them to an older file is only new tables.
  */
 export const STATEFUL_SCHEMA = `
@@ -38,6 +45,12 @@ CREATE TABLE IF NOT EXISTS process_starts (
   action_id TEXT PRIMARY KEY REFERENCES actions(id),
   process_id TEXT NOT NULL REFERENCES processes(id)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reached_servers (
+  action_id TEXT PRIMARY KEY REFERENCES actions(id),
+  kind TEXT NOT NULL CHECK (kind IN ('process', 'kernel')),
+  target_id TEXT NOT NULL,
+  port INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 `;
 
 /** The store's statement cache: SQL text in, a prepared statement out. */
@@ -47,6 +60,7 @@ type Sql = (sql: string) => StatementSync;
 export interface StatefulRefs {
   kernel?: KernelRunRef;
   startedProcess?: ProcessGraphRef;
+  reached?: ReachedRef;
 }
 
 type KernelRow = {
@@ -65,6 +79,8 @@ type ProcessRow = {
   tier: ProcessGraphRef['tier'];
   started_at: string;
 };
+
+type ReachedRow = { action_id: string; kind: ReachedRef['kind']; target_id: string; port: number };
 
 /** Inside the completion's write: the action's `Kernel`/`Process` nodes (once per id) and its edges to them. */
 export function writeStatefulRefs(sql: Sql, actionId: string, sessionId: string, c: ActionCompletion): void {
@@ -89,6 +105,15 @@ export function writeStatefulRefs(sql: Sql, actionId: string, sessionId: string,
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     ).run(id, p.id, sessionId, p.name ?? null, p.command, p.tier, p.startedAt);
     sql('INSERT INTO process_starts (action_id, process_id) VALUES (?, ?)').run(actionId, id);
+  }
+  // Not a reference to the node's row: the server may be one the store has no node for (yet).
+  if (c.reached) {
+    sql('INSERT INTO reached_servers (action_id, kind, target_id, port) VALUES (?, ?, ?, ?)').run(
+      actionId,
+      c.reached.kind,
+      c.reached.id,
+      c.reached.port,
+    );
   }
 }
 
@@ -128,6 +153,12 @@ export function readStatefulRefs(sql: Sql, actionIdsJson: string): Map<string, S
       tier: p.tier,
       startedAt: p.started_at,
     });
+  }
+  for (const r of sql(
+    `SELECT action_id, kind, target_id, port FROM reached_servers
+     WHERE action_id IN (SELECT value FROM json_each(?))`,
+  ).all(actionIdsJson) as ReachedRow[]) {
+    of(r.action_id).reached = reachedRef({ kind: r.kind, id: r.target_id, port: r.port });
   }
   return refs;
 }

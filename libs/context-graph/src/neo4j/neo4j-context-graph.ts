@@ -196,7 +196,7 @@ export class Neo4jContextGraph extends ContextGraph implements ReplicaTarget {
           props: completionProperties(c),
           ...touchParams(c.files),
           sandbox: c.sandbox ? [sandboxParam(c.sandbox)] : [],
-          ...statefulParams(c.kernel, c.startedProcess),
+          ...statefulParams(c.kernel, c.startedProcess, c.reached),
           open: OPEN_STATUSES,
         }),
       );

@@ -69,10 +69,18 @@ const checkpointMap = (v: string): string => `${v} {.*,
 
 /**
  * The `Kernel`/`Process` nodes (one per id: MERGE, properties set on creation) and the action's `RAN_IN`
- * (properties set, so a replay converges) and `STARTED` edges. `kernels` and `processes` are lists of zero or
+ * (properties set, so a replay converges) and `STARTED` edges; the server a connection reached, as the action's
+ * properties `reachedKind`/`reachedId`/`reachedPort` and a `REACHED` edge `{port}` when its node exists. `kernels` and `processes` are lists of zero or
  * one parameter maps (see `neo4j-stateful.ts`); shared by the completion and the replica so they cannot drift.
  */
-const statefulEdges = (a: string, kernels: string, processes: string, sessionId: string): string => `
+const statefulEdges = (
+  a: string,
+  kernels: string,
+  processes: string,
+  sessionId: string,
+  reached: string,
+  imports: string,
+): string => `
   FOREACH (k IN ${kernels} |
     MERGE (kn:Kernel {id: k.id})
       ON CREATE SET kn.kernelId = k.kernelId, kn.sessionId = ${sessionId}, kn.language = k.language, kn.tier = k.tier
@@ -81,7 +89,16 @@ const statefulEdges = (a: string, kernels: string, processes: string, sessionId:
     MERGE (pn:Process {id: p.id})
       ON CREATE SET pn.processId = p.processId, pn.sessionId = ${sessionId}, pn.name = p.name,
         pn.command = p.command, pn.tier = p.tier, pn.startedAt = p.startedAt
-    MERGE (${a})-[:STARTED]->(pn))`;
+    MERGE (${a})-[:STARTED]->(pn))
+  FOREACH (t IN ${reached} | SET ${a}.reachedKind = t.kind, ${a}.reachedId = t.targetId, ${a}.reachedPort = t.port)
+  WITH ${imports}
+  CALL (${imports}) {
+    UNWIND ${reached} AS t
+    OPTIONAL MATCH (rp:Process {id: t.id})
+    OPTIONAL MATCH (rk:Kernel {id: t.id})
+    WITH ${a}, t, coalesce(rp, rk) AS rn WHERE rn IS NOT NULL
+    MERGE (${a})-[r:REACHED]->(rn) SET r.port = t.port
+  }`;
 
 /** How far an action's status has come: 0 none yet, 1 awaiting approval, 2 running, 3 ended. */
 const statusRank = (s: string): string =>
@@ -155,7 +172,7 @@ CALL (a, before) {
   FOREACH (b IN $sandbox |
     MERGE (x:Sandbox {id: b.id}) ON CREATE SET x.tier = b.tier, x.containerId = b.containerId, x.runtime = b.runtime,
       x.sessionId = a.sessionId
-    MERGE (a)-[:RAN_IN]->(x))${statefulEdges('a', '$kernel', '$process', 'a.sessionId')}
+    MERGE (a)-[:RAN_IN]->(x))${statefulEdges('a', '$kernel', '$process', 'a.sessionId', '$reached', 'a')}
 }
 RETURN before`;
 
@@ -289,7 +306,7 @@ FOREACH (path IN x.writes |
 FOREACH (b IN x.sandbox |
   MERGE (sb:Sandbox {id: b.id}) ON CREATE SET sb.tier = b.tier, sb.containerId = b.containerId, sb.runtime = b.runtime,
     sb.sessionId = x.sessionId
-  MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId')}
+  MERGE (a)-[:RAN_IN]->(sb))${statefulEdges('a', 'x.kernel', 'x.process', 'x.sessionId', 'x.reached', 'a, x')}
 ${replicaApprovalEdges('a', 'x')}`;
 
 // Upserts plan snapshots (recordPlan, one plan; the replica, each plan of a batch): MERGE on ids, then each

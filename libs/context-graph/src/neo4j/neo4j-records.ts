@@ -119,7 +119,7 @@ export function replicaParam(a: ReplicaAction): Props {
     retryReason: a.retryReason ?? null,
     ...touchParams(a.files),
     sandbox: a.sandbox ? [sandboxParam(a.sandbox)] : [],
-    ...statefulParams(a.kernel, a.startedProcess),
+    ...statefulParams(a.kernel, a.startedProcess, a.reached),
     ...replicaApprovalParams(a),
   };
 }

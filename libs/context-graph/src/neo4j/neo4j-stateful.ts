@@ -1,6 +1,13 @@
 import neo4j from 'neo4j-driver';
-import { kernelNodeId, kernelRunRef, processGraphRef, processNodeId } from '../context-graph.stateful';
-import type { KernelRunRef, ProcessGraphRef } from '../context-graph.types';
+import {
+  kernelNodeId,
+  kernelRunRef,
+  processGraphRef,
+  processNodeId,
+  reachedNodeId,
+  reachedRef,
+} from '../context-graph.stateful';
+import type { KernelRunRef, ProcessGraphRef, ReachedRef } from '../context-graph.types';
 
 // Session kernels and background processes in the Neo4j store: the parameters `statefulEdges` (in
 // neo4j-cypher.ts) reads, and the refs rebuilt from what `actionMap` returns. Kept apart from the store so its
@@ -17,8 +24,19 @@ type Props = Record<string, unknown>;
 export function statefulParams(
   kernel: KernelRunRef | undefined,
   process: ProcessGraphRef | undefined,
-): { kernel: Props[]; process: Props[] } {
+  reached: ReachedRef | undefined,
+): { kernel: Props[]; process: Props[]; reached: Props[] } {
   return {
+    reached: reached
+      ? [
+          {
+            id: reachedNodeId(reached),
+            kind: reached.kind,
+            targetId: reached.id,
+            port: neo4j.int(reached.port),
+          },
+        ]
+      : [],
     kernel: kernel
       ? [
           {
@@ -50,11 +68,20 @@ export function statefulParams(
 export function statefulRefs(p: Props): {
   kernel: KernelRunRef | undefined;
   startedProcess: ProcessGraphRef | undefined;
+  reached: ReachedRef | undefined;
 } {
   const kernel = p.kernel as KernelRunRef | null | undefined;
   const started = p.startedProcess as (ProcessGraphRef & { name: string | null }) | null | undefined;
   return {
     kernel: kernel ? kernelRunRef(kernel) : undefined,
     startedProcess: started ? processGraphRef(started) : undefined,
+    reached:
+      typeof p.reachedKind === 'string'
+        ? reachedRef({
+            kind: p.reachedKind as ReachedRef['kind'],
+            id: p.reachedId as string,
+            port: p.reachedPort as number,
+          })
+        : undefined,
   };
 }

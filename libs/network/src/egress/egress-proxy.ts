@@ -4,11 +4,14 @@ import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { formatAuthority, parseAuthority, parseProxyTarget, type ProxyTarget } from '../url-policy/authority';
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
-import type { EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
+import type { EgressAttempt, EgressProxyOptions, EgressRefusal, LocalRoute } from './egress-proxy.types';
 import { DEFAULT_PORT, HOP_BY_HOP, hostHeaderOf, printable, reasonPhrase, statusOf } from './proxy-answers';
 import { connectThrough } from './upstream-proxy';
 
-export type { EgressAttempt, EgressProxyOptions, EgressRefusal } from './egress-proxy.types';
+export type { EgressAttempt, EgressProxyOptions, EgressRefusal, LocalRoute } from './egress-proxy.types';
+
+/** What becomes of one request: the address to dial, the local route that takes it, or its refusal. */
+type Decision = { address: string } | { local: LocalRoute } | { refusal: UrlRefusal };
 
 /**
  * A forward HTTP proxy on 127.0.0.1 that every request of one browser context goes through (Chromium's
@@ -23,12 +26,17 @@ export type { EgressAttempt, EgressProxyOptions, EgressRefusal } from './egress-
  * whose `Host` header names another host is refused (recorded): the upstream hears of no host but the checked one.
  *
  * With an operator's `upstream` proxy, an allowed connection goes through it rather than to the checked address: the
- * decision is the same, made here on the requested host.
+ * decision is the same, made here on the requested host. A host its owner routes locally (`routeLocal`: a browser's
+ * `localhost`, which is its session's own sandbox) goes by that route, never to the network.
  */
 export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
   private readonly extra = new Set<net.Server>();
+  /** Allowed connections still open. */
+  private readonly inFlight = new Set<Tally>();
+  /** The last attempt's `seq`. */
+  private seq = 0;
   private closed = false;
 
   private constructor(
@@ -110,6 +118,12 @@ export class EgressProxy {
     await done;
   }
 
+  /** The allowed connections still open, with their bytes so far (`endedAt`: now): what `onAttempt` will report. */
+  openAttempts(): EgressAttempt[] {
+    const now = Date.now();
+    return [...this.inFlight].map((t) => attemptOf(t, now));
+  }
+
   private track(s: Duplex): void {
     this.sockets.add(s);
     s.on('close', () => this.sockets.delete(s));
@@ -117,8 +131,9 @@ export class EgressProxy {
   }
 
   /**
-   * The verdict on the canonical `host` plus the proxy's own veto; reports refusals. Records and refusals name `host`
-   * as parsed, whatever the check answers: the host recorded is the host checked.
+   * The owner's local route for the canonical `host`, or else the verdict on it plus the proxy's own veto; reports
+   * refusals. Records and refusals name `host` as parsed, whatever the check answers: the host recorded is the host
+   * checked.
    */
   private async decide(
     via: EgressRefusal['via'],
@@ -126,8 +141,14 @@ export class EgressProxy {
     port: number,
     target: string,
     client: Duplex,
-  ): Promise<{ address: string } | { refusal: UrlRefusal }> {
+  ): Promise<Decision> {
     const startedAt = Date.now();
+    const local = this.options.routeLocal?.(host, port);
+    if (local && 'refusal' in local) {
+      this.refused(via, host, port, target, local.refusal, startedAt);
+      return local;
+    }
+    if (local) return { local };
     const gone = new AbortController();
     const onClose = () => gone.abort(new Error('the client closed the connection'));
     client.once('close', onClose);
@@ -171,6 +192,7 @@ export class EgressProxy {
   ): void {
     if (refusal.code !== 'DNS_FAILED') this.options.onRefusal?.({ via, host, port, target, refusal });
     this.options.onAttempt?.({
+      seq: ++this.seq,
       via,
       host,
       port,
@@ -224,21 +246,24 @@ export class EgressProxy {
   }
 
   /** Reports an allowed connection once it has ended, with what went through it. */
-  private account(via: EgressRefusal['via'], host: string, port: number): Tally {
-    const tally: Tally = { bytesIn: 0, bytesOut: 0, startedAt: Date.now(), done: false };
+  private account(via: EgressRefusal['via'], host: string, port: number, local?: LocalRoute): Tally {
+    const tally: Tally = {
+      seq: ++this.seq,
+      via,
+      host,
+      port,
+      local,
+      bytesIn: 0,
+      bytesOut: 0,
+      startedAt: Date.now(),
+      done: false,
+    };
+    this.inFlight.add(tally);
     tally.end = () => {
       if (tally.done) return;
       tally.done = true;
-      this.options.onAttempt?.({
-        via,
-        host,
-        port,
-        allowed: true,
-        bytesIn: tally.bytesIn,
-        bytesOut: tally.bytesOut,
-        startedAt: tally.startedAt,
-        endedAt: Date.now(),
-      });
+      this.inFlight.delete(tally);
+      this.options.onAttempt?.(attemptOf(tally, Date.now()));
     };
     return tally;
   }
@@ -289,35 +314,24 @@ export class EgressProxy {
     const href = `http://${formatAuthority(host, port)}${target.path}`;
     // The target first (a refused target is refused as such, whatever its Host header), then its Host header.
     let decision = await this.decide('HTTP', host, port, href, req.socket);
-    const fronting = 'address' in decision && this.frontingRefusal('HTTP', req.headers.host, target);
+    const fronting = !('refusal' in decision) && this.frontingRefusal('HTTP', req.headers.host, target);
     if (fronting) decision = { refusal: fronting };
     if ('refusal' in decision) {
       req.resume();
       this.refuseHttp(res, decision.refusal, host, port);
       return;
     }
-    const tally = this.account('HTTP', host, port);
+    const tally = this.account('HTTP', host, port, 'local' in decision ? decision.local : undefined);
     req.on('data', (c: Buffer) => (tally.bytesOut += c.length));
     res.on('close', () => tally.end?.());
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
     // The upstream hears the host that was checked, in its canonical spelling.
     headers.host = hostHeaderOf(target);
-    const via = this.options.upstream;
-    if (via?.authorization) headers['proxy-authorization'] = via.authorization;
-    const upstream = http.request({
-      // Through an upstream proxy: the absolute URI of the checked host, for the upstream to forward.
-      host: via ? via.host : decision.address,
-      port: via ? via.port : port,
-      method: req.method,
-      path: via ? `http://${hostHeaderOf(target)}${target.path}` : target.path,
-      headers,
-      setHost: false,
-      agent: this.agent,
-      timeout: this.options.connectTimeoutMs ?? 10_000,
-    });
-    upstream.on('socket', (s) => s.setTimeout(0));
-    upstream.on('timeout', () => upstream.destroy(new Error('connect timed out')));
+    const upstream =
+      'local' in decision
+        ? this.localRequest(decision.local, req.method, target.path, headers, tally)
+        : this.networkRequest(decision.address, target, req.method, headers);
     upstream.on('response', (up) => {
       up.on('data', (c: Buffer) => (tally.bytesIn += c.length));
       const out: http.OutgoingHttpHeaders = {};
@@ -328,14 +342,83 @@ export class EgressProxy {
       up.pipe(res);
     });
     upstream.on('error', (err) => {
-      if (!res.headersSent) {
-        res.writeHead(502, { 'content-type': 'text/plain' }).end(`upstream error: ${err.message}\n`);
-      } else {
+      if (res.headersSent) {
         res.destroy();
+      } else if (tally.failure !== undefined) {
+        // The local route could not be opened: said on the page, and marked for the browser's owner to tell.
+        const body = `switchyard: ${printable(tally.failure).slice(0, 500)}\n`;
+        res.writeHead(502, reasonPhrase(body.trim()), {
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          'cache-control': 'no-store',
+          [this.options.denialHeader]: 'unreachable',
+        });
+        res.end(body);
+      } else {
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`upstream error: ${err.message}\n`);
       }
     });
     res.on('close', () => upstream.destroy());
     req.pipe(upstream);
+  }
+
+  /** A forward request to the checked address (or through the upstream proxy), on the shared keep-alive agent. */
+  private networkRequest(
+    address: string,
+    target: ProxyTarget,
+    method: string | undefined,
+    headers: http.OutgoingHttpHeaders,
+  ): http.ClientRequest {
+    const via = this.options.upstream;
+    if (via?.authorization) headers['proxy-authorization'] = via.authorization;
+    const upstream = http.request({
+      // Through an upstream proxy: the absolute URI of the checked host, for the upstream to forward.
+      host: via ? via.host : address,
+      port: via ? via.port : target.port,
+      method,
+      path: via ? `http://${hostHeaderOf(target)}${target.path}` : target.path,
+      headers,
+      setHost: false,
+      agent: this.agent,
+      timeout: this.options.connectTimeoutMs ?? 10_000,
+    });
+    upstream.on('socket', (s) => s.setTimeout(0));
+    upstream.on('timeout', () => upstream.destroy(new Error('connect timed out')));
+    return upstream;
+  }
+
+  /**
+   * A forward request over a stream of its own from the local route (no agent: a route's stream is one connection,
+   * closed with its response). A route that cannot be opened leaves its reason in `tally.failure`.
+   */
+  private localRequest(
+    local: LocalRoute,
+    method: string | undefined,
+    path: string,
+    headers: http.OutgoingHttpHeaders,
+    tally: Tally,
+  ): http.ClientRequest {
+    const upstream = http.request({
+      method,
+      path,
+      headers,
+      setHost: false,
+      createConnection: (_options, done) => {
+        local.open().then(
+          (stream) => {
+            // The client left while the route was opened.
+            if (upstream.destroyed) stream.destroy();
+            else done(null, stream);
+          },
+          (err: unknown) => {
+            tally.failure = messageOf(err);
+            done(new Error(tally.failure), undefined as unknown as Duplex);
+          },
+        );
+        return undefined;
+      },
+    });
+    return upstream;
   }
 
   private async onConnect(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
@@ -357,8 +440,8 @@ export class EgressProxy {
       this.refuseRaw(client, decision.refusal, hp.host, hp.port);
       return;
     }
-    const tally = this.account('CONNECT', hp.host, hp.port);
-    this.dial(decision.address, hp.host, hp.port, client, tally, (upstream) => {
+    const tally = this.account('CONNECT', hp.host, hp.port, 'local' in decision ? decision.local : undefined);
+    this.dial(decision, hp.host, hp.port, client, tally, (upstream) => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
     });
@@ -376,7 +459,7 @@ export class EgressProxy {
     const { host, port } = target;
     const href = `${target.scheme}//${formatAuthority(host, port)}${target.path}`;
     let decision = await this.decide('UPGRADE', host, port, href, client);
-    const fronting = 'address' in decision && this.frontingRefusal('UPGRADE', req.headers.host, target);
+    const fronting = !('refusal' in decision) && this.frontingRefusal('UPGRADE', req.headers.host, target);
     if (fronting) decision = { refusal: fronting };
     if ('refusal' in decision) {
       this.refuseRaw(client, decision.refusal, host, port);
@@ -389,8 +472,8 @@ export class EgressProxy {
         lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
       }
     }
-    const tally = this.account('UPGRADE', host, port);
-    this.dial(decision.address, host, port, client, tally, (upstream) => {
+    const tally = this.account('UPGRADE', host, port, 'local' in decision ? decision.local : undefined);
+    this.dial(decision, host, port, client, tally, (upstream) => {
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
     });
@@ -408,16 +491,16 @@ export class EgressProxy {
   }
 
   /**
-   * Connects to the vetted address (or, through the upstream proxy, to the checked host) and splices the two sockets
-   * once connected.
+   * Connects to the vetted address (or, through the upstream proxy, to the checked host; or opens the local route)
+   * and splices the two streams once connected.
    */
   private dial(
-    address: string,
+    decision: { address: string } | { local: LocalRoute },
     host: string,
     port: number,
     client: Duplex,
     tally: Tally,
-    onOpen: (upstream: net.Socket) => void,
+    onOpen: (upstream: Duplex) => void,
   ): void {
     // The client left while its host was decided (a wait for approval): nothing to splice.
     if (client.destroyed) {
@@ -425,9 +508,12 @@ export class EgressProxy {
       return;
     }
     const timeoutMs = this.options.connectTimeoutMs ?? 10_000;
-    const opening = this.options.upstream
-      ? connectThrough(this.options.upstream, host, port, timeoutMs)
-      : connectDirect(address, port, timeoutMs);
+    const opening: Promise<Duplex> =
+      'local' in decision
+        ? decision.local.open()
+        : this.options.upstream
+          ? connectThrough(this.options.upstream, host, port, timeoutMs)
+          : connectDirect(decision.address, port, timeoutMs);
     opening.then(
       (upstream) => {
         this.track(upstream);
@@ -449,11 +535,15 @@ export class EgressProxy {
         client.on('data', (c: Buffer) => (tally.bytesOut += c.length));
         client.pipe(upstream);
       },
-      (err: Error) => {
+      (err: unknown) => {
+        const message = messageOf(err);
+        if (tally.local) tally.failure = message;
         if (client.writable) {
-          const body = `switchyard: ${printable(err.message).slice(0, 300)}\n`;
+          const body = `switchyard: ${printable(message).slice(0, 300)}\n`;
+          // A local route that could not be opened is marked, as the plain-http answer is.
+          const mark = tally.local ? `${this.options.denialHeader}: unreachable\r\n` : '';
           client.end(
-            `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain; charset=utf-8\r\n` +
+            `HTTP/1.1 502 Bad Gateway\r\n${mark}content-type: text/plain; charset=utf-8\r\n` +
               `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
           );
         } else {
@@ -484,11 +574,44 @@ function connectDirect(address: string, port: number, timeoutMs: number): Promis
   });
 }
 
-/** Bytes of one allowed connection so far; `end` reports it once. */
+/** One allowed connection and its bytes so far; `end` reports it once. */
 interface Tally {
+  seq: number;
+  via: EgressRefusal['via'];
+  host: string;
+  port: number;
+  /** The local route it took, if any. */
+  local?: LocalRoute;
+  /** Why its local route could not be opened. */
+  failure?: string;
   bytesIn: number;
   bytesOut: number;
   startedAt: number;
   done: boolean;
   end?: () => void;
+}
+
+/** The attempt a connection is reported as: allowed; by a local route, with where it went (and why it failed). */
+function attemptOf(t: Tally, endedAt: number): EgressAttempt {
+  return {
+    seq: t.seq,
+    via: t.via,
+    host: t.host,
+    port: t.port,
+    allowed: true,
+    ...(t.local && {
+      local: true,
+      reason: t.failure === undefined ? t.local.reason : `${t.local.reason}: ${t.failure}`,
+    }),
+    bytesIn: t.bytesIn,
+    bytesOut: t.bytesOut,
+    startedAt: t.startedAt,
+    endedAt,
+  };
+}
+
+/** An error's message, whatever realm or shape it comes from (a dialer's rejection is not always an `Error`). */
+function messageOf(err: unknown): string {
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(err);
 }

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { EgressRecord } from '@switchyard/common';
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
 import type { UpstreamProxy } from './upstream-proxy';
@@ -18,13 +19,40 @@ export interface EgressRefusal {
  * ends (a refusal: at once): what an action's result shows (`EgressRecord`), plus how and when.
  */
 export interface EgressAttempt extends EgressRecord {
+  /**
+   * Its number in this proxy, in the order connections were asked for (refusals included): a reader that has seen
+   * every attempt up to a number, ended (`onAttempt`) or open (`openAttempts`), knows that none before it is missing.
+   */
+  seq: number;
   via: EgressRefusal['via'];
+  /** It went by a `LocalRoute`, not to the network (its `reason` says where). */
+  local?: boolean;
   /** Wall-clock milliseconds (`Date.now()`) when it was asked for and when it ended. */
   startedAt: number;
   endedAt: number;
 }
 
+/**
+ * A way for a connection that is not the network: a browser's `localhost` opened as its session's own sandbox port.
+ * The proxy dials nothing itself for it: `open` gives the stream.
+ */
+export interface LocalRoute {
+  /** Where it goes, recorded as the allowed attempt's reason (`the session's own sandbox port`). */
+  reason: string;
+  /**
+   * The stream to the target. A rejection's message is what the client is answered (502, marked `unreachable` with
+   * the denial header) and what the attempt records.
+   */
+  open(): Promise<Duplex>;
+}
+
 export interface EgressProxyOptions {
+  /**
+   * Asked first about every request's canonical host and port. A `LocalRoute` takes the connection instead of the
+   * network (neither `checkHost`, `vetoAddress` nor the upstream proxy is asked; the `Host` header must still name the
+   * target); a refusal refuses it like any other; undefined leaves it to `checkHost`.
+   */
+  routeLocal?(host: string, port: number): LocalRoute | { refusal: UrlRefusal } | undefined;
   /**
    * The host decision (and for egress, the port's); the proxy connects only to an address it returns. `host` is the
    * request's one canonical host (see `Authority.host`): what was asked is what is checked, dialled and recorded.

@@ -272,6 +272,17 @@ export class UrlPolicy {
       : { allowed: true, host, addresses: parsed.map(formatIp) };
   }
 
+  /**
+   * Whether the allowlist itself names `host` (a URL's host, any spelling): its name, or its address however spelled.
+   * What a name resolves to does not count here.
+   */
+  allowlisted(rawHost: string): boolean {
+    const host = canonicalHost(rawHost);
+    if (host === undefined) return false;
+    const ip = parseIp(host);
+    return ip ? this.cidrAllowlisted(ip) : this.hostAllowlisted(host);
+  }
+
   /** True when an address (already resolved) may be connected to. */
   private addressAllowed(ip: IpAddress): boolean {
     return classifyIp(ip).category === 'public' || this.cidrAllowlisted(ip);

@@ -9,6 +9,7 @@ import {
   type ResolvedStatefulOptions,
   type StatefulOptions,
 } from './stateful/stateful.options';
+import { type PortsOptions, type ResolvedPortsOptions, resolvePortsOptions } from './stateful/ports.options';
 
 export { checkIntegers, type IntegerOption };
 
@@ -202,6 +203,8 @@ export interface SandboxModuleOptions {
   runAs?: { uid: number; gid: number } | null;
   /** Session kernels and background processes. */
   stateful?: StatefulOptions;
+  /** Which ports of a session's sandbox callers may open (`SessionPorts`). */
+  ports?: PortsOptions;
 }
 
 export interface TierRunLimitsOptions {
@@ -237,6 +240,7 @@ export interface ResolvedSandboxOptions {
   trustedCa?: TrustedCaFiles;
   runAs?: { uid: number; gid: number };
   stateful: ResolvedStatefulOptions;
+  ports: ResolvedPortsOptions;
 }
 
 /** Ranges of the subprocess tier's limits that are more than positive integers; declared here only. */
@@ -340,6 +344,7 @@ export function resolveSandboxOptions(
           : undefined
         : (options.runAs ?? undefined),
     stateful: resolveStatefulOptions(options.stateful),
+    ports: resolvePortsOptions(options.ports),
   };
   const positive: Array<[string, number | undefined]> = [
     ['defaultTimeoutMs', resolved.defaultTimeoutMs],

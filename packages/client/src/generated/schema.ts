@@ -305,6 +305,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sessionId}/browser/view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's current browser tab as a JPEG, for watching (not recorded, changes nothing)
+         * @description The viewport of the tab the session’s browser actions work in, as it is now, with its URL, title and tab id in `x-switchyard-page-url`, `x-switchyard-page-title` and `x-switchyard-tab` (percent-encoded). Unlike a `screenshot` browser action it is not an action: nothing runs in the page, no file is written, nothing is recorded, and it does not wait for a running action. 404 `NO_BROWSER` when the session has no open browser tab (it never opens one) or the page did not paint within 2 s.
+         */
+        get: operations["BrowserViewController_view"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}/plans": {
         parameters: {
             query?: never;
@@ -443,6 +463,128 @@ export interface paths {
         put?: never;
         /** A fresh interpreter under the same id: state cleared; a running cell ends */
         post: operations["KernelsController_restart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/terminals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session's terminals, open and ended (the ended without their output) */
+        get: operations["TerminalsController_list"];
+        put?: never;
+        /**
+         * Open a terminal in the session's sandbox: a PTY running a login bash with the session's environment
+         * @description It runs where the session’s kernels and processes do (the pooled container while Docker is available), so it sees their files, packages and servers. 201 with the terminal and a short-lived token for its WebSocket. Recorded as a `terminal` action (op `open`); policies see tool `terminal`, language `bash`: a deny is a 403 (recorded denied), an `ask` a 202 (it opens once approved). 429 TERMINAL_LIMIT past SWITCHYARD_MAX_TERMINALS_PER_SESSION open terminals; 503 when the sandbox tier is unavailable or full.
+         */
+        post: operations["TerminalsController_open"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/terminals/{terminalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One terminal of the session: its size, bytes in and out, clients, how it ended */
+        get: operations["TerminalsController_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Close a terminal: SIGHUP to its shell and everything it started; answers once it has ended
+         * @description Recorded as a `terminal` action (op `close`, tool `terminal_close`) with the bytes that went in and out and how long it was open; its clients’ WebSockets close with code 1000. 409 TERMINAL_CLOSED when it has already ended.
+         */
+        delete: operations["TerminalsController_close"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/terminals/{terminalId}/resize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a terminal's size (its programs get SIGWINCH); its WebSocket takes a resize message too
+         * @description 409 TERMINAL_CLOSED once it has ended.
+         */
+        post: operations["TerminalsController_resize"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/terminals/{terminalId}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new short-lived token for the terminal’s WebSocket (`?token=`), e.g. to reconnect from a browser
+         * @description It opens this terminal’s WebSocket and nothing else. 409 TERMINAL_CLOSED once it has ended.
+         */
+        post: operations["TerminalsController_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/ports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The ports something listens on in the session's sandbox, with the process that listens and its URL
+         * @description Read from the sandbox itself (its TCP sockets in LISTEN), so a server started any way (a `process` action, a kernel cell, a terminal) shows. Empty when the session has no sandbox running; nothing is started to look.
+         */
+        get: operations["PortsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/ports/{port}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A preview link to a port: a URL (and a token) a browser opens without the API key
+         * @description The token (scope `port:<port>`, this session only) rides in the URL once: the proxy sets it as an HttpOnly cookie scoped to the port’s path (or preview host) and sends the browser on without it. 400 naming `port` for a port outside SWITCHYARD_PORTS_ALLOWED; 403 PORTS_DISABLED when SWITCHYARD_PORTS_ENABLED is off. The port need not be listening yet.
+         */
+        post: operations["PortsController_preview"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1730,6 +1872,38 @@ export interface components {
                 [key: string]: string;
             } | null;
         };
+        /** @description A terminal in the session's sandbox: a PTY running a login bash (or `command`), with the session's environment. */
+        OpenTerminalDto: {
+            /** @description Columns (default 80). */
+            cols?: number | null;
+            /** @description Rows (default 24). */
+            rows?: number | null;
+            /** @description Working directory relative to the workspace root (default, or `""`: the root). */
+            cwd?: string | null;
+            /** @description Run this (by `bash -c`) instead of a login shell, e.g. `htop`; the terminal ends when it does. Scored and matched by policies as bash code. */
+            command?: string | null;
+            /** @description Extra environment variables; loader and interpreter hooks (LD_*, NODE_OPTIONS, PATH…) are refused. `TERM` is the engine’s: xterm-256color. */
+            env?: {
+                [key: string]: string;
+            } | null;
+        };
+        /** @description A terminal's new size: its programs get SIGWINCH and redraw. */
+        ResizeTerminalDto: {
+            /** @description Columns. */
+            cols: number;
+            /** @description Rows. */
+            rows: number;
+        };
+        /** @description A token for a client that cannot send an Authorization header (a browser's WebSocket). */
+        TerminalTokenDto: {
+            /** @description How long it can be used to attach (default 300 s); an attached client stays. */
+            ttlSeconds?: number | null;
+        };
+        /** @description A preview link to a port of the session: a URL a browser opens without the session's API key. */
+        PortPreviewDto: {
+            /** @description How long the link's token is valid, in seconds (default 3600, at most 86400). */
+            ttlSeconds?: number | null;
+        };
         /** @description Why the engine (not the user code) failed the action */
         ActionError: {
             /** @enum {string} */
@@ -1827,7 +2001,7 @@ export interface components {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
             /** @enum {string} */
             status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             /** @description Exit code of code and process actions that got one */
@@ -1859,12 +2033,12 @@ export interface components {
             redacted?: true;
             /** @description The `X-Request-Id` of the request that submitted it */
             requestId?: string;
-            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran */
+            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran (sessions with network), and those a browser action’s pages made to the session’s own ports (`localhost`) */
             egress?: {
                 host: string;
                 port: number;
                 allowed: boolean;
-                /** @description Why it was refused */
+                /** @description Why it was refused; on an allowed connection that did not go to the network, where it went (the session’s own sandbox port) */
                 reason?: string;
                 bytesIn: number;
                 bytesOut: number;
@@ -1888,7 +2062,7 @@ export interface components {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
             /** @enum {string} */
             status: "running" | "awaiting_approval";
             approval?: components["schemas"]["ApprovalRequest"];
@@ -1943,7 +2117,7 @@ export interface components {
             id: string;
             sessionId: string;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
             /** @enum {string} */
             status: "running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted";
             /** @description Exit code of code and process actions that got one */
@@ -1975,12 +2149,12 @@ export interface components {
             redacted?: true;
             /** @description The `X-Request-Id` of the request that submitted it */
             requestId?: string;
-            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran */
+            /** @description Connections the session’s sandboxes asked the egress proxy for while it ran (sessions with network), and those a browser action’s pages made to the session’s own ports (`localhost`) */
             egress?: {
                 host: string;
                 port: number;
                 allowed: boolean;
-                /** @description Why it was refused */
+                /** @description Why it was refused; on an allowed connection that did not go to the network, where it went (the session’s own sandbox port) */
                 reason?: string;
                 bytesIn: number;
                 bytesOut: number;
@@ -2034,8 +2208,8 @@ export interface components {
             /** @description Pass as `cursor` for the next page; absent on the last */
             nextCursor?: string;
         };
-        /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels, a skill’s returned value. Absent for fresh code actions and most failures. */
-        ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"] | components["schemas"]["SkillOutput"];
+        /** @description Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a browser op, a process and its logs, restarted kernels, a skill’s returned value, a terminal opened or closed. Absent for fresh code actions and most failures. */
+        ActionOutput: components["schemas"]["CodeCellOutput"] | components["schemas"]["FileOutput"] | components["schemas"]["BrowserOutput"] | components["schemas"]["ProcessOutput"] | components["schemas"]["KernelRestartOutput"] | components["schemas"]["SkillOutput"] | components["schemas"]["TerminalOutput"];
         /** @description `code` with `state: "session"`: the kernel that ran the cell, its last expression’s value and its rich results. A `fresh` code action has no `output`: its answer is `stdout`, `stderr` and `exitCode`. */
         CodeCellOutput: {
             kernel: components["schemas"]["KernelRun"];
@@ -2219,7 +2393,7 @@ export interface components {
             openedTabs?: string[];
         };
         /** @description `process` actions: the process the op acted on, as it is after it */
-        ProcessOutput: components["schemas"]["ProcessStateOutput"] | components["schemas"]["ProcessListOutput"] | components["schemas"]["ProcessLogsOutput"] | components["schemas"]["ProcessWriteOutput"] | components["schemas"]["ProcessSignalOutput"] | components["schemas"]["ProcessWaitOutput"];
+        ProcessOutput: components["schemas"]["ProcessStateOutput"] | components["schemas"]["ProcessListOutput"] | components["schemas"]["ProcessLogsOutput"] | components["schemas"]["ProcessWriteOutput"] | components["schemas"]["ProcessSignalOutput"] | components["schemas"]["ProcessWaitOutput"] | components["schemas"]["ProcessConnectOutput"];
         /** @description `process` ops `start` and `stop` */
         ProcessStateOutput: {
             processId: string;
@@ -2265,6 +2439,36 @@ export interface components {
             /** @description false: still running at the timeout (status `timed_out`) */
             exited: boolean;
             process: components["schemas"]["Process"];
+        };
+        /** @description `process` op `connect`: a request (or WebSocket) the engine proxied to a port of the session, recorded when it ended (not an op a caller sends) */
+        ProcessConnectOutput: {
+            port: number;
+            /**
+             * @description Through `/v1/sessions/{id}/ports/{port}/…`, or a preview host
+             * @enum {string}
+             */
+            via: "path" | "host";
+            /** @example GET */
+            method: string;
+            /** @description The path and query the server was sent (secrets redacted) */
+            path: string;
+            /**
+             * @description A WebSocket upgrade
+             * @enum {boolean}
+             */
+            websocket?: true;
+            /** @description The HTTP status the server answered (101 for a WebSocket) */
+            status?: number;
+            /** @description Body bytes from the caller to the server (all bytes for a WebSocket) */
+            bytesIn: number;
+            /** @description Body bytes from the server to the caller (all bytes for a WebSocket) */
+            bytesOut: number;
+            /** @description The background process whose tree listens on the port, when known */
+            processId?: string;
+            /** @description The kernel whose tree listens on the port, when known */
+            kernelId?: string;
+            /** @description Why it ended without a whole answer */
+            error?: string;
         };
         /** @description `kernel` actions (op `restart`): the session’s kernels of the language, restarted */
         KernelRestartOutput: {
@@ -2645,7 +2849,7 @@ export interface components {
                 /** @description Node id */
                 to: string;
                 /** @enum {string} */
-                type: "HAS_ACTION" | "NEXT" | "READ" | "WROTE" | "RETRY_OF" | "CALLED_BY" | "RAN_IN" | "HAS_APPROVAL" | "STARTED" | "HAS_CHECKPOINT" | "BEFORE" | "RESTORED" | "FORKED_FROM" | "HAS_PLAN" | "HAS_STEP" | "DEPENDS_ON" | "ATTEMPT" | "REPLACES";
+                type: "HAS_ACTION" | "NEXT" | "READ" | "WROTE" | "RETRY_OF" | "CALLED_BY" | "RAN_IN" | "HAS_APPROVAL" | "STARTED" | "REACHED" | "HAS_CHECKPOINT" | "BEFORE" | "RESTORED" | "FORKED_FROM" | "HAS_PLAN" | "HAS_STEP" | "DEPENDS_ON" | "ATTEMPT" | "REPLACES";
                 /** @description Primitive values only, as Neo4j stores them: nested values are JSON strings, unknown ones absent (never null) */
                 properties: {
                     [key: string]: unknown;
@@ -2661,7 +2865,7 @@ export interface components {
                 /** @description Position in its session, from 1 */
                 seq: number;
                 /** @enum {string} */
-                type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+                type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
                 /** @description The op (file, browser, process, kernel) or the language (code) */
                 operation: string;
                 /** @enum {string} */
@@ -2779,7 +2983,7 @@ export interface components {
             /** @description Position in its session, from 1 */
             seq: number;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
             /** @description The op (file, browser, process, kernel) or the language (code) */
             operation: string;
             /** @enum {string} */
@@ -2833,6 +3037,14 @@ export interface components {
                 /** Format: date-time */
                 startedAt: string;
             };
+            /** @description The server its connection reached (a `process` action of op `connect`: a request the engine proxied to a port of the session): a `REACHED` edge to that process or kernel */
+            reached?: {
+                /** @enum {string} */
+                kind: "process" | "kernel";
+                /** @description The process (`prc_…`) or kernel (`krn_…`) whose tree listens on the port */
+                id: string;
+                port: number;
+            };
             /** @description The checkpoint taken just before it */
             checkpoint?: {
                 id: string;
@@ -2861,7 +3073,7 @@ export interface components {
             /** @description Position in its session, from 1 */
             seq: number;
             /** @enum {string} */
-            type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+            type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
             /** @description The op (file, browser, process, kernel) or the language (code) */
             operation: string;
             /** @enum {string} */
@@ -2895,7 +3107,7 @@ export interface components {
                 /** @description Position in its session, from 1 */
                 seq: number;
                 /** @enum {string} */
-                type: "code" | "file" | "browser" | "process" | "kernel" | "skill";
+                type: "code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal";
                 /** @description The op (file, browser, process, kernel) or the language (code) */
                 operation: string;
                 /** @enum {string} */
@@ -3217,6 +3429,238 @@ export interface components {
         };
         TemplateList: {
             templates: components["schemas"]["Template"][];
+        };
+        /** @description A terminal of the session: a PTY in the session's sandbox, attached to over its WebSocket (`wsPath`, in REST answers) */
+        Terminal: {
+            /** @example trm_0123456789abcdef */
+            id: string;
+            /**
+             * @description `closed` once its shell exited or it was closed; kept (without its output) until the session ends
+             * @enum {string}
+             */
+            status: "open" | "closed";
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            cols: number;
+            rows: number;
+            /** @description Its starting directory, relative to the workspace root (`""`: the root) */
+            cwd: string;
+            /** @description What it runs instead of a login shell, when it was given one */
+            command?: string;
+            /** @description Its shell’s process id in the sandbox */
+            pid?: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Bytes typed into it, by every client */
+            bytesIn: number;
+            /** @description Bytes it wrote out */
+            bytesOut: number;
+            /** @description Clients attached to its WebSocket now */
+            clients: number;
+            /** Format: date-time */
+            endedAt?: string;
+            /** @description Its shell’s exit status, when it exited (not killed by a signal) */
+            exitCode?: number;
+            /** @description The signal that ended it, e.g. `SIGHUP` after a close */
+            signal?: string;
+            /**
+             * @description `exited`: its shell ended; `closed`: a client closed it; `idle`: no client and no output for SWITCHYARD_TERMINAL_IDLE_SECONDS; the others: its session, its sandbox or the engine ended
+             * @enum {string}
+             */
+            endReason?: "exited" | "closed" | "idle" | "session_ended" | "sandbox_lost" | "shutdown";
+            /**
+             * @description The terminal’s WebSocket, relative to the engine: send the key as `Authorization: Bearer …`, or append `?token=` and a token of this terminal
+             * @example /v1/sessions/ses_0123456789abcdef/terminals/trm_0123456789abcdef/ws
+             */
+            wsPath?: string;
+        };
+        /** @description The terminal opened, with a token for its WebSocket */
+        OpenedTerminal: {
+            /** @example trm_0123456789abcdef */
+            id: string;
+            /**
+             * @description `closed` once its shell exited or it was closed; kept (without its output) until the session ends
+             * @enum {string}
+             */
+            status: "open" | "closed";
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            cols: number;
+            rows: number;
+            /** @description Its starting directory, relative to the workspace root (`""`: the root) */
+            cwd: string;
+            /** @description What it runs instead of a login shell, when it was given one */
+            command?: string;
+            /** @description Its shell’s process id in the sandbox */
+            pid?: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Bytes typed into it, by every client */
+            bytesIn: number;
+            /** @description Bytes it wrote out */
+            bytesOut: number;
+            /** @description Clients attached to its WebSocket now */
+            clients: number;
+            /** Format: date-time */
+            endedAt?: string;
+            /** @description Its shell’s exit status, when it exited (not killed by a signal) */
+            exitCode?: number;
+            /** @description The signal that ended it, e.g. `SIGHUP` after a close */
+            signal?: string;
+            /**
+             * @description `exited`: its shell ended; `closed`: a client closed it; `idle`: no client and no output for SWITCHYARD_TERMINAL_IDLE_SECONDS; the others: its session, its sandbox or the engine ended
+             * @enum {string}
+             */
+            endReason?: "exited" | "closed" | "idle" | "session_ended" | "sandbox_lost" | "shutdown";
+            /**
+             * @description The terminal’s WebSocket, relative to the engine: send the key as `Authorization: Bearer …`, or append `?token=` and a token of this terminal
+             * @example /v1/sessions/ses_0123456789abcdef/terminals/trm_0123456789abcdef/ws
+             */
+            wsPath: string;
+            /** @description Opens this terminal’s WebSocket (`?token=`) without the key, until `tokenExpiresAt`; nothing else */
+            token: string;
+            /** Format: date-time */
+            tokenExpiresAt: string;
+            /** @description The `terminal` action that recorded it */
+            actionId: string;
+        };
+        /** @description A policy asks for approval of the terminal: it opens once approved (`GET …/terminals/{id}` then finds it) */
+        TerminalAwaitingApproval: {
+            /**
+             * @description The terminal’s id once it opens
+             * @example trm_0123456789abcdef
+             */
+            id: string;
+            /** @enum {string} */
+            status: "awaiting_approval";
+            /** @description The `terminal` action that recorded it */
+            actionId: string;
+            approval: components["schemas"]["ApprovalRequest"];
+            /**
+             * @description The terminal’s WebSocket, relative to the engine: send the key as `Authorization: Bearer …`, or append `?token=` and a token of this terminal
+             * @example /v1/sessions/ses_0123456789abcdef/terminals/trm_0123456789abcdef/ws
+             */
+            wsPath: string;
+        };
+        /** @description The terminal, closed */
+        ClosedTerminal: {
+            /** @example trm_0123456789abcdef */
+            id: string;
+            /**
+             * @description `closed` once its shell exited or it was closed; kept (without its output) until the session ends
+             * @enum {string}
+             */
+            status: "open" | "closed";
+            /** @enum {string} */
+            tier: "subprocess" | "pooled";
+            cols: number;
+            rows: number;
+            /** @description Its starting directory, relative to the workspace root (`""`: the root) */
+            cwd: string;
+            /** @description What it runs instead of a login shell, when it was given one */
+            command?: string;
+            /** @description Its shell’s process id in the sandbox */
+            pid?: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Bytes typed into it, by every client */
+            bytesIn: number;
+            /** @description Bytes it wrote out */
+            bytesOut: number;
+            /** @description Clients attached to its WebSocket now */
+            clients: number;
+            /** Format: date-time */
+            endedAt?: string;
+            /** @description Its shell’s exit status, when it exited (not killed by a signal) */
+            exitCode?: number;
+            /** @description The signal that ended it, e.g. `SIGHUP` after a close */
+            signal?: string;
+            /**
+             * @description `exited`: its shell ended; `closed`: a client closed it; `idle`: no client and no output for SWITCHYARD_TERMINAL_IDLE_SECONDS; the others: its session, its sandbox or the engine ended
+             * @enum {string}
+             */
+            endReason?: "exited" | "closed" | "idle" | "session_ended" | "sandbox_lost" | "shutdown";
+            /**
+             * @description The terminal’s WebSocket, relative to the engine: send the key as `Authorization: Bearer …`, or append `?token=` and a token of this terminal
+             * @example /v1/sessions/ses_0123456789abcdef/terminals/trm_0123456789abcdef/ws
+             */
+            wsPath?: string;
+            /** @description The `terminal` action that recorded it */
+            actionId: string;
+        };
+        TerminalList: {
+            terminals: components["schemas"]["Terminal"][];
+        };
+        TerminalToken: {
+            /** @description Opens this terminal’s WebSocket (`?token=`) without the key, until `tokenExpiresAt`; nothing else */
+            token: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /**
+             * @description The terminal’s WebSocket, relative to the engine: send the key as `Authorization: Bearer …`, or append `?token=` and a token of this terminal
+             * @example /v1/sessions/ses_0123456789abcdef/terminals/trm_0123456789abcdef/ws
+             */
+            wsPath: string;
+        };
+        /** @description `terminal` actions (ops `open`, `close`): the terminal as it is after the op, with its bytes in and out */
+        TerminalOutput: {
+            terminalId: string;
+            terminal: components["schemas"]["Terminal"];
+            /** @description How long it was open (op `close`) */
+            durationMs?: number;
+        };
+        /** @description A TCP port something listens on in the session’s sandbox */
+        ListeningPort: {
+            /** @example 8000 */
+            port: number;
+            /**
+             * @description The address it is bound to inside the sandbox: `127.0.0.1`, `0.0.0.0`, `::`…
+             * @example 0.0.0.0
+             */
+            address: string;
+            /**
+             * @description The sandbox it listens in
+             * @enum {string}
+             */
+            tier: "subprocess" | "pooled";
+            /** @description The background process whose process tree listens on it; null when none of the session’s is */
+            process?: {
+                /** @example prc_0123456789abcdef */
+                id: string;
+                name?: string;
+            } | null;
+            /** @description The kernel whose process tree listens on it (a server started from a cell); null when none */
+            kernel?: {
+                id: string;
+                /** @enum {string} */
+                language?: "python" | "node" | "bash";
+            } | null;
+            /**
+             * @description Its path through the engine’s proxy (with the bearer key, or a preview token)
+             * @example /v1/sessions/ses_0123456789abcdef01234567/ports/8000/
+             */
+            url: string;
+            /** @description Its preview host, when the engine has a preview domain (SWITCHYARD_PREVIEW_DOMAIN) */
+            host?: string;
+        };
+        /** @description The ports something listens on in the session’s sandboxes (empty when none runs) */
+        PortList: {
+            /** @description By port */
+            ports: components["schemas"]["ListeningPort"][];
+        };
+        /** @description A preview link to a port of the session */
+        PortPreview: {
+            /**
+             * @description The port through the path proxy with the token in `switchyard_token`: a browser opening it gets the token as a cookie for that path and is sent on without it
+             * @example /v1/sessions/ses_0123456789abcdef01234567/ports/8000/?switchyard_token=…
+             */
+            url: string;
+            /** @description A signed token of scope `port:<port>` for this session; it opens nothing else */
+            token: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /** @description The preview host (`<port>-<sessionId>.<domain>`), when the engine has a preview domain: the app at `/`, on an origin of its own; open `https://<host>/?switchyard_token=<token>` */
+            host?: string;
         };
         ToolList: {
             /** @description Every tool the caller’s policy offers, in the format asked for */
@@ -5240,6 +5684,62 @@ export interface operations {
             };
         };
     };
+    BrowserViewController_view: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tab’s viewport */
+            200: {
+                headers: {
+                    /** @description The page’s URL, percent-encoded */
+                    "x-switchyard-page-url"?: string;
+                    /** @description The page’s title, percent-encoded */
+                    "x-switchyard-page-title"?: string;
+                    /** @description The tab’s id (`tab_1`…) */
+                    "x-switchyard-tab"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": string;
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     PlansController_list: {
         parameters: {
             query?: never;
@@ -5837,6 +6337,626 @@ export interface operations {
             };
             /** @description No such session, or no such resource in it */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_open: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OpenTerminalDto"];
+            };
+        };
+        responses: {
+            /** @description The terminal, open */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenedTerminal"];
+                };
+            };
+            /** @description A policy asks for approval: it opens once approved */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalAwaitingApproval"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Action queue full (engine or session): retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency or capacity limit is unavailable, or the engine is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                terminalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_close: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                terminalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The terminal, closed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClosedTerminal"];
+                };
+            };
+            /** @description A policy asks for approval of `terminal_close`: it closes once approved */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalAwaitingApproval"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_resize: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                terminalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResizeTerminalDto"];
+            };
+        };
+        responses: {
+            /** @description The terminal, resized */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Terminal"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    TerminalsController_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                terminalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TerminalTokenDto"];
+            };
+        };
+        responses: {
+            /** @description The token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalToken"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflicts with the current state (see `error.code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PortsController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The listening ports */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortList"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected failure (details are logged, never returned) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    PortsController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+                /** @description A TCP port of the sandbox, within SWITCHYARD_PORTS_ALLOWED (default 1024-65535) */
+                port: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PortPreviewDto"];
+            };
+        };
+        responses: {
+            /** @description The preview link */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortPreview"];
+                };
+            };
+            /** @description Invalid request: malformed JSON or a field, parameter or header that fails validation (`error.fields` names them) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown bearer token (only when SWITCHYARD_API_KEYS is set) */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Authenticated, but not allowed: an admin-only operation, or an approval by a key that may not decide it */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such session, or no such resource in it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body over SWITCHYARD_MAX_BODY_BYTES, or a workspace, file or checkpoint cap reached */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A body that is not UTF-8 JSON (`content-type: application/json`) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6990,8 +8110,8 @@ export interface operations {
                 limit?: number;
                 /** @description Comma-separated (or repeated): running, awaiting_approval, succeeded, failed, timed_out, denied, error, cancelled, interrupted */
                 status?: ("running" | "awaiting_approval" | "succeeded" | "failed" | "timed_out" | "denied" | "error" | "cancelled" | "interrupted")[];
-                /** @description Comma-separated (or repeated): code, file, browser, process, kernel, skill */
-                types?: ("code" | "file" | "browser" | "process" | "kernel" | "skill")[];
+                /** @description Comma-separated (or repeated): code, file, browser, process, kernel, skill, terminal */
+                types?: ("code" | "file" | "browser" | "process" | "kernel" | "skill" | "terminal")[];
                 /** @description Only actions started at or after (ISO 8601) */
                 since?: string;
             };

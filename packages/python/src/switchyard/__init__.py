@@ -46,6 +46,7 @@ from .models import (
     Session,
     SessionEvent,
     Template,
+    Terminal,
     WriteInfo,
 )
 from .sandbox import CommandHandle, Sandbox
@@ -92,6 +93,7 @@ __all__ = [
     "Switchyard",
     "SwitchyardError",
     "Template",
+    "Terminal",
     "UnprocessableError",
     "WaitTimeoutError",
     "WriteInfo",

@@ -377,6 +377,74 @@ def delete_kernel(session_id: str, kernel_id: str) -> Call[None]:
     return _send("DELETE", f"{session_path(session_id)}/kernels/{enc(kernel_id)}", parse=_none)
 
 
+# ---- ports and the browser view ----
+
+
+def list_ports(session_id: str) -> Call[list[dict[str, Any]]]:
+    """The session's listening ports: `{port, address, tier, process, kernel, url, host?}` each (docs/ports.md)."""
+    return _get(f"{session_path(session_id)}/ports", _list("ports", _identity))
+
+
+def preview_port(session_id: str, port: int, ttl_seconds: int | None = None) -> Call[dict[str, Any]]:
+    """`{url, token, expiresAt, host?}`: a link a browser opens without the key (docs/ports.md)."""
+    body = {} if ttl_seconds is None else {"ttlSeconds": ttl_seconds}
+    return _send("POST", f"{session_path(session_id)}/ports/{int(port)}/preview", body)
+
+
+def port_path(session_id: str, port: int, path: str = "") -> str:
+    """Where the engine proxies `path` of the session's server on `port` (any method; docs/ports.md)."""
+    return f"{session_path(session_id)}/ports/{int(port)}/{path.lstrip('/')}"
+
+
+def browser_view_path(session_id: str) -> str:
+    """`GET`: the session's current browser tab as a JPEG (`x-switchyard-page-url`, …), not recorded."""
+    return f"{session_path(session_id)}/browser/view"
+
+
+# ---- terminals ----
+
+
+def open_terminal(
+    session_id: str,
+    *,
+    cols: int | None = None,
+    rows: int | None = None,
+    cwd: str | None = None,
+    command: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Call[dict[str, Any]]:
+    """The terminal and a token for its WebSocket (201), or `status: "awaiting_approval"` (202) when a policy asks."""
+    body = {"cols": cols, "rows": rows, "cwd": cwd, "command": command, "env": dict(env) if env is not None else None}
+    return _send("POST", f"{session_path(session_id)}/terminals", {k: v for k, v in body.items() if v is not None})
+
+
+def list_terminals(session_id: str) -> Call[list[m.Terminal]]:
+    return _get(f"{session_path(session_id)}/terminals", _list("terminals", m.Terminal.from_api))
+
+
+def get_terminal(session_id: str, terminal_id: str) -> Call[m.Terminal]:
+    return _get(f"{session_path(session_id)}/terminals/{enc(terminal_id)}", m.Terminal.from_api)
+
+
+def resize_terminal(session_id: str, terminal_id: str, cols: int, rows: int) -> Call[m.Terminal]:
+    return _send(
+        "POST",
+        f"{session_path(session_id)}/terminals/{enc(terminal_id)}/resize",
+        {"cols": cols, "rows": rows},
+        parse=m.Terminal.from_api,
+    )
+
+
+def terminal_token(session_id: str, terminal_id: str, ttl_seconds: int | None = None) -> Call[dict[str, Any]]:
+    """`{token, expiresAt, wsPath}`: opens the terminal's WebSocket (`?token=`) without the key."""
+    body = {} if ttl_seconds is None else {"ttlSeconds": ttl_seconds}
+    return _send("POST", f"{session_path(session_id)}/terminals/{enc(terminal_id)}/token", body)
+
+
+def close_terminal(session_id: str, terminal_id: str) -> Call[dict[str, Any]]:
+    return _send("DELETE", f"{session_path(session_id)}/terminals/{enc(terminal_id)}")
+
+
 # ---- plans ----
 
 FINAL_PLAN = frozenset({"succeeded", "needs_replan", "cancelled", "interrupted"})

@@ -7,6 +7,7 @@ import builtins
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, Literal, TypeVar
+from urllib.parse import unquote
 
 import httpx
 
@@ -39,6 +40,9 @@ class AsyncSwitchyard:
         self.files = _Files(self)
         self.checkpoints = _Checkpoints(self)
         self.kernels = _Kernels(self)
+        self.terminals = _Terminals(self)
+        self.ports = _Ports(self)
+        self.browser = _Browser(self)
         self.plans = _Plans(self)
         self.tools = _Tools(self)
         self.policies = _Policies(self)
@@ -423,6 +427,78 @@ class _Kernels(_Part):
 
     async def delete(self, session_id: str, kernel_id: str) -> None:
         await self._c.run(c.delete_kernel(session_id, kernel_id))
+
+
+class _Ports(_Part):
+    """A session's servers: its listening ports, preview links, and requests through the engine's proxy."""
+
+    async def list(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._c.run(c.list_ports(session_id))
+
+    async def preview(self, session_id: str, port: int, ttl_seconds: int | None = None) -> dict[str, Any]:
+        return await self._c.run(c.preview_port(session_id, port, ttl_seconds))
+
+    async def request(
+        self,
+        session_id: str,
+        port: int,
+        method: str = "GET",
+        path: str = "",
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One request to the session's server through the proxy: its JSON answer, or its text (non-2xx raises)."""
+        return await self._c.request(method, c.port_path(session_id, port, path), content=content, headers=headers)
+
+
+class _Browser(_Part):
+    """Watching the session's browser (not an action: nothing is recorded, nothing runs in the page)."""
+
+    async def view(self, session_id: str) -> dict[str, Any]:
+        """`{image: bytes (JPEG), url, title, tab}` of the current tab; `NotFoundError` (`NO_BROWSER`) without one."""
+        response = await self._c.stream("GET", c.browser_view_path(session_id))
+        try:
+            image = await response.aread()
+        finally:
+            await response.aclose()
+        return {
+            "image": image,
+            "url": unquote(response.headers.get("x-switchyard-page-url", "")),
+            "title": unquote(response.headers.get("x-switchyard-page-title", "")),
+            "tab": response.headers.get("x-switchyard-tab", ""),
+        }
+
+
+class _Terminals(_Part):
+    """Shells (PTYs) in a session's sandbox, driven over their WebSocket (`ws_path`; docs/terminals.md)."""
+
+    async def open(
+        self,
+        session_id: str,
+        *,
+        cols: int | None = None,
+        rows: int | None = None,
+        cwd: str | None = None,
+        command: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return await self._c.run(c.open_terminal(session_id, cols=cols, rows=rows, cwd=cwd, command=command, env=env))
+
+    async def list(self, session_id: str) -> list[m.Terminal]:
+        return await self._c.run(c.list_terminals(session_id))
+
+    async def get(self, session_id: str, terminal_id: str) -> m.Terminal:
+        return await self._c.run(c.get_terminal(session_id, terminal_id))
+
+    async def resize(self, session_id: str, terminal_id: str, cols: int, rows: int) -> m.Terminal:
+        return await self._c.run(c.resize_terminal(session_id, terminal_id, cols, rows))
+
+    async def token(self, session_id: str, terminal_id: str, ttl_seconds: int | None = None) -> dict[str, Any]:
+        return await self._c.run(c.terminal_token(session_id, terminal_id, ttl_seconds))
+
+    async def close(self, session_id: str, terminal_id: str) -> dict[str, Any]:
+        return await self._c.run(c.close_terminal(session_id, terminal_id))
 
 
 class _Plans(_Part):

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
+from urllib.parse import unquote
 
 import httpx
 
@@ -43,6 +44,9 @@ class Switchyard:
         self.files = _Files(self)
         self.checkpoints = _Checkpoints(self)
         self.kernels = _Kernels(self)
+        self.terminals = _Terminals(self)
+        self.ports = _Ports(self)
+        self.browser = _Browser(self)
         self.plans = _Plans(self)
         self.tools = _Tools(self)
         self.policies = _Policies(self)
@@ -433,6 +437,78 @@ class _Kernels(_Part):
 
     def delete(self, session_id: str, kernel_id: str) -> None:
         self._c.run(c.delete_kernel(session_id, kernel_id))
+
+
+class _Ports(_Part):
+    """A session's servers: its listening ports, preview links, and requests through the engine's proxy."""
+
+    def list(self, session_id: str) -> list[dict[str, Any]]:
+        return self._c.run(c.list_ports(session_id))
+
+    def preview(self, session_id: str, port: int, ttl_seconds: int | None = None) -> dict[str, Any]:
+        return self._c.run(c.preview_port(session_id, port, ttl_seconds))
+
+    def request(
+        self,
+        session_id: str,
+        port: int,
+        method: str = "GET",
+        path: str = "",
+        *,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One request to the session's server through the proxy: its JSON answer, or its text (non-2xx raises)."""
+        return self._c.request(method, c.port_path(session_id, port, path), content=content, headers=headers)
+
+
+class _Browser(_Part):
+    """Watching the session's browser (not an action: nothing is recorded, nothing runs in the page)."""
+
+    def view(self, session_id: str) -> dict[str, Any]:
+        """`{image: bytes (JPEG), url, title, tab}` of the current tab; `NotFoundError` (`NO_BROWSER`) without one."""
+        response = self._c.stream("GET", c.browser_view_path(session_id))
+        try:
+            image = response.read()
+        finally:
+            response.close()
+        return {
+            "image": image,
+            "url": unquote(response.headers.get("x-switchyard-page-url", "")),
+            "title": unquote(response.headers.get("x-switchyard-page-title", "")),
+            "tab": response.headers.get("x-switchyard-tab", ""),
+        }
+
+
+class _Terminals(_Part):
+    """Shells (PTYs) in a session's sandbox, driven over their WebSocket (`ws_path`; docs/terminals.md)."""
+
+    def open(
+        self,
+        session_id: str,
+        *,
+        cols: int | None = None,
+        rows: int | None = None,
+        cwd: str | None = None,
+        command: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return self._c.run(c.open_terminal(session_id, cols=cols, rows=rows, cwd=cwd, command=command, env=env))
+
+    def list(self, session_id: str) -> list[m.Terminal]:
+        return self._c.run(c.list_terminals(session_id))
+
+    def get(self, session_id: str, terminal_id: str) -> m.Terminal:
+        return self._c.run(c.get_terminal(session_id, terminal_id))
+
+    def resize(self, session_id: str, terminal_id: str, cols: int, rows: int) -> m.Terminal:
+        return self._c.run(c.resize_terminal(session_id, terminal_id, cols, rows))
+
+    def token(self, session_id: str, terminal_id: str, ttl_seconds: int | None = None) -> dict[str, Any]:
+        return self._c.run(c.terminal_token(session_id, terminal_id, ttl_seconds))
+
+    def close(self, session_id: str, terminal_id: str) -> dict[str, Any]:
+        return self._c.run(c.close_terminal(session_id, terminal_id))
 
 
 class _Plans(_Part):

@@ -314,6 +314,35 @@ class Kernel:
 
 
 @dataclass
+class Terminal:
+    """A terminal of the session (a PTY in its sandbox), as the engine last reported it (docs/terminals.md)."""
+
+    __schema__: ClassVar[str] = "Terminal"
+    id: str = _api("id", "")
+    status: str = _api("status", "")
+    tier: str = _api("tier", "")
+    cols: int = _api("cols", 0)
+    rows: int = _api("rows", 0)
+    cwd: str = _api("cwd", "")
+    command: str | None = _api("command")
+    pid: int | None = _api("pid")
+    created_at: str = _api("createdAt", "")
+    bytes_in: int = _api("bytesIn", 0)
+    bytes_out: int = _api("bytesOut", 0)
+    clients: int = _api("clients", 0)
+    ended_at: str | None = _api("endedAt")
+    exit_code: int | None = _api("exitCode")
+    signal: str | None = _api("signal")
+    end_reason: str | None = _api("endReason")
+    ws_path: str | None = _api("wsPath")
+    raw: dict[str, Any] = _raw()
+
+    @classmethod
+    def from_api(cls, body: Any) -> Terminal:
+        return _build(cls, body)
+
+
+@dataclass
 class ProcessInfo:
     """A background process of the session, as the engine last reported it."""
 

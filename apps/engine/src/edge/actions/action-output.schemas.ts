@@ -249,6 +249,37 @@ const PROCESS_OPS = {
     exited: { type: 'boolean', description: 'false: still running at the timeout (status `timed_out`)' },
     process: ref('Process'),
   }),
+  ProcessConnectOutput: object(
+    ['port', 'via', 'method', 'path', 'bytesIn', 'bytesOut'],
+    {
+      port: { type: 'integer', minimum: 1, maximum: 65535 },
+      via: {
+        type: 'string',
+        enum: ['path', 'host'],
+        description: 'Through `/v1/sessions/{id}/ports/{port}/…`, or a preview host',
+      },
+      method: { type: 'string', example: 'GET' },
+      path: { type: 'string', description: 'The path and query the server was sent (secrets redacted)' },
+      websocket: { type: 'boolean', enum: [true], description: 'A WebSocket upgrade' },
+      status: { type: 'integer', description: 'The HTTP status the server answered (101 for a WebSocket)' },
+      bytesIn: {
+        type: 'integer',
+        description: 'Body bytes from the caller to the server (all bytes for a WebSocket)',
+      },
+      bytesOut: {
+        type: 'integer',
+        description: 'Body bytes from the server to the caller (all bytes for a WebSocket)',
+      },
+      processId: {
+        type: 'string',
+        description: 'The background process whose tree listens on the port, when known',
+      },
+      kernelId: { type: 'string', description: 'The kernel whose tree listens on the port, when known' },
+      error: { type: 'string', description: 'Why it ended without a whole answer' },
+    },
+    '`process` op `connect`: a request (or WebSocket) the engine proxied to a port of the session, recorded when it ' +
+      'ended (not an op a caller sends)',
+  ),
 } satisfies Record<string, SchemaObject>;
 
 const PROCESS_OUTPUT: SchemaObject = {
@@ -270,8 +301,8 @@ const KERNEL_RESTART_OUTPUT: SchemaObject = object(
 const ACTION_OUTPUT: SchemaObject = {
   description:
     'Type-specific data, redacted: a kernel cell’s kernel and value (code), a file op’s result, the page after a ' +
-    'browser op, a process and its logs, restarted kernels, a skill’s returned value. Absent for fresh code actions ' +
-    'and most failures.',
+    'browser op, a process and its logs, restarted kernels, a skill’s returned value, a terminal opened or closed. ' +
+    'Absent for fresh code actions and most failures.',
   anyOf: [
     ref('CodeCellOutput'),
     ref('FileOutput'),
@@ -279,6 +310,7 @@ const ACTION_OUTPUT: SchemaObject = {
     ref('ProcessOutput'),
     ref('KernelRestartOutput'),
     ref('SkillOutput'),
+    ref('TerminalOutput'),
   ],
 };
 

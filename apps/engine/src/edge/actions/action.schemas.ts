@@ -37,7 +37,9 @@ const ACTION_RESULT_PROPERTIES: Record<string, SchemaOrRef> = {
   requestId: { type: 'string', description: 'The `X-Request-Id` of the request that submitted it' },
   egress: {
     type: 'array',
-    description: 'Connections the session’s sandboxes asked the egress proxy for while it ran',
+    description:
+      'Connections the session’s sandboxes asked the egress proxy for while it ran (sessions with network), and ' +
+      'those a browser action’s pages made to the session’s own ports (`localhost`)',
     items: {
       type: 'object',
       required: ['host', 'port', 'allowed', 'bytesIn', 'bytesOut'],
@@ -45,7 +47,12 @@ const ACTION_RESULT_PROPERTIES: Record<string, SchemaOrRef> = {
         host: { type: 'string' },
         port: { type: 'integer' },
         allowed: { type: 'boolean' },
-        reason: { type: 'string', description: 'Why it was refused' },
+        reason: {
+          type: 'string',
+          description:
+            'Why it was refused; on an allowed connection that did not go to the network, where it went ' +
+            '(the session’s own sandbox port)',
+        },
         bytesIn: { type: 'integer' },
         bytesOut: { type: 'integer' },
       },

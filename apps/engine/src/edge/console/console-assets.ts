@@ -11,6 +11,10 @@ const ASSETS: Record<string, string> = {
   'console.js.map': 'application/json; charset=utf-8',
   'console.js.LEGAL.txt': 'text/plain; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  'terminal.js': 'text/javascript; charset=utf-8',
+  'terminal.js.map': 'application/json; charset=utf-8',
+  'terminal.js.LEGAL.txt': 'text/plain; charset=utf-8',
+  'xterm.css': 'text/css; charset=utf-8',
 };
 
 /**
@@ -18,7 +22,8 @@ const ASSETS: Record<string, string> = {
  * Cytoscape.js adds a small stylesheet for its container. Images may be data: URLs: a code cell's image results
  * are drawn from them. No frame may load anything (frame-src falls back to 'none'): a cell's HTML result is drawn
  * in a sandboxed srcdoc frame, which fetches nothing and carries a stricter policy of its own
- * (apps/console/src/html-frame.ts).
+ * (apps/console/src/html-frame.ts). `connect-src 'self'` also covers WebSockets to this same host and port (ws: from
+ * an http: page, wss: from https:): the terminal pane attaches there, and nowhere else.
  */
 const CSP = [
   "default-src 'none'",

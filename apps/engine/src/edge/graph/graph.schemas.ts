@@ -45,6 +45,7 @@ const EDGE_TYPES: Record<GraphEdgeType, true> = {
   RAN_IN: true,
   HAS_APPROVAL: true,
   STARTED: true,
+  REACHED: true,
   HAS_CHECKPOINT: true,
   BEFORE: true,
   RESTORED: true,
@@ -149,6 +150,19 @@ const ACTION_RECORD_SCHEMA: SchemaObject = object(
         startedAt: TIMESTAMP,
       },
       'The background process it started',
+    ),
+    reached: object(
+      ['kind', 'id', 'port'],
+      {
+        kind: { type: 'string', enum: ['process', 'kernel'] },
+        id: {
+          type: 'string',
+          description: 'The process (`prc_…`) or kernel (`krn_…`) whose tree listens on the port',
+        },
+        port: { type: 'integer', minimum: 1, maximum: 65535 },
+      },
+      'The server its connection reached (a `process` action of op `connect`: a request the engine proxied to a ' +
+        'port of the session): a `REACHED` edge to that process or kernel',
     ),
     checkpoint: { ...CHECKPOINT_REF_SCHEMA, description: 'The checkpoint taken just before it' },
     approval: ref('ApprovalRecord'),

@@ -61,7 +61,9 @@ export class AccessTokens {
   ): { token: string; expiresAt: string } {
     const seconds = Math.min(Math.max(1, Math.floor(ttlSeconds)), ACCESS_TOKEN_MAX_SECONDS);
     const exp = Math.floor(this.clock.now().getTime() / 1000) + seconds;
-    const payload = b64url(Buffer.from(JSON.stringify({ t: principal.tenant, s: sessionId, k: scope, e: exp })));
+    const payload = b64url(
+      Buffer.from(JSON.stringify({ t: principal.tenant, s: sessionId, k: scope, e: exp })),
+    );
     return { token: `${payload}.${this.sign(payload)}`, expiresAt: new Date(exp * 1000).toISOString() };
   }
 

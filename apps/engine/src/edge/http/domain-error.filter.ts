@@ -14,6 +14,7 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,
   payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+  bad_gateway: HttpStatus.BAD_GATEWAY,
   internal: HttpStatus.INTERNAL_SERVER_ERROR,
 };
 

@@ -51,7 +51,12 @@ export interface RawBodyRequest extends Request {
  */
 const STREAMED_BODY = /^\/v1\/sessions\/[^/]+\/files\/(?:content|archive)\/?$/;
 
-export function installJsonBody(app: INestApplication, maxBodyBytes: number): void {
+export function installJsonBody(
+  app: INestApplication,
+  maxBodyBytes: number,
+  /** Other requests whose bodies are streamed by their handler (the ports proxy's: the session's server's bytes). */
+  streamed: (req: Request) => boolean = () => false,
+): void {
   const read = express.raw({ limit: maxBodyBytes, type: ['application/json', 'application/*+json'] });
   const refuse = (res: Response, status: number, code: string, field: string, message: string) =>
     res
@@ -63,7 +68,7 @@ export function installJsonBody(app: INestApplication, maxBodyBytes: number): vo
       );
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Any method: what is not a PUT there is answered 405 (or ignores its body) further on.
-    if (STREAMED_BODY.test(req.path)) return next();
+    if (STREAMED_BODY.test(req.path) || streamed(req)) return next();
     read(req, res, (err?: unknown) => {
       if (err) {
         const e = err as BodyParserError;

@@ -12,9 +12,11 @@ import { JUPYTER_SCHEMAS } from '../jupyter/jupyter.schemas';
 import { KERNEL_SCHEMAS } from '../kernels/kernel.schemas';
 import { PLAN_SCHEMAS } from '../plans/plan.schemas';
 import { POLICY_SCHEMAS } from '../policies/policy.schemas';
+import { PORT_SCHEMAS } from '../ports/port.schemas';
 import { SESSION_SCHEMAS } from '../sessions/session.schemas';
 import { SKILL_SCHEMAS } from '../skills/skill.schemas';
 import { TEMPLATE_SCHEMAS } from '../templates/template.schemas';
+import { TERMINAL_SCHEMAS } from '../terminals/terminal.schemas';
 import { TOOL_SCHEMAS } from '../tools/tool.schemas';
 import { COMMON_SCHEMAS, ref } from './common.schemas';
 
@@ -41,6 +43,8 @@ export const RESPONSE_SCHEMAS = {
   ...KERNEL_SCHEMAS,
   ...JUPYTER_SCHEMAS,
   ...TEMPLATE_SCHEMAS,
+  ...TERMINAL_SCHEMAS,
+  ...PORT_SCHEMAS,
   ...TOOL_SCHEMAS,
   ...HEALTH_SCHEMAS,
 } satisfies Record<string, SchemaObject>;

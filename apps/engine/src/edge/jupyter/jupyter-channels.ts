@@ -1,14 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
-import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
 import type { EngineConfig } from '../../platform/config/engine-config';
 import { SessionsService } from '../../session/sessions/sessions.service';
 import type { Session } from '../../state/sessions/session.model';
-import { errorAnswer } from '../http/domain-error.filter';
 import { ApiKeys } from '../http/api-keys';
+import { refuseUpgrade, UpgradeRoutes } from '../http/upgrade-routes';
 import { parseJsonBody } from '../http/json-body.middleware';
 import type { JupyterKernel, JupyterPeer } from './jupyter-kernel';
 import { JupyterKernels } from './jupyter-kernels';
@@ -36,14 +35,11 @@ export class JupyterChannels implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly sockets = new Set<WebSocket>();
   private readonly unanswered = new WeakSet<WebSocket>();
   private wss?: WebSocketServer;
-  private httpServer?: Server;
   private pinger?: NodeJS.Timeout;
-  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void =>
-    this.upgrade(req, socket, head);
 
   constructor(
     @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
-    private readonly adapterHost: HttpAdapterHost,
+    private readonly routes: UpgradeRoutes,
     private readonly keys: ApiKeys,
     private readonly sessions: SessionsService,
     private readonly kernels: JupyterKernels,
@@ -59,15 +55,17 @@ export class JupyterChannels implements OnApplicationBootstrap, OnModuleDestroy 
       // Jupyter's JSON framing: a client offering `v1.kernel.websocket.jupyter.org` falls back to it.
       handleProtocols: () => false,
     });
-    this.httpServer = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
-    this.httpServer?.on('upgrade', this.onUpgrade);
+    this.routes.register({
+      name: '/v1/sessions/{sessionId}/jupyter/api/kernels/{kernelId}/channels',
+      match: (pathname) => isChannelsPath(pathname),
+      handle: (req, socket, head) => this.upgrade(req, socket, head),
+    });
     this.pinger = setInterval(() => this.ping(), PING_INTERVAL_MS);
     this.pinger.unref();
   }
 
   onModuleDestroy(): void {
     clearInterval(this.pinger);
-    this.httpServer?.off('upgrade', this.onUpgrade);
     // Open connections would keep the HTTP server from closing.
     for (const ws of this.sockets) ws.terminate();
     this.sockets.clear();
@@ -75,7 +73,6 @@ export class JupyterChannels implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', () => socket.destroy());
     let session: Session;
     let kernel: JupyterKernel;
     try {
@@ -90,7 +87,7 @@ export class JupyterChannels implements OnApplicationBootstrap, OnModuleDestroy 
       session = this.sessions.get(tenant, sessionId);
       kernel = this.kernels.get(sessionId, kernelId);
     } catch (err) {
-      refuse(socket, err);
+      refuseUpgrade(socket, err);
       return;
     }
     this.wss!.handleUpgrade(req, socket, head, (ws) => this.connect(session, kernel, ws));
@@ -161,16 +158,12 @@ export class JupyterChannels implements OnApplicationBootstrap, OnModuleDestroy 
   }
 }
 
-/** Answers a refused upgrade as any refused request is answered: its status and the engine's error body. */
-function refuse(socket: Duplex, err: unknown): void {
-  const { status, body, challenge } = errorAnswer(err);
-  const text = JSON.stringify(body);
-  const headers = [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
-    'Content-Type: application/json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(text)}`,
-    ...(challenge === undefined ? [] : [`WWW-Authenticate: ${challenge}`]),
-    'Connection: close',
-  ];
-  socket.end(`${headers.join('\r\n')}\r\n\r\n${text}`);
+/** Whether a path is a kernel's channels (the upgrade's own checks then name what is wrong with it). */
+function isChannelsPath(pathname: string): boolean {
+  try {
+    channelsTarget(pathname);
+    return true;
+  } catch {
+    return false;
+  }
 }

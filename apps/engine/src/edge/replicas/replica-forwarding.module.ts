@@ -3,11 +3,12 @@ import type { EngineConfig } from '../../platform/config/engine-config';
 import { ReplicasModule } from '../../engine/replicas/replicas.module';
 import { ApprovalsFanOut } from './approvals-fan-out';
 import { SessionForwarding } from './session-forwarding';
+import { UpgradeForwarding } from './upgrade-forwarding';
 
 /**
- * Replicas at the edge (SWITCHYARD_STATE=postgres): a session's requests go to the replica that serves it, and
- * approval decisions reach every replica. Wraps the replicas module, so the app imports only this one. Empty with
- * SQLite.
+ * Replicas at the edge (SWITCHYARD_STATE=postgres): a session's requests and WebSockets go to the replica that serves
+ * it, and approval decisions reach every replica. Wraps the replicas module, so the app imports only this one. Empty
+ * with SQLite.
  */
 @Module({})
 export class ReplicaForwardingModule {
@@ -17,7 +18,7 @@ export class ReplicaForwardingModule {
     return {
       module: ReplicaForwardingModule,
       imports: [replicas],
-      providers: [SessionForwarding, ApprovalsFanOut],
+      providers: [SessionForwarding, ApprovalsFanOut, UpgradeForwarding],
       exports: [SessionForwarding, ApprovalsFanOut],
     };
   }

@@ -4,7 +4,11 @@ import type { AddressInfo } from 'node:net';
 import type { RawBodyRequest } from '../http/json-body.middleware';
 import type { ReplicaLeases, SessionRoute } from '../../engine/replicas/replica-leases';
 import type { ReplicaTakeover } from '../../engine/replicas/replica-takeover';
+import type { EngineConfig } from '../../platform/config/engine-config';
 import { FORWARDED_BY, SessionForwarding } from './session-forwarding';
+
+/** Preview hosts are `<port>-<session>.preview.test`. */
+const CONFIG = { ports: { previewDomain: 'preview.test' } } as unknown as EngineConfig;
 
 /** Fakes of the two collaborators: routes set by the test, takeovers recorded. */
 function collaborators(routes: Map<string, SessionRoute>, leaseMs = 600) {
@@ -83,7 +87,7 @@ describe('SessionForwarding', () => {
       ['ses_1', { owner: 'other', url: owner.url, alive: true }],
     ]);
     const { leases, takeover } = collaborators(routes);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
 
     const body = '{ "type":"code",  "code":"print(1)" }';
@@ -115,12 +119,41 @@ describe('SessionForwarding', () => {
     }
   });
 
+  it('forwards a request to a preview host of a session another replica serves, whatever its path, Host kept', async () => {
+    let seen: { host?: string; url?: string } | undefined;
+    const owner = await listen((req, res) => {
+      seen = { host: req.headers.host, url: req.url };
+      res.end('owner');
+    });
+    closers.push(owner.close);
+    const routes = new Map<string, SessionRoute>([
+      ['ses_p', { owner: 'other', url: owner.url, alive: true }],
+    ]);
+    const { leases, takeover } = collaborators(routes);
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
+    closers.push(me.close);
+    const get = (host: string) =>
+      new Promise<string>((resolve, reject) => {
+        http
+          .get(`${me.url}/assets/app.js?v=1`, { headers: { host } }, (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString()));
+            res.on('end', () => resolve(text));
+          })
+          .on('error', reject);
+      });
+    expect(await get('8000-ses_p.preview.test:3000')).toBe('owner');
+    expect(seen).toEqual({ host: '8000-ses_p.preview.test:3000', url: '/assets/app.js?v=1' });
+    // Another domain's host is not a preview host: served here.
+    expect(JSON.parse(await get('8000-ses_p.example.com'))).toMatchObject({ servedBy: 'me' });
+  });
+
   it('takes over a session whose replica lease ran out, and serves it here', async () => {
     const routes = new Map<string, SessionRoute>([
       ['ses_2', { owner: 'dead', url: 'http://127.0.0.1:9', alive: false }],
     ]);
     const { leases, takeover, takenOver } = collaborators(routes);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
     const res = await fetch(`${me.url}/v1/sessions/ses_2`);
     expect(((await res.json()) as { servedBy: string }).servedBy).toBe('me');
@@ -133,7 +166,7 @@ describe('SessionForwarding', () => {
     await gone.close(); // nothing listens there now: connections are refused
     const routes = new Map<string, SessionRoute>([['ses_3', { owner: 'dying', url, alive: true }]]);
     const { leases, takeover, takenOver } = collaborators(routes);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
     setTimeout(() => routes.set('ses_3', { owner: 'dying', url, alive: false }), 300);
     const res = await fetch(`${me.url}/v1/sessions/ses_3/actions`, { method: 'POST', body: '{"x":1}' });
@@ -146,7 +179,7 @@ describe('SessionForwarding', () => {
     await gone.close();
     const routes = new Map<string, SessionRoute>([['ses_4', { owner: 'stuck', url: gone.url, alive: true }]]);
     const { leases, takeover } = collaborators(routes, 1000);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
     const res = await fetch(`${me.url}/v1/sessions/ses_4`);
     expect(res.status).toBe(503);
@@ -159,7 +192,7 @@ describe('SessionForwarding', () => {
       ['ses_5', { owner: 'other', url: 'http://127.0.0.1:9', alive: true }],
     ]);
     const { leases, takeover } = collaborators(routes);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
     const res = await fetch(`${me.url}/v1/sessions/ses_5`, { headers: { [FORWARDED_BY]: 'someone' } });
     expect(res.status).toBe(503);
@@ -173,7 +206,7 @@ describe('SessionForwarding', () => {
       ['ses_abc', { owner: 'other', url: owner.url, alive: true }],
     ]);
     const { leases, takeover } = collaborators(routes);
-    const me = await replica(new SessionForwarding(leases, takeover));
+    const me = await replica(new SessionForwarding(leases, takeover, CONFIG));
     closers.push(me.close);
     const mcp = await fetch(`${me.url}/mcp`, {
       method: 'POST',

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -6,6 +6,9 @@ import { errorBody } from '../../platform/validation/error-body';
 import type { RawBodyRequest } from '../http/json-body.middleware';
 import { ReplicaLeases, type SessionRoute } from '../../engine/replicas/replica-leases';
 import { ReplicaTakeover } from '../../engine/replicas/replica-takeover';
+import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
+import type { EngineConfig } from '../../platform/config/engine-config';
+import { hostTarget } from '../ports/port-target';
 
 /** How long a replica may take to accept a forwarded request's connection. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -36,10 +39,13 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /**
- * The session a request is about: `/v1/sessions/<id>` and everything under it; `/v1/tools?sessionId=<id>` (the
- * catalog a session's policy filters); `/mcp` with an `Mcp-Session-Id` (`<engine session>.<uuid>`).
+ * The session a request is about: a preview host's (`<port>-<sessionId>.<SWITCHYARD_PREVIEW_DOMAIN>`, any path);
+ * `/v1/sessions/<id>` and everything under it; `/v1/tools?sessionId=<id>` (the catalog a session's policy filters);
+ * `/mcp` with an `Mcp-Session-Id` (`<engine session>.<uuid>`).
  */
-function sessionOf(req: Request): string | undefined {
+function sessionOf(req: Request, previewDomain: string | undefined): string | undefined {
+  const preview = hostTarget(req.headers.host, req.originalUrl, previewDomain);
+  if (preview) return preview.sessionId;
   const m = /^\/v1\/sessions\/([^/]+)(?:\/|$)/.exec(req.path);
   if (m) return safeDecode(m[1]);
   if (req.path === '/v1/tools' && typeof req.query.sessionId === 'string') return req.query.sessionId;
@@ -71,11 +77,12 @@ export class SessionForwarding {
   constructor(
     private readonly leases: ReplicaLeases,
     private readonly takeover: ReplicaTakeover,
+    @Inject(ENGINE_CONFIG) private readonly config: EngineConfig,
   ) {}
 
   middleware(): (req: Request, res: Response, next: NextFunction) => void {
     return (req, res, next) => {
-      const sessionId = sessionOf(req);
+      const sessionId = sessionOf(req, this.config.ports.previewDomain);
       if (sessionId === undefined) return next();
       this.route(sessionId, req, res, next).catch((err: unknown) => {
         this.logger.error({ msg: 'cannot route a session request', sessionId, err: String(err) });

@@ -49,7 +49,7 @@ export interface EnvelopeFields {
   startedAt: string;
   durationMs: number;
   requestId?: string;
-  /** Connections the session's sandboxes asked the egress proxy for while the action ran. */
+  /** Connections the session's sandboxes asked the egress proxy for while it ran, and its own to its own ports. */
   egress?: EgressRecord[];
   /** The checkpoint taken before it ran, and the one it restored first. */
   checkpoint?: ActionResult['checkpoint'];

@@ -2,6 +2,7 @@ import type {
   ActionError,
   ActionResult,
   ActionTier,
+  EgressRecord,
   FileTouch,
   FinalActionStatus,
   RiskAssessment,
@@ -34,6 +35,11 @@ export interface Outcome {
   startedProcess?: ProcessGraphRef;
   /** What a caller can do about this outcome (e.g. code that met a session without network). */
   hints?: string[];
+  /**
+   * Connections the action made by a way of its own, not through the session's egress proxy (a browser page's
+   * `localhost`, opened as the session's own sandbox port): listed in the result's `egress` with the proxy's.
+   */
+  egress?: EgressRecord[];
   /**
    * A refusal of the input itself that only running could find (a symlink leading out of the workspace). The action
    * is recorded `denied` like any refusal; the HTTP edge answers it as the 4xx it would have been if found earlier.

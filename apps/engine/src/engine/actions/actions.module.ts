@@ -24,6 +24,9 @@ import { FileTransferChannel } from '../handlers/file-transfer-channel';
 import { KernelActionHandler } from '../handlers/kernel-action.handler';
 import { ProcessActionHandler } from '../handlers/process-action.handler';
 import { SkillActionHandler } from '../handlers/skill-action.handler';
+import { TerminalActionHandler } from '../handlers/terminal-action.handler';
+import { TerminalEndings } from '../handlers/terminal-endings';
+import { TerminalRequests } from '../handlers/terminal-requests';
 import { SkillsModule } from '../skills/skills.module';
 import { InFlightActions } from './in-flight-actions';
 import { RetryPolicy } from './retry-policy';
@@ -36,6 +39,7 @@ const HANDLERS = [
   ProcessActionHandler,
   KernelActionHandler,
   SkillActionHandler,
+  TerminalActionHandler,
 ];
 
 /** Actions: the execution engine, a handler per action type, admission, retries and the REST endpoints. */
@@ -71,7 +75,9 @@ const HANDLERS = [
     ActionEnvelopes,
     ExecutionEngine,
     FileTransferChannel,
+    TerminalRequests,
+    TerminalEndings,
   ],
-  exports: [ExecutionEngine, FileTransferChannel],
+  exports: [ExecutionEngine, FileTransferChannel, TerminalRequests],
 })
 export class ActionsModule {}

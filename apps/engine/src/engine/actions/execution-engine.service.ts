@@ -347,8 +347,10 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
           ));
         const final = abort.signal.aborted ? cancelled(outcome, abort.signal.reason) : outcome;
         const durationMs = Math.round(this.clock.monotonic() - t0);
-        // Whatever of the session reached for the network while the action ran (its code, or its processes).
-        const egress = await this.network.attempts(session, startedAtDate.getTime());
+        // Whatever of the session reached for the network while the action ran (its code, or its processes), and what
+        // the action itself opened of the session's own ports (its browser's `localhost`).
+        const network = await this.network.attempts(session, startedAtDate.getTime());
+        const egress = final.egress ? [...(network ?? []), ...final.egress] : network;
         const result = this.envelopes.envelope(
           {
             id,

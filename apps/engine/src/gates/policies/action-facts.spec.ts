@@ -67,4 +67,33 @@ describe('action facts', () => {
       hosts: [],
     });
   });
+
+  it('takes a terminal for bash: its opening matches `language: bash` (and its command’s hosts), its close runs none', () => {
+    const routed = { tier: 'pooled', risk: { level: 'low' } };
+    const open = { type: 'terminal', op: 'open', terminalId: 'trm_1', cols: 80, rows: 24 } as const;
+    expect(actionFacts(open, routed)).toEqual({
+      tool: 'terminal',
+      type: 'terminal',
+      op: 'open',
+      tier: 'pooled',
+      risk: 'low',
+      language: 'bash',
+      hosts: [],
+    });
+    expect(actionFacts({ ...open, command: 'curl https://code.test/x' }, routed).hosts).toEqual([
+      'code.test',
+    ]);
+    const close = actionFacts(
+      { type: 'terminal', op: 'close', terminalId: 'trm_1', reason: 'exited' },
+      routed,
+    );
+    expect(close).toEqual({
+      tool: 'terminal_close',
+      type: 'terminal',
+      op: 'close',
+      tier: 'pooled',
+      risk: 'low',
+      hosts: [],
+    });
+  });
 });

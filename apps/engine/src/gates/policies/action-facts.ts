@@ -76,6 +76,9 @@ export function toolNameOf(request: ActionRequest): string {
       return `kernel_${request.op}`;
     case 'skill':
       return request.name;
+    case 'terminal':
+      // Opening one is running bash as a person types it; its close runs nothing.
+      return request.op === 'open' ? 'terminal' : 'terminal_close';
   }
 }
 
@@ -106,5 +109,10 @@ export function actionFacts(
       return { ...common, op: request.op, language: request.language, hosts: [] };
     case 'skill':
       return { ...common, ...(routed.language !== undefined && { language: routed.language }), hosts: [] };
+    case 'terminal':
+      // A terminal is bash: a `language: bash` rule matches its opening (and its command's hosts count).
+      if (request.op === 'open')
+        return { ...common, op: 'open', language: 'bash', hosts: hostsIn(request.command ?? '') };
+      return { ...common, op: request.op, hosts: [] };
   }
 }

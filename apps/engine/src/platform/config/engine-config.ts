@@ -7,6 +7,7 @@ import { type HttpConfig, httpConfig } from './http-env';
 import { type NetworkConfig, networkConfig } from './network-env';
 import { type HooksConfig, hooksConfig } from './hooks-env';
 import { type PolicyConfig, policyConfig } from './policy-env';
+import { type PortsConfig, portsConfig } from './ports-env';
 import { type KubernetesConfig, kubernetesConfig } from './kubernetes-env';
 import { type SkillsConfig, skillsConfig } from './skills-env';
 import { type StateConfig, stateConfig } from './state-env';
@@ -20,6 +21,7 @@ export { ConfigError, type ConfigProblem } from './config-error';
 export type { ContainerTierConfig } from './container-env';
 export { type EngineEnv, ENGINE_ENV_SCHEMAS } from './engine-env';
 export type { GraphConfig } from './graph-env';
+export type { PortsConfig } from './ports-env';
 export type { StateConfig } from './state-env';
 export { LOG_LEVELS, type LogFormat, type LogLevel } from './http-env';
 export type { RiskThresholdConfig } from './sandbox-env';
@@ -31,6 +33,7 @@ export type { RiskThresholdConfig } from './sandbox-env';
 export interface EngineConfig extends HttpConfig {
   sandbox: SandboxConfig & ContainerTiersConfig & { stateful: StatefulConfig };
   workspace: WorkspaceConfig;
+  ports: PortsConfig;
   browser: BrowserConfig;
   redaction: RedactionConfig;
   actions: ActionsConfig;
@@ -61,6 +64,7 @@ export function loadEngineConfig(
       stateful: statefulConfig(parsed, cwd),
     },
     workspace: workspaceConfig(parsed),
+    ports: portsConfig(parsed),
     browser: browserConfig(parsed),
     redaction: redactionConfig(parsed, env),
     actions: actionsConfig(parsed),

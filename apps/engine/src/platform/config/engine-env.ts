@@ -8,6 +8,7 @@ import { HttpEnv } from './http-env';
 import { NetworkEnv } from './network-env';
 import { HooksEnv } from './hooks-env';
 import { PolicyEnv } from './policy-env';
+import { PortsEnv } from './ports-env';
 import { KubernetesEnv } from './kubernetes-env';
 import { SkillsEnv } from './skills-env';
 import { StateEnv } from './state-env';
@@ -26,6 +27,7 @@ export const ENGINE_ENV_SCHEMAS = [
   HttpEnv,
   SandboxEnv,
   StatefulEnv,
+  PortsEnv,
   NetworkEnv,
   ContainerEnv,
   TemplatesEnv,
@@ -45,6 +47,7 @@ export const ENGINE_ENV_SCHEMAS = [
 export type EngineEnv = HttpEnv &
   SandboxEnv &
   StatefulEnv &
+  PortsEnv &
   NetworkEnv &
   ContainerEnv &
   TemplatesEnv &

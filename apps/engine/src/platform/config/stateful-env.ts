@@ -34,6 +34,18 @@ export class StatefulEnv {
   /** All of a cell's rich results are inlined up to this size; the ones past it are written to workspace files. */
   @IntVar(STATEFUL_BOUNDS.cellResultsMaxBytes.min, STATEFUL_BOUNDS.cellResultsMaxBytes.max)
   SWITCHYARD_CELL_RESULTS_MAX_BYTES = 4 * MiB;
+
+  /** Open terminals (`POST /v1/sessions/{id}/terminals`) per session; one more is answered 429 TERMINAL_LIMIT. */
+  @IntVar(STATEFUL_BOUNDS.maxTerminalsPerSession.min, STATEFUL_BOUNDS.maxTerminalsPerSession.max)
+  SWITCHYARD_MAX_TERMINALS_PER_SESSION = 4;
+
+  /** A terminal with no client attached to its WebSocket and no output for this long is closed. */
+  @IntVar(STATEFUL_BOUNDS.terminalIdleMs.min / 1000, STATEFUL_BOUNDS.terminalIdleMs.max / 1000)
+  SWITCHYARD_TERMINAL_IDLE_SECONDS = 900;
+
+  /** Output kept per open terminal, replayed to a client that attaches (or reconnects); the oldest goes first. */
+  @IntVar(STATEFUL_BOUNDS.terminalScrollbackBytes.min, STATEFUL_BOUNDS.terminalScrollbackBytes.max)
+  SWITCHYARD_TERMINAL_SCROLLBACK_BYTES = 256 * 1024;
 }
 
 export interface StatefulConfig {
@@ -45,6 +57,9 @@ export interface StatefulConfig {
   processLogBytes: number;
   resultMaxBytes: number;
   cellResultsMaxBytes: number;
+  maxTerminalsPerSession: number;
+  terminalIdleMs: number;
+  terminalScrollbackBytes: number;
 }
 
 /** The runner directory is the checkout's (relative to `cwd`, like the sandbox image's tag file). */
@@ -57,5 +72,8 @@ export function statefulConfig(env: StatefulEnv, cwd: string): StatefulConfig {
     processLogBytes: env.SWITCHYARD_PROCESS_LOG_BYTES,
     resultMaxBytes: env.SWITCHYARD_RESULT_MAX_BYTES,
     cellResultsMaxBytes: env.SWITCHYARD_CELL_RESULTS_MAX_BYTES,
+    maxTerminalsPerSession: env.SWITCHYARD_MAX_TERMINALS_PER_SESSION,
+    terminalIdleMs: env.SWITCHYARD_TERMINAL_IDLE_SECONDS * 1000,
+    terminalScrollbackBytes: env.SWITCHYARD_TERMINAL_SCROLLBACK_BYTES,
   };
 }

@@ -51,12 +51,13 @@ export class EngineLogger implements LoggerService {
       res.on('finish', () => {
         const status = res.statusCode;
         // The engine's own line per action says more than the request line: requests log at debug unless they fail.
-        const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'debug';
+        // A 502 says a server behind the engine failed (a session's port, a replica), not the engine: a warning.
+        const level = status >= 500 && status !== 502 ? 'error' : status >= 400 ? 'warn' : 'debug';
         this.pino[level]({
           msg: 'request',
           requestId,
           method: req.method,
-          url: req.originalUrl,
+          url: withoutTokens(req.originalUrl),
           status,
           durationMs: Math.round(performance.now() - t0),
         });
@@ -103,4 +104,12 @@ export class EngineLogger implements LoggerService {
       this.pino[level]({ ...fields, msg: String(message) });
     }
   }
+}
+
+/**
+ * A URL as logged: the short-lived access tokens some URLs carry (a preview link's `switchyard_token`, a terminal
+ * WebSocket's `token`) are credentials, kept out of the logs.
+ */
+export function withoutTokens(url: string): string {
+  return url.replace(/([?&](?:switchyard_token|token)=)[^&#]*/g, '$1***');
 }

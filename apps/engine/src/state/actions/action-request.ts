@@ -54,13 +54,34 @@ export type KernelActionRequest = { type: 'kernel'; op: 'restart'; language: Lan
 /** A skill (a tool made of other tools) called by name with its input; the skill's schema checks the input. */
 export type SkillActionRequest = { type: 'skill'; name: string; input: Record<string, unknown> };
 
+/**
+ * A terminal of the session (a PTY running a login bash in its stateful sandbox), opened and closed through the
+ * terminals API (`POST`/`DELETE …/terminals`) and recorded as a `terminal` action: to policies a terminal is bash.
+ * What is typed and shown goes over the terminal's WebSocket, never through an action. No action body can name this
+ * type, and a retry of one is refused: a terminal without its client is of no use. `close` with a `reason` records
+ * the end of a terminal that ended by itself (its shell exited, it idled out, its sandbox was lost).
+ */
+export type TerminalActionRequest =
+  | {
+      type: 'terminal';
+      op: 'open';
+      terminalId: string;
+      cols: number;
+      rows: number;
+      cwd?: string;
+      command?: string;
+      env?: Record<string, string>;
+    }
+  | { type: 'terminal'; op: 'close'; terminalId: string; reason?: 'exited' | 'idle' | 'sandbox_lost' };
+
 export type ActionRequest =
   | CodeActionRequest
   | FileActionRequest
   | BrowserActionRequest
   | ProcessActionRequest
   | KernelActionRequest
-  | SkillActionRequest;
+  | SkillActionRequest
+  | TerminalActionRequest;
 
 /** A request of one type. */
 export type RequestOf<T extends ActionRequest['type']> = Extract<ActionRequest, { type: T }>;

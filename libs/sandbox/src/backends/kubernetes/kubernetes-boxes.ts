@@ -71,7 +71,15 @@ export class KubernetesBoxes extends StatefulBoxHost {
     image?: string,
   ): Promise<StatefulBox> {
     if (egress) throw new KubernetesUnsupportedError('EGRESS_UNSUPPORTED', EGRESS_UNSUPPORTED_MESSAGE);
-    const pod = await this.pods.podFor(sessionId, image);
+    return this.boxOf(await this.pods.podFor(sessionId, image));
+  }
+
+  existing(sessionId: string): StatefulBox | undefined {
+    const pod = this.pods.current(sessionId);
+    return pod && this.boxOf(pod);
+  }
+
+  private boxOf(pod: SessionPod): PodBox {
     const runner = pod.runner;
     let box = this.boxes.get(runner);
     if (!box) this.boxes.set(runner, (box = new PodBox(pod, runner, this.pods)));

@@ -82,6 +82,12 @@ export class SessionPods {
     return pod;
   }
 
+  /** The session's pod when it holds one whose runner answers, without claiming one or waiting for a runner. */
+  current(sessionId: string): SessionPod | undefined {
+    const pod = this.pods.get(sessionId);
+    return pod?.alive && !this.closing ? pod : undefined;
+  }
+
   /** Runs `fn` once every earlier operation on the pod has settled, with the runner back if it was lost. */
   serialise<T>(pod: SessionPod, fn: () => Promise<T>): Promise<T> {
     pod.busy++;

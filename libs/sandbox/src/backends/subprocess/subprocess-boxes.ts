@@ -51,6 +51,8 @@ export class SubprocessBoxes extends StatefulBoxHost {
   readonly tier = 'subprocess' as const;
   readonly memoryBytes: number;
   private readonly boxes = new Map<string, Promise<Box>>();
+  /** The boxes that finished opening, by session, for `existing` (which cannot wait). */
+  private readonly opened = new Map<string, Box>();
   private closed = false;
 
   constructor(
@@ -92,10 +94,24 @@ export class SubprocessBoxes extends StatefulBoxHost {
     if (problem) throw new SandboxUnavailableError(`the subprocess tier cannot hold state: ${problem}`);
     const opening = this.open(sessionId, workspaceDir, image);
     this.boxes.set(sessionId, opening);
-    opening.catch(() => {
-      if (this.boxes.get(sessionId) === opening) this.boxes.delete(sessionId);
-    });
+    opening.then(
+      (box) => {
+        if (this.boxes.get(sessionId) !== opening) return;
+        this.opened.set(sessionId, box);
+        void box.closed.then(() => {
+          if (this.opened.get(sessionId) === box) this.opened.delete(sessionId);
+        });
+      },
+      () => {
+        if (this.boxes.get(sessionId) === opening) this.boxes.delete(sessionId);
+      },
+    );
     return opening;
+  }
+
+  existing(sessionId: string): StatefulBox | undefined {
+    const box = this.opened.get(sessionId);
+    return box && !box.gone ? box : undefined;
   }
 
   /**

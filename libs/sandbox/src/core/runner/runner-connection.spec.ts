@@ -335,3 +335,185 @@ describe('RunnerConnection, kernels and processes (protocol 3)', () => {
     await expect(w.connection.procSignal('prc_1', 'KILL')).rejects.toBeInstanceOf(RunnerGoneError);
   });
 });
+
+describe('RunnerConnection, protocol 5', () => {
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+  it('opens a tunnel, routes its bytes to it (even those read with the answer) and names who listens', async () => {
+    const w = wire();
+    const opening = w.connection.openTunnel(3000);
+    await w.settle();
+    const tunnel = String(w.sent[0].tunnel);
+    expect(w.sent).toEqual([{ op: 'tunnel_open', id: 1, tunnel, port: 3000 }]);
+    expect(tunnel).toMatch(/^tun_[0-9a-f]{16}$/);
+    // One chunk: the answer and the server's first bytes and end, before `openTunnel` resumes.
+    w.fromRunner.write(
+      [
+        { ev: 'tunnel_opened', id: 1, tunnel, proc: 'prc_1', kernel: null },
+        { ev: 'tdata', tunnel, data: b64('HTTP/1.1 200 OK\r\n') },
+        { ev: 'tend', tunnel },
+      ]
+        .map((m) => `${JSON.stringify(m)}\n`)
+        .join(''),
+    );
+    const stream = await opening;
+    expect([stream.id, stream.proc, stream.kernel]).toEqual([tunnel, 'prc_1', null]);
+    let read = '';
+    for await (const chunk of stream) read += (chunk as Buffer).toString('utf8');
+    expect(read).toBe('HTTP/1.1 200 OK\r\n');
+    // What it consumed is acknowledged, so the runner's window never stays shut.
+    expect(w.sent).toContainEqual({ op: 'tunnel_ack', tunnel, bytes: 17 });
+  });
+
+  it('refuses a tunnel with code connect when nothing listens', async () => {
+    const w = wire();
+    const opening = w.connection.openTunnel(3001);
+    await w.settle();
+    w.reply({ ev: 'error', id: 1, code: 'connect', message: 'nothing accepts connections on port 3001: …' });
+    await expect(opening).rejects.toBeInstanceOf(RunnerRefusedError);
+    await expect(opening).rejects.toMatchObject({ code: 'connect' });
+    await w.settle();
+    expect(w.sent).toHaveLength(1); // nothing to close
+  });
+
+  it('sends writes one ack at a time, end() as eof, and destroy() as tunnel_close', async () => {
+    const w = wire();
+    const opening = w.connection.openTunnel(3002);
+    await w.settle();
+    const tunnel = String(w.sent[0].tunnel);
+    w.reply({ ev: 'tunnel_opened', id: 1, tunnel, proc: null, kernel: 'krn_1' });
+    const stream = await opening;
+    let written = false;
+    stream.write(Buffer.alloc(300 * 1024, 1), () => (written = true));
+    await w.settle();
+    // 256 KiB pieces: the second waits for the first one's ack.
+    expect(w.sent.slice(1).map((m) => [m.op, m.id, Buffer.from(String(m.data), 'base64').length])).toEqual([
+      ['tunnel_write', 2, 256 * 1024],
+    ]);
+    w.reply({ ev: 'ack', id: 2, found: true });
+    await w.settle();
+    expect(w.sent[2]).toMatchObject({ op: 'tunnel_write', id: 3, eof: false });
+    expect(written).toBe(false);
+    w.reply({ ev: 'ack', id: 3, found: true });
+    await w.settle();
+    expect(written).toBe(true);
+    stream.end();
+    await w.settle();
+    expect(w.sent[3]).toEqual({ op: 'tunnel_write', id: 4, tunnel, data: '', eof: true });
+    w.reply({ ev: 'ack', id: 4, found: true });
+    await w.settle();
+    stream.destroy();
+    await w.settle();
+    expect(w.sent[4]).toEqual({ op: 'tunnel_close', id: 5, tunnel });
+  });
+
+  it('destroys a tunnel whose socket failed, and every tunnel when the connection goes', async () => {
+    const w = wire();
+    const streams = [];
+    for (const id of [1, 2]) {
+      const opening = w.connection.openTunnel(3003);
+      await w.settle();
+      w.reply({ ev: 'tunnel_opened', id, tunnel: w.sent[id - 1].tunnel, proc: null, kernel: null });
+      streams.push(await opening);
+    }
+    const errors = streams.map(
+      (s) => new Promise<Error>((resolve) => s.once('error', (err: Error) => resolve(err))),
+    );
+    w.reply({ ev: 'tclosed', tunnel: w.sent[0].tunnel, error: 'connection reset by peer (ECONNRESET)' });
+    await expect(errors[0]).resolves.toMatchObject({
+      message: 'tunnel to the box: connection reset by peer (ECONNRESET)',
+    });
+    const pendingOpen = w.connection.openTunnel(3004);
+    w.close();
+    await expect(errors[1]).resolves.toMatchObject({
+      message: 'tunnel to the box: the runner connection closed',
+    });
+    await expect(pendingOpen).rejects.toBeInstanceOf(RunnerGoneError);
+    expect(w.sent.filter((m) => m.op === 'tunnel_close')).toEqual([]); // the sockets are gone already
+  });
+
+  it('opens, types into, resizes and closes terminals, and lists ports', async () => {
+    const w = wire();
+    const opened = w.connection.termOpen({
+      term: 'trm_1',
+      cols: 80,
+      rows: 24,
+      env: { TERM: 'xterm-256color' },
+      cwd: '',
+      workspace: WORKSPACE,
+      command: 'top',
+    });
+    const typed = w.connection.termWrite('trm_1', Buffer.from('\x03'));
+    const resized = w.connection.termResize('trm_1', 120, 40);
+    const closed = w.connection.termClose('trm_2');
+    const ports = w.connection.listPorts();
+    await w.settle();
+    expect(w.sent).toEqual([
+      {
+        op: 'term_open',
+        id: 1,
+        term: 'trm_1',
+        cols: 80,
+        rows: 24,
+        env: { TERM: 'xterm-256color' },
+        cwd: '',
+        workspace: WORKSPACE,
+        command: 'top',
+      },
+      { op: 'term_write', id: 2, term: 'trm_1', data: b64('\x03') },
+      { op: 'term_resize', id: 3, term: 'trm_1', cols: 120, rows: 40 },
+      { op: 'term_close', id: 4, term: 'trm_2' },
+      { op: 'ports', id: 5 },
+    ]);
+    w.reply({ ev: 'term_started', id: 1, term: 'trm_1', pid: 40 });
+    w.reply({ ev: 'ack', id: 2, found: true });
+    w.reply({ ev: 'ack', id: 3, found: true });
+    w.reply({ ev: 'ack', id: 4, found: false });
+    w.reply({
+      ev: 'ports',
+      id: 5,
+      ports: [
+        { port: 3000, address: '0.0.0.0', proc: 'prc_1', kernel: null },
+        { port: 8888, address: '::', proc: null, kernel: 'krn_1' },
+      ],
+    });
+    await expect(opened).resolves.toEqual({ pid: 40 });
+    await expect(typed).resolves.toEqual({ found: true });
+    await expect(resized).resolves.toEqual({ found: true });
+    await expect(closed).resolves.toEqual({ found: false });
+    await expect(ports).resolves.toEqual([
+      { port: 3000, address: '0.0.0.0', proc: 'prc_1', kernel: null },
+      { port: 8888, address: '::', proc: null, kernel: 'krn_1' },
+    ]);
+  });
+
+  it('types a long paste in pieces, each after the ack of the one before', async () => {
+    const w = wire();
+    const typed = w.connection.termWrite('trm_1', Buffer.alloc(600 * 1024, 'a'));
+    const sizes = () => w.sent.map((m) => Buffer.from(String(m.data), 'base64').length);
+    await w.settle();
+    expect(sizes()).toEqual([256 * 1024]);
+    w.reply({ ev: 'ack', id: 1, found: true });
+    await w.settle();
+    w.reply({ ev: 'ack', id: 2, found: true });
+    await w.settle();
+    expect(sizes()).toEqual([256 * 1024, 256 * 1024, 88 * 1024]);
+    w.reply({ ev: 'ack', id: 3, found: true });
+    await expect(typed).resolves.toEqual({ found: true });
+  });
+
+  it('hands terminal output and exits to the listeners, decoded', async () => {
+    const w = wire();
+    const seen: unknown[] = [];
+    w.connection.onEvent((event) => seen.push(event));
+    w.reply({ ev: 'tout', term: 'trm_1', data: b64('$ ') });
+    w.reply({ ev: 'texit', term: 'trm_1', exitCode: null, signal: 'SIGHUP' });
+    w.reply({ ev: 'tdata', tunnel: 'tun_unknown', data: b64('late') }); // a tunnel this side forgot: ignored
+    await w.settle();
+    expect(seen).toEqual([
+      { ev: 'tout', term: 'trm_1', data: Buffer.from('$ ') },
+      { ev: 'texit', term: 'trm_1', exitCode: null, signal: 'SIGHUP' },
+    ]);
+    expect(w.connection.isClosed).toBe(false);
+  });
+});

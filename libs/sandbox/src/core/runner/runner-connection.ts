@@ -1,15 +1,19 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { Language } from '@switchyard/common';
+import { RunnerTunnel, type TunnelLink } from './runner-tunnel';
 
 /**
  * Protocol version this engine speaks; see docker/sandbox/runner/README.md. 2: every run names the workspace the
  * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
- * processes beside the runs.
+ * processes beside the runs. 4: cells' rich results. 5: tunnels to the box's ports, terminals, the listening ports.
  */
-export const RUNNER_PROTOCOL = 4;
+export const RUNNER_PROTOCOL = 5;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
 // The longest runner message: a kernel's rich result of the largest allowed size (8 MiB, base64: 10.7 MiB).
 const MAX_LINE_BYTES = 12 * 1024 * 1024;
+/** The most one `term_write` carries (the runner refuses more than 1 MiB). */
+const TERM_WRITE_BYTES = 256 * 1024;
 
 export interface RunnerHello {
   protocol: number;
@@ -169,8 +173,46 @@ export interface KernelExitEvent extends RunnerExitStatus {
   oomKilled: boolean | null;
 }
 
+export interface TermOpenRequest {
+  /** The engine's id for it (`trm_…`); the runner refuses one that is live with code `exists`. */
+  term: string;
+  /** Window size, each from 1 to 1000. */
+  cols: number;
+  rows: number;
+  /** Its whole environment (the engine sets TERM). */
+  env: Record<string, string>;
+  /** Relative to /workspace; the runner refuses (code `cwd`) one that is not a directory inside it. */
+  cwd: string;
+  /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
+  workspace: [dev: string, ino: string];
+  /** Run by `/bin/bash --noprofile --norc -c` instead of a login shell (`/bin/bash -l`). */
+  command?: string;
+}
+
+/** A TCP socket in LISTEN in the box's network namespace, and whose tree holds it (if one of the runner's). */
+export interface ListeningPort {
+  port: number;
+  /** What it is bound to: `127.0.0.1`, `0.0.0.0`, `::`, `::1`… */
+  address: string;
+  proc: string | null;
+  kernel: string | null;
+}
+
+/** Output of a terminal, as it arrives (uncapped: the engine keeps a bounded scrollback). */
+export interface TermOutputEvent {
+  ev: 'tout';
+  term: string;
+  data: Buffer;
+}
+
+/** A terminal's shell ended (its leftovers killed, its output all sent). */
+export interface TermExitEvent extends RunnerExitStatus {
+  ev: 'texit';
+  term: string;
+}
+
 /** What the runner reports on its own, with no request. */
-export type RunnerEvent = ProcOutputEvent | ProcExitEvent | KernelExitEvent;
+export type RunnerEvent = ProcOutputEvent | ProcExitEvent | KernelExitEvent | TermOutputEvent | TermExitEvent;
 
 /** The runner's connection closed (runner exited, container stopped or removed, daemon gone). */
 export class RunnerGoneError extends Error {}
@@ -180,7 +222,8 @@ export class RunnerTimeoutError extends Error {}
 export class RunnerProtocolError extends Error {}
 /**
  * The runner refused a request on purpose; `code` says why: `workspace` (/workspace is not the expected one), `busy`,
- * `exists`, `no_kernel`, `kernel_start`, `env`, `cwd`, `proc_start`, `closed`, `signal`.
+ * `exists`, `no_kernel`, `kernel_start`, `env`, `cwd`, `proc_start`, `closed`, `signal`, `connect` (nothing accepts
+ * connections on that port), `tunnel_limit`, `term_start`, `term_limit`.
  */
 export class RunnerRefusedError extends RunnerProtocolError {
   constructor(
@@ -210,9 +253,9 @@ export interface RunnerStdio {
 
 /**
  * Engine side of the runner protocol: JSON lines over the runner's stdin/stdout (a pooled container's attached
- * streams, or the pipes of a session's bubblewrap sandbox), requests correlated by id; process output and exits and
- * kernel deaths arrive unsolicited (`onEvent`). Once the connection closes, every pending and later request rejects
- * with `RunnerGoneError`.
+ * streams, or the pipes of a session's bubblewrap sandbox), requests correlated by id; process and terminal output
+ * and exits and kernel deaths arrive unsolicited (`onEvent`), a tunnel's bytes go to its `RunnerTunnel`. Once the
+ * connection closes, every pending and later request rejects with `RunnerGoneError` and every tunnel is destroyed.
  */
 export class RunnerConnection {
   readonly hello: Promise<RunnerHello>;
@@ -220,6 +263,17 @@ export class RunnerConnection {
   readonly closed: Promise<void>;
   private readonly pending = new Map<number, Pending>();
   private readonly listeners = new Set<(event: RunnerEvent) => void>();
+  private readonly tunnels = new Map<string, RunnerTunnel>();
+  private readonly tunnelLink: TunnelLink = {
+    tunnelWrite: async (tunnel, data, eof) => {
+      const ack = await this.request({ op: 'tunnel_write', tunnel, data: data.toString('base64'), eof })
+        .reply;
+      return { found: ack.found === true };
+    },
+    tunnelAck: (tunnel, bytes) => this.write({ op: 'tunnel_ack', tunnel, bytes }),
+    tunnelClose: (tunnel) => void this.request({ op: 'tunnel_close', tunnel }).reply.catch(() => undefined),
+    forget: (tunnel) => this.tunnels.delete(tunnel),
+  };
   private nextId = 1;
   private chunks: Buffer[] = [];
   private chunkBytes = 0;
@@ -333,7 +387,75 @@ export class RunnerConnection {
   }
 
   /**
-   * Listens to the runner's unsolicited events (process output and exits, kernel deaths); returns the unsubscribe.
+   * A TCP connection to `port` on the box's loopback (127.0.0.1, then ::1), as a stream; rejects with
+   * `RunnerRefusedError` code `connect` when nothing accepts connections there (`tunnel_limit`: the box has 256).
+   */
+  async openTunnel(port: number): Promise<RunnerTunnel> {
+    const id = `tun_${randomBytes(8).toString('hex')}`;
+    // Registered first: its first bytes may arrive in the same read as the answer, before this function resumes.
+    const tunnel = new RunnerTunnel(id, this.tunnelLink);
+    this.tunnels.set(id, tunnel);
+    try {
+      const opened = await this.request({ op: 'tunnel_open', tunnel: id, port }).reply;
+      tunnel.onOpened(nullableString(opened.proc), nullableString(opened.kernel));
+      return tunnel;
+    } catch (err) {
+      this.tunnels.delete(id);
+      tunnel.onGone(err as Error);
+      throw err;
+    }
+  }
+
+  /**
+   * Starts a terminal: a login shell (or `command`) on a pseudo-terminal of the given size. Its output and end come
+   * as `tout` and `texit` events (refusals: `exists`, `cwd`, `workspace`, `term_start`, `term_limit`).
+   */
+  async termOpen(request: TermOpenRequest): Promise<{ pid: number }> {
+    const started = await this.request({ op: 'term_open', ...request }).reply;
+    return { pid: started.pid as number };
+  }
+
+  /**
+   * Types `data` into the terminal, in pieces of at most 256 KiB. Each is acknowledged once less than 1 MiB of input
+   * waits for the terminal, so awaiting this is the backpressure of a paste into a program that does not read.
+   */
+  async termWrite(term: string, data: Buffer): Promise<{ found: boolean }> {
+    for (let at = 0; at < data.length || at === 0; at += TERM_WRITE_BYTES) {
+      const piece = data.subarray(at, at + TERM_WRITE_BYTES);
+      const ack = await this.request({ op: 'term_write', term, data: piece.toString('base64') }).reply;
+      if (ack.found !== true) return { found: false };
+      if (at + TERM_WRITE_BYTES >= data.length) break;
+    }
+    return { found: true };
+  }
+
+  /** Sets the terminal's window size (its foreground program gets SIGWINCH). */
+  async termResize(term: string, cols: number, rows: number): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'term_resize', term, cols, rows }).reply;
+    return { found: ack.found === true };
+  }
+
+  /** Hangs the terminal up (SIGHUP); what still runs a second later is killed. `texit` follows. */
+  async termClose(term: string): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'term_close', term }).reply;
+    return { found: ack.found === true };
+  }
+
+  /** The TCP sockets in LISTEN in the box, and the process or kernel holding each (null: not one of the runner's). */
+  async listPorts(): Promise<ListeningPort[]> {
+    const answer = await this.request({ op: 'ports' }).reply;
+    const ports = Array.isArray(answer.ports) ? (answer.ports as Array<Record<string, unknown>>) : [];
+    return ports.map((p) => ({
+      port: Number(p.port),
+      address: String(p.address),
+      proc: nullableString(p.proc),
+      kernel: nullableString(p.kernel),
+    }));
+  }
+
+  /**
+   * Listens to the runner's unsolicited events (process and terminal output and exits, kernel deaths); returns the
+   * unsubscribe.
    * A listener that throws does not disturb the connection or the other listeners.
    */
   onEvent(listener: (event: RunnerEvent) => void): () => void {
@@ -395,7 +517,10 @@ export class RunnerConnection {
       );
     }
     const ev = message.ev;
-    if (ev === 'pout' || ev === 'pexit' || ev === 'kernel_exit') return this.emit(message);
+    if (ev === 'pout' || ev === 'pexit' || ev === 'kernel_exit' || ev === 'tout' || ev === 'texit') {
+      return this.emit(message);
+    }
+    if (ev === 'tdata' || ev === 'tend' || ev === 'tclosed') return this.onTunnel(message);
     if (ev === 'hello') {
       if (message.protocol !== RUNNER_PROTOCOL) {
         return this.fail(`runner protocol ${String(message.protocol)}, engine speaks ${RUNNER_PROTOCOL}`);
@@ -423,6 +548,9 @@ export class RunnerConnection {
       case 'cell_done':
       case 'ack':
       case 'proc_started':
+      case 'tunnel_opened':
+      case 'term_started':
+      case 'ports':
         this.pending.delete(message.id as number);
         return pending.resolve(message);
       case 'error':
@@ -441,10 +569,28 @@ export class RunnerConnection {
     }
   }
 
+  private onTunnel(message: Record<string, unknown>): void {
+    const tunnel = this.tunnels.get(String(message.tunnel));
+    if (!tunnel) return; // destroyed on this side already
+    if (message.ev === 'tdata') tunnel.onData(Buffer.from(String(message.data), 'base64'));
+    else if (message.ev === 'tend') tunnel.onServerEnd();
+    else {
+      this.tunnels.delete(tunnel.id);
+      tunnel.onSocketClosed(typeof message.error === 'string' ? message.error : undefined);
+    }
+  }
+
   private emit(message: Record<string, unknown>): void {
-    const event = (message.ev === 'pout'
-      ? { ...message, fd: message.fd === 2 ? 2 : 1, data: Buffer.from(String(message.data), 'base64') }
-      : message) as unknown as RunnerEvent;
+    let event = message as unknown as RunnerEvent;
+    if (message.ev === 'pout') {
+      event = {
+        ...message,
+        fd: message.fd === 2 ? 2 : 1,
+        data: Buffer.from(String(message.data), 'base64'),
+      } as unknown as RunnerEvent;
+    } else if (message.ev === 'tout') {
+      event = { ...message, data: Buffer.from(String(message.data), 'base64') } as unknown as RunnerEvent;
+    }
     for (const listener of this.listeners) {
       try {
         listener(event);
@@ -465,5 +611,12 @@ export class RunnerConnection {
     this.rejectHello(err);
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
+    const tunnels = [...this.tunnels.values()];
+    this.tunnels.clear();
+    for (const tunnel of tunnels) tunnel.onGone(err);
   }
+}
+
+function nullableString(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
 }

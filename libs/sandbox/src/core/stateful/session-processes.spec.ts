@@ -41,6 +41,10 @@ class SlowHost extends StatefulBoxHost {
     return Promise.resolve(boxOf(sessionId, connection));
   }
 
+  existing(): StatefulBox | undefined {
+    return undefined;
+  }
+
   discard(): Promise<void> {
     return Promise.resolve();
   }
@@ -117,6 +121,10 @@ class InstantHost extends StatefulBoxHost {
         }),
     } as unknown as RunnerConnection;
     return Promise.resolve(boxOf(sessionId, connection));
+  }
+
+  existing(): StatefulBox | undefined {
+    return undefined;
   }
 
   discard(): Promise<void> {

@@ -50,6 +50,12 @@ export abstract class StatefulBoxHost {
     image?: string,
   ): Promise<StatefulBox>;
 
+  /**
+   * The session's box when one is open and its runner answers, else undefined. Never opens one: reaching a session's
+   * server (`SessionPorts`) finds it where the session already runs something.
+   */
+  abstract existing(sessionId: string): StatefulBox | undefined;
+
   /** Ends the session's box (everything in it dies) because it stopped answering; the next `box` opens a new one. */
   abstract discard(box: StatefulBox, why: string): Promise<void>;
 }

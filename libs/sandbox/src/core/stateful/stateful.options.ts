@@ -21,8 +21,14 @@ export interface StatefulOptions {
   resultMaxBytes?: number;
   /** All of a cell's rich results inlined at most; beyond it they go to workspace files. Default 4 MiB. */
   cellResultsMaxBytes?: number;
+  /** Open terminals per session. Default 4. */
+  maxTerminalsPerSession?: number;
+  /** A terminal with no client attached and no output this long is closed. Default 15 min. */
+  terminalIdleMs?: number;
+  /** Output kept per terminal, replayed to a client that attaches. Default 256 KiB. */
+  terminalScrollbackBytes?: number;
   /** How refusals name the settings (the engine's env names). */
-  settingNames?: { maxProcessesPerSession?: string };
+  settingNames?: { maxProcessesPerSession?: string; maxTerminalsPerSession?: string };
 }
 
 export interface ResolvedStatefulOptions {
@@ -33,7 +39,10 @@ export interface ResolvedStatefulOptions {
   processLogBytes: number;
   resultMaxBytes: number;
   cellResultsMaxBytes: number;
-  settingNames: { maxProcessesPerSession: string };
+  maxTerminalsPerSession: number;
+  terminalIdleMs: number;
+  terminalScrollbackBytes: number;
+  settingNames: { maxProcessesPerSession: string; maxTerminalsPerSession: string };
 }
 
 /** Ranges of the stateful options; declared here only. */
@@ -45,6 +54,9 @@ export const STATEFUL_BOUNDS = {
   // The runner passes on a kernel's line of at most 12 MiB: a result of 8 MiB is 10.7 MiB of base64.
   resultMaxBytes: { min: 1024, max: 8 * 1024 * 1024 },
   cellResultsMaxBytes: { min: 1024, max: 64 * 1024 * 1024 },
+  maxTerminalsPerSession: { min: 0, max: 256 },
+  terminalIdleMs: { min: 1000, max: 7 * 24 * 3_600_000 },
+  terminalScrollbackBytes: { min: 1024, max: 64 * 1024 * 1024 },
 } as const satisfies Record<string, Bounds>;
 
 export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefulOptions {
@@ -56,8 +68,12 @@ export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefu
     processLogBytes: o.processLogBytes ?? 1024 * 1024,
     resultMaxBytes: o.resultMaxBytes ?? 1024 * 1024,
     cellResultsMaxBytes: o.cellResultsMaxBytes ?? 4 * 1024 * 1024,
+    maxTerminalsPerSession: o.maxTerminalsPerSession ?? 4,
+    terminalIdleMs: o.terminalIdleMs ?? 15 * 60_000,
+    terminalScrollbackBytes: o.terminalScrollbackBytes ?? 256 * 1024,
     settingNames: {
       maxProcessesPerSession: o.settingNames?.maxProcessesPerSession ?? 'stateful.maxProcessesPerSession',
+      maxTerminalsPerSession: o.settingNames?.maxTerminalsPerSession ?? 'stateful.maxTerminalsPerSession',
     },
   };
   checkIntegers(
@@ -69,6 +85,9 @@ export function resolveStatefulOptions(o: StatefulOptions = {}): ResolvedStatefu
         'processLogBytes',
         'resultMaxBytes',
         'cellResultsMaxBytes',
+        'maxTerminalsPerSession',
+        'terminalIdleMs',
+        'terminalScrollbackBytes',
       ] as const
     ).map((name): IntegerOption => {
       const bounds: Bounds = STATEFUL_BOUNDS[name];

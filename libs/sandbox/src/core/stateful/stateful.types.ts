@@ -124,3 +124,51 @@ export interface StatefulListener {
   processOutput?(info: ProcessInfo, entry: ProcessLogEntry): void;
   processExited?(info: ProcessInfo): void;
 }
+
+/** A terminal to open in a session's stateful sandbox: a PTY running a login bash (or `command`). */
+export interface TerminalOpen {
+  /** Its id (`trm_` and 16 hex digits), when the caller made it ahead (to name it before it opens); else one is made. */
+  id?: string;
+  sessionId: string;
+  cols: number;
+  rows: number;
+  /** Relative to the workspace root (validated by the caller). Default: the root. */
+  cwd?: string;
+  /** Run instead of a login shell, by `bash -c`; the terminal ends with it. */
+  command?: string;
+  /** The caller's own environment entries (validated). */
+  env: Record<string, string>;
+  baseEnv: Record<string, string>;
+  tier: StatefulTier;
+  workspaceDir: string;
+  egress?: SessionEgressAccess;
+  /** The session's image (a template's) when its pooled box is created. */
+  image?: string;
+}
+
+/** Why a terminal ended: its shell exited, a client closed it, nobody used it, or the engine ended it. */
+export type TerminalEndReason = 'exited' | 'closed' | 'idle' | 'session_ended' | 'sandbox_lost' | 'shutdown';
+
+/** A terminal of a session, open or ended (`GET …/terminals`). */
+export interface TerminalInfo {
+  id: string;
+  sessionId: string;
+  tier: StatefulTier;
+  status: 'open' | 'closed';
+  cols: number;
+  rows: number;
+  /** As asked for, relative to the workspace root (`""`: the root). */
+  cwd: string;
+  command?: string;
+  pid?: number;
+  createdAt: string;
+  /** Bytes typed into it (all clients) and written out of it. */
+  bytesIn: number;
+  bytesOut: number;
+  /** Clients attached now. */
+  clients: number;
+  endedAt?: string;
+  exitCode?: number;
+  signal?: string;
+  endReason?: TerminalEndReason;
+}

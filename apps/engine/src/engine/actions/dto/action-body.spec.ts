@@ -33,6 +33,10 @@ describe('parseActionBody', () => {
       { field: 'type', message: 'must be one of code, file, browser, process, kernel, skill' },
     ]);
     expect(problems({ type: 'file', op: 'chmod' })[0].field).toBe('op');
+    // A terminal opens through its own API, with its WebSocket: never as a bare action.
+    expect(problems({ type: 'terminal', op: 'open' })).toEqual([
+      { field: 'type', message: expect.stringContaining('/v1/sessions/{sessionId}/terminals') },
+    ]);
     expect(problems('code')[0].field).toBe('body');
   });
 

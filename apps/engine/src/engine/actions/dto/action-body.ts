@@ -23,16 +23,26 @@ const OP_DTOS: Record<Exclude<ActionBody['type'], 'code' | 'skill'>, Record<stri
 const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T =>
   typeof v === 'string' && (list as readonly string[]).includes(v);
 
+/** The types an action body may name: a terminal lives with its WebSocket, opened through its own API. */
+const BODY_TYPES = ACTION_TYPES.filter((t): t is ActionBody['type'] => t !== 'terminal');
+
 /** Validates a POST …/actions body: a union discriminated on `type` (and `op` for every type but code). */
 export function parseActionBody(body: unknown): ActionBody {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RequestValidationError([{ field: 'body', message: 'must be a JSON object' }]);
   }
   const { type, op } = body as { type?: unknown; op?: unknown };
-  if (!isOneOf(ACTION_TYPES, type)) {
+  if (type === 'terminal') {
     throw new RequestValidationError([
-      { field: 'type', message: `must be one of ${ACTION_TYPES.join(', ')}` },
+      {
+        field: 'type',
+        message:
+          'terminal actions are opened and closed with POST and DELETE /v1/sessions/{sessionId}/terminals',
+      },
     ]);
+  }
+  if (!isOneOf(BODY_TYPES, type)) {
+    throw new RequestValidationError([{ field: 'type', message: `must be one of ${BODY_TYPES.join(', ')}` }]);
   }
   if (type === 'code') return validateDto(CodeActionDto, body);
   if (type === 'skill') return validateDto(SkillActionDto, body);

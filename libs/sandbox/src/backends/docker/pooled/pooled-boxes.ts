@@ -68,6 +68,15 @@ export class PooledBoxes extends StatefulBoxHost {
       ...(image !== undefined && { image }),
     });
     await this.leases.ensureWorkspace(lease, workspaceDir);
+    return this.boxOf(lease);
+  }
+
+  existing(sessionId: string): StatefulBox | undefined {
+    const lease = this.leases.current(sessionId);
+    return lease && this.boxOf(lease);
+  }
+
+  private boxOf(lease: Lease): LeaseBox {
     let box = this.boxes.get(lease);
     if (!box) this.boxes.set(lease, (box = new LeaseBox(lease, this.leases)));
     return box;

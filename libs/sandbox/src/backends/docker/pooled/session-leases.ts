@@ -117,6 +117,12 @@ export class SessionLeases {
     return entry;
   }
 
+  /** The session's lease when it holds a container whose runner is alive, without claiming one. */
+  current(sessionId: string): Lease | undefined {
+    const lease = this.leases.get(sessionId);
+    return lease && lease.container.alive && !lease.released ? lease : undefined;
+  }
+
   /** Runs `run` on the lease after the runs queued before it; the lease's idle timer waits while any is queued. */
   async serialise<T>(lease: Lease, run: () => Promise<T>): Promise<T> {
     lease.busy++;
