@@ -341,6 +341,9 @@ describe('ports: the proxy to a server in a session', () => {
       expect([privileged.status, privileged.body.error.fields[0].path]).toEqual([400, 'port']);
       const badTtl = await engine.request('POST', `${proxy}/preview`, { ttlSeconds: 0 });
       expect([badTtl.status, badTtl.body.error.fields[0].path]).toEqual([400, 'ttlSeconds']);
+      // A body that is JSON but not an object is refused (only no body at all means no options).
+      const nullBody = await engine.request('POST', `${proxy}/preview`, undefined, { raw: 'null' });
+      expect(nullBody.status).toBe(400);
     });
 
     it('a preview host serves the app at / with the same authentication, its token kept in a cookie of that host', async () => {

@@ -107,7 +107,7 @@ export class PortsController {
     const port = parsePort(portText);
     this.ports.check(port);
     const session = this.sessions.get(caller.tenant, sessionId);
-    const { ttlSeconds } = validateDto(PortPreviewDto, body ?? {});
+    const { ttlSeconds } = validateDto(PortPreviewDto, body === undefined ? {} : body);
     const { token, expiresAt } = this.tokens.issue(
       caller,
       session.id,
