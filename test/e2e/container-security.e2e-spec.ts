@@ -445,9 +445,13 @@ describe.each(BACKENDS)(
         const sandbox = await containerOfAction(main[tier], r.id);
         if (pids && atPidsLimit) {
           // The bomb did go off (whatever the runtime): its container's pids cgroup filled up and refused a fork.
+          // The refusals are the cgroup's own count (`pids.events`), so they prove it was full; the peak is sampled
+          // every 2 ms (cgroup v1 has no `pids.peak`), which on a loaded machine can miss the last few forks before
+          // the kill, so it is held to the limit from above only.
           const seen = pids.get(sandbox);
-          expect(seen?.peak).toBe(DOCKER_ONE_OFF_PIDS_CGROUP);
           expect(seen?.refused).toBeGreaterThan(0);
+          expect(seen?.peak).toBeLessThanOrEqual(DOCKER_ONE_OFF_PIDS_CGROUP);
+          expect(seen?.peak).toBeGreaterThan(DOCKER_ONE_OFF_PIDS_CGROUP / 2);
         }
         const [meanwhile, bystanderMs, bystanderEnded] = await bystander;
         expect(meanwhile).toMatchObject({ status: 'succeeded', stdout: 'unaffected\n' });

@@ -462,6 +462,11 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       '[[operations]]',
       'include-operation-id = "ReadinessController_ready"',
       'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
+      // A file download with a `Range` starting past the file's end answers 416 by design (documented): a request
+      // the schema cannot tell from a valid one, since the file's size is not in it.
+      '[[operations]]',
+      'include-operation-id = "FilesController_download"',
+      'checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "416", "429", "5xx"]',
       // The event stream stays open while the session lives: read it for 2 s.
       '[[operations]]',
       'include-operation-id = "EventsController_stream"',
