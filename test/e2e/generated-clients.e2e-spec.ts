@@ -172,7 +172,8 @@ describe('clients generated from the OpenAPI document by outside generators', ()
   it('openapi-python-client: generates a client that imports, calls, and parses every answer into its model', async () => {
     const config = path.join(dir, 'openapi-python-client.yaml');
     // No formatting after generating (ruff): the code is the same, only slower to make. A tar (gzip-compressed or
-    // not) is bytes, as application/octet-stream is: the only binary type the generator knows by name.
+    // not) and the browser view's JPEG are bytes, as application/octet-stream is: the only binary type the
+    // generator knows by name (docs/api.md gives users the same file).
     writeFileSync(
       config,
       [
@@ -180,6 +181,7 @@ describe('clients generated from the OpenAPI document by outside generators', ()
         'content_type_overrides:',
         '  application/x-tar: application/octet-stream',
         '  application/gzip: application/octet-stream',
+        '  image/jpeg: application/octet-stream',
         '',
       ].join('\n'),
     );
