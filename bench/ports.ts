@@ -3,8 +3,9 @@
  * reaching the same server in the same run, samples interleaved. The server is test/support/ports_app.py, started as a
  * `process` action in the session's pooled container.
  *
- *   - proxied: `GET /v1/sessions/{id}/ports/8000/` from this process (a kept-alive connection to the engine; the
- *     engine opens a tunnel through the container's runner per request, as it does for every proxied request);
+ *   - proxied: `GET /v1/sessions/{id}/ports/8000/` from a client process of its own (a kept-alive connection to the
+ *     engine, as a caller has; timed there, so the engine's event loop is not also the client's); the engine opens a
+ *     connection to the port through the container's runner per request (its relay socket: raw bytes);
  *   - docker exec curl: `docker exec <container> curl -s http://127.0.0.1:8000/`, the way one reaches it by hand;
  *   - loopback in the container: a Python client inside the container (started once with `docker exec -i`) timing its
  *     own `GET /` over a new connection per request: the floor, what the server costs with no proxy at all.
@@ -124,7 +125,54 @@ async function tunnelGet(ports: SessionPorts, sid: string): Promise<number> {
   return elapsed;
 }
 
-/** A proxied GET over a kept-alive connection to the engine. */
+/**
+ * The caller: a Node process of its own timing each proxied GET (one per stdin line) over a kept-alive connection,
+ * as an outside client would be; in this process the client would share the engine's event loop.
+ */
+const CALLER = `
+const http = require('node:http');
+const readline = require('node:readline');
+const [expected, ...urls] = process.argv.slice(1);
+const agents = urls.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+function get(i) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    http.get(urls[i], { agent: agents[i] }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => res.statusCode === 200 && body === expected
+        ? resolve(performance.now() - t0)
+        : reject(new Error('proxied GET ' + res.statusCode + ': ' + body.slice(0, 200))));
+    }).on('error', reject);
+  });
+}
+console.log('ready');
+readline.createInterface({ input: process.stdin }).on('line', async (line) => {
+  try { console.log(await get(Number(line))); } catch (err) { console.error(String(err)); process.exit(1); }
+});
+`;
+
+async function callerSide(urls: string[]): Promise<{ sample(i: number): Promise<number>; close(): void }> {
+  const caller = spawn(process.execPath, ['-e', CALLER, 'hello from the session\n', ...urls], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = readline.createInterface({ input: caller.stdout })[Symbol.asyncIterator]();
+  const next = async (): Promise<string> => {
+    const line = await lines.next();
+    if (line.done) throw new Error('bench: the caller process ended');
+    return line.value;
+  };
+  if ((await next()) !== 'ready') throw new Error('bench: the caller process did not start');
+  return {
+    sample: async (i) => {
+      caller.stdin.write(`${i}\n`);
+      return Number(await next());
+    },
+    close: () => caller.stdin.end(),
+  };
+}
+
+/** A proxied GET over a kept-alive connection to the engine, from this process (the engine's own event loop). */
 function proxiedGet(agent: http.Agent, url: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
@@ -218,8 +266,10 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const raw = await rawSide(container);
     const ports = engine.app.get(SessionPorts);
+    const caller = await callerSide([url]);
     const times = {
       proxied: [] as number[],
+      inProcess: [] as number[],
       curl: [] as number[],
       loopback: [] as number[],
       tunnel: [] as number[],
@@ -227,21 +277,25 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
     // docker exec costs tens of ms: fewer of those, spread through the run.
     const curlEvery = 5;
     for (let i = 0; i < samples + 10; i++) {
-      const p = await proxiedGet(agent, url);
+      const p = await caller.sample(0);
+      const q = await proxiedGet(agent, url);
       const l = await raw.sample('get');
       const t = await tunnelGet(ports, sid);
       const c = i % curlEvery === 0 ? await dockerCurl(container) : undefined;
       if (i < 10) continue; // warm-up: the engine's and the driver's first requests
       times.proxied.push(p);
+      times.inProcess.push(q);
       times.loopback.push(l);
       times.tunnel.push(t);
       if (c !== undefined) times.curl.push(c);
     }
     agent.destroy();
+    caller.close();
     console.log(line('loopback in the container (python client)', times.loopback));
     console.log(line('docker exec curl', times.curl));
     console.log(line('the tunnel alone (SessionPorts, no proxy)', times.tunnel));
     console.log(line('proxied through the engine', times.proxied));
+    console.log(line('proxied, the client in the engine process', times.inProcess));
     ratios(times.proxied, times.loopback, 'proxied / loopback', TARGET);
     ratios(times.proxied, times.curl, 'proxied / docker exec curl');
     ratios(times.tunnel, times.loopback, 'tunnel alone / loopback');

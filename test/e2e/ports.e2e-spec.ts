@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import Dockerode from 'dockerode';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { AccessTokens } from '../../apps/engine/src/edge/http/access-tokens';
@@ -373,6 +376,59 @@ describe('ports: the proxy to a server in a session', () => {
       const ws = await openSocket(`${engine.baseUrl.replace('http:', 'ws:')}/ws`, { host, cookie: pair });
       expect((await echo(ws, 'at the root')).data.toString()).toBe('at the root');
       expect(await closed(ws)).toBe(1000);
+    });
+
+    it("goes through the container's relay socket, and never follows a link the session's code plants there", async () => {
+      // The session's container: the one whose mount point holds the session's workspace (its files are there).
+      const containers = await new Dockerode().listContainers();
+      const mounts = await Promise.all(
+        containers.map(async (c) => (await new Dockerode().getContainer(c.Id).inspect()).Mounts),
+      );
+      const relayDir = mounts
+        .map((m) => ({
+          workspace: m.find((x) => x.Destination === '/workspace')?.Source,
+          relay: m.find((x) => x.Destination === '/run/switchyard-relay')?.Source,
+        }))
+        .find((m) => m.workspace && m.relay && existsSync(path.join(m.workspace, 'ports_app.py')))?.relay;
+      expect(relayDir).toBeDefined();
+      expect(lstatSync(path.join(relayDir!, 'relay.sock')).isSocket()).toBe(true);
+
+      // A socket of the host's, which the engine must never be led to.
+      const bait = path.join(os.tmpdir(), `ports-e2e-bait-${process.pid}.sock`);
+      let reached = 0;
+      const host = net.createServer((socket) => {
+        reached++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => host.listen(bait, resolve));
+      try {
+        // The relay's directory is the box's to write: its code swaps the socket for a link to the host's.
+        const planted = await engine.action(sid, {
+          type: 'code',
+          language: 'bash',
+          code: `cd /run/switchyard-relay && mv relay.sock kept.sock && ln -s ${bait} relay.sock && echo planted`,
+          tier: 'pooled',
+        });
+        expect(planted).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: 'planted\n' });
+        expect(lstatSync(path.join(relayDir!, 'relay.sock')).isSymbolicLink()).toBe(true);
+
+        // The engine opens the path without following it, sees no socket, and goes through the runner's stdio.
+        const answer = await send(engine, 'GET', `${proxy}/`, { headers: bearer(KEY_A) });
+        expect(answer.status).toBe(200);
+        expect(answer.body.toString()).toBe('hello from the session\n');
+        expect(reached).toBe(0);
+      } finally {
+        await engine.action(sid, {
+          type: 'code',
+          language: 'bash',
+          code: 'cd /run/switchyard-relay && rm -f relay.sock && mv kept.sock relay.sock',
+          tier: 'pooled',
+        });
+        await new Promise((resolve) => host.close(resolve));
+      }
+      // Put back, the relay serves again.
+      const again = await send(engine, 'GET', `${proxy}/`, { headers: bearer(KEY_A) });
+      expect(again.status).toBe(200);
     });
 
     it('records every proxied request as a `process` `connect` action, linked in the graph to the process it reached', async () => {

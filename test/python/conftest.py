@@ -46,6 +46,22 @@ def runner(workspace, egress_dir):
 
 
 @pytest.fixture
+def relay_dir(tmp_path):
+    """The directory a sandboxed runner sees as /run/switchyard-relay (where it listens on relay.sock)."""
+    path = tmp_path / "relay"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def relay_runner(workspace, egress_dir, relay_dir):
+    """`runner` with a relay directory, as a pooled container has it."""
+    sandbox = RunnerSandbox(RUNNER_DIR, workspace, egress_dir, relay_dir)
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture
 def offline_runner(workspace):
     """The runner as the subprocess tier has it: no /run/switchyard-egress."""
     sandbox = RunnerSandbox(RUNNER_DIR, workspace)

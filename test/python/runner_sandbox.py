@@ -15,7 +15,7 @@ import time
 RUNNER_IN_SANDBOX = "/opt/switchyard/runner"
 
 
-def bwrap_argv(runner_dir, workspace, egress_dir):
+def bwrap_argv(runner_dir, workspace, egress_dir, relay_dir=None):
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError("bubblewrap (bwrap) is needed: scripts/system-deps.sh test installs it")
@@ -31,16 +31,18 @@ def bwrap_argv(runner_dir, workspace, egress_dir):
     argv += ["--bind", str(workspace), "/workspace"]
     if egress_dir is not None:  # what a pooled container whose sessions may reach the network has
         argv += ["--bind", str(egress_dir), "/run/switchyard-egress"]
+    if relay_dir is not None:  # what a pooled container has: the runner listens on relay.sock there
+        argv += ["--bind", str(relay_dir), "/run/switchyard-relay"]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     return argv + ["--", "/usr/bin/python3", "-I", RUNNER_IN_SANDBOX + "/runner.py"]
 
 
 class RunnerSandbox:
-    def __init__(self, runner_dir, workspace, egress_dir=None):
+    def __init__(self, runner_dir, workspace, egress_dir=None, relay_dir=None):
         st = os.stat(workspace)
         self.workspace = [str(st.st_dev), str(st.st_ino)]
         self.proc = subprocess.Popen(
-            bwrap_argv(runner_dir, workspace, egress_dir),
+            bwrap_argv(runner_dir, workspace, egress_dir, relay_dir),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -181,6 +181,7 @@ class Ports:
         self.runner = runner
         self.owners = owners
         self.holders = {}  # inode -> (pid, fd): checked with one readlink before it is trusted
+        self.listening = {}  # (port, family) -> inode of the listening socket whose owner was found last
 
     def request(self, request):
         """`{"op": "ports", "id"}` -> `{"ev": "ports", "id", "ports": [{port, address, proc, kernel}]}`."""
@@ -193,12 +194,24 @@ class Ports:
 
     def owner(self, port, family):
         """(proc, kernel) of the server listening on `port` (its socket of `family` first), and whether it is the
-        runner's egress forwarder."""
+        runner's egress forwarder. Asked on every connection the engine opens: the socket found last time for the
+        port is trusted while the process found holding it still does (one readlink), which spares the two netlink
+        dumps of every listener; a listening socket never changes its port."""
+        known = self.listening.get((port, family))
+        if known is not None:
+            holder = self.holders.get(known)
+            if holder is not None and self.still_holds(holder, known):
+                kind = owner_of(holder[0], self.owners())
+                return ids_of(kind), kind is not None and kind[0] == "egress"
+            del self.listening[(port, family)]
         candidates = sorted((s for s in listeners() if s.port == port), key=lambda s: s.family != family)
         owners = self.resolve(candidates)
         for sock in candidates:
             kind = owners.get(sock.inode)
             if kind is not None:
+                if len(self.listening) >= CACHE_ENTRIES:
+                    self.listening.clear()
+                self.listening[(port, family)] = sock.inode
                 return ids_of(kind), kind[0] == "egress"
         return (None, None), False
 

@@ -18,6 +18,7 @@ from runner_egress import Egress
 from runner_kernels import Kernels
 from runner_ports import Ports
 from runner_procs import Processes
+from runner_relay import Relay
 from runner_runs import Runs
 from runner_spawn import WORKSPACE, RequestError, now, oom_kills
 from runner_terms import Terminals
@@ -57,7 +58,8 @@ class Runner:
         self.terms = Terminals(self)
         self.ports = Ports(self, self.owners)
         self.tunnels = Tunnels(self, self.ports)
-        self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels)
+        self.relay = Relay(self, self.ports)
+        self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels, self.relay)
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -218,6 +220,7 @@ class Runner:
         self.watch(wake_r, selectors.EVENT_READ, lambda _mask: self.drain(wake_r))
         os.set_blocking(0, False)
         self.watch(0, selectors.EVENT_READ, self.on_control)
+        relay = self.relay.start()
         self.send(
             {
                 "ev": "hello",
@@ -226,6 +229,7 @@ class Runner:
                 "python": sys.version.split()[0],
                 "oomCounter": oom_kills() is not None,
                 "stateful": True,
+                "relay": relay,
             }
         )
         while not self.closing:

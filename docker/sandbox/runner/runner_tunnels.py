@@ -71,7 +71,7 @@ class Tunnels:
             raise RequestError(None, "tunnel_open needs a port from 1 to 65535")
         if tunnel_id in self.table:
             raise RequestError("exists", "tunnel %s already exists" % tunnel_id)
-        if len(self.table) >= MAX_TUNNELS:
+        if len(self.table) + len(self.runner.relay.links) >= MAX_TUNNELS:
             raise RequestError("tunnel_limit", "this box has %d tunnels open, the most it may" % MAX_TUNNELS)
         tunnel = Tunnel(tunnel_id, port, request.get("id"))
         self.table[tunnel_id] = tunnel

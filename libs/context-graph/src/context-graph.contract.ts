@@ -235,6 +235,28 @@ export function describeContextGraphContract(
         });
       });
 
+      it('recordActionWhole records a started and completed action at once, as the two calls would', async () => {
+        const s = await recorded();
+        const a = start(s.id);
+        const c = completion(a, { status: 'succeeded', durationMs: 4, outputExcerpt: 'GET / on port 8000' });
+        await graph.recordActionWhole(a, c);
+        expect(await graph.getAction(s.id, a.id)).toEqual({
+          ...a,
+          seq: 1,
+          status: 'succeeded',
+          endedAt: c.endedAt,
+          durationMs: 4,
+          tier: c.tier,
+          risk: c.risk,
+          exitCode: 0,
+          outputExcerpt: 'GET / on port 8000',
+          files: [],
+          result: c.result,
+        });
+        expect(await graph.lastActionSeq(s.id)).toBe(1);
+        await refused(graph.recordActionWhole(start('no-such-session'), c), SessionNotRecordedError);
+      });
+
       it('recordActionCompleted rejects with ActionNotRecordedError for an unknown action', async () => {
         const s = await recorded();
         const ghost = start(s.id);

@@ -96,6 +96,16 @@ export abstract class ContextGraph {
   abstract recordActionCompleted(actionId: string, completion: ActionCompletion): Promise<void>;
 
   /**
+   * Records an action seen only once it is over (a short request proxied to a session's port): the same records as
+   * `recordActionStarted` then `recordActionCompleted`, with the same errors, as one write where the store can (one
+   * transaction, one fsync), so what the engine only observes costs one commit, not two.
+   */
+  async recordActionWhole(action: ActionStart, completion: ActionCompletion): Promise<void> {
+    await this.recordActionStarted(action);
+    await this.recordActionCompleted(action.id, completion);
+  }
+
+  /**
    * Idempotent upsert of a plan snapshot (see above). Throws `SessionNotRecordedError` for an unknown session.
    */
   abstract recordPlan(plan: PlanGraphRecord): Promise<void>;

@@ -160,6 +160,14 @@ export class SqliteContextGraph extends ContextGraph {
     });
   }
 
+  override recordActionWhole(a: ActionStart, c: ActionCompletion): Promise<void> {
+    return this.write(() => {
+      insertActionStart(this.prepared, a);
+      completeAction(this.prepared, a.id, c);
+      this.queueForReplica('action', a.id, a.sessionId);
+    });
+  }
+
   /** The decision travels with its action: the action's outbox entry carries its approval. */
   override recordApprovalDecision(actionId: string, decision: ApprovalDecision): Promise<void> {
     return this.write(() => {

@@ -86,6 +86,10 @@ export class ReplicatedContextGraph extends ContextGraph {
     return this.written(this.local.recordActionCompleted(actionId, completion));
   }
 
+  override recordActionWhole(action: ActionStart, completion: ActionCompletion): Promise<void> {
+    return this.written(this.local.recordActionWhole(action, completion));
+  }
+
   override recordPlan(plan: PlanGraphRecord): Promise<void> {
     return this.written(this.local.recordPlan(plan));
   }

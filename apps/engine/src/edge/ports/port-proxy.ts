@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { type ErrorKind, SwitchyardError } from '@switchyard/common';
 import { SessionPorts, type SessionPortConnection } from '@switchyard/sandbox';
-import type { NextFunction, Request, Response } from 'express';
+import type { NextFunction } from 'express';
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -16,6 +16,9 @@ import { refuseCrossOrigin } from '../jupyter/jupyter-upgrade';
 import { type PortAccess, PortAuth } from './port-auth';
 import { hostTarget, isPortsApi, parsePort, pathTarget, type PortTarget, upstreamUrl } from './port-target';
 import { callerResponseHeaders, upstreamRequestHeaders } from './proxy-headers';
+
+/** The proxy's requests in the HTTP metrics (path and preview host alike), as a route pattern. */
+export const PORTS_ROUTE = '/v1/sessions/:sessionId/ports/:port/*path';
 
 /** The server took the connection but closed it without a whole answer. */
 export class PortNoAnswerError extends SwitchyardError {
@@ -72,12 +75,22 @@ export class PortProxy implements BeforeApplicationShutdown {
     return this.target(req)?.sessionId;
   }
 
+  /**
+   * Serves `req` when it is the proxy's, and answers whether it was. Needs nothing of Express: the bootstrap hands
+   * the proxy its requests before the Express app sees them (the app's routing would cost every proxied request
+   * about as much as the rest of the engine's part); replicas use `middleware`, after their forwarding.
+   */
+  handle(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+    const target = this.target(req);
+    if (!target) return false;
+    this.serve(target, req, res).catch((err: unknown) => this.fail(res, err));
+    return true;
+  }
+
   /** Express middleware: serves the proxy's requests, passes every other one on. */
-  middleware(): (req: Request, res: Response, next: NextFunction) => void {
+  middleware(): (req: http.IncomingMessage, res: http.ServerResponse, next: NextFunction) => void {
     return (req, res, next) => {
-      const target = this.target(req);
-      if (!target) return next();
-      this.serve(target, req, res).catch((err: unknown) => this.fail(res, err));
+      if (!this.handle(req, res)) next();
     };
   }
 
@@ -86,20 +99,24 @@ export class PortProxy implements BeforeApplicationShutdown {
     this.live.clear();
   }
 
-  private async serve(target: PortTarget, req: Request, res: Response): Promise<void> {
+  private async serve(
+    target: PortTarget,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
     const port = parsePort(target.port);
     this.ports.check(port);
     // `…/ports/3000` to `…/ports/3000/`, before anything else: a page's relative links resolve under the slash.
     if (target.bare && (req.method === 'GET' || req.method === 'HEAD')) {
       const query = (req.url ?? '').split('?').slice(1).join('?');
-      res.redirect(308, `${target.prefix}/${query === '' ? '' : `?${query}`}`);
+      redirect(res, 308, `${target.prefix}/${query === '' ? '' : `?${query}`}`);
       return;
     }
     const access = this.auth.authorize(req, target, port, secure(req));
     if (access.redirect) {
       res.setHeader('Set-Cookie', access.redirect.cookie);
       res.setHeader('Cache-Control', 'no-store');
-      res.redirect(307, access.redirect.location);
+      redirect(res, 307, access.redirect.location);
       return;
     }
     const session = this.sessions.get(access.tenant, target.sessionId);
@@ -114,8 +131,8 @@ export class PortProxy implements BeforeApplicationShutdown {
     port: number,
     access: PortAccess,
     connection: SessionPortConnection,
-    req: Request,
-    res: Response,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
   ): void {
     const { stream } = connection;
     const headers = upstreamRequestHeaders(req.headers, {
@@ -293,7 +310,7 @@ export class PortProxy implements BeforeApplicationShutdown {
   }
 
   /** Answers a refusal as every route does (the engine's error body); a stream already answering is cut. */
-  private fail(res: Response, err: unknown): void {
+  private fail(res: http.ServerResponse, err: unknown): void {
     if (res.headersSent) {
       res.destroy();
       return;
@@ -301,8 +318,23 @@ export class PortProxy implements BeforeApplicationShutdown {
     const { status, body, challenge } = errorAnswer(err);
     if (status >= 500 && status !== 502) this.logger.error({ msg: 'port proxy failed', err: String(err) });
     if (challenge !== undefined) res.setHeader('WWW-Authenticate', challenge);
-    res.status(status).json(body);
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(text),
+    });
+    res.end(text);
   }
+}
+
+function redirect(res: http.ServerResponse, status: 307 | 308, location: string): void {
+  const text = `Redirecting to ${location}`;
+  res.writeHead(status, {
+    Location: location,
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
 }
 
 /** Whether the caller reached the engine over TLS: itself, or a proxy in front saying so. */

@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { type ActionResult, CLOCK, type Clock, NO_RISK } from '@switchyard/common';
-import { ContextGraph, type ReachedRef } from '@switchyard/context-graph';
+import {
+  type ActionCompletion,
+  type ActionStart,
+  ContextGraph,
+  type ReachedRef,
+} from '@switchyard/context-graph';
 import type { StatefulTier } from '@switchyard/sandbox';
 import { randomBytes } from 'node:crypto';
 import { MetricsService } from '../../platform/metrics/metrics.service';
@@ -42,6 +47,8 @@ export interface PortConnectionEnd {
 }
 
 const SUMMARY_CHARS = 200;
+/** A connection open this long is recorded as running (see `PortConnections.open`). */
+export const RUNNING_RECORD_MS = 1000;
 
 /**
  * Records every connection the engine proxies to a session's port as one action of the session: type `process`, op
@@ -67,8 +74,10 @@ export class PortConnections {
   ) {}
 
   /**
-   * Records the connection as running (in the background: the traffic never waits for the graph) and answers the
-   * function that records its end, once; calling it again does nothing.
+   * Starts the record of a connection (in the background: the traffic never waits for the graph) and answers the
+   * function that records its end, once; calling it again does nothing. A connection still open after
+   * `RUNNING_RECORD_MS` (an event stream, a WebSocket) is recorded as running then, and completed at its end; a
+   * shorter one (most requests) is written once, whole, when it ends: one commit instead of two.
    */
   open(session: Session, c: PortConnectionStart): (end: PortConnectionEnd) => void {
     const id = `act_${randomBytes(12).toString('hex')}`;
@@ -83,113 +92,129 @@ export class PortConnections {
       path,
       ...(c.websocket && { websocket: true }),
     };
-    const summary = clip(`${c.websocket ? 'WebSocket' : c.method} ${path} on port ${c.port}`);
-    const operation = 'connect';
+    const start: ActionStart = {
+      id,
+      sessionId: session.id,
+      type: 'process',
+      operation: 'connect',
+      input,
+      inputSummary: clip(`${c.websocket ? 'WebSocket' : c.method} ${path} on port ${c.port}`),
+      inputHash: hashInput(input),
+      startedAt,
+      tier: c.tier,
+      risk: NO_RISK,
+    };
     this.sessions.touch(session);
-    const started = this.graph
-      .recordActionStarted({
-        id,
-        sessionId: session.id,
-        type: 'process',
-        operation,
-        input,
-        inputSummary: summary,
-        inputHash: hashInput(input),
-        startedAt,
-        tier: c.tier,
-        risk: NO_RISK,
-      })
-      .then(
+    let started: Promise<boolean> | undefined;
+    const recordRunning = (): Promise<boolean> =>
+      (started ??= this.graph.recordActionStarted(start).then(
         () => {
-          this.events.publish(session.id, 'action.started', {
-            actionId: id,
-            type: 'process',
-            operation,
-            tier: c.tier,
-            status: 'running',
-          });
+          this.publishStarted(session, start);
           return true;
         },
         (err: unknown) => {
-          this.logger.warn({
-            msg: 'a proxied connection could not be recorded',
-            sessionId: session.id,
-            err: String(err),
-          });
+          this.unrecorded(session, err);
           return false;
         },
-      );
+      ));
+    const timer = setTimeout(() => void recordRunning(), RUNNING_RECORD_MS);
+    timer.unref();
     let ended = false;
     return (end) => {
       if (ended) return;
       ended = true;
+      clearTimeout(timer);
       this.sessions.touch(session);
-      const durationMs = Math.round(this.clock.monotonic() - t0);
+      const result = this.result(session, c, start, end, Math.round(this.clock.monotonic() - t0));
       const reached: ReachedRef | undefined =
         c.proc !== null
           ? { kind: 'process', id: c.proc, port: c.port }
           : c.kernel !== null
             ? { kind: 'kernel', id: c.kernel, port: c.port }
             : undefined;
-      const status = end.cancelled ? 'cancelled' : end.error !== undefined ? 'failed' : 'succeeded';
-      const result = this.envelopes.envelope(
-        {
-          id,
-          sessionId: session.id,
-          type: 'process',
-          startedAt,
-          durationMs,
-          ...(c.requestId !== undefined && { requestId: c.requestId }),
+      const completion = this.completion(result, reached);
+      if (started) {
+        void started.then((recorded) => (recorded ? this.complete(session, result, completion) : undefined));
+        return;
+      }
+      void this.graph.recordActionWhole(start, completion).then(
+        () => {
+          this.publishStarted(session, start);
+          this.published(session, result);
         },
-        {
-          status,
-          tier: c.tier,
-          risk: NO_RISK,
-          files: [],
-          output: {
-            port: c.port,
-            via: c.via,
-            method: c.method,
-            path,
-            ...(c.websocket && { websocket: true }),
-            ...(end.status !== undefined && { status: end.status }),
-            bytesIn: end.bytesIn,
-            bytesOut: end.bytesOut,
-            ...(c.proc !== null && { processId: c.proc }),
-            ...(c.kernel !== null && { kernelId: c.kernel }),
-            ...(end.error !== undefined && { error: end.error }),
-          },
-          ...(end.cancelled && {
-            error: {
-              class: 'cancelled',
-              code: 'CANCELLED',
-              message: `cancelled: ${end.error ?? 'the caller left'}`,
-            },
-          }),
-        },
+        (err: unknown) => this.unrecorded(session, err),
       );
-      void started.then((recorded) => (recorded ? this.complete(session, result, reached) : undefined));
+    };
+  }
+
+  private result(
+    session: Session,
+    c: PortConnectionStart,
+    start: ActionStart,
+    end: PortConnectionEnd,
+    durationMs: number,
+  ): ActionResult {
+    const status = end.cancelled ? 'cancelled' : end.error !== undefined ? 'failed' : 'succeeded';
+    return this.envelopes.envelope(
+      {
+        id: start.id,
+        sessionId: session.id,
+        type: 'process',
+        startedAt: start.startedAt,
+        durationMs,
+        ...(c.requestId !== undefined && { requestId: c.requestId }),
+      },
+      {
+        status,
+        tier: c.tier,
+        risk: NO_RISK,
+        files: [],
+        output: {
+          port: c.port,
+          via: c.via,
+          method: c.method,
+          path: (start.input as { path: string }).path,
+          ...(c.websocket && { websocket: true }),
+          ...(end.status !== undefined && { status: end.status }),
+          bytesIn: end.bytesIn,
+          bytesOut: end.bytesOut,
+          ...(c.proc !== null && { processId: c.proc }),
+          ...(c.kernel !== null && { kernelId: c.kernel }),
+          ...(end.error !== undefined && { error: end.error }),
+        },
+        ...(end.cancelled && {
+          error: {
+            class: 'cancelled',
+            code: 'CANCELLED',
+            message: `cancelled: ${end.error ?? 'the caller left'}`,
+          },
+        }),
+      },
+    );
+  }
+
+  private completion(result: ActionResult, reached: ReachedRef | undefined): ActionCompletion {
+    return {
+      status: result.status as Exclude<ActionResult['status'], 'running' | 'awaiting_approval'>,
+      endedAt: result.endedAt!,
+      durationMs: result.durationMs,
+      tier: result.tier,
+      risk: result.risk,
+      ...(result.error && { error: result.error }),
+      outputExcerpt: this.envelopes.excerpt(result),
+      files: [],
+      result,
+      ...(reached && { reached }),
     };
   }
 
   private async complete(
     session: Session,
     result: ActionResult,
-    reached: ReachedRef | undefined,
+    completion: ActionCompletion,
   ): Promise<void> {
     try {
-      await this.graph.recordActionCompleted(result.id, {
-        status: result.status as Exclude<ActionResult['status'], 'running' | 'awaiting_approval'>,
-        endedAt: result.endedAt!,
-        durationMs: result.durationMs,
-        tier: result.tier,
-        risk: result.risk,
-        ...(result.error && { error: result.error }),
-        outputExcerpt: this.envelopes.excerpt(result),
-        files: [],
-        result,
-        ...(reached && { reached }),
-      });
+      await this.graph.recordActionCompleted(result.id, completion);
     } catch (err) {
       this.logger.warn({
         msg: 'a proxied connection’s end could not be recorded',
@@ -198,12 +223,34 @@ export class PortConnections {
       });
       return;
     }
+    this.published(session, result);
+  }
+
+  private publishStarted(session: Session, start: ActionStart): void {
+    this.events.publish(session.id, 'action.started', {
+      actionId: start.id,
+      type: 'process',
+      operation: start.operation,
+      tier: start.tier,
+      status: 'running',
+    });
+  }
+
+  private published(session: Session, result: ActionResult): void {
     this.metrics.actionCompleted(result);
     this.events.publish(session.id, 'action.completed', {
       actionId: result.id,
       status: result.status,
       ...(result.error && { error: result.error }),
       durationMs: result.durationMs,
+    });
+  }
+
+  private unrecorded(session: Session, err: unknown): void {
+    this.logger.warn({
+      msg: 'a proxied connection could not be recorded',
+      sessionId: session.id,
+      err: String(err),
     });
   }
 }

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino, { type Logger as Pino } from 'pino';
 import type { LogLevel } from '../config/engine-config';
 import { prettyStream } from './pretty-lines';
@@ -41,12 +41,12 @@ export class EngineLogger implements LoggerService {
 
   /** Express middleware: assigns the request id, runs the rest of the request in its context, logs the outcome. */
   middleware() {
-    return (req: Request, res: Response, next: NextFunction): void => {
+    return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
       const given = req.headers['x-request-id'];
       const requestId =
         typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomBytes(8).toString('hex')}`;
       res.setHeader('X-Request-Id', requestId);
-      (req as Request & { id?: string }).id = requestId;
+      (req as IncomingMessage & { id?: string }).id = requestId;
       const t0 = performance.now();
       res.on('finish', () => {
         const status = res.statusCode;
@@ -57,7 +57,8 @@ export class EngineLogger implements LoggerService {
           msg: 'request',
           requestId,
           method: req.method,
-          url: withoutTokens(req.originalUrl),
+          // Express's `originalUrl`; the ports proxy is served before Express (its `url` is the original).
+          url: withoutTokens((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/'),
           status,
           durationMs: Math.round(performance.now() - t0),
         });

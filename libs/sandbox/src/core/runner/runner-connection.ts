@@ -23,6 +23,8 @@ export interface RunnerHello {
   oomCounter: boolean;
   /** It holds kernels and background processes (protocol 3). */
   stateful?: boolean;
+  /** It listens on the box's relay socket for raw-byte connections to the box's ports (see runner-relay.ts). */
+  relay?: boolean;
 }
 
 export interface RunnerPong {

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { type ErrorKind, InvalidInputError, TIERS } from '@switchyard/common';
 import { RunnerRefusedError } from '../runner/runner-connection';
-import type { RunnerTunnel } from '../runner/runner-tunnel';
+import { dialRelay, RelayUnavailableError } from '../runner/runner-relay';
 import { SandboxError } from '../sandbox.errors';
 import { formatPortRanges, portAllowed, type ResolvedPortsOptions } from './ports.options';
 import type { StatefulBox, StatefulBoxHost } from './stateful-box.port';
@@ -112,17 +112,17 @@ export class SessionPorts {
     }
     const refusals: string[] = [];
     for (const box of boxes) {
-      let stream: RunnerTunnel;
+      let opened: Omit<SessionPortConnection, 'tier'>;
       try {
-        stream = await box.connection.openTunnel(port);
+        opened = await open(box, port);
       } catch (err) {
         // Refused (nothing listens), or the runner is gone: the next box may still have it.
         refusals.push(`${box.tier}: ${refusalWords(err)}`);
         continue;
       }
       const unpin = box.pin();
-      stream.once('close', unpin);
-      return { stream, tier: box.tier, proc: stream.proc, kernel: stream.kernel };
+      opened.stream.once('close', unpin);
+      return { ...opened, tier: box.tier };
     }
     throw new PortClosedError(
       `nothing listens on port ${port} in session ${sessionId}'s sandbox (${refusals.join('; ')})`,
@@ -157,6 +157,24 @@ export class SessionPorts {
     });
     return [...found.filter((b) => live.has(b.tier)), ...found.filter((b) => !live.has(b.tier))];
   }
+}
+
+/**
+ * A connection to `port` in `box`: raw bytes through its runner's relay socket where it has one (a pooled
+ * container), else a tunnel over the runner's connection (a bubblewrap box, a Kubernetes pod, a runner without a
+ * relay). A relay that cannot be used falls back to the tunnel; a refusal by the runner through either is final.
+ */
+async function open(box: StatefulBox, port: number): Promise<Omit<SessionPortConnection, 'tier'>> {
+  if (box.relaySocket !== undefined) {
+    try {
+      const { socket, proc, kernel } = await dialRelay(box.relaySocket, port);
+      return { stream: socket, proc, kernel };
+    } catch (err) {
+      if (!(err instanceof RelayUnavailableError)) throw err;
+    }
+  }
+  const tunnel = await box.connection.openTunnel(port);
+  return { stream: tunnel, proc: tunnel.proc, kernel: tunnel.kernel };
 }
 
 function refusalWords(err: unknown): string {

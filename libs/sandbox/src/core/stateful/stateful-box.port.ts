@@ -14,6 +14,11 @@ export interface StatefulBox {
   /** The container, when the box is one (pooled tier): a cell's action gets a `RAN_IN` edge to it too. */
   readonly containerId?: string;
   readonly connection: RunnerConnection;
+  /**
+   * Host path of the runner's relay socket, when the box shares a directory with the host and its runner listens
+   * there: connections to the box's ports then go as raw bytes (`dialRelay`) instead of through `connection`.
+   */
+  readonly relaySocket?: string;
   /** Device and inode of the session workspace as the host sees it; the runner starts nothing elsewhere. */
   readonly workspace: [dev: string, ino: string];
   /** Interpreter paths as seen inside the box, where they differ from the runner's defaults. */

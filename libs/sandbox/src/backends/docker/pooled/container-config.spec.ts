@@ -45,7 +45,7 @@ describe('buildContainerConfig', () => {
     });
   });
 
-  it('mounts only its own mount point at /workspace (slave propagation) and its own egress directory (read-only), never the Docker socket', () => {
+  it('mounts only its own mount point at /workspace (slave propagation), its own egress directory (read-only) and relay directory, never the Docker socket', () => {
     expect(host.Mounts).toEqual([
       {
         Type: 'bind',
@@ -59,6 +59,12 @@ describe('buildContainerConfig', () => {
         Source: '/tmp/switchyard-pooled/k1.egress',
         Target: '/run/switchyard-egress',
         ReadOnly: true,
+      },
+      {
+        Type: 'bind',
+        Source: '/tmp/switchyard-pooled/k1.relay',
+        Target: '/run/switchyard-relay',
+        ReadOnly: false,
       },
     ]);
     expect(host.Binds).toBeUndefined();
@@ -87,7 +93,7 @@ describe('buildContainerConfig with read-only binds', () => {
       limits: DEFAULT_POOLED_LIMITS,
       readOnlyBinds: ['/d/ca/bundle.pem', '/d/ca/extra.pem'],
     });
-    expect(config.HostConfig!.Mounts!.slice(2)).toEqual([
+    expect(config.HostConfig!.Mounts!.slice(3)).toEqual([
       { Type: 'bind', Source: '/d/ca/bundle.pem', Target: '/d/ca/bundle.pem', ReadOnly: true },
       { Type: 'bind', Source: '/d/ca/extra.pem', Target: '/d/ca/extra.pem', ReadOnly: true },
     ]);

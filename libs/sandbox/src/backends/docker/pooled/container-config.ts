@@ -23,6 +23,15 @@ export const WORKSPACE_TARGET = '/workspace';
  */
 export const EGRESS_TARGET = '/run/switchyard-egress';
 export const egressDirOf = (mountPoint: string): string => `${mountPoint}.egress`;
+/**
+ * Where the runner listens on `relay.sock` for the engine's raw-byte connections to the box's ports (see
+ * docker/sandbox/runner/runner_relay.py): a host directory of the container's own (`<mountPoint>.relay`), owned by the
+ * sandbox user, so the runner can bind there. The engine opens the socket without following links
+ * (core/runner/runner-relay.ts): the box's code can write the directory too.
+ */
+export const RELAY_TARGET = '/run/switchyard-relay';
+export const relayDirOf = (mountPoint: string): string => `${mountPoint}.relay`;
+export const RELAY_SOCKET_NAME = 'relay.sock';
 
 /** The runner writes each run's code here (its own small tmpfs, so a full /tmp cannot stop runs). */
 export const CODE_DIR = '/run/switchyard';
@@ -84,6 +93,7 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
           BindOptions: { Propagation: 'rslave' },
         },
         { Type: 'bind', Source: egressDirOf(spec.mountPoint), Target: EGRESS_TARGET, ReadOnly: true },
+        { Type: 'bind', Source: relayDirOf(spec.mountPoint), Target: RELAY_TARGET, ReadOnly: false },
         ...(spec.readOnlyBinds ?? []).map((p) => ({
           Type: 'bind' as const,
           Source: p,

@@ -28,6 +28,10 @@ class LeaseBox implements StatefulBox {
     return this.lease.container.connection;
   }
 
+  get relaySocket(): string | undefined {
+    return this.lease.container.relaySocket;
+  }
+
   /** The workspace mounted now: a remount (the session's directory was replaced) changes it. */
   get workspace(): [string, string] {
     return this.lease.workspace.id;

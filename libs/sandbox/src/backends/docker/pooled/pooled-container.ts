@@ -3,8 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
 import { type Clock, systemClock } from '@switchyard/common';
+import { SANDBOX_UID } from '../../../core/sandbox-image';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../../../core/sandbox.errors';
-import { buildContainerConfig, egressDirOf } from './container-config';
+import { buildContainerConfig, egressDirOf, RELAY_SOCKET_NAME, relayDirOf } from './container-config';
 import type { HostMounts } from './host-mounts';
 import type { DockerClient } from '../docker-client';
 import type { ResolvedPooledOptions } from './pooled.options';
@@ -42,6 +43,11 @@ export class PooledContainer {
 
   get shortId(): string {
     return this.id.slice(0, 12);
+  }
+
+  /** Host path of the runner's relay socket, when it listens on one (see `RELAY_TARGET`). */
+  get relaySocket(): string | undefined {
+    return this.hello.relay === true ? path.join(relayDirOf(this.mountPoint), RELAY_SOCKET_NAME) : undefined;
   }
 
   /** Usable: not destroyed and its runner connection open. */
@@ -97,6 +103,7 @@ export class PooledContainerFactory {
       // Root-owned and empty: before a claim, /workspace is a directory the sandbox user cannot write.
       await fs.promises.mkdir(mountPoint, { mode: 0o755 });
       await fs.promises.mkdir(egressDirOf(mountPoint), { mode: 0o755 });
+      await makeRelayDir(relayDirOf(mountPoint));
       id = await this.docker.createContainer(
         buildContainerConfig({
           image,
@@ -138,6 +145,7 @@ export class PooledContainerFactory {
         await this.docker.remove(id).catch((e: Error) => this.logger.warn(`cleanup of ${id}: ${e.message}`));
       await fs.promises.rmdir(mountPoint).catch(() => undefined);
       await fs.promises.rm(egressDirOf(mountPoint), { recursive: true, force: true });
+      await fs.promises.rm(relayDirOf(mountPoint), { recursive: true, force: true });
       this.keys.delete(mountKey);
       const detail = stderr.trim() ? ` (runner stderr: ${stderr.trim().slice(-300)})` : '';
       if (err instanceof SandboxError) throw err;
@@ -186,11 +194,12 @@ export class PooledContainerFactory {
 
   /**
    * Unmounts and removes a mount-point directory (never recursive: a still-mounted workspace must survive), and the
-   * container's egress directory (a socket at most: never a mount).
+   * container's egress and relay directories (sockets at most: never a mount).
    */
   async release(mountKey: string): Promise<void> {
     const mountPoint = path.join(this.options.mountRoot, mountKey);
     await fs.promises.rm(egressDirOf(mountPoint), { recursive: true, force: true });
+    await fs.promises.rm(relayDirOf(mountPoint), { recursive: true, force: true });
     await this.mounts.unmount(mountPoint);
     try {
       await fs.promises.rmdir(mountPoint);
@@ -213,4 +222,13 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, message: s
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The container's relay directory, the sandbox user's (the runner binds its socket there). An engine that may not
+ * give it away (not root) leaves it its own: the runner then has no relay, and the engine uses the runner's stdio.
+ */
+async function makeRelayDir(dir: string): Promise<void> {
+  await fs.promises.mkdir(dir, { mode: 0o700 });
+  await fs.promises.chown(dir, SANDBOX_UID, SANDBOX_UID).catch(() => undefined);
 }

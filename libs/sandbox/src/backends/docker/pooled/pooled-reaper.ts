@@ -120,14 +120,14 @@ export class PooledReaper {
           await fs.promises.rm(marker, { force: true });
         continue;
       }
-      // `<key>.egress` holds a container's egress socket, never a mount: it goes with its key.
-      const egress = /^[0-9a-f]+\.egress$/.test(name);
-      const key = egress ? name.slice(0, -'.egress'.length) : name;
+      // `<key>.egress` and `<key>.relay` hold a container's sockets, never a mount: they go with their key.
+      const socketDir = /^[0-9a-f]+\.(egress|relay)$/.test(name);
+      const key = socketDir ? name.slice(0, name.indexOf('.')) : name;
       if (keep.has(key) || this.factory.keys.has(key)) continue;
       const dir = path.join(root, name);
       const stat = await fs.promises.lstat(dir).catch(() => undefined);
       if (!stat?.isDirectory() || now - stat.mtimeMs < STRAY_DIR_AGE_MS) continue;
-      if (egress) await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      if (socketDir) await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => undefined);
       else await fs.promises.rmdir(dir).catch(() => undefined); // never recursive: only empty mount points go
     }
     for (const c of [...this.orphans]) {
