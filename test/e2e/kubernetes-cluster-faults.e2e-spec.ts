@@ -8,57 +8,15 @@ jest.setTimeout(120_000);
 
 /**
  * The Kubernetes backend against a cluster that is not what the engine was configured for (the real test cluster,
- * `scripts/k8s.sh`): a namespace that does not exist, a node that does not exist. These are missing dependencies,
- * never engine faults: `/health` says the backend is not ready and why, and a request that needs a pod is answered
- * 503 with a code and a message naming the setting to change. Also the pod side of checkpoints: a restore or a fork
- * unpacks only what a checkpoint keeps; and the ports proxy to a server in a session pod, through the pod's runner.
+ * `scripts/k8s.sh`): a node that does not exist. A missing dependency, never an engine fault: `/health` says the
+ * backend is not ready and why, and a request that needs a pod is answered 503 with a code and a message naming the
+ * setting to change (the other failures of the cluster, and the start-up checks: kubernetes-failures.e2e-spec.ts).
+ * Also the pod side of checkpoints: a restore or a fork unpacks only what a checkpoint keeps; and the ports proxy to
+ * a server in a session pod, through the pod's runner.
  */
 describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) => [b.name, b] as const))(
   'the %s backend and its cluster',
   (_name, backend) => {
-    describe('with a namespace that does not exist', () => {
-      let engine: EngineHarness;
-      beforeAll(async () => {
-        engine = await EngineHarness.start({
-          ...(await backend.env()),
-          SWITCHYARD_K8S_NAMESPACE: 'switchyard-no-such-namespace',
-          SWITCHYARD_POOL_MIN: '0',
-        });
-      });
-      afterAll(() => engine?.stop());
-
-      it('/health says the backend is not ready and why; /health/ready is 503 naming the cluster', async () => {
-        const health = (await engine.request('GET', '/health')).body;
-        expect(health.backend).toMatchObject({
-          name: 'kubernetes',
-          namespace: 'switchyard-no-such-namespace',
-          ready: false,
-          reason: expect.stringContaining('SWITCHYARD_K8S_NAMESPACE'),
-        });
-        expect(health.backend.reason).toContain('namespace switchyard-no-such-namespace does not exist');
-        expect(health.tiers.pooled).toMatchObject({
-          available: false,
-          code: 'KUBERNETES_NAMESPACE_MISSING',
-        });
-        const ready = await engine.request('GET', '/health/ready');
-        expect(ready.status).toBe(503);
-        expect(ready.body.error.code).toBe('NOT_READY');
-        expect(ready.body.error.details.indicators.kubernetes).toMatchObject({
-          status: 'down',
-          code: 'KUBERNETES_NAMESPACE_MISSING',
-        });
-      });
-
-      it('a new session is 503 KUBERNETES_NAMESPACE_MISSING naming SWITCHYARD_K8S_NAMESPACE, and leaves nothing', async () => {
-        const r = await engine.request('POST', '/v1/sessions', {});
-        expect(r.status).toBe(503);
-        expect(r.body.error.code).toBe('KUBERNETES_NAMESPACE_MISSING');
-        expect(r.body.error.message).toContain('SWITCHYARD_K8S_NAMESPACE');
-        expect(r.body.error.message).toContain('switchyard-no-such-namespace');
-        expect((await engine.request('GET', '/v1/sessions')).body.sessions).toEqual([]);
-      });
-    });
-
     describe('with a node that does not exist', () => {
       let engine: EngineHarness;
       beforeAll(async () => {

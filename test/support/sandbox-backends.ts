@@ -263,8 +263,7 @@ const kubernetes_: SandboxBackendUnderTest = {
       SWITCHYARD_SANDBOX_BACKEND: 'kubernetes',
       KUBECONFIG: TEST_KUBECONFIG,
       SWITCHYARD_K8S_NAMESPACE: TEST_NAMESPACE,
-      // The test cluster has no scheduler: pods name their node.
-      SWITCHYARD_K8S_NODE_NAME: node,
+      // No node name: the test cluster's scheduler places the pods, as on any cluster.
     };
   },
   async exists(id) {

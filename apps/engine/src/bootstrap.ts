@@ -13,13 +13,16 @@ import type { EngineConfig } from './platform/config/engine-config';
 import { DomainErrorFilter } from './edge/http/domain-error.filter';
 import { installJsonBody } from './edge/http/json-body.middleware';
 import { EngineLogger } from './platform/logging/engine-logger';
-import { installHttpMetrics } from './platform/metrics/http-metrics.middleware';
+import { countHttpRequest, installHttpMetrics } from './platform/metrics/http-metrics.middleware';
+import { MetricsService } from './platform/metrics/metrics.service';
+import { handleBeforeExpress } from './edge/http/before-express';
 import { installConsole } from './edge/console/console-assets';
 import { installMethodNotAllowed } from './edge/http/method-not-allowed.middleware';
 import { installOpenApi } from './edge/http/openapi';
 import { ApprovalsFanOut } from './edge/replicas/approvals-fan-out';
 import { SessionForwarding } from './edge/replicas/session-forwarding';
-import { PortProxy } from './edge/ports/port-proxy';
+import { PORTS_ROUTE, PortProxy } from './edge/ports/port-proxy';
+import { kubernetesStartupError } from './sandbox-backend';
 
 /** The request line and headers: a 4 096-character query value percent-encodes to up to 48 KiB. */
 const MAX_HEADER_BYTES = 64 * 1024;
@@ -61,20 +64,32 @@ export async function createEngineApp(
       logger: engineLogger,
     },
   ).catch((error: unknown) => {
-    throw graphStartupError(error);
+    throw kubernetesStartupError(graphStartupError(error));
   });
   app.use(engineLogger.middleware());
   app.disable('x-powered-by');
   installHttpMetrics(app);
   const ports = app.get(PortProxy);
   installJsonBody(app, config.http.maxBodyBytes, (req) => ports.claims(req));
-  // Replicas: a session's requests go to the replica serving it (after the body is read and checked here).
+  // Replicas: a session's requests go to the replica serving it (after the body is read and checked here), the
+  // ports proxy's included; then the proxy streams its requests itself, before any route.
   if (config.state.store === 'postgres') {
     app.use(app.get(SessionForwarding).middleware());
     app.use(app.get(ApprovalsFanOut).middleware());
+    app.use(ports.middleware());
+  } else {
+    // One engine: the proxy takes its requests before Express does (logged and counted as every request is).
+    const log = engineLogger.middleware();
+    const metrics = app.get(MetricsService);
+    handleBeforeExpress(app.getHttpServer(), (req, res) => {
+      if (!ports.claims(req)) return false;
+      log(req, res, () => {
+        countHttpRequest(metrics, req, res, () => PORTS_ROUTE);
+        ports.handle(req, res);
+      });
+      return true;
+    });
   }
-  // The proxy to sessions' ports (and their preview hosts) streams its requests itself, before any route.
-  app.use(ports.middleware());
   app.useGlobalFilters(new DomainErrorFilter());
   app.enableShutdownHooks();
   installConsole(app);

@@ -7,11 +7,23 @@ import {
   KubernetesOneOffTier,
   KubernetesPooledTier,
   KubernetesSandboxModule,
+  KubernetesSetupError,
   PooledTier,
   PooledTierModule,
   type SandboxTierExtensions,
 } from '@switchyard/sandbox';
+import { ConfigError } from './platform/config/config-error';
 import type { EngineConfig } from './platform/config/engine-config';
+
+/**
+ * A start-up failure of the Kubernetes backend (its configuration cannot work with the cluster: a kubeconfig that
+ * cannot be read, credentials refused, a namespace that does not exist, rights missing) as a `ConfigError` naming the
+ * variable; others unchanged.
+ */
+export function kubernetesStartupError(error: unknown): unknown {
+  if (!(error instanceof KubernetesSetupError)) return error;
+  return new ConfigError([{ variable: error.variable, message: error.message }]);
+}
 
 /**
  * The container tiers (`pooled`, `container`) of the configured backend. Docker: containers on DOCKER_HOST sharing
@@ -68,6 +80,14 @@ export function containerTiers(
             nodeName: 'SWITCHYARD_K8S_NODE_NAME',
             nodeSelector: 'SWITCHYARD_K8S_NODE_SELECTOR',
             podStartTimeoutMs: 'SWITCHYARD_K8S_POD_START_TIMEOUT_MS',
+            kubeconfigPath: 'KUBECONFIG',
+            context: 'SWITCHYARD_K8S_CONTEXT',
+            image: 'SWITCHYARD_SANDBOX_IMAGE',
+            imagePullPolicy: 'SWITCHYARD_K8S_IMAGE_PULL_POLICY',
+            cpuRequest: 'SWITCHYARD_K8S_CPU_REQUEST',
+            pooledMemoryBytes: 'SWITCHYARD_POOLED_MEMORY_BYTES',
+            containerMemoryBytes: 'SWITCHYARD_CONTAINER_MEMORY_BYTES',
+            workspaceBytes: 'SWITCHYARD_MAX_WORKSPACE_BYTES',
           },
           limits: { pooled: limits(sb.pooled), container: limits(sb.container) },
         }),

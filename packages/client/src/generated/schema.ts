@@ -3881,10 +3881,12 @@ export interface components {
                 kubeconfig?: string;
                 /** @description Kubernetes: the kubeconfig context (SWITCHYARD_K8S_CONTEXT) */
                 context?: string;
-                /** @description Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and the namespace, a Ready node and the image are there */
+                /** @description Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and takes the engine's credentials, the account has the rights the backend uses, the namespace, a Ready node and the image are there, and the latest pod of the sandbox image started (or failed more than a minute ago) */
                 ready: boolean;
-                /** @description Why the backend is not ready */
+                /** @description Why the backend is not ready, naming the setting to change */
                 reason?: string;
+                /** @description Kubernetes: why not, for code (`KUBERNETES_UNAVAILABLE`, `KUBERNETES_FORBIDDEN`, `KUBERNETES_NAMESPACE_MISSING`, `KUBERNETES_NO_READY_NODE`, `SANDBOX_IMAGE_MISSING`, `POD_START_TIMEOUT`, `POD_REJECTED`) */
+                code?: string;
             };
             /** @description Each execution tier (subprocess, pooled, container) and the browser, with why one is not available */
             tiers?: {

@@ -11,6 +11,7 @@ import { ApiKeys } from '../http/api-keys';
 import { jsonBody } from '../http/response-schemas';
 import { ReplicaLeases } from '../../engine/replicas/replica-leases';
 import type { Request } from 'express';
+import { clusterReadiness } from './cluster-readiness';
 
 /** With API keys set, a request without a valid key gets `status` alone: the rest is for operators. */
 export interface HealthResponse {
@@ -24,6 +25,8 @@ export interface HealthResponse {
     context?: string;
     ready: boolean;
     reason?: string;
+    /** Kubernetes: why not, for code (`KUBERNETES_NAMESPACE_MISSING`, `POD_START_TIMEOUT`, …). */
+    code?: string;
   };
   /** `degraded` while Neo4j cannot be reached; `backlog` records wait in the local outbox meanwhile. */
   graph?: GraphHealth;
@@ -83,21 +86,26 @@ export class HealthController {
     return { store: 'postgres', replica: leases.replicaId, ...(live && { replicas: live.length }) };
   }
 
-  /** The backend of the container tiers and its readiness as the pooled tier found it (Docker's daemon, the cluster). */
+  /**
+   * The backend of the container tiers and its readiness: Docker's daemon as the pooled tier found it; the cluster as
+   * the pooled tier found it and as its latest pod start went (`clusterReadiness`).
+   */
   private backend(tiers: Record<string, TierAvailability>): NonNullable<HealthResponse['backend']> {
     const k8s = this.config.kubernetes;
     const pooled = tiers.pooled;
-    const readiness = {
-      ready: pooled?.available === true,
-      ...(pooled && !pooled.available && pooled.reason !== undefined && { reason: pooled.reason }),
-    };
-    if (k8s.backend === 'docker') return { name: 'docker', ...readiness };
+    if (k8s.backend === 'docker') {
+      return {
+        name: 'docker',
+        ready: pooled?.available === true,
+        ...(pooled && !pooled.available && pooled.reason !== undefined && { reason: pooled.reason }),
+      };
+    }
     return {
       name: 'kubernetes',
       namespace: k8s.namespace,
       ...(k8s.kubeconfigPath !== undefined && { kubeconfig: k8s.kubeconfigPath }),
       ...(k8s.context !== undefined && { context: k8s.context }),
-      ...readiness,
+      ...clusterReadiness(this.ref, pooled),
     };
   }
 }

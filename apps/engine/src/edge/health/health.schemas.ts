@@ -47,10 +47,18 @@ const HEALTH_SCHEMA: SchemaObject = object(
         ready: {
           type: 'boolean',
           description:
-            'Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and the ' +
-            'namespace, a Ready node and the image are there',
+            'Docker: the daemon answers and has the sandbox image. Kubernetes: the API server answers and takes ' +
+            "the engine's credentials, the account has the rights the backend uses, the namespace, a Ready node and " +
+            'the image are there, and the latest pod of the sandbox image started (or failed more than a minute ago)',
         },
-        reason: { type: 'string', description: 'Why the backend is not ready' },
+        reason: { type: 'string', description: 'Why the backend is not ready, naming the setting to change' },
+        code: {
+          type: 'string',
+          description:
+            'Kubernetes: why not, for code (`KUBERNETES_UNAVAILABLE`, `KUBERNETES_FORBIDDEN`, ' +
+            '`KUBERNETES_NAMESPACE_MISSING`, `KUBERNETES_NO_READY_NODE`, `SANDBOX_IMAGE_MISSING`, `POD_START_TIMEOUT`, ' +
+            '`POD_REJECTED`)',
+        },
       },
       'Where the container tiers run',
     ),

@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Req, ServiceUnavailableException } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import {
   ApiBearerAuth,
   ApiOkResponse,
@@ -30,6 +31,7 @@ import { ApiKeys } from '../http/api-keys';
 import { ApiErrors, ERROR_RESPONSE } from '../http/api-responses';
 import { jsonBody } from '../http/response-schemas';
 import { errorBody } from '../../platform/validation/error-body';
+import { clusterReadiness } from './cluster-readiness';
 
 /**
  * Kubernetes-style probes: `live` answers while the process serves HTTP; `ready` checks each dependency
@@ -48,6 +50,7 @@ export class ReadinessController {
     private readonly browser: BrowserRouter,
     private readonly graph: ContextGraph,
     private readonly keys: ApiKeys,
+    private readonly ref: ModuleRef,
   ) {}
 
   @Get('live')
@@ -121,21 +124,23 @@ export class ReadinessController {
 
   /**
    * The Kubernetes backend: `kubernetes` is down while the cluster cannot run a session's pod (the API server, the
-   * namespace, a Ready node; the reason and its code say which), `sandbox_image` while the image is on no Ready node.
+   * credentials and rights, the namespace, a Ready node, or the latest pod did not start; the reason and its code say
+   * which), `sandbox_image` while the nodes cannot have the image (on no Ready node, or its pull failed).
    */
   private cluster(a: TierAvailability): Array<() => HealthIndicatorResult> {
-    const imageMissing = !a.available && a.code === SANDBOX_IMAGE_MISSING;
+    const r = clusterReadiness(this.ref, a);
+    const imageMissing = r.code === SANDBOX_IMAGE_MISSING;
     return [
       () => {
         const session = this.indicators.check('kubernetes');
-        if (a.available || imageMissing) {
+        if (r.ready || imageMissing) {
           return session.up({ namespace: this.config.kubernetes.namespace });
         }
-        return session.down({ reason: a.reason ?? 'unknown', ...(a.code !== undefined && { code: a.code }) });
+        return session.down({ reason: r.reason ?? 'unknown', ...(r.code !== undefined && { code: r.code }) });
       },
       () => {
         const session = this.indicators.check('sandbox_image');
-        return imageMissing ? session.down({ reason: a.reason ?? 'unknown' }) : session.up();
+        return imageMissing ? session.down({ reason: r.reason ?? 'unknown' }) : session.up();
       },
     ];
   }

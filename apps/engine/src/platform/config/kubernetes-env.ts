@@ -17,7 +17,11 @@ export class KubernetesEnv {
   @IsIn(SANDBOX_BACKENDS)
   SWITCHYARD_SANDBOX_BACKEND: SandboxBackend = 'docker';
 
-  /** The cluster's kubeconfig (as kubectl reads it). Unset: the in-cluster configuration of the engine's own pod. */
+  /**
+   * The cluster's kubeconfig (as kubectl reads it). Unset: the in-cluster configuration of the engine's own pod. At
+   * start-up a file that cannot be read, credentials the API server refuses, or an account without the rights the
+   * backend uses stop the engine (exit 78 naming this variable); an API server that does not answer does not.
+   */
   @IsOptional()
   @Matches(/^[^\0]+$/, { message: 'must be a file path' })
   KUBECONFIG?: string = undefined;
@@ -27,7 +31,10 @@ export class KubernetesEnv {
   @Matches(/^[^\0]+$/, { message: 'must be a context name' })
   SWITCHYARD_K8S_CONTEXT?: string = undefined;
 
-  /** The namespace of every sandbox pod; it must exist, with its `default` ServiceAccount. */
+  /**
+   * The namespace of every sandbox pod; it must exist, with its `default` ServiceAccount (checked at start-up: exit 78
+   * naming this variable).
+   */
   @IsOptional()
   @Matches(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { message: 'must be a namespace name (DNS label)' })
   SWITCHYARD_K8S_NAMESPACE = 'switchyard';
@@ -41,7 +48,10 @@ export class KubernetesEnv {
   @ListVar()
   SWITCHYARD_K8S_NODE_SELECTOR: string[] = [];
 
-  /** Binds every pod to this node without a scheduler (`spec.nodeName`; clusters without one, as the test cluster). */
+  /**
+   * Binds every pod to this node (`spec.nodeName`), past the scheduler: for clusters without one. Unset: the cluster's
+   * scheduler places the pods (the test cluster has one).
+   */
   @IsOptional()
   @Matches(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, { message: 'must be a node name' })
   SWITCHYARD_K8S_NODE_NAME?: string = undefined;
@@ -55,7 +65,8 @@ export class KubernetesEnv {
 
   /**
    * How long a sandbox pod may take from its creation to a running runner; past it the pod is deleted and the request
-   * answered 503 `POD_START_TIMEOUT` (a node that is missing or not Ready, an image that will not come).
+   * answered 503 `POD_START_TIMEOUT`, saying why (no node fits it, no scheduler bound it, a node missing or not Ready).
+   * An image the node cannot have is answered at once (`SANDBOX_IMAGE_MISSING`).
    */
   @IntVar(1000, KUBERNETES_BOUNDS.podStartTimeoutMs.max)
   SWITCHYARD_K8S_POD_START_TIMEOUT_MS = 60_000;

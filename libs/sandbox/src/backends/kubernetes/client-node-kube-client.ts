@@ -5,6 +5,8 @@ import type { Writable } from 'node:stream';
 import { ChannelStreams, type ChannelStreamsOptions, exitCodeOf, V5_PROTOCOL } from './channel-streams';
 import { KubeClient } from './kube-client';
 import type {
+  AccessAnswer,
+  AccessCheck,
   AttachedStreams,
   DeletePrecondition,
   ExecOptions,
@@ -16,7 +18,13 @@ import type {
   PodManifest,
 } from './kube-types';
 import { KubeApiError } from './kubernetes.errors';
-import { toKubeError, toPodInfo } from './client-node-mapping';
+import {
+  explainKubeError,
+  type KubeOrigin,
+  toKubeError,
+  toPodInfo,
+  toSocketError,
+} from './client-node-mapping';
 
 export interface ClientNodeKubeClientOptions {
   /** A kubeconfig file; in-cluster configuration (the pod's service account) when absent. */
@@ -28,6 +36,11 @@ export interface ClientNodeKubeClientOptions {
   apiTimeoutMs: number;
   /** Deadline of an exec without its own, from connect to exit. */
   execTimeoutMs: number;
+  /**
+   * How the operator sets `kubeconfigPath` and `context` (`KUBECONFIG`, `SWITCHYARD_K8S_CONTEXT`): named in the
+   * errors of a server that does not answer or refuses the engine's account. Default the option names.
+   */
+  settingNames?: { kubeconfigPath: string; context: string };
 }
 
 const DEFAULT_EXEC_OUTPUT_BYTES = 64 * 2 ** 20;
@@ -53,7 +66,10 @@ export class ClientNodeKubeClient extends KubeClient {
   private readonly core: k8s.CoreV1Api;
   private readonly networking: k8s.NetworkingV1Api;
   private readonly version: k8s.VersionApi;
+  private readonly authorization: k8s.AuthorizationV1Api;
+  private readonly authentication: k8s.AuthenticationV1Api;
   private readonly sockets = new Set<ChannelStreams>();
+  private readonly origin: KubeOrigin;
 
   constructor(private readonly options: ClientNodeKubeClientOptions) {
     super();
@@ -70,21 +86,49 @@ export class ClientNodeKubeClient extends KubeClient {
         { cause: err },
       );
     }
-    if (!this.config.getCurrentCluster()) {
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) {
       throw new KubeApiError(
         'KUBE_CONFIG',
         `no cluster in ${options.kubeconfigPath ?? 'the in-cluster configuration'}`,
       );
     }
+    // Outside a pod the library still builds an in-cluster server, from environment variables that are not there.
+    if (options.kubeconfigPath === undefined && cluster.server.includes('undefined')) {
+      throw new KubeApiError(
+        'KUBE_CONFIG',
+        'no kubeconfig given and not running in a pod of a cluster (KUBERNETES_SERVICE_HOST is not set)',
+      );
+    }
+    const names = options.settingNames ?? { kubeconfigPath: 'kubeconfigPath', context: 'context' };
+    this.origin = {
+      server: cluster.server,
+      source:
+        options.kubeconfigPath === undefined
+          ? `the in-cluster service account (${names.kubeconfigPath} unset)`
+          : `${names.kubeconfigPath} ${options.kubeconfigPath}, context ${this.config.getCurrentContext()}`,
+      settings: `${names.kubeconfigPath} (or ${names.context})`,
+    };
     this.core = this.config.makeApiClient(k8s.CoreV1Api);
     this.networking = this.config.makeApiClient(k8s.NetworkingV1Api);
     this.version = this.config.makeApiClient(k8s.VersionApi);
+    this.authorization = this.config.makeApiClient(k8s.AuthorizationV1Api);
+    this.authentication = this.config.makeApiClient(k8s.AuthenticationV1Api);
     // Every REST call: a socket/response timeout (the request library aborts it) and kept-alive connections.
     const timeout = (opts: Record<string, unknown>) => {
       opts.timeout = options.apiTimeoutMs;
       opts.forever = true;
     };
-    for (const api of [this.core, this.networking, this.version]) api.addInterceptor(timeout);
+    for (const api of [this.core, this.networking, this.version, this.authorization, this.authentication])
+      api.addInterceptor(timeout);
+  }
+
+  override get server(): string {
+    return this.origin.server;
+  }
+
+  override get source(): string {
+    return this.origin.source;
   }
 
   async ping(): Promise<string> {
@@ -100,6 +144,44 @@ export class ClientNodeKubeClient extends KubeClient {
       if (err instanceof KubeApiError && err.code === 'KUBE_NOT_FOUND') return false;
       throw err;
     }
+  }
+
+  async whoAmI(): Promise<string | undefined> {
+    try {
+      const { body } = await this.call('self subject review', () =>
+        this.authentication.createSelfSubjectReview({
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'SelfSubjectReview',
+        }),
+      );
+      return body.status?.userInfo?.username;
+    } catch (err) {
+      // Servers before 1.28 have no SelfSubjectReview; the name only makes messages clearer.
+      if (err instanceof KubeApiError && (err.code === 'KUBE_NOT_FOUND' || err.code === 'KUBE_FORBIDDEN'))
+        return undefined;
+      throw err;
+    }
+  }
+
+  async reviewAccess(check: AccessCheck): Promise<AccessAnswer> {
+    const { body } = await this.call(`access review ${check.verb} ${check.resource}`, () =>
+      this.authorization.createSelfSubjectAccessReview({
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: {
+          resourceAttributes: {
+            verb: check.verb,
+            resource: check.resource,
+            ...(check.subresource !== undefined && { subresource: check.subresource }),
+            ...(check.group !== undefined && { group: check.group }),
+            ...(check.name !== undefined && { name: check.name }),
+            ...(!check.clusterScoped && { namespace: this.namespace }),
+          },
+        },
+      }),
+    );
+    const reason = body.status?.reason || body.status?.evaluationError;
+    return { allowed: body.status?.allowed === true, ...(reason && { reason }) };
   }
 
   async nodes(): Promise<KubeNode[]> {
@@ -390,19 +472,18 @@ export class ClientNodeKubeClient extends KubeClient {
       ws = await Promise.race([opening, deadline]);
     } catch (err) {
       void opening.then((late) => late.close()).catch(() => undefined);
-      if (err instanceof KubeApiError) throw err;
-      throw new KubeApiError('KUBE_STREAM', `${what}: ${describeSocketError(err)}`, {
-        retriable: true,
-        cause: err,
-      });
+      throw explainKubeError(toSocketError(what, err), this.origin);
     } finally {
       clearTimeout(timer);
     }
     if (gaveUp) {
       ws.close();
-      throw new KubeApiError('KUBE_TIMEOUT', `${what}: no connection within ${timeoutMs} ms`, {
-        retriable: true,
-      });
+      throw explainKubeError(
+        new KubeApiError('KUBE_TIMEOUT', `${what}: no connection within ${timeoutMs} ms`, {
+          retriable: true,
+        }),
+        this.origin,
+      );
     }
     const streams = new ChannelStreams(
       {
@@ -445,7 +526,7 @@ export class ClientNodeKubeClient extends KubeClient {
         }),
       ]);
     } catch (err) {
-      throw toKubeError(what, err);
+      throw explainKubeError(toKubeError(what, err), this.origin);
     } finally {
       clearTimeout(timer);
     }
@@ -455,10 +536,4 @@ export class ClientNodeKubeClient extends KubeClient {
 function writeAll(stdin: Writable, data: Buffer): void {
   stdin.write(data);
   stdin.end();
-}
-
-function describeSocketError(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  const e = err as { message?: string; error?: Error };
-  return e.error?.message ?? e.message ?? String(err);
 }

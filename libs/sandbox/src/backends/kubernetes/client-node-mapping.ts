@@ -1,8 +1,83 @@
 import * as k8s from '@kubernetes/client-node';
-import type { ContainerStatusInfo, ContainerTermination, PodInfo } from './kube-types';
+import type { ContainerStatusInfo, ContainerTermination, PodCondition, PodInfo } from './kube-types';
 import { KubeApiError, type KubeErrorCode } from './kubernetes.errors';
 
 /** The adapter's translations from `@kubernetes/client-node` 0.22's objects and errors (part of the adapter). */
+
+/** Where the adapter's cluster and account come from, for messages: the server, and the settings that chose it. */
+export interface KubeOrigin {
+  /** The API server's URL. */
+  server: string;
+  /** How the operator chose it: `KUBECONFIG /path/kubeconfig, SWITCHYARD_K8S_CONTEXT ctx`, or the in-cluster account. */
+  source: string;
+  /** The settings to change for another cluster or account: `KUBECONFIG (or SWITCHYARD_K8S_CONTEXT)`. */
+  settings: string;
+}
+
+/**
+ * Says what a failure of the cluster means to an operator, for the failures that are about the cluster rather than
+ * the call: no answer (`KUBE_UNAVAILABLE`, `KUBE_TIMEOUT`: which server, from which setting), the credentials refused
+ * (401) or a right missing (403: which account's setting). Other errors are returned as they are.
+ */
+export function explainKubeError(err: KubeApiError, origin: KubeOrigin): KubeApiError {
+  let hint: string | undefined;
+  if (err.code === 'KUBE_UNAVAILABLE' || err.code === 'KUBE_TIMEOUT') {
+    hint =
+      `the Kubernetes API server ${origin.server} (from ${origin.source}) does not answer: start it, or set ` +
+      `${origin.settings} to a cluster that answers`;
+  } else if (err.code === 'KUBE_FORBIDDEN' && err.status === 401) {
+    hint =
+      `the API server ${origin.server} does not accept the engine's credentials (from ${origin.source}): renew ` +
+      `them, or set ${origin.settings} to credentials it accepts`;
+  } else if (err.code === 'KUBE_FORBIDDEN') {
+    hint =
+      `the cluster refuses the engine's account (from ${origin.source}) this right: grant it (docs/kubernetes.md ` +
+      `lists the rights the engine uses), or set ${origin.settings} to an account that has it`;
+  }
+  if (hint === undefined) return err;
+  return new KubeApiError(err.code, `${err.message}; ${hint}`, {
+    ...(err.status !== undefined && { status: err.status }),
+    retriable: err.retriable,
+    cause: err.cause ?? err,
+    details: { ...err.details, server: origin.server },
+  });
+}
+
+/**
+ * Maps a failed attach or exec WebSocket to a `KubeApiError`: the server's refusal of the upgrade by its status (403:
+ * `pods/exec` or `pods/attach` not allowed; 404: no such pod), no connection as `KUBE_UNAVAILABLE`, anything else
+ * (a dropped or garbled stream) as `KUBE_STREAM`.
+ */
+export function toSocketError(what: string, err: unknown): KubeApiError {
+  if (err instanceof KubeApiError) return err;
+  const e = err as { message?: string; error?: NodeJS.ErrnoException };
+  const message = e.error?.message ?? e.message ?? String(err);
+  const status = /Unexpected server response: (\d{3})/.exec(message)?.[1];
+  if (status !== undefined) {
+    const mapped = toKubeError(what, { statusCode: Number(status), body: { message: `HTTP ${status}` } });
+    if (mapped.code !== 'KUBE_API' || mapped.retriable) return mapped;
+  }
+  const errno = e.error?.code ?? (err as NodeJS.ErrnoException).code;
+  if (errno !== undefined && CONNECTION_ERRNOS.has(errno)) {
+    return new KubeApiError('KUBE_UNAVAILABLE', `${what}: ${message}`, {
+      retriable: true,
+      cause: err,
+      details: { errno },
+    });
+  }
+  return new KubeApiError('KUBE_STREAM', `${what}: ${message}`, { retriable: true, cause: err });
+}
+
+/** Failures to reach the server at all (no listener, no route, no name, reset while connecting). */
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+]);
 
 /** Maps what the client library throws to a `KubeApiError`. */
 export function toKubeError(what: string, err: unknown): KubeApiError {
@@ -70,8 +145,20 @@ function toContainerStatus(s: k8s.V1ContainerStatus): ContainerStatusInfo {
   };
 }
 
+function toScheduled(pod: k8s.V1Pod): PodCondition | undefined {
+  const c = pod.status?.conditions?.find((x) => x.type === 'PodScheduled');
+  if (!c) return undefined;
+  const status = c.status === 'True' || c.status === 'False' ? c.status : 'Unknown';
+  return {
+    status,
+    ...(c.reason !== undefined && { reason: c.reason }),
+    ...(c.message !== undefined && { message: c.message }),
+  };
+}
+
 export function toPodInfo(pod: k8s.V1Pod): PodInfo {
   const m = pod.metadata ?? {};
+  const scheduled = toScheduled(pod);
   return {
     name: m.name ?? '',
     uid: m.uid ?? '',
@@ -86,5 +173,9 @@ export function toPodInfo(pod: k8s.V1Pod): PodInfo {
     deleting: m.deletionTimestamp !== undefined,
     ...(m.creationTimestamp !== undefined && { createdAt: new Date(m.creationTimestamp).toISOString() }),
     containers: (pod.status?.containerStatuses ?? []).map(toContainerStatus),
+    ...(pod.status?.initContainerStatuses && {
+      initContainers: pod.status.initContainerStatuses.map(toContainerStatus),
+    }),
+    ...(scheduled && { scheduled }),
   };
 }

@@ -1,6 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { KubeClient } from './kube-client';
 import type {
+  AccessAnswer,
+  AccessCheck,
   AttachedStreams,
   DeletePrecondition,
   ExecResult,
@@ -57,8 +59,20 @@ export class FakeKubeClient extends KubeClient {
   execCommand?: (io: FakeExecIo) => Promise<number>;
   /** Set to make every call fail as an unreachable server would. */
   down = false;
+  /** Whether the namespace exists, as `namespaceExists` answers. */
+  namespacePresent = true;
+  /** Rights the account lacks, as `verb resource[/subresource]` (`create pods/exec`). */
+  readonly denied = new Set<string>();
   private version = 100;
   private uids = 0;
+
+  override get server(): string {
+    return 'https://fake-apiserver:6443';
+  }
+
+  override get source(): string {
+    return 'KUBECONFIG /fake/kubeconfig, context fake';
+  }
 
   async ping(): Promise<string> {
     this.record('ping');
@@ -67,7 +81,18 @@ export class FakeKubeClient extends KubeClient {
 
   async namespaceExists(): Promise<boolean> {
     this.record('namespaceExists');
-    return true;
+    return this.namespacePresent;
+  }
+
+  async whoAmI(): Promise<string | undefined> {
+    this.record('whoAmI');
+    return 'fake-user';
+  }
+
+  async reviewAccess(check: AccessCheck): Promise<AccessAnswer> {
+    const right = `${check.verb} ${check.resource}${check.subresource ? `/${check.subresource}` : ''}`;
+    this.record('reviewAccess', undefined, right);
+    return { allowed: !this.denied.has(right) };
   }
 
   async nodes(): Promise<KubeNode[]> {

@@ -10,6 +10,8 @@ export { KubernetesPooledTier, KubernetesOneOffTier } from './kubernetes-tiers';
 export { SessionPods, type RunInPodRequest, type RunInPodResult, type SessionPodInfo } from './session-pods';
 export type { SessionPod } from './session-pod';
 export type { WarmPodStats } from './warm-pods';
+export type { PodStartFailure } from './pod-launcher';
+export { ENGINE_RIGHTS, describeRights, type EngineRight } from './kube-access';
 export type { OneOffTimings } from './one-off-runs';
 export { normalizeImageRef } from './kube-availability';
 export { sessionPodManifest, oneOffPodManifest, networkPolicyManifest, labelValue } from './pod-spec';

@@ -1,12 +1,16 @@
 import type { Clock } from '@switchyard/common';
 import type { TierAvailability } from '../../core/sandbox.types';
+import { missingRightsMessage, reviewRights, type RightsReview } from './kube-access';
 import type { KubeClient } from './kube-client';
 import type { KubeNode } from './kube-types';
 import { KubeApiError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
+import { namespaceMissingMessage } from './kube-setup-check';
 
 /** A positive answer is reused this long (the manager asks before every action); a negative one never. */
 const AVAILABLE_TTL_MS = 2000;
+/** The account's rights, once all there, are reviewed again this often (someone may take them away). */
+const RIGHTS_TTL_MS = 60_000;
 
 /**
  * The image reference as the kubelet reports it in `status.images`: registry and tag made explicit
@@ -34,12 +38,14 @@ export function normalizeImageRef(ref: string): string {
 }
 
 /**
- * Whether the Kubernetes tiers can run anything: an image configured, the API server answering, the namespace there,
- * a Ready node to run on (the configured `nodeName`, or one matching `nodeSelector`) and, with `imagePullPolicy:
- * Never`, the image present on it. Without permission to list nodes, the node checks are skipped (said in `details`).
+ * Whether the Kubernetes tiers can run anything: an image configured, the API server answering and taking the
+ * engine's credentials, the namespace there, the account's rights (`ENGINE_RIGHTS`), a Ready node to run on (the
+ * configured `nodeName`, or one matching `nodeSelector`) and, with `imagePullPolicy: Never`, the image present on it.
+ * Without permission to read the namespace or list nodes, those checks are skipped (said in `details`).
  */
 export class KubeAvailability {
   private cached?: { at: number; result: TierAvailability };
+  private rights?: { at: number; review: RightsReview };
 
   constructor(
     private readonly client: KubeClient,
@@ -55,9 +61,10 @@ export class KubeAvailability {
     return result;
   }
 
-  /** The next call asks the cluster again. */
+  /** The next call asks the cluster again, the account's rights included. */
   forget(): void {
     this.cached = undefined;
+    this.rights = undefined;
   }
 
   private async probe(): Promise<TierAvailability> {
@@ -67,31 +74,44 @@ export class KubeAvailability {
         available: false,
         code: 'SANDBOX_IMAGE_MISSING',
         reason:
-          'no sandbox image configured for the Kubernetes tiers (kubernetes.image or kubernetes.imageTagFile)',
+          `no sandbox image configured for the Kubernetes tiers: set ${o.settingNames.image}, or build it ` +
+          '(`npm run sandbox:image` writes its tag)',
       };
     }
     let version: string;
     try {
       version = await this.client.ping();
     } catch (err) {
-      return {
-        available: false,
-        code: 'KUBERNETES_UNAVAILABLE',
-        reason: `the Kubernetes API server does not answer: ${(err as Error).message}`,
-      };
+      return this.failed(err);
     }
+    const details: Record<string, unknown> = { server: version, namespace: o.namespace, image: o.image };
     try {
       if (!(await this.client.namespaceExists())) {
         return {
           available: false,
           code: 'KUBERNETES_NAMESPACE_MISSING',
-          reason: `namespace ${o.namespace} does not exist: create it or set ${o.settingNames.namespace}`,
+          reason: namespaceMissingMessage(o, this.client.server),
         };
       }
     } catch (err) {
-      return { available: false, code: 'KUBERNETES_UNAVAILABLE', reason: (err as Error).message };
+      if (!(err instanceof KubeApiError && err.code === 'KUBE_FORBIDDEN')) return this.failed(err);
+      details.namespaceExists = 'unknown: no permission to get the namespace';
     }
-    const details: Record<string, unknown> = { server: version, namespace: o.namespace, image: o.image };
+    let rights: RightsReview;
+    try {
+      rights = await this.reviewRights();
+    } catch (err) {
+      return this.failed(err);
+    }
+    if (rights.missing.length > 0) {
+      return {
+        available: false,
+        code: 'KUBERNETES_FORBIDDEN',
+        reason: missingRightsMessage(rights, this.client, o),
+        details,
+      };
+    }
+    if (rights.unknown !== undefined) details.rights = `unknown: ${rights.unknown}`;
     let nodes: KubeNode[];
     try {
       nodes = await this.client.nodes();
@@ -101,7 +121,7 @@ export class KubeAvailability {
           'unknown: no permission to list nodes (node readiness and image presence not checked)';
         return { available: true, details };
       }
-      return { available: false, code: 'KUBERNETES_UNAVAILABLE', reason: (err as Error).message };
+      return this.failed(err);
     }
     const candidates = nodes.filter(
       (n) =>
@@ -111,11 +131,10 @@ export class KubeAvailability {
     const ready = candidates.filter((n) => n.ready && !n.unschedulable);
     details.readyNodes = ready.map((n) => n.name);
     if (ready.length === 0) {
+      const matching = o.nodeSelector ? ` matching ${o.settingNames.nodeSelector}` : '';
       const where = o.nodeName
-        ? `node ${o.nodeName} (${o.settingNames.nodeName})`
-        : o.nodeSelector
-          ? `a node matching ${o.settingNames.nodeSelector}`
-          : 'a node';
+        ? `node ${o.nodeName} (${o.settingNames.nodeName})${matching}`
+        : `node${matching}`;
       return {
         available: false,
         code: 'KUBERNETES_NO_READY_NODE',
@@ -132,11 +151,34 @@ export class KubeAvailability {
         return {
           available: false,
           code: 'SANDBOX_IMAGE_MISSING',
-          reason: `image ${o.image} is on no Ready node and kubernetes.imagePullPolicy is Never (import it into the nodes' runtime)`,
+          reason:
+            `image ${o.image} is on no Ready node and ${o.settingNames.imagePullPolicy} is Never: import it into the ` +
+            `nodes' container runtime (scripts/k8s.sh does for the sandbox image), or set ${o.settingNames.image} to ` +
+            `an image they have`,
           details,
         };
       }
     }
     return { available: true, details };
+  }
+
+  /** The account's rights: reviewed again while any is missing, else every `RIGHTS_TTL_MS`. */
+  private async reviewRights(): Promise<RightsReview> {
+    const known = this.rights;
+    const now = this.clock.monotonic();
+    if (known && known.review.missing.length === 0 && now - known.at < RIGHTS_TTL_MS) return known.review;
+    const review = await reviewRights(this.client);
+    this.rights = { at: now, review };
+    return review;
+  }
+
+  /** A call of the probe failed: the server does not answer, refuses the credentials, or answered an error. */
+  private failed(err: unknown): TierAvailability {
+    const forbidden = err instanceof KubeApiError && err.code === 'KUBE_FORBIDDEN';
+    return {
+      available: false,
+      code: forbidden ? 'KUBERNETES_FORBIDDEN' : 'KUBERNETES_UNAVAILABLE',
+      reason: (err as Error).message,
+    };
   }
 }

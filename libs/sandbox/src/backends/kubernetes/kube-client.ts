@@ -1,4 +1,6 @@
 import type {
+  AccessAnswer,
+  AccessCheck,
   AttachedStreams,
   DeletePrecondition,
   ExecOptions,
@@ -28,8 +30,27 @@ export abstract class KubeClient {
   /** The one namespace every call works in. */
   abstract readonly namespace: string;
 
+  /** The API server's URL, for messages. */
+  get server(): string {
+    return 'the API server';
+  }
+
+  /** Where the cluster and the account come from (`KUBECONFIG /path, context x`), for messages. */
+  get source(): string {
+    return 'its configuration';
+  }
+
   /** The API server's version (`v1.34.4`); rejects when it does not answer. */
   abstract ping(): Promise<string>;
+
+  /** The user the server takes the engine for (`SelfSubjectReview`), or `undefined` when it does not say. */
+  abstract whoAmI(): Promise<string | undefined>;
+
+  /**
+   * Whether the engine's account may do `check` in this namespace (or cluster-wide): a `SelfSubjectAccessReview`, the
+   * server's authorizers' own answer. Rejects (`KUBE_FORBIDDEN`) when even asking is refused.
+   */
+  abstract reviewAccess(check: AccessCheck): Promise<AccessAnswer>;
 
   /** True when the namespace exists (and is not being deleted). */
   abstract namespaceExists(): Promise<boolean>;

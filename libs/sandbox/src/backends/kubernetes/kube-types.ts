@@ -137,6 +137,39 @@ export interface PodInfo {
   deleting: boolean;
   createdAt?: string;
   containers: ContainerStatusInfo[];
+  /** The init containers' statuses (a session pod's `reserve` runs the same image before the runner). */
+  initContainers?: ContainerStatusInfo[];
+  /**
+   * The `PodScheduled` condition, once a scheduler looked at the pod: `False` with reason `Unschedulable` and its
+   * words (`0/1 nodes are available: 1 Insufficient memory.`) while no node fits. Absent for a pod no scheduler has
+   * seen (none runs, or the pod names its node).
+   */
+  scheduled?: PodCondition;
+}
+
+export interface PodCondition {
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+}
+
+/** One right to ask the API server about (`SelfSubjectAccessReview`), in the client's namespace unless cluster-wide. */
+export interface AccessCheck {
+  verb: string;
+  resource: string;
+  subresource?: string;
+  /** The API group; the core group when absent. */
+  group?: string;
+  /** A cluster-scoped resource (`nodes`): asked without a namespace. */
+  clusterScoped?: boolean;
+  /** One object by name (`namespaces` get: the namespace itself). */
+  name?: string;
+}
+
+export interface AccessAnswer {
+  allowed: boolean;
+  /** The authorizer's words, when it gave any. */
+  reason?: string;
 }
 
 export interface KubeNode {

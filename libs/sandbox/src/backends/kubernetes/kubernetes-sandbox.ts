@@ -16,7 +16,8 @@ import { KubernetesUnsupportedError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import { EGRESS_UNSUPPORTED_MESSAGE, KubernetesBoxes } from './kubernetes-boxes';
 import { OneOffRuns } from './one-off-runs';
-import { PodLauncher, realSleep } from './pod-launcher';
+import { KubeSetupCheck } from './kube-setup-check';
+import { PodLauncher, type PodStartFailure, realSleep } from './pod-launcher';
 import { PodRuns } from './pod-runs';
 import { networkPolicyManifest, sessionPodSpecHash } from './pod-spec';
 import { RunnerRecovery } from './runner-recovery';
@@ -106,7 +107,18 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
     this.reaper = new KubeReaper(client, options.engineId, this.logger);
   }
 
-  /** Starts in the background: boot never waits for (or fails on) the cluster. */
+  /**
+   * The configuration against the cluster, before the engine starts (the module awaits it): a namespace that does
+   * not exist, credentials the server refuses or rights the account lacks reject with `KubernetesSetupError` naming
+   * the setting. A server that does not answer does not stop the engine (see `KubeSetupCheck`). Without an image the
+   * tiers stay unavailable and nothing is checked.
+   */
+  async validate(): Promise<void> {
+    if (!this.options.image) return;
+    await new KubeSetupCheck(this.client, this.options, this.logger).run();
+  }
+
+  /** Starts in the background: boot never waits for the cluster (`validate` already checked what it could). */
   onModuleInit(): void {
     void this.start();
   }
@@ -151,6 +163,14 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
     if (!result.available) return result;
     await this.start();
     return { ...result, details: { ...result.details, ...this.stats() } };
+  }
+
+  /**
+   * Why the latest pod of the sandbox image did not start (no later one did), for `/health`: the cluster answers and
+   * is set up, yet cannot run the engine's pods (no node fits them, no scheduler, the image will not come).
+   */
+  podStartFailure(): PodStartFailure | undefined {
+    return this.launcher.lastFailure();
   }
 
   /** Refuses what this backend cannot give a job: egress, a call channel. */

@@ -2,6 +2,8 @@
 export const KUBERNETES_OPTIONS = Symbol('switchyard:sandbox:kubernetes:options');
 /** The `KubeClient` (port) the Kubernetes backend talks through. */
 export const KUBE_CLIENT = Symbol('switchyard:sandbox:kubernetes:client');
+/** Resolves once the configuration was checked against the cluster at start-up (`KubernetesSandbox.validate`). */
+export const KUBERNETES_CHECKED = Symbol('switchyard:sandbox:kubernetes:checked');
 /** `SessionPods`: each session's pod, its runner and workspace (file API, checkpoints). */
 export const KUBERNETES_SESSION_PODS = Symbol('switchyard:sandbox:kubernetes:session-pods');
 /** `KubernetesPooledTier` (`SandboxTier` named `pooled`). */

@@ -11,7 +11,7 @@ import {
   KUBERNETES_POOLED_TIER,
   KUBERNETES_SESSION_PODS,
 } from './kubernetes.constants';
-import { KubernetesUnsupportedError } from './kubernetes.errors';
+import { KubernetesSetupError, KubernetesUnsupportedError } from './kubernetes.errors';
 import { KubernetesSandboxModule } from './kubernetes.module';
 import { KubernetesSandbox } from './kubernetes-sandbox';
 import { KubernetesOneOffTier, KubernetesPooledTier } from './kubernetes-tiers';
@@ -103,5 +103,48 @@ describe('KubernetesSandboxModule', () => {
     });
     expect(fake.callsOf('createPod')).toHaveLength(0);
     await moduleRef.close();
+  });
+
+  it('checks the configuration against the cluster while the application is made: a wrong one never starts', async () => {
+    const fake = new FakeKubeClient();
+    fake.namespacePresent = false;
+    const made = Test.createTestingModule({
+      imports: [
+        KubernetesSandboxModule.forRoot(
+          {
+            image: 'switchyard/sandbox:t1',
+            min: 0,
+            namespace: 'nowhere',
+            settingNames: { namespace: 'SWITCHYARD_K8S_NAMESPACE' },
+          },
+          fake,
+        ),
+      ],
+    }).compile();
+    await expect(made).rejects.toBeInstanceOf(KubernetesSetupError);
+    await expect(made).rejects.toMatchObject({ variable: 'SWITCHYARD_K8S_NAMESPACE' });
+    // Before anything was reaped or started.
+    expect(fake.callsOf('listPods')).toHaveLength(0);
+    expect(fake.callsOf('createPod')).toHaveLength(0);
+  });
+
+  it('a kubeconfig that cannot be read is the setting at fault, named as the operator sets it', async () => {
+    const made = Test.createTestingModule({
+      imports: [
+        KubernetesSandboxModule.forRoot({
+          image: 'switchyard/sandbox:t1',
+          min: 0,
+          kubeconfigPath: '/nonexistent/kubeconfig',
+          settingNames: { kubeconfigPath: 'KUBECONFIG' },
+        }),
+      ],
+    }).compile();
+    await expect(made).rejects.toBeInstanceOf(KubernetesSetupError);
+    await expect(made).rejects.toMatchObject({
+      variable: 'KUBECONFIG',
+      message: expect.stringContaining(
+        'cannot load the Kubernetes configuration /nonexistent/kubeconfig: ENOENT',
+      ),
+    });
   });
 });

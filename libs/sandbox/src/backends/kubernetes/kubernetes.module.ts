@@ -1,8 +1,10 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ClientNodeKubeClient } from './client-node-kube-client';
 import type { KubeClient } from './kube-client';
+import { KubeApiError, KubernetesSetupError } from './kubernetes.errors';
 import {
   KUBE_CLIENT,
+  KUBERNETES_CHECKED,
   KUBERNETES_ONE_OFF_TIER,
   KUBERNETES_OPTIONS,
   KUBERNETES_POOLED_TIER,
@@ -29,7 +31,9 @@ import { KubernetesOneOffTier, KubernetesPooledTier } from './kubernetes-tiers';
  * });
  * ```
  *
- * `client` replaces the adapter (tests pass a fake).
+ * `client` replaces the adapter (tests pass a fake). The module checks the configuration against the cluster while
+ * the application is created (`KubernetesSandbox.validate`): a kubeconfig that cannot be read, a namespace that does
+ * not exist or rights the account lacks reject with `KubernetesSetupError`, naming the setting.
  */
 @Module({})
 export class KubernetesSandboxModule {
@@ -43,18 +47,18 @@ export class KubernetesSandboxModule {
         { provide: KUBERNETES_OPTIONS, useValue: resolved },
         {
           provide: KUBE_CLIENT,
-          useFactory: (o: ResolvedKubernetesOptions): KubeClient =>
-            client ??
-            new ClientNodeKubeClient({
-              ...(o.kubeconfigPath !== undefined && { kubeconfigPath: o.kubeconfigPath }),
-              ...(o.context !== undefined && { context: o.context }),
-              namespace: o.namespace,
-              apiTimeoutMs: o.apiTimeoutMs,
-              execTimeoutMs: o.execTimeoutMs,
-            }),
+          useFactory: (o: ResolvedKubernetesOptions): KubeClient => client ?? adapter(o),
           inject: [KUBERNETES_OPTIONS],
         },
         KubernetesSandbox,
+        {
+          provide: KUBERNETES_CHECKED,
+          useFactory: async (b: KubernetesSandbox): Promise<true> => {
+            await b.validate();
+            return true;
+          },
+          inject: [KubernetesSandbox],
+        },
         {
           provide: KUBERNETES_SESSION_PODS,
           useFactory: (b: KubernetesSandbox) => b.sessions,
@@ -80,5 +84,23 @@ export class KubernetesSandboxModule {
         KUBERNETES_ONE_OFF_TIER,
       ],
     };
+  }
+}
+
+/** The client library's adapter; a kubeconfig it cannot use is the operator's setting at fault. */
+function adapter(o: ResolvedKubernetesOptions): KubeClient {
+  try {
+    return new ClientNodeKubeClient({
+      ...(o.kubeconfigPath !== undefined && { kubeconfigPath: o.kubeconfigPath }),
+      ...(o.context !== undefined && { context: o.context }),
+      namespace: o.namespace,
+      apiTimeoutMs: o.apiTimeoutMs,
+      execTimeoutMs: o.execTimeoutMs,
+      settingNames: { kubeconfigPath: o.settingNames.kubeconfigPath, context: o.settingNames.context },
+    });
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.code === 'KUBE_CONFIG')) throw err;
+    const setting = o.settingNames.kubeconfigPath;
+    throw new KubernetesSetupError('kubeconfigPath', setting, err.message, { cause: err });
   }
 }

@@ -42,6 +42,20 @@ export interface KubernetesLimits {
 export type KubernetesCapacitySetting = 'min' | 'max' | 'maxSessions' | 'acquireTimeoutMs';
 /** Options that say where pods go and how long they may take to start: a cluster that fails them names the one. */
 export type KubernetesPlacementSetting = 'namespace' | 'nodeName' | 'nodeSelector' | 'podStartTimeoutMs';
+/** Options that say which cluster and account: the API server not answering, or refusing, names them. */
+export type KubernetesAccessSetting = 'kubeconfigPath' | 'context';
+/** Options that say which image a pod runs and how the node gets it: an image the node cannot have names them. */
+export type KubernetesImageSetting = 'image' | 'imagePullPolicy';
+/** Options behind what a pod asks its node for: a pod no node has room for names them. */
+export type KubernetesResourceSetting =
+  'cpuRequest' | 'pooledMemoryBytes' | 'containerMemoryBytes' | 'workspaceBytes';
+/** Every option a refusal or a failure of the cluster may name. */
+export type KubernetesSetting =
+  | KubernetesCapacitySetting
+  | KubernetesPlacementSetting
+  | KubernetesAccessSetting
+  | KubernetesImageSetting
+  | KubernetesResourceSetting;
 
 /** What `KubernetesSandboxModule.forRoot` accepts: option > default. The library reads no environment. */
 export interface KubernetesOptions {
@@ -92,10 +106,11 @@ export interface KubernetesOptions {
   /** Engine instance id (`<host>:<pid>:<ticks>:<instance>`). Default: this process's (`defaultEngineInstanceId`). */
   engineId?: string;
   /**
-   * How operators set the capacity and placement options, named in refusals and in the cluster's failures. Default
-   * the option's own name (`kubernetes.max`, `kubernetes.namespace`).
+   * How operators set the options, named in refusals and in the cluster's failures (capacity, placement, the
+   * kubeconfig and its context, the image and its pull policy, what pods ask their node for). Default the option's own
+   * name (`kubernetes.max`, `kubernetes.namespace`).
    */
-  settingNames?: Partial<Record<KubernetesCapacitySetting | KubernetesPlacementSetting, string>>;
+  settingNames?: Partial<Record<KubernetesSetting, string>>;
   limits?: { pooled?: Partial<KubernetesLimits>; container?: Partial<KubernetesLimits> };
 }
 
@@ -123,7 +138,7 @@ export interface ResolvedKubernetesOptions {
   nodeName?: string;
   hostname: string;
   engineId: string;
-  settingNames: Record<KubernetesCapacitySetting | KubernetesPlacementSetting, string>;
+  settingNames: Record<KubernetesSetting, string>;
   limits: { pooled: KubernetesLimits; container: KubernetesLimits };
 }
 
@@ -207,6 +222,14 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
       nodeName: 'kubernetes.nodeName',
       nodeSelector: 'kubernetes.nodeSelector',
       podStartTimeoutMs: 'kubernetes.podStartTimeoutMs',
+      kubeconfigPath: 'kubernetes.kubeconfigPath',
+      context: 'kubernetes.context',
+      image: 'kubernetes.image',
+      imagePullPolicy: 'kubernetes.imagePullPolicy',
+      cpuRequest: 'kubernetes.limits.*.cpuRequest',
+      pooledMemoryBytes: 'kubernetes.limits.pooled.memoryBytes',
+      containerMemoryBytes: 'kubernetes.limits.container.memoryBytes',
+      workspaceBytes: 'kubernetes.limits.*.workspaceBytes',
       ...options.settingNames,
     },
     limits: {

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { FakeClock } from '../../../test/fake-clock';
 import { FakeKubeClient } from './fake-kube-client.testing';
-import type { PodInfo } from './kube-types';
+import type { PodInfo, PodManifest } from './kube-types';
+import { KubernetesUnavailableError } from './kubernetes.errors';
 import { resolveKubernetesOptions, type ResolvedKubernetesOptions } from './kubernetes.options';
 import { PodLauncher } from './pod-launcher';
 import { sessionPodManifest } from './pod-spec';
@@ -176,5 +177,52 @@ describe('WarmPods claims (optimistic concurrency on the pod labels)', () => {
     expect(
       client.callsOf('deletePod').every((c) => (c.detail as { precondition?: unknown }).precondition),
     ).toBe(true);
+  });
+});
+
+describe('WarmPods when the cluster cannot run its pods', () => {
+  it('a claim waiting for a starting pod that cannot start fails with the cluster’s reason at once', async () => {
+    // Pods stay Pending, unbound: a cluster without a scheduler, and no node named.
+    class Unscheduled extends FakeKubeClient {
+      override async createPod(manifest: PodManifest): Promise<PodInfo> {
+        const pod = await super.createPod(manifest);
+        const { nodeName: _none, ...stuck } = { ...pod, phase: 'Pending', containers: [] };
+        this.pods.set(pod.name, stuck);
+        return stuck;
+      }
+    }
+    const client = new Unscheduled();
+    const options = resolveKubernetesOptions({
+      image: 'switchyard/sandbox:t1',
+      engineId: 'host-a:1:1:aa',
+      min: 1,
+      max: 2,
+      podStartTimeoutMs: 2000,
+      reconcileIntervalMs: 60_000,
+    });
+    const clock = new FakeClock();
+    const launcher = new PodLauncher(client, options, clock, logger, async (ms) => {
+      clock.t += ms;
+    });
+    const pool = new WarmPods(
+      client,
+      launcher,
+      options,
+      'switchyard/sandbox:t1',
+      options.limits.pooled,
+      SPEC,
+      clock,
+      logger,
+    );
+    pool.start();
+    const started = Date.now();
+    // The claim's own deadline is far off: only the failed start can end its wait this soon.
+    const err = await pool.claim('ses-a', clock.t + 3_600_000).catch((e: unknown) => e);
+    pool.close();
+    expect(err).toBeInstanceOf(KubernetesUnavailableError);
+    expect(err).toMatchObject({ code: 'POD_START_TIMEOUT' });
+    expect((err as Error).message).toContain('no scheduler bound it to a node');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(pool.stats()).toMatchObject({ consecutiveStartFailures: 1, warm: 0 });
   });
 });

@@ -3,6 +3,7 @@ import type { Clock } from '@switchyard/common';
 import type { RunnerHello } from '../../core/runner/runner-connection';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
+import { KubernetesUnavailableError } from './kubernetes.errors';
 import {
   K8S_ANNOTATIONS,
   K8S_LABELS,
@@ -86,6 +87,9 @@ export class WarmPods {
   private retryAt = 0;
   private retryTimer?: NodeJS.Timeout;
   private lastError?: { message: string; at: string };
+  /** Counts failed starts, so that a claim waiting for a starting pod learns that it failed, and why. */
+  private failedStarts = 0;
+  private lastFailure?: unknown;
   private warmClaims = 0;
   private otherEngineClaims = 0;
   private lostRaces = 0;
@@ -143,11 +147,17 @@ export class WarmPods {
       this.refill();
       const left = deadline - this.clock.monotonic();
       if (this.starting <= this.waiting || left <= 0) return undefined;
+      const failedBefore = this.failedStarts;
       this.waiting++;
       try {
         await this.nextReady(left);
       } finally {
         this.waiting--;
+      }
+      // The pod waited for did not start because of the cluster (no node, no image…): a pod started for this claim
+      // would wait its whole start timeout to fail the same way, so the claim fails now, saying why.
+      if (this.failedStarts !== failedBefore && this.lastFailure instanceof KubernetesUnavailableError) {
+        throw this.lastFailure;
       }
     }
   }
@@ -293,6 +303,9 @@ export class WarmPods {
     } catch (err) {
       if (this.closed) return;
       this.failures++;
+      this.failedStarts++;
+      this.lastFailure = err;
+      for (const wake of this.readyWaiters) wake();
       this.lastError = { message: (err as Error).message, at: this.clock.now().toISOString() };
       const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(this.failures - 1, 10));
       this.retryAt = this.clock.monotonic() + delay * (0.5 + Math.random() / 2);
