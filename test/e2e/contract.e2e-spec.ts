@@ -449,10 +449,13 @@ describe('the OpenAPI document, checked by outside tools against the running eng
       `include-path-regex = '/terminals/\\{terminalId\\}'`,
       `parameters = { ${nested[0]}, "path.terminalId" = ${bind('terminals')} }`,
       // Opening a terminal answers 503 by design when the tier the session's state lives in cannot hold it: here
-      // Docker is down on purpose, and a template session's subprocess box cannot have its image's root.
+      // Docker is down on purpose, and a template session's subprocess box cannot have its image's root. A `cwd`
+      // that is no directory of the session's workspace is a 400 naming `cwd` (INVALID_CWD, documented): the schema
+      // cannot know which directories the workspace has.
       '[[operations]]',
       'include-operation-id = "TerminalsController_open"',
       'checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]',
+      'checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]',
       '[[operations]]',
       `include-path-regex = '/jupyter/api/kernels/\\{kernelId\\}'`,
       `parameters = { ${nested[0]}, "path.kernelId" = ${bind('jupyter-kernels')} }`,
