@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
 
 /** Prints the workspace as a checkpoint must keep it: every entry's type, mode, size, mtime, contents' hash, link. */
 const LIST_TREE = `
@@ -48,25 +49,54 @@ rm app && ln -s /etc/passwd app
 printf junk > new.txt
 `;
 
+/** Each tier on each backend under test (on Kubernetes the workspace is the session pod's: no subprocess tier there). */
+const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
+const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
+  ['subprocess', 'subprocess', undefined],
+  ['pooled', 'pooled', undefined],
+  ['container', 'container', undefined],
+  ...(kubernetes
+    ? ['pooled', 'container'].map((t): [string, string, SandboxBackendUnderTest] => [
+        `${t} (kubernetes)`,
+        t,
+        kubernetes,
+      ])
+    : []),
+];
+
 describe('checkpoints, restore and fork through the API', () => {
   let engine: EngineHarness;
+  /** The engine of the row under test: the Docker one, or one on the other backend for its rows. */
+  let target: EngineHarness;
+  const settings = {
+    SWITCHYARD_POOL_MIN: '1',
+    SWITCHYARD_MAX_CHECKPOINTS: '5',
+    SWITCHYARD_CHECKPOINT_KEEP_AUTO: '2',
+  };
   beforeAll(async () => {
-    engine = await EngineHarness.start({
-      SWITCHYARD_POOL_MIN: '1',
-      SWITCHYARD_MAX_CHECKPOINTS: '5',
-      SWITCHYARD_CHECKPOINT_KEEP_AUTO: '2',
-    });
+    engine = await EngineHarness.start(settings);
+    target = engine;
   });
   afterAll(() => engine.stop());
 
   const code = (sid: string, language: string, source: string, extra: Record<string, unknown> = {}) =>
-    engine.action(sid, { type: 'code', language, code: source, timeoutMs: 30_000, ...extra });
+    target.action(sid, { type: 'code', language, code: source, timeoutMs: 30_000, ...extra });
   const checkpoint = (sid: string, body: Record<string, unknown> = {}) =>
-    engine.request('POST', `/v1/sessions/${sid}/checkpoints`, body);
+    target.request('POST', `/v1/sessions/${sid}/checkpoints`, body);
   const restore = (sid: string, id: string) =>
-    engine.request('POST', `/v1/sessions/${sid}/checkpoints/${id}/restore`);
+    target.request('POST', `/v1/sessions/${sid}/checkpoints/${id}/restore`);
 
-  describe.each(['subprocess', 'pooled', 'container'])('in the %s tier', (tier) => {
+  describe.each(ROWS)('in the %s tier', (_row, tier, backend) => {
+    let rowEngine: EngineHarness | undefined;
+    beforeAll(async () => {
+      if (backend) rowEngine = await EngineHarness.start({ ...(await backend.env()), ...settings });
+      target = rowEngine ?? engine;
+    });
+    afterAll(async () => {
+      target = engine;
+      await rowEngine?.stop();
+    });
+
     const tree = async (sid: string): Promise<Record<string, unknown>> => {
       const r = await code(sid, 'python', LIST_TREE, { tier });
       expect(r).toMatchObject({ status: 'succeeded', tier });
@@ -74,7 +104,7 @@ describe('checkpoints, restore and fork through the API', () => {
     };
 
     it('puts back the exact tree: files, directories, modes, links, times', async () => {
-      const sid = await engine.createSession();
+      const sid = await target.createSession();
       expect(await code(sid, 'bash', BUILD, { tier })).toMatchObject({ status: 'succeeded', tier });
       const before = await tree(sid);
       expect(Object.keys(before)).toEqual(

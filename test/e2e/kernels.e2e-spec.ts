@@ -1,5 +1,16 @@
 import { EngineHarness } from '../support/engine-harness';
 import { containerExists, eventually, mountDevice, sandboxedProcessesOf } from '../support/host-probes';
+import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
+
+/** The tiers that hold kernels, on each backend under test (on Kubernetes: the session pod, through its runner). */
+const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
+const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
+  ['subprocess', 'subprocess', undefined],
+  ['pooled', 'pooled', undefined],
+  ...(kubernetes
+    ? [['pooled (kubernetes)', 'pooled', kubernetes] as [string, string, SandboxBackendUnderTest]]
+    : []),
+];
 
 /**
  * Session kernels through the API, in both tiers that hold state: the subprocess tier's stateful bubblewrap sandbox
@@ -7,9 +18,12 @@ import { containerExists, eventually, mountDevice, sandboxedProcessesOf } from '
  */
 describe('session kernels (state: "session")', () => {
   let engine: EngineHarness;
+  /** The engine of the row under test: the Docker one, or one on the other backend for its rows. */
+  let target: EngineHarness;
 
   beforeAll(async () => {
     engine = await EngineHarness.start({ SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS: '1500' });
+    target = engine;
   });
   afterAll(() => engine.stop());
 
@@ -19,9 +33,9 @@ describe('session kernels (state: "session")', () => {
     code: string,
     extra: Record<string, unknown> = {},
   ): Promise<any> =>
-    engine.action(sid, { type: 'code', language, code, state: 'session', timeoutMs: 20_000, ...extra });
+    target.action(sid, { type: 'code', language, code, state: 'session', timeoutMs: 20_000, ...extra });
 
-  describe.each(['subprocess', 'pooled'])('in the %s tier', (tier) => {
+  describe.each(ROWS)('in the %s tier', (_row, tier, backend) => {
     let sid: string;
     const run = (language: string, code: string, extra: Record<string, unknown> = {}) =>
       cell(sid, language, code, { tier, ...extra });
@@ -31,10 +45,21 @@ describe('session kernels (state: "session")', () => {
       (language: string, code: string, extra: Record<string, unknown> = {}) =>
         cell(session, language, code, { tier, ...extra });
 
+    let rowEngine: EngineHarness | undefined;
     beforeAll(async () => {
-      sid = await engine.createSession();
+      if (backend)
+        rowEngine = await EngineHarness.start({
+          ...(await backend.env()),
+          SWITCHYARD_KERNEL_INTERRUPT_GRACE_MS: '1500',
+        });
+      target = rowEngine ?? engine;
+      sid = await target.createSession();
     });
-    afterAll(() => engine.request('DELETE', `/v1/sessions/${sid}`));
+    afterAll(async () => {
+      await target.request('DELETE', `/v1/sessions/${sid}`);
+      target = engine;
+      await rowEngine?.stop();
+    });
 
     it('python keeps variables, imports and functions, and answers the last expression like a notebook', async () => {
       const first = await run(
@@ -61,7 +86,7 @@ describe('session kernels (state: "session")', () => {
     });
 
     it('bash `exit 1` ends the call, not the shell: variables and cwd stay, and the exit code is 1', async () => {
-      const run = own(await engine.createSession());
+      const run = own(await target.createSession());
       await run('bash', 'mkdir -p exit-probe && cd exit-probe && KEPT=yes');
       const exited = await run('bash', 'echo before; exit 1; echo after');
       expect(exited).toMatchObject({ status: 'failed', exitCode: 1, stdout: 'before\n' });
@@ -73,7 +98,7 @@ describe('session kernels (state: "session")', () => {
     });
 
     it('a bash call that ends the shell says its state is lost, and the next call says it began a fresh one', async () => {
-      const run = own(await engine.createSession());
+      const run = own(await target.createSession());
       const before = await run('bash', 'GONE=soon');
       const ended = await run('bash', 'exec true');
       expect(ended.output.kernel).toMatchObject({ id: before.output.kernel.id, stateLost: true });
@@ -91,7 +116,7 @@ describe('session kernels (state: "session")', () => {
     });
 
     it('node waits for a cell’s un-awaited promises, and output printed later opens the next cell', async () => {
-      const run = own(await engine.createSession());
+      const run = own(await target.createSession());
       const timed = await run(
         'node',
         "new Promise((r) => setTimeout(r, 150)).then(() => console.log('settled')); 'sent'",
@@ -179,7 +204,7 @@ describe('session kernels (state: "session")', () => {
     it('interrupt stops the running cell and keeps the state; restart clears it; delete ends the kernel', async () => {
       const first = await run('bash', 'COUNTER=7; cd /tmp');
       const kernelId = first.output.kernel.id;
-      const submitted = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
+      const submitted = await target.request('POST', `/v1/sessions/${sid}/actions`, {
         type: 'code',
         language: 'bash',
         code: 'while true; do sleep 1; done',
@@ -190,25 +215,25 @@ describe('session kernels (state: "session")', () => {
       expect(submitted.status).toBe(202);
       expect(
         await eventually(async () => {
-          const k = await engine.request('GET', `/v1/sessions/${sid}/kernels/${kernelId}`);
+          const k = await target.request('GET', `/v1/sessions/${sid}/kernels/${kernelId}`);
           return k.body.busy === true;
         }, 10_000),
       ).toBe(true);
-      const interrupted = await engine.request('POST', `/v1/sessions/${sid}/kernels/${kernelId}/interrupt`);
+      const interrupted = await target.request('POST', `/v1/sessions/${sid}/kernels/${kernelId}/interrupt`);
       expect(interrupted).toMatchObject({ status: 200, body: { kernelId, running: true } });
       let looped: any;
       expect(
         await eventually(async () => {
-          looped = (await engine.request('GET', `/v1/sessions/${sid}/actions/${submitted.body.id}`)).body;
+          looped = (await target.request('GET', `/v1/sessions/${sid}/actions/${submitted.body.id}`)).body;
           return looped.status !== 'running';
         }, 10_000),
       ).toBe(true);
       expect(looped).toMatchObject({ status: 'cancelled', error: { code: 'KERNEL_INTERRUPTED' } });
       expect((await run('bash', 'echo $COUNTER $(pwd)')).stdout).toBe('7 /tmp\n');
 
-      const listed = await engine.request('GET', `/v1/sessions/${sid}/kernels`);
+      const listed = await target.request('GET', `/v1/sessions/${sid}/kernels`);
       expect(listed.body.kernels.map((k: any) => k.id)).toContain(kernelId);
-      const restarted = await engine.request('POST', `/v1/sessions/${sid}/kernels/${kernelId}/restart`);
+      const restarted = await target.request('POST', `/v1/sessions/${sid}/kernels/${kernelId}/restart`);
       expect(restarted).toMatchObject({
         status: 200,
         body: { id: kernelId, executionCount: 0, busy: false },
@@ -217,8 +242,8 @@ describe('session kernels (state: "session")', () => {
       expect(fresh.stdout).toBe('[] /workspace\n');
       expect(fresh.output.kernel).toMatchObject({ id: kernelId, executionCount: 1 });
 
-      expect((await engine.request('DELETE', `/v1/sessions/${sid}/kernels/${kernelId}`)).status).toBe(204);
-      expect((await engine.request('GET', `/v1/sessions/${sid}/kernels/${kernelId}`)).status).toBe(404);
+      expect((await target.request('DELETE', `/v1/sessions/${sid}/kernels/${kernelId}`)).status).toBe(204);
+      expect((await target.request('GET', `/v1/sessions/${sid}/kernels/${kernelId}`)).status).toBe(404);
       const next = await run('bash', 'echo again');
       expect(next.output.kernel.id).not.toBe(kernelId);
       expect(next.output.kernel.started).toBe(true);

@@ -262,6 +262,22 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
           await engine.action(sid, { type: 'code', language: 'python', code: 'print("still here")' }),
         ).toMatchObject({ status: 'succeeded', stdout: 'still here\n', tier: 'pooled' });
       });
+
+      it('once its pod is gone, the next action that needs a new one is denied TIER_UNAVAILABLE naming KUBECONFIG', async () => {
+        const [pod] = await backend.sandboxesWith({ session: sid });
+        expect(pod).toBeDefined();
+        await backend.remove([pod.id]);
+        // The pod was lost with its workspace (an error naming that), or the engine already knows: either way, the
+        // action that must create a pod for the session cannot, and that is a recorded refusal, never an internal error.
+        let r = await engine.action(sid, { type: 'code', language: 'python', code: 'print(2)' });
+        if (r.status === 'error') {
+          expect(r.error).toMatchObject({ code: 'SESSION_POD_LOST' });
+          r = await engine.action(sid, { type: 'code', language: 'python', code: 'print(2)' });
+        }
+        expect(r).toMatchObject({ status: 'denied', error: { class: 'policy', code: 'TIER_UNAVAILABLE' } });
+        expect(r.error.message).toContain('KUBECONFIG');
+        expect(r.error.message).not.toMatch(/internal error/);
+      });
     });
 
     // Placed by the cluster's scheduler (no node name), or bound to a node by name (a cluster without a scheduler).

@@ -1,18 +1,32 @@
 import { EngineHarness } from '../support/engine-harness';
 import { eventually } from '../support/host-probes';
+import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
 import { SseClient } from '../support/sse-client';
+
+/** The tiers that hold processes, on each backend under test (on Kubernetes: the session pod, through its runner). */
+const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
+const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
+  ['subprocess', 'subprocess', undefined],
+  ['pooled', 'pooled', undefined],
+  ...(kubernetes
+    ? [['pooled (kubernetes)', 'pooled', kubernetes] as [string, string, SandboxBackendUnderTest]]
+    : []),
+];
 
 /** Background processes through the API, in the subprocess tier's stateful sandbox and the pooled container. */
 describe('background processes', () => {
   let engine: EngineHarness;
+  /** The engine of the row under test: the Docker one, or one on the other backend for its rows. */
+  let target: EngineHarness;
 
   beforeAll(async () => {
     engine = await EngineHarness.start({ SWITCHYARD_MAX_PROCESSES: '3' });
+    target = engine;
   });
   afterAll(() => engine.stop());
 
   const proc = (sid: string, body: Record<string, unknown>): Promise<any> =>
-    engine.action(sid, { type: 'process', ...body });
+    target.action(sid, { type: 'process', ...body });
   /** Polls the process's logs until `text` shows up; answers the whole stdout seen. */
   const logsUntil = async (sid: string, processId: string, text: string): Promise<string> => {
     let seen = '';
@@ -29,16 +43,24 @@ describe('background processes', () => {
     return seen;
   };
 
-  describe.each(['subprocess', 'pooled'])('in the %s tier', (tier) => {
+  describe.each(ROWS)('in the %s tier', (_row, tier, backend) => {
     let sid: string;
+    let own: EngineHarness | undefined;
     beforeAll(async () => {
-      sid = await engine.createSession();
+      if (backend)
+        own = await EngineHarness.start({ ...(await backend.env()), SWITCHYARD_MAX_PROCESSES: '3' });
+      target = own ?? engine;
+      sid = await target.createSession();
     });
-    afterAll(() => engine.request('DELETE', `/v1/sessions/${sid}`));
+    afterAll(async () => {
+      await target.request('DELETE', `/v1/sessions/${sid}`);
+      target = engine;
+      await own?.stop();
+    });
 
     it('a background server answers a client of the same session', async () => {
       const port = tier === 'pooled' ? 8042 : 8041;
-      await engine.action(sid, {
+      await target.action(sid, {
         type: 'file',
         op: 'write',
         path: 'site/index.html',
@@ -59,7 +81,7 @@ describe('background processes', () => {
       const processId = started.output.processId;
       expect(processId).toMatch(/^prc_/);
       await logsUntil(sid, processId, 'Serving HTTP');
-      const client = await engine.action(sid, {
+      const client = await target.action(sid, {
         type: 'code',
         language: 'bash',
         state: 'session',
@@ -67,7 +89,7 @@ describe('background processes', () => {
         code: `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.html').read().decode())"`,
       });
       expect(client).toMatchObject({ status: 'succeeded', stdout: 'hello from the server\n' });
-      const py = await engine.action(sid, {
+      const py = await target.action(sid, {
         type: 'code',
         language: 'python',
         state: 'session',
@@ -83,7 +105,7 @@ describe('background processes', () => {
       );
       const stopped = await proc(sid, { op: 'stop', processId: 'web' });
       expect(stopped.output.process).toMatchObject({ running: false });
-      const refused = await engine.action(sid, {
+      const refused = await target.action(sid, {
         type: 'code',
         language: 'bash',
         state: 'session',
@@ -132,7 +154,7 @@ describe('background processes', () => {
     it('stop kills the whole process group', async () => {
       // Two processes of one group (a pipeline: background jobs would make it medium risk, hence pooled).
       const tree = await proc(sid, { op: 'start', command: 'sleep 4711 | sleep 4712', tier });
-      const seen = await engine.action(sid, {
+      const seen = await target.action(sid, {
         type: 'code',
         language: 'bash',
         state: 'session',
@@ -141,7 +163,7 @@ describe('background processes', () => {
       });
       expect(seen.stdout).toContain('sleep 4711');
       await proc(sid, { op: 'stop', processId: tree.output.processId, graceMs: 200 });
-      const after = await engine.action(sid, {
+      const after = await target.action(sid, {
         type: 'code',
         language: 'bash',
         state: 'session',

@@ -38,6 +38,7 @@ import { hashInput } from './input-hash';
 import { ActionAlreadyEndedError, EngineShuttingDownError } from './engine.errors';
 import { InFlightActions } from './in-flight-actions';
 import { RetryPolicy } from './retry-policy';
+import { faultOutcome, isEngineFault } from './fault-outcome';
 
 export interface SubmitOptions {
   /** The action this one retries (a `RETRY_OF` edge). */
@@ -472,13 +473,13 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     try {
       return await prepared.run(signal);
     } catch (err) {
-      this.logger.error({
+      const entry = {
         msg: 'action failed inside the engine',
         err: err instanceof Error ? err.stack : String(err),
-      });
-      const message =
-        err instanceof SwitchyardError ? err.message : 'internal error while running the action';
-      return { status: 'error', tier, risk, error: { class: 'internal', message }, files: [] };
+      };
+      if (isEngineFault(err)) this.logger.error(entry);
+      else this.logger.warn(entry);
+      return faultOutcome(err, tier, risk);
     }
   }
 }
