@@ -8,6 +8,9 @@ SWITCHYARD_K8S_COMMON=1
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RUNTIME_DIR="${SWITCHYARD_RUNTIME_DIR:-$REPO/.runtime}"
 STATE="$RUNTIME_DIR/k8s"
+# A state directory reached through a symlink (another checkout sharing this cluster) goes by its real path: daemons
+# are recognised by it in their command lines, so every checkout must name it alike or each starts a cluster of its own.
+if [[ -d "$STATE" ]]; then STATE="$(cd -P "$STATE" && pwd)"; fi
 K8S_VERSION="${SWITCHYARD_K8S_VERSION:-v1.34.4}"
 ETCD_VERSION="${SWITCHYARD_K8S_ETCD_VERSION:-v3.6.16}"
 CACHE_ROOT="${SWITCHYARD_K8S_CACHE:-$HOME/.cache/switchyard-k8s}"

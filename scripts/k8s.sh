@@ -75,8 +75,9 @@ any_running() {
 }
 
 lock() {
-  mkdir -p "$RUNTIME_DIR"
-  exec 9>"$RUNTIME_DIR/k8s.lock"
+  # Beside the (real) state directory: checkouts sharing one cluster share its lock.
+  mkdir -p "$(dirname "$STATE")"
+  exec 9>"$(dirname "$STATE")/k8s.lock"
   flock 9
 }
 
