@@ -143,9 +143,11 @@ describe('background processes', () => {
 
       const trap = await proc(sid, {
         op: 'start',
-        command: "trap 'echo got-usr1' USR1; while true; do sleep 0.1; done",
+        command: "trap 'echo got-usr1' USR1; echo trapping; while true; do sleep 0.1; done",
         tier,
       });
+      // A signal that comes before the trap is set ends the shell (USR1's default): wait until it is.
+      await logsUntil(sid, trap.output.processId, 'trapping');
       await proc(sid, { op: 'signal', processId: trap.output.processId, signal: 'USR1' });
       await logsUntil(sid, trap.output.processId, 'got-usr1');
       await proc(sid, { op: 'stop', processId: trap.output.processId, graceMs: 500 });
