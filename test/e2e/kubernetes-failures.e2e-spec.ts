@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { removeDataDir } from '../support/data-dir';
 import { EngineHarness } from '../support/engine-harness';
+import { eventually } from '../support/host-probes';
 import { EngineProcess, freePort } from '../support/engine-process';
 import {
   apiServerAddress,
@@ -214,8 +215,7 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
           body: 'hello',
         });
         const body = (await r.json()) as { error: { code: string; message: string } };
-        expect(r.status).toBe(503);
-        expect(body.error.code).toBe('KUBE_FORBIDDEN');
+        expect({ status: r.status, code: body.error.code }).toEqual({ status: 503, code: 'KUBE_FORBIDDEN' });
         expect(body.error.message).toContain(
           `the cluster refuses the engine's account (from KUBECONFIG ${account.kubeconfig}, context switchyard) ` +
             'this right: grant it (docs/kubernetes.md lists the rights the engine uses), or set KUBECONFIG (or ' +
@@ -267,6 +267,8 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         const [pod] = await backend.sandboxesWith({ session: sid });
         expect(pod).toBeDefined();
         await backend.remove([pod.id]);
+        // Gone, not only on its way out (a pod keeps running through its grace period).
+        expect(await eventually(async () => !(await backend.exists(pod.id)), 30_000, 200)).toBe(true);
         // The pod was lost with its workspace (an error naming that), or the engine already knows: either way, the
         // action that must create a pod for the session cannot, and that is a recorded refusal, never an internal error.
         let r = await engine.action(sid, { type: 'code', language: 'python', code: 'print(2)' });

@@ -10,7 +10,7 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import type { ActionResult } from '@switchyard/common';
+import { type ActionResult, SwitchyardError } from '@switchyard/common';
 import { FileOpError } from '@switchyard/workspace';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
@@ -299,6 +299,9 @@ export class FilesController {
       res.setHeader('connection', 'close');
     if (inputRefusal) throw inputRefusal;
     if (result.status === 'succeeded') return result;
+    // What the transfer needed is not there (the cluster refuses the exec): recorded denied, answered as the 503
+    // naming it, not as a policy's 403.
+    if (io.failure instanceof SwitchyardError && io.failure.kind === 'unavailable') throw io.failure;
     if (result.status === 'denied') {
       const error = result.error;
       res.status(403).json(

@@ -17,10 +17,14 @@ const TAR_TIMEOUT_MS = 120_000;
 
 /** GNU tar's "some files changed while being read": the archive is still complete. */
 const TAR_FILES_CHANGED = 1;
-/** The entries of /workspace, not `.` itself (the emptyDir's root: its owner and mode are not the sandbox user's). */
+/**
+ * The entries of /workspace, not `.` itself (the emptyDir's root: its owner and mode are not the sandbox user's).
+ * POSIX (pax) format: mtimes keep their nanoseconds, as a host workspace's checkpoint keeps them (GNU's format rounds
+ * them to the second); atime and ctime records are left out (extraction cannot set a ctime, and reading changes atimes).
+ */
 const TAR_CREATE =
   `cd ${WORKSPACE_PATH} && find . -mindepth 1 -maxdepth 1 -printf '%P\\0' | ` +
-  'tar -c -f - --numeric-owner --null -T -';
+  'tar -c -f - --format=posix --pax-option=delete=atime,delete=ctime --numeric-owner --null -T -';
 /** /workspace itself is the emptyDir's root, owned by root: its own times and mode are never touched. */
 const TAR_EXTRACT = `tar -x -p -f - --no-overwrite-dir -C ${WORKSPACE_PATH}`;
 /**
