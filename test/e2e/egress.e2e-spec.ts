@@ -1,5 +1,8 @@
 import { EgressSite } from '../support/egress-site';
 import { EngineHarness } from '../support/engine-harness';
+import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
+
+jest.setTimeout(120_000);
 
 /**
  * Network by policy: a session's container sandboxes reach the hosts its policy allows through the engine's egress
@@ -41,70 +44,6 @@ describe('egress by session policy', () => {
     } finally {
       await own.stop();
     }
-  });
-
-  it('installs a package and clones a repository through the proxy when allowed, and keeps the install', async () => {
-    const sid = await engine.createSession({ network: { allow: ['pypi.test', 'git.test'] } });
-    const pip = await run(
-      sid,
-      `pip install --index-url http://pypi.test/simple --trusted-host pypi.test ${EgressSite.PACKAGE} 2>&1 | tail -2`,
-    );
-    expect(pip).toMatchObject({ status: 'succeeded' });
-    expect(pip.stdout).toContain('Successfully installed hello-switchyard-0.1');
-    expect(pip.egress).toEqual(
-      expect.arrayContaining([expect.objectContaining({ host: 'pypi.test', port: 80, allowed: true })]),
-    );
-    expect(pip.egress.find((e: any) => e.allowed).bytesIn).toBeGreaterThan(0);
-    // What the session installed is there for its next action.
-    const use = await engine.action(sid, {
-      type: 'code',
-      language: 'python',
-      code: `import ${EgressSite.MODULE}\nprint(${EgressSite.MODULE}.greet())`,
-      tier: 'pooled',
-    });
-    expect(use).toMatchObject({ status: 'succeeded', stdout: 'hello from a wheel\n' });
-    const clone = await run(sid, 'git clone -q http://git.test/repo.git cloned && cat cloned/README.md');
-    expect(clone).toMatchObject({ status: 'succeeded', stdout: 'cloned through the egress proxy\n' });
-    // A kernel of the session, and the one-off tier, go through the proxy too.
-    const kernel = await engine.action(sid, {
-      type: 'code',
-      language: 'python',
-      state: 'session',
-      tier: 'pooled',
-      code: "import urllib.request\nurllib.request.urlopen('http://pypi.test/simple/').status",
-    });
-    expect(kernel.output.result).toBe('200');
-    const oneOff = await run(sid, 'curl -s http://pypi.test/simple/', { tier: 'container' });
-    expect(oneOff).toMatchObject({ status: 'succeeded' });
-    expect(oneOff.stdout).toContain(EgressSite.PACKAGE);
-  });
-
-  it('refuses hosts outside the policy with a message the tool prints, and records every attempt', async () => {
-    const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
-    const r = await run(
-      sid,
-      'curl -sS http://other.test/; echo; curl -sS https://other.test/ 2>&1; echo; curl -sS http://pypi.test/simple/ >/dev/null && echo reached',
-    );
-    expect(r.stdout).toContain("switchyard: egress to other.test denied by this session's network policy");
-    expect(r.stdout).toContain('403');
-    expect(r.stdout).toContain('reached');
-    expect(r.egress).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ host: 'other.test', port: 80, allowed: false }),
-        expect.objectContaining({ host: 'other.test', port: 443, allowed: false }),
-        expect.objectContaining({ host: 'pypi.test', port: 80, allowed: true }),
-      ]),
-    );
-    // pip prints the refusal of its tunnel to a host outside the policy.
-    const pip = await run(
-      sid,
-      `pip install --retries 1 --index-url https://git.test/simple ${EgressSite.PACKAGE} 2>&1`,
-    );
-    expect(pip.stdout).toContain("switchyard: egress to git.test denied by this session's network policy");
-    // The graph keeps the attempts with the action, for a reflection loop.
-    const context = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}/context`)).body;
-    expect(context.action.result.egress).toEqual(r.egress);
-    expect(site.requests.some((q) => q.startsWith('other.test'))).toBe(false);
   });
 
   it('never reaches private, loopback or metadata addresses, redirects to them, or a refused port', async () => {
@@ -422,18 +361,117 @@ describe('egress by session policy', () => {
     expect(`${pip.stdout}${pip.stderr}`).not.toContain('externally-managed-environment');
     expect(pip.hints?.[0]).toContain('this session has no network');
   });
-
-  it('keeps policies per session, and tells a session without network how to ask for it', async () => {
-    const withNet = await engine.createSession({ network: { allow: ['pypi.test'] } });
-    const without = await engine.createSession();
-    expect((await run(withNet, 'curl -s http://pypi.test/simple/')).stdout).toContain(EgressSite.PACKAGE);
-    const r = await run(
-      without,
-      'python3 -c "import urllib.request; urllib.request.urlopen(\'http://pypi.test/simple/\')"',
-    );
-    expect(r.status).toBe('failed');
-    expect(r.egress).toBeUndefined();
-    expect(r.hints?.[0]).toContain('this session has no network');
-    expect(r.hints?.[0]).toContain('"network"');
-  });
 });
+
+/**
+ * The core cases on every sandbox backend: the proxy and its policy are the engine's own, the way to it differs (a
+ * Docker container's mounted socket; a Kubernetes pod's runner, over its attach stream: the pod has no network). The
+ * other cases above run on Docker only, the default backend, as they test the proxy, not the way to it.
+ */
+describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))(
+  'egress by session policy, core (%s)',
+  (_name, backend) => {
+    let engine: EngineHarness;
+    let site: EgressSite;
+    const run = (sid: string, code: string, extra: Record<string, unknown> = {}): Promise<any> =>
+      engine.action(sid, {
+        type: 'code',
+        language: 'bash',
+        code,
+        tier: 'pooled',
+        timeoutMs: 60_000,
+        ...extra,
+      });
+
+    beforeAll(async () => {
+      site = await EgressSite.start();
+      engine = await EngineHarness.start({
+        ...(await backend.env()),
+        SWITCHYARD_EGRESS_ALLOWED: 'pypi.test,git.test,redirect.test,*',
+        SWITCHYARD_EGRESS_RESOLVE: EgressSite.resolveSetting,
+      });
+    });
+    afterAll(async () => {
+      await engine?.stop();
+      await site?.stop();
+    });
+
+    it('installs a package and clones a repository through the proxy when allowed, and keeps the install', async () => {
+      const sid = await engine.createSession({ network: { allow: ['pypi.test', 'git.test'] } });
+      const pip = await run(
+        sid,
+        `pip install --index-url http://pypi.test/simple --trusted-host pypi.test ${EgressSite.PACKAGE} 2>&1 | tail -2`,
+      );
+      expect(pip).toMatchObject({ status: 'succeeded' });
+      expect(pip.stdout).toContain('Successfully installed hello-switchyard-0.1');
+      expect(pip.egress).toEqual(
+        expect.arrayContaining([expect.objectContaining({ host: 'pypi.test', port: 80, allowed: true })]),
+      );
+      expect(pip.egress.find((e: any) => e.allowed).bytesIn).toBeGreaterThan(0);
+      // What the session installed is there for its next action.
+      const use = await engine.action(sid, {
+        type: 'code',
+        language: 'python',
+        code: `import ${EgressSite.MODULE}\nprint(${EgressSite.MODULE}.greet())`,
+        tier: 'pooled',
+      });
+      expect(use).toMatchObject({ status: 'succeeded', stdout: 'hello from a wheel\n' });
+      const clone = await run(sid, 'git clone -q http://git.test/repo.git cloned && cat cloned/README.md');
+      expect(clone).toMatchObject({ status: 'succeeded', stdout: 'cloned through the egress proxy\n' });
+      // A kernel of the session, and the one-off tier, go through the proxy too.
+      const kernel = await engine.action(sid, {
+        type: 'code',
+        language: 'python',
+        state: 'session',
+        tier: 'pooled',
+        code: "import urllib.request\nurllib.request.urlopen('http://pypi.test/simple/').status",
+      });
+      expect(kernel.output.result).toBe('200');
+      const oneOff = await run(sid, 'curl -s http://pypi.test/simple/', { tier: 'container' });
+      expect(oneOff).toMatchObject({ status: 'succeeded' });
+      expect(oneOff.stdout).toContain(EgressSite.PACKAGE);
+    });
+
+    it('refuses hosts outside the policy with a message the tool prints, and records every attempt', async () => {
+      const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
+      const r = await run(
+        sid,
+        'curl -sS http://other.test/; echo; curl -sS https://other.test/ 2>&1; echo; curl -sS http://pypi.test/simple/ >/dev/null && echo reached',
+      );
+      expect(r.stdout).toContain("switchyard: egress to other.test denied by this session's network policy");
+      expect(r.stdout).toContain('403');
+      expect(r.stdout).toContain('reached');
+      expect(r.egress).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ host: 'other.test', port: 80, allowed: false }),
+          expect.objectContaining({ host: 'other.test', port: 443, allowed: false }),
+          expect.objectContaining({ host: 'pypi.test', port: 80, allowed: true }),
+        ]),
+      );
+      // pip prints the refusal of its tunnel to a host outside the policy.
+      const pip = await run(
+        sid,
+        `pip install --retries 1 --index-url https://git.test/simple ${EgressSite.PACKAGE} 2>&1`,
+      );
+      expect(pip.stdout).toContain("switchyard: egress to git.test denied by this session's network policy");
+      // The graph keeps the attempts with the action, for a reflection loop.
+      const context = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}/context`)).body;
+      expect(context.action.result.egress).toEqual(r.egress);
+      expect(site.requests.some((q) => q.startsWith('other.test'))).toBe(false);
+    });
+
+    it('keeps policies per session, and tells a session without network how to ask for it', async () => {
+      const withNet = await engine.createSession({ network: { allow: ['pypi.test'] } });
+      const without = await engine.createSession();
+      expect((await run(withNet, 'curl -s http://pypi.test/simple/')).stdout).toContain(EgressSite.PACKAGE);
+      const r = await run(
+        without,
+        'python3 -c "import urllib.request; urllib.request.urlopen(\'http://pypi.test/simple/\')"',
+      );
+      expect(r.status).toBe('failed');
+      expect(r.egress).toBeUndefined();
+      expect(r.hints?.[0]).toContain('this session has no network');
+      expect(r.hints?.[0]).toContain('"network"');
+    });
+  },
+);

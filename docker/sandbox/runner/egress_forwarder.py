@@ -3,6 +3,9 @@
 
     python3 -I egress_forwarder.py <proxy socket> [ready file]
 
+<proxy socket> is a path, or `@name` for an abstract socket (the runner's back channel in a Kubernetes pod,
+runner_channels.py).
+
 A sandbox container has no network but its loopback. When its session may reach the network, the engine makes a
 Unix socket of the session's egress proxy appear at <proxy socket>, and the sandbox's environment says
 HTTP_PROXY=http://127.0.0.1:3128: every connection made to this port is relayed to that socket, where the proxy
@@ -171,7 +174,7 @@ class Relay:
 
 class Forwarder:
     def __init__(self, proxy_path):
-        self.proxy_path = proxy_path
+        self.proxy_path = "\0" + proxy_path[1:] if proxy_path.startswith("@") else proxy_path
         self.max_relays = max_relays()
         self.relays = 0  # relaying to the proxy
         self.refusing = 0  # being answered a refusal

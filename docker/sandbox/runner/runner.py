@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Switchyard runner (protocol 5): the main process of a pooled container and of a session's stateful sandbox.
+"""Switchyard runner (protocol 6): the main process of a pooled container and of a session's stateful sandbox.
 
 Started as `python3 -I /opt/switchyard/runner/runner.py`, it speaks JSON lines with the engine on its stdin and
 stdout: fresh runs, kernels that keep state between cells, background processes, terminals, tunnels to the box's
@@ -18,6 +18,7 @@ modules beside this file:
   runner_streams.py    output caps, and a cell's boundaries in a kernel's output
   runner_trees.py      process trees, and killing them
   runner_egress.py     keeps egress_forwarder.py (127.0.0.1:3128 -> the session's egress proxy) running
+  runner_channels.py   back channels: the box's egress and call sockets carried to the engine as tunnels
   runner_spawn.py      the workspace check, starting user code, cgroup counters
 
 The runner shares its uid with the code it runs, so it is not a security boundary inside a session: the container

@@ -4,6 +4,8 @@ A pooled container has the directory /run/switchyard-egress; when a session with
 its egress proxy's socket appear there and asks for the forwarder (`{"op": "egress"}`). The runner starts it beside
 itself, protects its tree from the cleanup after fresh runs, and starts it again if code kills it. Containers of
 sessions without network never start one. Under bubblewrap (the subprocess tier, offline) there is no such directory.
+Where there is no directory the engine can fill (a Kubernetes pod), the forwarder relays to the runner's own egress
+back channel instead (runner_channels.py), which the runner carries to the engine's proxy over its stdio.
 """
 
 import os
@@ -27,17 +29,24 @@ class Egress:
         self.pid = None
         self.restart_at = None
         self.wanted = False
+        self.proxy_path = os.path.join(EGRESS_DIR, "proxy.sock")
 
     def request(self, request):
         """`{"op": "egress", "id": N}` -> `{"ev": "ack", "id": N, "pid": int}` once it runs."""
         if not os.path.isdir(EGRESS_DIR):
             raise RequestError("egress", "this sandbox has no %s" % EGRESS_DIR)
+        self.start_towards(os.path.join(EGRESS_DIR, "proxy.sock"))
+        self.runner.send({"ev": "ack", "id": request.get("id"), "pid": self.pid})
+
+    def start_towards(self, proxy_path):
+        """Keeps the forwarder running towards `proxy_path` (a file, or an abstract socket's `@name`). A box has one
+        way out, so the path is set once (a box is given either a directory or a back channel, never both)."""
         self.wanted = True
+        self.proxy_path = proxy_path
         if self.pid is None:
             self.start()
         if self.pid is None or not listening(LISTEN_SECONDS):
             raise RequestError("egress", "the egress forwarder did not start")
-        self.runner.send({"ev": "ack", "id": request.get("id"), "pid": self.pid})
 
     def roots(self):
         return {self.pid} if self.pid is not None else set()
@@ -47,7 +56,7 @@ class Egress:
         devnull = os.open("/dev/null", os.O_RDWR)
         root = os.open("/", os.O_PATH | os.O_DIRECTORY)
         try:
-            argv = ["/usr/bin/python3", "-I", FORWARDER, os.path.join(EGRESS_DIR, "proxy.sock")]
+            argv = ["/usr/bin/python3", "-I", FORWARDER, self.proxy_path]
             self.pid = spawn(
                 argv, {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, {0: devnull, 1: devnull, 2: devnull}, root
             )

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 
+from runner_channels import Channels
 from runner_egress import Egress
 from runner_kernels import Kernels
 from runner_ports import Ports
@@ -25,7 +26,7 @@ from runner_terms import Terminals
 from runner_trees import kill_everything_else, kill_unprotected
 from runner_tunnels import Tunnels
 
-PROTOCOL = 5
+PROTOCOL = 6
 READ_CHUNK = 64 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 PR_SET_DUMPABLE = 4
@@ -59,7 +60,17 @@ class Runner:
         self.ports = Ports(self, self.owners)
         self.tunnels = Tunnels(self, self.ports)
         self.relay = Relay(self, self.ports)
-        self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels, self.relay)
+        self.channels = Channels(self, self.tunnels)
+        self.parts = (
+            self.runs,
+            self.kernels,
+            self.procs,
+            self.egress,
+            self.terms,
+            self.tunnels,
+            self.relay,
+            self.channels,
+        )
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -76,6 +87,8 @@ class Runner:
             "tunnel_write": self.tunnels.write,
             "tunnel_ack": self.tunnels.ack,
             "tunnel_close": self.tunnels.close,
+            "channel_open": self.channels.open,
+            "channel_close": self.channels.close,
             "term_open": self.terms.open,
             "term_write": self.terms.write,
             "term_resize": self.terms.resize,

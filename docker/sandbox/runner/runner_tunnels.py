@@ -52,6 +52,7 @@ class Tunnel:
         self.read_eof = False  # the server shut its write side (`tend` was sent)
         self.unacked = 0  # bytes sent as tdata the engine has not acknowledged
         self.events = 0  # what the selector watches the socket for
+        self.error = None  # why the socket closed, when it failed
 
 
 class Tunnels:
@@ -94,7 +95,8 @@ class Tunnels:
         tunnel.eof = bool(request.get("eof"))
         self.flush(tunnel)
         if self.table.get(tunnel.id) is not tunnel:
-            self.runner.send({"ev": "ack", "id": request.get("id"), "found": False})  # it failed while writing
+            # Gone while writing: failed, or (eof after the server's own) all written and the tunnel ended cleanly.
+            self.runner.send({"ev": "ack", "id": request.get("id"), "found": tunnel.error is None})
         elif len(tunnel.queue) < WINDOW and not tunnel.waiting:
             self.runner.send({"ev": "ack", "id": request.get("id"), "found": True})
         else:
@@ -275,6 +277,7 @@ class Tunnels:
         if self.table.get(tunnel.id) is not tunnel:
             return
         del self.table[tunnel.id]
+        tunnel.error = error
         self.drop(tunnel)
         for request_id in tunnel.waiting:
             self.runner.send({"ev": "ack", "id": request_id, "found": False})

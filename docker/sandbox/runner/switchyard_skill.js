@@ -93,7 +93,8 @@ async function run(exported) {
     process.stderr.write("switchyard: a skill's main.js defines main(input, ctx) or exports it\n");
     process.exit(2);
   }
-  const socket = net.createConnection(path);
+  // `@name`: an abstract socket (a Kubernetes pod's, made by its runner), `\0name` as an address.
+  const socket = net.createConnection(path.startsWith('@') ? `\0${path.slice(1)}` : path);
   await new Promise((resolve, reject) => {
     socket.once('connect', resolve);
     socket.once('error', reject);

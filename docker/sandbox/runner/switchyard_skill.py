@@ -27,7 +27,8 @@ class Context:
 
     def __init__(self, path):
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(path)
+        # `@name`: an abstract socket (a Kubernetes pod's, made by its runner), `\0name` as an address.
+        self._sock.connect("\0" + path[1:] if path.startswith("@") else path)
         self._reader = self._sock.makefile("r", encoding="utf-8", newline="\n")
         self._lock = threading.Lock()
         self._next = 0

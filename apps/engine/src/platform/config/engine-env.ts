@@ -94,20 +94,6 @@ function crossCheck(env: EngineEnv): ConfigProblem[] {
   return [
     ...above.map(([variable, bound]) => ({ variable, message: `must not exceed ${bound}` })),
     ...below.map(([variable, bound]) => ({ variable, message: `must not be below ${bound}` })),
-    ...(env.SWITCHYARD_SANDBOX_BACKEND === 'kubernetes' &&
-    (env.SWITCHYARD_EGRESS_ALLOWED.length > 0 || env.SWITCHYARD_EGRESS_DEFAULT.length > 0)
-      ? [
-          {
-            variable:
-              env.SWITCHYARD_EGRESS_ALLOWED.length > 0
-                ? 'SWITCHYARD_EGRESS_ALLOWED'
-                : 'SWITCHYARD_EGRESS_DEFAULT',
-            message:
-              'must be empty with SWITCHYARD_SANDBOX_BACKEND=kubernetes: the egress proxy is a Unix socket on the ' +
-              "engine's host, which pods on other nodes cannot reach (sandboxes there have no network)",
-          },
-        ]
-      : []),
     ...(env.SWITCHYARD_SANDBOX_BACKEND === 'kubernetes' && env.SWITCHYARD_SANDBOX_CA_FILE !== undefined
       ? [
           {

@@ -1,14 +1,10 @@
 import type { RunnerConnection } from '../../core/runner/runner-connection';
 import type { SessionEgressAccess } from '../../core/sandbox.types';
 import { type StatefulBox, StatefulBoxHost } from '../../core/stateful/stateful-box.port';
-import { KubernetesUnsupportedError } from './kubernetes.errors';
+import type { PodChannels } from './pod-channels';
 import type { PodRunner } from './pod-runner';
 import type { SessionPod } from './session-pod';
 import type { SessionPods } from './session-pods';
-
-export const EGRESS_UNSUPPORTED_MESSAGE =
-  'network egress is not supported by the Kubernetes sandbox tiers: the engine reaches a session with network through ' +
-  "its egress proxy's Unix socket on the engine's host, which a pod on another node cannot mount";
 
 /** A session pod's runner as the box of the session's kernels and processes: one per runner instance. */
 class PodBox implements StatefulBox {
@@ -59,19 +55,24 @@ export class KubernetesBoxes extends StatefulBoxHost {
   constructor(
     private readonly pods: SessionPods,
     readonly memoryBytes: number,
+    private readonly channels: PodChannels,
   ) {
     super();
   }
 
-  /** `workspaceDir` is meaningless here (the pod holds the workspace); `egress` is refused. */
+  /**
+   * `workspaceDir` is meaningless here (the pod holds the workspace); `egress` reaches the pod over its runner's
+   * attach stream (`PodChannels`), for the kernels' and processes' 127.0.0.1:3128.
+   */
   async box(
     sessionId: string,
     _workspaceDir: string,
     egress?: SessionEgressAccess,
     image?: string,
   ): Promise<StatefulBox> {
-    if (egress) throw new KubernetesUnsupportedError('EGRESS_UNSUPPORTED', EGRESS_UNSUPPORTED_MESSAGE);
-    return this.boxOf(await this.pods.podFor(sessionId, image));
+    const box = this.boxOf(await this.pods.podFor(sessionId, image));
+    if (egress) await this.channels.ensureEgress(box.connection, egress);
+    return box;
   }
 
   existing(sessionId: string): StatefulBox | undefined {

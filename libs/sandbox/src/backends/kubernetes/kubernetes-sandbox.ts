@@ -7,27 +7,22 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { CLOCK, type Clock, systemClock } from '@switchyard/common';
-import type { TierAvailability, TierJob } from '../../core/sandbox.types';
+import type { TierAvailability } from '../../core/sandbox.types';
 import { KubeAvailability } from './kube-availability';
 import { KubeClient } from './kube-client';
 import { KubeReaper } from './kube-reaper';
 import { KUBE_CLIENT, KUBERNETES_OPTIONS } from './kubernetes.constants';
-import { KubernetesUnsupportedError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
-import { EGRESS_UNSUPPORTED_MESSAGE, KubernetesBoxes } from './kubernetes-boxes';
+import { KubernetesBoxes } from './kubernetes-boxes';
 import { OneOffRuns } from './one-off-runs';
 import { KubeSetupCheck } from './kube-setup-check';
+import { PodChannels } from './pod-channels';
 import { PodLauncher, type PodStartFailure, realSleep } from './pod-launcher';
 import { PodRuns } from './pod-runs';
 import { networkPolicyManifest, sessionPodSpecHash } from './pod-spec';
 import { RunnerRecovery } from './runner-recovery';
 import { SessionPods } from './session-pods';
 import { WarmPods, type WarmPodStats } from './warm-pods';
-
-export const CALL_CHANNEL_UNSUPPORTED_MESSAGE =
-  "a call channel (a skill's way back to the engine) is not supported by the Kubernetes sandbox tiers: it is a Unix " +
-  "socket on the engine's host, which a pod on another node cannot mount, and the runner's attach stream carries " +
-  'only its own protocol';
 
 /** Numbers for metrics and `/health`. */
 export interface KubernetesStats {
@@ -81,7 +76,7 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
       );
     }
     const recovery = new RunnerRecovery(client, options, this.clock, this.logger, nap);
-    this.runs = new PodRuns(this.clock, options.runnerGraceMs);
+    this.runs = new PodRuns(this.clock, options.runnerGraceMs, new PodChannels(this.logger));
     this.sessions = new SessionPods(
       client,
       options,
@@ -102,7 +97,7 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
       this.clock,
       this.logger,
     );
-    this.boxes = new KubernetesBoxes(this.sessions, limits.memoryBytes);
+    this.boxes = new KubernetesBoxes(this.sessions, limits.memoryBytes, this.runs.channels);
     this.probe = new KubeAvailability(client, options, this.clock);
     this.reaper = new KubeReaper(client, options.engineId, this.logger);
   }
@@ -171,13 +166,6 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
    */
   podStartFailure(): PodStartFailure | undefined {
     return this.launcher.lastFailure();
-  }
-
-  /** Refuses what this backend cannot give a job: egress, a call channel. */
-  checkJob(job: Pick<TierJob, 'egress' | 'channel'>): void {
-    if (job.egress) throw new KubernetesUnsupportedError('EGRESS_UNSUPPORTED', EGRESS_UNSUPPORTED_MESSAGE);
-    if (job.channel)
-      throw new KubernetesUnsupportedError('CALL_CHANNEL_UNSUPPORTED', CALL_CHANNEL_UNSUPPORTED_MESSAGE);
   }
 
   stats(): KubernetesStats {

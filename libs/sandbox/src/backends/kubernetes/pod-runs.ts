@@ -1,4 +1,5 @@
 import { type Language, SESSION_HOME } from '@switchyard/common';
+import { withCallSocket } from '../../core/call-channel';
 import { RunnerRefusedError, type RunnerExit } from '../../core/runner/runner-connection';
 import { runnerResult } from '../../core/runner/runner-result';
 import type { TierJob, TierRunResult } from '../../core/sandbox.types';
@@ -6,6 +7,7 @@ import { emptyResult, formatBytes, outOfMemory } from '../../core/supervision/li
 import type { RunSupervisor } from '../../core/supervision/run-supervisor';
 import { SupervisedRun } from '../../core/runner/supervised-run';
 import type { Clock } from '@switchyard/common';
+import type { PodChannels } from './pod-channels';
 import type { PodRunner } from './pod-runner';
 import type { RunnerLoss } from './runner-recovery';
 
@@ -63,12 +65,14 @@ const RAW_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: S
 
 /**
  * Runs through a pod's runner (docker/sandbox/runner/runner.py), a `TierJob` as a `SupervisedRun` like the Docker
- * pooled tier's, with a hard deadline of timeout + `graceMs`; and raw runs for the file API and workspace copies.
+ * pooled tier's, with a hard deadline of timeout + `graceMs`; and raw runs for the file API and workspace copies. A
+ * job's egress and call channel reach the pod over the runner's attach stream (`PodChannels`).
  */
 export class PodRuns {
   constructor(
     private readonly clock: Clock,
     private readonly graceMs: number,
+    readonly channels: PodChannels,
   ) {}
 
   /** A `TierJob` in the target pod. `started`: when the action reached the tier, so `durationMs` includes the claim. */
@@ -82,9 +86,21 @@ export class PodRuns {
     const run = new SupervisedRun(target.runner.connection, job, this.clock, started);
     const { supervisor } = run;
     if (target.gone() || signal?.aborted) return { ...emptyResult(supervisor.elapsedMs()), aborted: true };
+    const connection = target.runner.connection;
+    if (job.egress) await this.channels.ensureEgress(connection, job.egress);
+    const call = job.channel && (await this.channels.openCall(connection, job.actionId, job.channel));
     const sent = await run.send(
-      { env: job.env, workspace: target.workspace, graceMs: this.graceMs, ...(signal && { signal }) },
       {
+        env: withCallSocket(job.env, call?.inside),
+        workspace: target.workspace,
+        graceMs: this.graceMs,
+        ...(signal && { signal }),
+      },
+      {
+        // However the run ended (exit, timeout, kill, runner lost, hung), its channel ends with it.
+        finished: async () => {
+          await call?.close();
+        },
         failed: (err) => {
           if (target.gone()) return Promise.resolve({ ...supervisor.collected(), aborted: true });
           if (err instanceof RunnerRefusedError && err.code === 'workspace')

@@ -6,9 +6,10 @@ import { RunnerTunnel, type TunnelLink } from './runner-tunnel';
 /**
  * Protocol version this engine speaks; see docker/sandbox/runner/README.md. 2: every run names the workspace the
  * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
- * processes beside the runs. 4: cells' rich results. 5: tunnels to the box's ports, terminals, the listening ports.
+ * processes beside the runs. 4: cells' rich results. 5: tunnels to the box's ports, terminals, the listening ports. 6:
+ * back channels (tunnels the runner opens, for a box the engine cannot mount its egress or call socket into).
  */
-export const RUNNER_PROTOCOL = 5;
+export const RUNNER_PROTOCOL = 6;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
 // The longest runner message: a kernel's rich result of the largest allowed size (8 MiB, base64: 10.7 MiB).
 const MAX_LINE_BYTES = 12 * 1024 * 1024;
@@ -213,6 +214,12 @@ export interface TermExitEvent extends RunnerExitStatus {
   term: string;
 }
 
+/** What a tunnel the runner opened is for (`tunnel_in`): the box's egress, or the call channel of run `run`. */
+export interface BackChannelTarget {
+  target: 'egress' | 'call';
+  run: string | null;
+}
+
 /** What the runner reports on its own, with no request. */
 export type RunnerEvent = ProcOutputEvent | ProcExitEvent | KernelExitEvent | TermOutputEvent | TermExitEvent;
 
@@ -266,6 +273,7 @@ export class RunnerConnection {
   private readonly pending = new Map<number, Pending>();
   private readonly listeners = new Set<(event: RunnerEvent) => void>();
   private readonly tunnels = new Map<string, RunnerTunnel>();
+  private incoming?: (tunnel: RunnerTunnel, target: BackChannelTarget) => void;
   private readonly tunnelLink: TunnelLink = {
     tunnelWrite: async (tunnel, data, eof) => {
       const ack = await this.request({ op: 'tunnel_write', tunnel, data: data.toString('base64'), eof })
@@ -409,6 +417,30 @@ export class RunnerConnection {
   }
 
   /**
+   * Has the runner listen on an abstract socket of the box for `kind` (`call`: run `run`'s, until `channelClose`;
+   * `egress`: the box's one, with the egress forwarder towards it); answers its name (`@…`). Each connection there
+   * comes as a tunnel to `onIncomingTunnel`'s handler.
+   */
+  async channelOpen(kind: 'egress' | 'call', run?: string): Promise<string> {
+    const opened = await this.request({ op: 'channel_open', kind, ...(run !== undefined && { run }) }).reply;
+    return String(opened.socket);
+  }
+
+  /** The call socket of run `run` goes (its tunnels stay). */
+  async channelClose(run: string): Promise<{ found: boolean }> {
+    const ack = await this.request({ op: 'channel_close', run }).reply;
+    return { found: ack.found === true };
+  }
+
+  /**
+   * Takes the tunnels the runner opens (`tunnel_in`), one handler per connection; without one they are closed. The
+   * target is what the runner says the box's code connected to: the handler decides what that means.
+   */
+  onIncomingTunnel(handler: (tunnel: RunnerTunnel, target: BackChannelTarget) => void): void {
+    this.incoming = handler;
+  }
+
+  /**
    * Starts a terminal: a login shell (or `command`) on a pseudo-terminal of the given size. Its output and end come
    * as `tout` and `texit` events (refusals: `exists`, `cwd`, `workspace`, `term_start`, `term_limit`).
    */
@@ -523,6 +555,7 @@ export class RunnerConnection {
       return this.emit(message);
     }
     if (ev === 'tdata' || ev === 'tend' || ev === 'tclosed') return this.onTunnel(message);
+    if (ev === 'tunnel_in') return this.onTunnelIn(message);
     if (ev === 'hello') {
       if (message.protocol !== RUNNER_PROTOCOL) {
         return this.fail(`runner protocol ${String(message.protocol)}, engine speaks ${RUNNER_PROTOCOL}`);
@@ -553,6 +586,7 @@ export class RunnerConnection {
       case 'tunnel_opened':
       case 'term_started':
       case 'ports':
+      case 'channel_opened':
         this.pending.delete(message.id as number);
         return pending.resolve(message);
       case 'error':
@@ -580,6 +614,16 @@ export class RunnerConnection {
       this.tunnels.delete(tunnel.id);
       tunnel.onSocketClosed(typeof message.error === 'string' ? message.error : undefined);
     }
+  }
+
+  private onTunnelIn(message: Record<string, unknown>): void {
+    const id = String(message.tunnel);
+    const tunnel = new RunnerTunnel(id, this.tunnelLink);
+    this.tunnels.set(id, tunnel);
+    tunnel.onOpened(null, null);
+    const target = message.target === 'egress' || message.target === 'call' ? message.target : undefined;
+    if (!this.incoming || !target) return void tunnel.destroy();
+    this.incoming(tunnel, { target, run: typeof message.run === 'string' ? message.run : null });
   }
 
   private emit(message: Record<string, unknown>): void {
