@@ -11,6 +11,8 @@ The sockets are abstract Unix sockets (a name in the pod's network namespace, no
 with the code, so a socket file anywhere in the box could be replaced by the code, but a bound abstract name cannot
 be taken by anyone else until the runner closes it. The names carry random bytes, so code cannot take one first.
 The code connects to them (`@name`: `\\0name` as a Unix socket address), as it connects to the Docker backend's files.
+Each name is bound twice: as it is, and padded with NULs to the whole `sun_path`, the address node 20 and older (the
+image's, libuv before 1.46) connect to for a path starting with NUL; both lead to the same channel.
 """
 
 import os
@@ -21,6 +23,7 @@ from runner_spawn import RequestError
 from runner_tunnels import MAX_TUNNELS, Tunnel
 
 KINDS = ("egress", "call")
+SUN_PATH_BYTES = 108
 MAX_RUN_CHARS = 128
 BACKLOG = 64
 
@@ -30,17 +33,18 @@ def abstract_name(kind):
     return "@switchyard-%s-%s" % (kind, os.urandom(16).hex())
 
 
-def address(name):
-    """The socket address of an `@name`."""
-    return "\0" + name[1:]
+def addresses(name):
+    """The socket addresses of an `@name`: exact, and NUL-padded to the whole sun_path (older node's form)."""
+    exact = b"\0" + name[1:].encode("ascii")
+    return (exact, exact + b"\0" * (SUN_PATH_BYTES - len(exact)))
 
 
 class Channel:
-    def __init__(self, kind, run, name, sock):
+    def __init__(self, kind, run, name):
         self.kind = kind
         self.run = run
         self.name = name
-        self.sock = sock
+        self.socks = []
 
 
 class Channels:
@@ -79,23 +83,25 @@ class Channels:
     # -- sockets ----------------------------------------------------------------------------------------------
 
     def listen(self, kind, run):
-        name = abstract_name(kind)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel = Channel(kind, run, abstract_name(kind))
         try:
-            sock.bind(address(name))
-            sock.listen(BACKLOG)
-            sock.setblocking(False)
+            for addr in addresses(channel.name):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                channel.socks.append(sock)
+                sock.bind(addr)
+                sock.listen(BACKLOG)
+                sock.setblocking(False)
         except OSError as err:
-            sock.close()
+            self.drop(channel)
             raise RequestError("channel", "could not listen for the %s channel: %s" % (kind, err)) from None
-        channel = Channel(kind, run, name, sock)
         self.table[(kind, run)] = channel
-        self.runner.watch(sock.fileno(), selectors.EVENT_READ, lambda _mask: self.accept(channel))
+        for sock in channel.socks:
+            self.runner.watch(sock.fileno(), selectors.EVENT_READ, lambda _mask, sock=sock: self.accept(channel, sock))
         return channel
 
-    def accept(self, channel):
+    def accept(self, channel, listener):
         try:
-            conn, _ = channel.sock.accept()
+            conn, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -113,8 +119,11 @@ class Channels:
         self.tunnels.update(tunnel)
 
     def drop(self, channel):
-        self.runner.unwatch(channel.sock.fileno())
-        channel.sock.close()
+        for sock in channel.socks:
+            if sock.fileno() >= 0:
+                self.runner.unwatch(sock.fileno())
+            sock.close()
+        channel.socks = []
 
     # -- the loop's hooks -------------------------------------------------------------------------------------
 

@@ -142,3 +142,25 @@ def test_an_engine_that_closes_the_tunnel_cuts_the_code_s_connection(offline_run
 def test_malformed_channel_requests_are_refused(offline_runner):
     assert open_channel(offline_runner, "ssh")["message"] == "channel_open needs a kind: egress or call"
     assert open_channel(offline_runner, "call")["message"] == "a call channel needs its run's id"
+
+
+PADDED_CLIENT = """
+import os, socket
+name = b"\\0" + os.environ["SOCKET"][1:].encode()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(name + b"\\0" * (108 - len(name)))  # what node 20 and older connect to
+s.sendall(b"padded")
+s.shutdown(socket.SHUT_WR)
+print(s.recv(100).decode())
+"""
+
+
+def test_a_channel_also_answers_at_its_name_padded_to_the_whole_address_as_older_node_connects(offline_runner):
+    opened = open_channel(offline_runner, "call", "act_1")
+    run = offline_runner.request("run", language="python", code=PADDED_CLIENT, env={"SOCKET": opened["socket"]})
+    incoming = offline_runner.event(lambda m: m.get("ev") == "tunnel_in")
+    assert (incoming["target"], incoming["run"]) == ("call", "act_1")
+    assert tunnel_bytes(offline_runner, incoming["tunnel"]) == (b"padded", "tend")
+    answer(offline_runner, incoming["tunnel"], b"heard")
+    assert offline_runner.reply(run, "exit")["exitCode"] == 0
+    assert offline_runner.output(run, 1) == b"heard\n"
