@@ -20,9 +20,10 @@ export interface PodCall {
 
 /** What one runner's back channels lead to: decided here, from what the engine gave the runner's jobs. */
 interface Targets {
-  /** The session's proxy socket on this host, once the runner's egress channel is open. */
+  /** The session's proxy socket on this host, from when the runner is asked for its egress channel. */
   egress?: string;
-  egressOpening?: Promise<void>;
+  /** The runner's answer to that (once per runner; again after a failure). */
+  egressOpened?: Promise<unknown>;
   /** Runs under way with a call channel: their call socket on this host, and their tunnels. */
   calls: Map<string, { hostSocket: string; tunnels: Set<RunnerTunnel> }>;
 }
@@ -46,25 +47,23 @@ export class PodChannels {
    */
   async ensureEgress(connection: RunnerConnection, egress: SessionEgressAccess): Promise<void> {
     const targets = this.targetsOf(connection);
-    const hostSocket = path.join(egress.socketDir, EGRESS_PROXY_SOCKET);
-    if (targets.egress === hostSocket) return;
-    targets.egressOpening ??= connection
-      .channelOpen('egress')
-      .then(() => {
-        targets.egress = hostSocket;
-      })
-      .finally(() => (targets.egressOpening = undefined));
+    // The target first: the runner checks that a new forwarder listens by connecting to it, before it answers. A
+    // session's egress does not change; should it, the runner's one channel leads to the new proxy from now on.
+    targets.egress = path.join(egress.socketDir, EGRESS_PROXY_SOCKET);
+    const opened = (targets.egressOpened ??= connection.channelOpen('egress'));
     try {
-      await targets.egressOpening;
+      await opened;
     } catch (err) {
+      if (targets.egressOpened === opened) {
+        targets.egressOpened = undefined;
+        targets.egress = undefined;
+      }
       throw new SandboxInternalError(
         'EGRESS_SOCKET',
         `could not give the session's pod its egress: ${(err as Error).message}`,
         { retriable: true, cause: err },
       );
     }
-    // A session's egress does not change; should it, the runner's one channel now leads to the new proxy.
-    targets.egress = hostSocket;
   }
 
   /** Run `actionId`'s call channel in the pod, until `close` (which the run's end must call, however it ended). */
