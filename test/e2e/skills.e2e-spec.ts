@@ -4,7 +4,6 @@ import * as path from 'node:path';
 import type { Driver } from 'neo4j-driver';
 import { holdTestNeo4j, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { EngineHarness } from '../support/engine-harness';
-import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
 
 /**
@@ -107,19 +106,7 @@ function writeSkills(dir: string): void {
   );
 }
 
-/**
- * The suite on one engine. `core`: only the cases whose bodies call back over a channel from each container tier (a
- * Kubernetes pod's runner carries them over its attach stream), for the rows of another sandbox backend, where
- * low-risk code runs in `lowTier` (Kubernetes floors every session at `pooled`: docs/kubernetes.md).
- */
-function skillSuite(
-  extraEnv: () => Record<string, string> | Promise<Record<string, string>>,
-  neo4j?: () => Driver,
-  core = false,
-  lowTier = 'subprocess',
-): void {
-  /** Registered in the full suite only. */
-  const full: jest.It = core ? ((() => undefined) as unknown as jest.It) : it;
+function skillSuite(extraEnv: () => Record<string, string>, neo4j?: () => Driver): void {
   let engine: EngineHarness;
   let dir: string;
 
@@ -127,7 +114,7 @@ function skillSuite(
     dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-skills-'));
     writeSkills(dir);
     engine = await EngineHarness.start({
-      ...(await extraEnv()),
+      ...extraEnv(),
       SWITCHYARD_SKILLS_DIR: dir,
       SWITCHYARD_SKILL_MAX_DEPTH: '3',
     });
@@ -139,7 +126,7 @@ function skillSuite(
 
   const node = (view: any, id: string) => view.nodes.find((n: any) => n.id === id);
 
-  full('lists skills, and offers them as tools in both formats', async () => {
+  it('lists skills, and offers them as tools in both formats', async () => {
     const skills = (await engine.request('GET', '/v1/skills')).body.skills;
     expect(skills.map((s: any) => [s.name, s.language, s.source])).toEqual([
       ['bad-output', 'python', 'engine'],
@@ -177,7 +164,7 @@ function skillSuite(
     const read = actions.find((a: any) => a.type === 'file' && a.calledBy);
     expect(countWords).toMatchObject({
       status: 'succeeded',
-      tier: lowTier,
+      tier: 'subprocess',
       calledBy: { actionId: r.id, depth: 1 },
     });
     expect(read).toMatchObject({ status: 'succeeded', calledBy: { actionId: countWords.id, depth: 2 } });
@@ -215,7 +202,7 @@ function skillSuite(
     );
   });
 
-  full('checks input and output against the schemas, naming the path', async () => {
+  it('checks input and output against the schemas, naming the path', async () => {
     const sid = await engine.createSession();
     const bad = await engine.request('POST', `/v1/sessions/${sid}/actions`, {
       type: 'skill',
@@ -245,7 +232,7 @@ function skillSuite(
     expect(out.error.message).toContain('#/properties/words/type');
   });
 
-  full('refuses calls nested deeper than SWITCHYARD_SKILL_MAX_DEPTH, recorded in the call tree', async () => {
+  it('refuses calls nested deeper than SWITCHYARD_SKILL_MAX_DEPTH, recorded in the call tree', async () => {
     const sid = await engine.createSession();
     const r = await engine.action(sid, { type: 'skill', name: 'recurse', input: { n: 0 } });
     // The whole value on a failure: a refusal other than CALL_DEPTH says which call ended and why.
@@ -261,59 +248,56 @@ function skillSuite(
     ]);
   });
 
-  full(
-    'adds a tenant skill over the API, calls it through a tool call, and applies policies to skills',
-    async () => {
-      const add = (body: Record<string, unknown>) => engine.request('POST', '/v1/skills', body);
-      const shout = {
-        name: 'shout',
-        description: 'Upper-cases a text',
-        inputSchema: object({ text: { type: 'string' } }, ['text']),
-        outputSchema: object({ text: { type: 'string' } }, ['text']),
-        language: 'node',
-        code: 'exports.main = async (input) => ({ text: input.text.toUpperCase() });\n',
-      };
-      expect((await add({ ...shout, inputSchema: { type: 'array' } })).body.error.fields[0].path).toBe(
-        'inputSchema',
-      );
-      expect((await add({ ...shout, inputSchema: { type: 'object', properties: 3 } })).status).toBe(400);
-      const taken = await add({ ...shout, name: 'python' });
-      expect([taken.status, taken.body.error.code]).toEqual([409, 'SKILL_NAME_TAKEN']);
-      expect((await add(shout)).status).toBe(201);
-      expect((await add(shout)).status).toBe(409);
-      const sid = await engine.createSession();
-      const call = await engine.request('POST', `/v1/sessions/${sid}/tool-calls`, {
-        id: 'call_1',
-        type: 'function',
-        function: { name: 'shout', arguments: JSON.stringify({ text: 'hi' }) },
-      });
-      expect(call.body).toMatchObject({ tool_call_id: 'call_1', is_error: false });
-      expect(JSON.parse(call.body.content)).toEqual({ skill: 'shout', value: { text: 'HI' } });
+  it('adds a tenant skill over the API, calls it through a tool call, and applies policies to skills', async () => {
+    const add = (body: Record<string, unknown>) => engine.request('POST', '/v1/skills', body);
+    const shout = {
+      name: 'shout',
+      description: 'Upper-cases a text',
+      inputSchema: object({ text: { type: 'string' } }, ['text']),
+      outputSchema: object({ text: { type: 'string' } }, ['text']),
+      language: 'node',
+      code: 'exports.main = async (input) => ({ text: input.text.toUpperCase() });\n',
+    };
+    expect((await add({ ...shout, inputSchema: { type: 'array' } })).body.error.fields[0].path).toBe(
+      'inputSchema',
+    );
+    expect((await add({ ...shout, inputSchema: { type: 'object', properties: 3 } })).status).toBe(400);
+    const taken = await add({ ...shout, name: 'python' });
+    expect([taken.status, taken.body.error.code]).toEqual([409, 'SKILL_NAME_TAKEN']);
+    expect((await add(shout)).status).toBe(201);
+    expect((await add(shout)).status).toBe(409);
+    const sid = await engine.createSession();
+    const call = await engine.request('POST', `/v1/sessions/${sid}/tool-calls`, {
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'shout', arguments: JSON.stringify({ text: 'hi' }) },
+    });
+    expect(call.body).toMatchObject({ tool_call_id: 'call_1', is_error: false });
+    expect(JSON.parse(call.body.content)).toEqual({ skill: 'shout', value: { text: 'HI' } });
 
-      // A session that may not use count-words sees no such tool, and report fails where it calls it.
-      const fenced = await engine.createSession({
-        policy: { rules: [{ effect: 'deny', match: { tool: 'count-words' } }] },
-      });
-      const tools = (await engine.request('GET', `/v1/tools?sessionId=${fenced}`)).body.tools.map(
-        (t: any) => t.name,
-      );
-      expect(tools).toContain('report');
-      expect(tools).not.toContain('count-words');
-      await engine.action(fenced, { type: 'file', op: 'write', path: 'n.txt', content: 'a b' });
-      const r = await engine.action(fenced, { type: 'skill', name: 'report', input: { path: 'n.txt' } });
-      expect(r.status).toBe('failed');
-      expect(r.stderr).toContain('count-words is blocked by the session policy');
-      const denied = (await engine.request('GET', `/v1/sessions/${fenced}/actions`)).body.actions.find(
-        (a: any) => a.status === 'denied',
-      );
-      expect(denied).toMatchObject({
-        calledBy: { actionId: r.id, depth: 1 },
-        error: { code: 'POLICY_DENIED' },
-      });
-      expect((await engine.request('DELETE', '/v1/skills/shout')).status).toBe(204);
-      expect((await engine.request('DELETE', '/v1/skills/count-words')).status).toBe(403);
-    },
-  );
+    // A session that may not use count-words sees no such tool, and report fails where it calls it.
+    const fenced = await engine.createSession({
+      policy: { rules: [{ effect: 'deny', match: { tool: 'count-words' } }] },
+    });
+    const tools = (await engine.request('GET', `/v1/tools?sessionId=${fenced}`)).body.tools.map(
+      (t: any) => t.name,
+    );
+    expect(tools).toContain('report');
+    expect(tools).not.toContain('count-words');
+    await engine.action(fenced, { type: 'file', op: 'write', path: 'n.txt', content: 'a b' });
+    const r = await engine.action(fenced, { type: 'skill', name: 'report', input: { path: 'n.txt' } });
+    expect(r.status).toBe('failed');
+    expect(r.stderr).toContain('count-words is blocked by the session policy');
+    const denied = (await engine.request('GET', `/v1/sessions/${fenced}/actions`)).body.actions.find(
+      (a: any) => a.status === 'denied',
+    );
+    expect(denied).toMatchObject({
+      calledBy: { actionId: r.id, depth: 1 },
+      error: { code: 'POLICY_DENIED' },
+    });
+    expect((await engine.request('DELETE', '/v1/skills/shout')).status).toBe(204);
+    expect((await engine.request('DELETE', '/v1/skills/count-words')).status).toBe(403);
+  });
 
   if (neo4j) {
     it('Neo4j holds the same call trees as the local store', async () => {
@@ -370,10 +354,3 @@ describe('skills (Neo4j graph)', () => {
   const held = holdTestNeo4j(server);
   skillSuite(() => neo4jEnv(server), held.admin);
 });
-
-describe.each(SANDBOX_BACKENDS.filter((b) => b.name !== 'docker').map((b) => [b.name, b] as const))(
-  'skills, core (%s)',
-  (_name, backend) => {
-    skillSuite(() => backend.env(), undefined, true, 'pooled');
-  },
-);

@@ -1,8 +1,9 @@
 import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
 import { PoolExhaustedError } from './core/pooled.errors';
+import { KubernetesUnsupportedError } from './backends/kubernetes/kubernetes.errors';
 import { BASE_ENV } from './core/env-policy';
-import { SandboxError, SandboxInternalError } from './core/sandbox.errors';
+import { SandboxInternalError } from './core/sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './core/sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
 import { SandboxTier } from './core/sandbox-tier.port';
@@ -308,12 +309,10 @@ describe('SandboxManager.execute', () => {
 
   it('records what a tier cannot give as a denial of class policy, with its reason', async () => {
     const { manager, fakes } = setup();
-    // What a tier refuses to give a job is an `unprocessable` SandboxError with its own code.
-    class CannotGive extends SandboxError {
-      readonly code = 'CALL_CHANNEL_UNSUPPORTED';
-      readonly kind = 'unprocessable' as const;
-    }
-    fakes.pooled.runError = new CannotGive('a call channel is not supported by the Kubernetes sandbox tiers');
+    fakes.pooled.runError = new KubernetesUnsupportedError(
+      'CALL_CHANNEL_UNSUPPORTED',
+      'a call channel is not supported by the Kubernetes sandbox tiers',
+    );
     expect(await prepareAndRun(manager, request({ code: MEDIUM }))).toMatchObject({
       status: 'denied',
       tier: 'pooled',

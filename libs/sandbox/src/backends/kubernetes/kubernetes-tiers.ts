@@ -10,8 +10,8 @@ import { KubernetesSandbox } from './kubernetes-sandbox';
  * The pooled tier on Kubernetes (`pooled`): a run goes to the session's pod (claimed from warm pods at the session's
  * first use, held until the session is released) through its runner, exactly as the Docker pooled tier runs in a
  * container. The pod holds `/workspace`: `job.workspaceDir` is not used. Kernels and background processes live in
- * the same pod (`stateful`). A job's egress and call channel are carried over the runner's attach stream
- * (`PodChannels`): the pod keeps no network.
+ * the same pod (`stateful`). A job's egress is carried over the runner's attach stream (`PodChannels`): the pod
+ * keeps no network. Jobs with a call `channel` are refused (`CALL_CHANNEL_UNSUPPORTED`).
  */
 @Injectable()
 export class KubernetesPooledTier extends SandboxTier {
@@ -31,6 +31,7 @@ export class KubernetesPooledTier extends SandboxTier {
     const started = this.backend.clock.monotonic();
     const sessions = this.backend.sessions;
     if (sessions.closed) throw new SandboxUnavailableError('the Kubernetes pooled tier is shutting down');
+    this.backend.checkJob(job);
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
     const pod = await sessions.podFor(job.sessionId, job.image);
     const limits = this.backend.options.limits.pooled;
@@ -73,6 +74,7 @@ export class KubernetesOneOffTier extends SandboxTier {
   }
 
   async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
+    this.backend.checkJob(job);
     return this.backend.oneOff.run(job, signal);
   }
 
