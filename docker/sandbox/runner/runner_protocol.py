@@ -19,6 +19,7 @@ from runner_kernels import Kernels
 from runner_ports import Ports
 from runner_procs import Processes
 from runner_relay import Relay
+from runner_resync import Resync
 from runner_runs import Runs
 from runner_spawn import WORKSPACE, RequestError, now, oom_kills
 from runner_terms import Terminals
@@ -59,7 +60,9 @@ class Runner:
         self.ports = Ports(self, self.owners)
         self.tunnels = Tunnels(self, self.ports)
         self.relay = Relay(self, self.ports)
+        self.resync = Resync(self, PROTOCOL)
         self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels, self.relay)
+        self.parts += (self.resync,)  # last: its tick answers once the others' ticks ended the old connection's work
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -81,6 +84,7 @@ class Runner:
             "term_resize": self.terms.resize,
             "term_close": self.terms.close,
             "ports": self.ports.request,
+            "resync": self.resync.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------
