@@ -20,7 +20,8 @@ jest.setTimeout(120_000);
  * it: the file written before is there, the kernel answers with the variable it held (same kernel id), the background
  * processes are listed and still running (their output file kept growing while no engine was there), the action that
  * ran when the engine died reads `interrupted`, and new code runs at once. A pod left for a session the engine's state
- * does not know is reaped.
+ * does not know is reaped. A session whose pod went away meanwhile cannot be adopted: it starts over in a fresh, empty
+ * pod, and the engine starts all the same (it used to exit 0 while it waited for that pod at start-up).
  */
 describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) => [b.name, b] as const))(
   'sessions on the %s backend across an engine restart',
@@ -92,6 +93,7 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         command: 'while true; do date +%s%N >> ticks.txt; sleep 0.2; done',
       });
       expect([web.status, ticker.status]).toEqual(['succeeded', 'succeeded']);
+      expect(web.output.processId).toMatch(/^prc_/);
       const [pod] = await backend.describeSandboxes({ session: sid });
       expect(pod).toBeDefined();
       // A pod the dead engine left for a session its state never had: reaped at the next start.
@@ -110,6 +112,12 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
           specHash: 'restart-e2e',
         }),
       );
+      // A second session whose pod goes away while no engine runs (evicted, deleted): nothing to adopt.
+      const lost = await first.createSession();
+      await act(first, lost, { type: 'file', op: 'write', path: 'gone.txt', content: 'gone' });
+      const [lostPod] = await backend.describeSandboxes({ session: lost });
+      // Read before the long action: the session's fresh runs go one at a time.
+      const before = await ticks(first, sid);
       // The long action runs when the engine dies.
       const long = first
         .request('POST', `/v1/sessions/${sid}/actions`, {
@@ -124,9 +132,9 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         return body.actions.some((a: { status: string }) => a.status === 'running');
       }, 20_000);
       expect(running).toBe(true);
-      const before = await ticks(first, sid).catch(() => 0);
       await first.stop('SIGKILL');
       await long;
+      await client.deletePod(lostPod.id, 1);
       await new Promise((r) => setTimeout(r, 1000)); // the ticker goes on with no engine
 
       const t0 = Date.now();
@@ -155,8 +163,8 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
       const listed = await act(second, sid, { type: 'process', op: 'list' });
       expect(listed.output.processes).toEqual(
         expect.arrayContaining([
-          expect.objectContaining({ id: web.output.id, name: 'web', running: true }),
-          expect.objectContaining({ id: ticker.output.id, name: 'ticker', running: true }),
+          expect.objectContaining({ id: web.output.processId, name: 'web', running: true }),
+          expect.objectContaining({ id: ticker.output.processId, name: 'ticker', running: true }),
         ]),
       );
       // Both still run: the server answers, the ticker's file grew while no engine was there and still grows.
@@ -178,6 +186,11 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         stdout: '42\n',
       });
       expect(await eventually(async () => (await client.readPod(orphan)) === undefined, 20_000)).toBe(true);
+      // The session whose pod was gone starts over in a fresh pod (the engine started all the same), empty.
+      const [fresh] = await backend.describeSandboxes({ session: lost });
+      expect(fresh.id).not.toBe(lostPod.id);
+      const ls = await code(second, lost, 'bash', 'ls');
+      expect(ls).toMatchObject({ status: 'succeeded', stdout: '' });
       // Bounded: the restart and every check above.
       expect(Date.now() - t0).toBeLessThan(60_000);
 
@@ -188,7 +201,7 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         processId: 'ticker',
         graceMs: 500,
       });
-      expect(stopped.output).toMatchObject({ running: false });
+      expect(stopped.output.process).toMatchObject({ id: ticker.output.processId, running: false });
     });
   },
 );
