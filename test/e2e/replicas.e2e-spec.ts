@@ -467,7 +467,7 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
     }
   });
 
-  it('16 clients over both replicas; kill -9 of A loses nothing, its sessions go on through B, its pods go', async () => {
+  it('16 clients over both replicas; kill -9 of A loses nothing, its sessions go on through B in its pods, its other pods go', async () => {
     const [aId] = (await sql<{ id: string }>('SELECT id FROM replicas WHERE url = $1', [a.url])).map(
       (r) => r.id,
     );
@@ -532,7 +532,7 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
     await Promise.all([killer, ...Array.from({ length: CLIENTS }, (_, c) => client(c))]);
     expect(acknowledged.size).toBeGreaterThan(CLIENTS * 5);
 
-    // B took A over once: A's sessions are B's now, and A's pods are gone.
+    // B took A over once: A's sessions are B's now, and no pod is A's (adopted by B, or deleted).
     const [row] = await eventually(async () => {
       const rows = await sql('SELECT taken_over_by, interrupted FROM replicas WHERE id = $1', [aId]);
       return rows[0]?.taken_over_by ? rows : undefined;
@@ -571,7 +571,14 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
     }
 
-    // The checkpoint taken on A restores through B: the files come back into the session's new pod.
+    // B adopted the pods of A's sessions (SIGKILL leaves them running): the file is there before any restore.
+    const adopted = await b.call('POST', `/v1/sessions/${kept}/actions`, {
+      type: 'file',
+      op: 'read',
+      path: 'kept.txt',
+    });
+    expect(adopted.body.output.content).toBe('survives');
+    // The checkpoint taken on A restores through B as well.
     const restored = await b.call('POST', `/v1/sessions/${kept}/checkpoints/${checkpoint.body.id}/restore`);
     expect(restored.status).toBe(200);
     const back = await b.call('POST', `/v1/sessions/${kept}/actions`, {

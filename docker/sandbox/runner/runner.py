@@ -15,6 +15,7 @@ modules beside this file:
   runner_terms.py      terminals (a shell on a pseudo-terminal)
   runner_tunnels.py    tunnels: the engine's TCP connections to a port inside the box
   runner_ports.py      the listening ports, and which process or kernel each belongs to
+  runner_resync.py     a new engine taking over a live runner (its kernels and processes kept)
   runner_streams.py    output caps, and a cell's boundaries in a kernel's output
   runner_trees.py      process trees, and killing them
   runner_egress.py     keeps egress_forwarder.py (127.0.0.1:3128 -> the session's egress proxy) running

@@ -80,6 +80,12 @@ class Channels:
             self.drop(channel)
         self.runner.send({"ev": "ack", "id": request.get("id"), "found": channel is not None})
 
+    def drop_calls(self):
+        """A new engine took over (resync): the old connection's runs ended, and their call sockets go with them.
+        The box's egress channel stays (the new engine opens it again and gets the same socket)."""
+        for key in [k for k in self.table if k[0] == "call"]:
+            self.drop(self.table.pop(key))
+
     # -- sockets ----------------------------------------------------------------------------------------------
 
     def listen(self, kind, run):

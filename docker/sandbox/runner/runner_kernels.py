@@ -51,6 +51,7 @@ class Kernel:
         self.id = request["kernel"]
         self.language = request.get("language")
         self.start_id = request.get("id")
+        self.meta = request.get("meta")  # the engine's own record of it, given back by `resync`
         self.pid = None
         self.ready = False
         self.deadline = now() + START_SECONDS

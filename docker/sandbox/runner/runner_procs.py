@@ -50,8 +50,9 @@ def open_cwd(relative):
 
 
 class Proc:
-    def __init__(self, proc_id):
+    def __init__(self, proc_id, meta=None):
         self.id = proc_id
+        self.meta = meta  # the engine's own record of it, given back by `resync`
         self.pid = None
         self.out = {}  # 1|2 -> read end
         self.stdin_fd = None
@@ -85,7 +86,7 @@ class Processes:
             cwd_fd = open_cwd(request.get("cwd"))
         finally:
             os.close(workspace_fd)
-        proc = Proc(proc_id)
+        proc = Proc(proc_id, request.get("meta"))
         (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
         argv = [BASH, "--noprofile", "--norc", "-c", command]
         try:

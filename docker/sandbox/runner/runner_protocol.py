@@ -20,6 +20,7 @@ from runner_kernels import Kernels
 from runner_ports import Ports
 from runner_procs import Processes
 from runner_relay import Relay
+from runner_resync import Resync
 from runner_runs import Runs
 from runner_spawn import WORKSPACE, RequestError, now, oom_kills
 from runner_terms import Terminals
@@ -61,6 +62,7 @@ class Runner:
         self.tunnels = Tunnels(self, self.ports)
         self.relay = Relay(self, self.ports)
         self.channels = Channels(self, self.tunnels)
+        self.resync = Resync(self, PROTOCOL)
         self.parts = (
             self.runs,
             self.kernels,
@@ -71,6 +73,7 @@ class Runner:
             self.relay,
             self.channels,
         )
+        self.parts += (self.resync,)  # last: its tick answers once the others' ticks ended the old connection's work
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -94,6 +97,7 @@ class Runner:
             "term_resize": self.terms.resize,
             "term_close": self.terms.close,
             "ports": self.ports.request,
+            "resync": self.resync.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------

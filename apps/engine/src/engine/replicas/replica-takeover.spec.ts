@@ -34,6 +34,8 @@ async function replica(pg: Awaited<ReturnType<typeof freshPostgres>>, id: string
     adopted: [] as string[],
     reaped: [] as string[],
     hooksFrom: [] as string[],
+    /** Pods of which dead replicas the Kubernetes backend was allowed to adopt, and when, among the adoptions. */
+    order: [] as string[],
   };
   const graph = {
     markRunningInterrupted: async (_at: string, ids: readonly string[]) => {
@@ -45,6 +47,7 @@ async function replica(pg: Awaited<ReturnType<typeof freshPostgres>>, id: string
     adopt: async (s: Session) => {
       await new Promise((r) => setTimeout(r, 50));
       calls.adopted.push(s.id);
+      calls.order.push(`adopt ${s.id}`);
     },
   } as unknown as SessionsService;
   const plans = {
@@ -59,9 +62,11 @@ async function replica(pg: Awaited<ReturnType<typeof freshPostgres>>, id: string
   const events = new SessionEvents(10);
   const ref = {
     get: () => ({
+      sessions: { adoptFrom: (engine: string) => calls.order.push(`adoptFrom ${engine}`) },
       reaper: {
         reapEngine: async (engine: string) => {
           calls.reaped.push(engine);
+          calls.order.push(`reap ${engine}`);
           return [`pod-of-${engine}`];
         },
       },
@@ -140,8 +145,17 @@ describe('ReplicaTakeover (Postgres)', () => {
       adopted: ids,
       reaped: ['dead'],
       hooksFrom: ['dead'],
+      // The dead replica's session pods are adopted with its sessions; what is left of its pods is reaped after.
+      order: ['adoptFrom dead', ...ids.map((i) => `adopt ${i}`), 'reap dead'],
     });
-    expect(loser.calls).toEqual({ interrupted: [], plans: [], adopted: [], reaped: [], hooksFrom: [] });
+    expect(loser.calls).toEqual({
+      interrupted: [],
+      plans: [],
+      adopted: [],
+      reaped: [],
+      hooksFrom: [],
+      order: [],
+    });
     // Event ids continue where the dead replica's stopped.
     expect(winner.events.publish(session(1).id, 'action.started', {}).id).toBe(42);
 

@@ -28,8 +28,8 @@ export interface TakeoverReport {
  * Takes over the sessions of a replica whose lease ran out, once across all replicas: the claim of the dead replica
  * and the move of its sessions are one transaction (a second claimer finds it taken), so its running actions are
  * marked `interrupted` once, by the one replica that now serves those sessions. Then its plans left running end
- * `interrupted`, its pods are deleted, and each session is opened here (a fresh pod: the dead replica's went with it)
- * with its event ids continued.
+ * `interrupted`, each session is opened here with its event ids continued, adopting the pod the dead replica left
+ * (workspace, kernels and processes kept; a fresh pod when it cannot be adopted), and its other pods are deleted.
  */
 @Injectable()
 export class ReplicaTakeover {
@@ -102,7 +102,7 @@ export class ReplicaTakeover {
       ids.length === 0 ? 0 : await this.retrying(() => this.graph.markRunningInterrupted(endedAt, ids));
     await this.db.query('UPDATE replicas SET interrupted = $2 WHERE id = $1', [replica, interrupted]);
     if (ids.length > 0) await this.plans.interruptLeftRunning(ids);
-    const podsReaped = await this.reapPods(replica);
+    this.kubernetes()?.sessions.adoptFrom(replica);
     const queue = [...moved];
     const adoptNext = async (): Promise<void> => {
       for (let s = queue.shift(); s; s = queue.shift()) {
@@ -115,6 +115,8 @@ export class ReplicaTakeover {
       }
     };
     await Promise.all(Array.from({ length: ADOPT_CONCURRENCY }, adoptNext));
+    // What was not adopted: warm and one-off pods, session pods whose runner would not resync.
+    const podsReaped = await this.reapPods(replica);
     await this.afterHooks.resumeFrom(replica);
     const report = { replica, sessions: ids, interrupted, podsReaped };
     this.logger.warn({ msg: 'took over the sessions of a replica whose lease ran out', ...report });
@@ -139,9 +141,18 @@ export class ReplicaTakeover {
     }
   }
 
+  private kubernetes(): KubernetesSandbox | undefined {
+    try {
+      return this.ref.get(KubernetesSandbox, { strict: false });
+    } catch {
+      return undefined; // not the Kubernetes backend
+    }
+  }
+
   /** The dead replica's pods (on the Kubernetes backend, the only one replicas run on). Logged, never thrown. */
   private async reapPods(replica: string): Promise<string[]> {
-    const k8s = this.ref.get(KubernetesSandbox, { strict: false });
+    const k8s = this.kubernetes();
+    if (!k8s) return [];
     try {
       return await k8s.reaper.reapEngine(replica);
     } catch (err) {

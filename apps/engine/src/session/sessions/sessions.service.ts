@@ -194,7 +194,7 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Starts serving a session another replica served (it died): its workspace is reopened as after a restart (on
-   * Kubernetes, a fresh pod: the dead replica's pods are reaped). Idempotent.
+   * Kubernetes, the pod the dead replica left is adopted). Idempotent.
    */
   async adopt(session: Session): Promise<void> {
     if (this.sessions.has(session.id)) return;

@@ -77,15 +77,18 @@ export class PodWorkspaces extends SessionWorkspaces {
   async open(sessionId: string, options: { image?: string; reopen?: boolean } = {}): Promise<void> {
     // A host directory too, empty but for the browser's files on their way in or out (`hostDir`).
     await this.staging.create(sessionId);
+    let adopted: boolean;
     try {
-      await this.pods.podFor(sessionId, options.image);
+      // Reopened (a restart, a replica taken over): the pod the previous engine left is adopted when it is there.
+      adopted = (await this.pods.podFor(sessionId, options.image, { adopt: options.reopen === true }))
+        .adopted;
     } catch (err) {
       // No session comes of it (the cluster could not give it a pod): nothing of it stays on the host either.
       await this.staging.remove(sessionId).catch(() => undefined);
       throw err;
     }
-    if (options.reopen) {
-      // The previous engine's pods were reaped at start-up: the session's files went with its pod.
+    if (options.reopen && !adopted) {
+      // Its pod was gone (or its runner would not resync): the session's files went with it.
       this.logger.warn({
         msg: 'session reopened in a new pod: its workspace did not survive the engine restart',
         sessionId,
@@ -98,9 +101,18 @@ export class PodWorkspaces extends SessionWorkspaces {
     await this.staging.remove(sessionId);
   }
 
-  /** Staging directories of sessions the engine does not hold; their pods are the reaper's (by label). */
-  removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
-    return this.staging.removeOrphans(known);
+  /**
+   * Staging directories of sessions the engine does not hold, and (one engine: its state knows every session) the
+   * pods dead engines left for sessions it does not hold; with replicas those are the takeover's (`ReplicaTakeover`).
+   */
+  async removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    const dirs = await this.staging.removeOrphans(known);
+    if (this.config.state.store === 'sqlite') {
+      const pods = await this.pods.reapOrphans(known);
+      if (pods.length > 0)
+        this.logger.warn({ msg: 'deleted the pods of sessions that no longer exist', pods });
+    }
+    return dirs;
   }
 
   hostDir(sessionId: string): string {

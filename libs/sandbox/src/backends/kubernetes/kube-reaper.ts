@@ -3,7 +3,13 @@ import type { Logger } from '@nestjs/common';
 import { engineDeadHere as sameHostDead } from '../../core/engine-instance';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
-import { K8S_ANNOTATIONS, K8S_LABELS, MANAGED_VALUE, DELETE_GRACE_SECONDS } from './kubernetes.constants';
+import {
+  K8S_ANNOTATIONS,
+  K8S_LABELS,
+  MANAGED_VALUE,
+  DELETE_GRACE_SECONDS,
+  SESSION_TIER_VALUE,
+} from './kubernetes.constants';
 import { engineSelector, labelValue, selector } from './pod-spec';
 
 /** Calls made while shutting down wait at most this long each: a hung API server must not hold the engine open. */
@@ -18,7 +24,9 @@ export const engineDeadHere: (engineId: string, hostname?: string) => boolean = 
 
 /**
  * Removes what the Kubernetes tiers left behind (SECURITY.md #17): at start-up, the pods of engines that died on this
- * host, and of this very engine id; at shutdown, every pod of this engine. A pod another engine may have claimed
+ * host, and of this very engine id, but for their sessions' pods (those hold workspaces: the engine that serves the
+ * session next adopts them, and pods of sessions that no longer exist are reaped by `PodAdoption.reapOrphans`); at
+ * shutdown, every pod of this engine. A pod another engine may have claimed
  * meanwhile (a warm one) is deleted only at the version seen, so a claim that won in between is never undone.
  *
  * Pods of engines of other hosts (other replicas) are left alone: only a successor on the same host can tell their
@@ -33,12 +41,16 @@ export class KubeReaper {
     private readonly hostname: string = os.hostname(),
   ) {}
 
-  /** Deletes the leftovers of dead engines of this host and of this engine id; resolves with their names. */
+  /**
+   * Deletes the leftovers of dead engines of this host and of this engine id (warm pods, one-off pods), not their
+   * sessions' pods (`sessionPod`); resolves with their names.
+   */
   async reapDead(): Promise<string[]> {
     const pods = await this.client.listPods(selector({ [K8S_LABELS.managed]: MANAGED_VALUE }));
     const dead = pods.filter((p) => {
       const owner = p.annotations[K8S_ANNOTATIONS.engine] ?? '';
-      return !p.deleting && (owner === this.engineId || engineDeadHere(owner, this.hostname));
+      const ownerDead = owner === this.engineId || engineDeadHere(owner, this.hostname);
+      return !p.deleting && ownerDead && !sessionPod(p);
     });
     const removed: string[] = [];
     await Promise.all(
@@ -130,6 +142,15 @@ export class KubeReaper {
       return [];
     }
   }
+}
+
+/** A session's pod (claimed): it holds the session's workspace, kernels and processes, for whoever adopts them. */
+export function sessionPod(p: PodInfo): boolean {
+  return (
+    p.labels[K8S_LABELS.tier] === SESSION_TIER_VALUE &&
+    p.labels[K8S_LABELS.state] === 'claimed' &&
+    p.annotations[K8S_ANNOTATIONS.session] !== undefined
+  );
 }
 
 /** A pod another engine could claim (warm, or being warmed). */

@@ -58,6 +58,20 @@ export class KubernetesBoxes extends StatefulBoxHost {
     private readonly channels: PodChannels,
   ) {
     super();
+    // An adopted pod's runner kept its kernels and processes: the registries take them back before it serves.
+    pods.onAdopted(({ pod, state }) =>
+      this.emitAdopted({
+        box: this.boxOf(pod),
+        kernels: state.kernels.map((k) => ({
+          id: k.kernel,
+          language: k.language,
+          pid: k.pid,
+          executionCount: k.count,
+          record: k.meta,
+        })),
+        processes: state.procs.map((p) => ({ id: p.proc, pid: p.pid, record: p.meta })),
+      }),
+    );
   }
 
   /**

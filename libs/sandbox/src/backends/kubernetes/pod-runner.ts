@@ -4,6 +4,7 @@ import {
   RunnerProtocolError,
   type RunnerHello,
   type RunnerPong,
+  type RunnerResynced,
 } from '../../core/runner/runner-connection';
 import type { KubeClient } from './kube-client';
 import type { ContainerStatusInfo, PodInfo } from './kube-types';
@@ -124,6 +125,69 @@ export async function attachRunner(
         retriable: true,
         cause: err,
       },
+    );
+  }
+}
+
+/** A live runner taken over from an engine that went away, and what lives in it. */
+export interface ReattachedRunner {
+  runner: PodRunner;
+  state: RunnerResynced;
+}
+
+/**
+ * Attaches to the runner of a pod another engine held (it died) without restarting it: the connection discards what
+ * the runner sends until it answers a `resync` with a fresh nonce, and numbers its requests far above the old
+ * engine's (see `RunnerConnection.resync`), so nothing of the old stream is taken for an answer. The runner ends the
+ * old connection's run, cells, terminals and tunnels before it answers with its live kernels and processes. A runner
+ * that waits in the entry point (the kubelet restarted it meanwhile) is woken by the newline and answers with none.
+ * Rejects (after closing the attach) when the attach fails, the runner does not answer within `startTimeoutMs`, or
+ * it reports no /workspace.
+ */
+export async function reattachRunner(
+  client: KubeClient,
+  podName: string,
+  options: AttachOptions,
+  clock: Clock,
+): Promise<ReattachedRunner> {
+  const streams = await client.attach(podName, RUNNER_CONTAINER);
+  let stderr = '';
+  streams.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+  });
+  streams.stdout.on('error', () => undefined);
+  streams.stderr.on('error', () => undefined);
+  const connection = new RunnerConnection(
+    { stdin: streams.stdin, stdout: streams.stdout, closed: streams.closed, close: () => streams.close() },
+    { resync: true },
+  );
+  const holder: { current?: PodRunner } = {};
+  connection.onEvent((event) => {
+    if (event.ev === 'kernel_exit' && event.oomKilled && holder.current) holder.current.oomSeen = true;
+  });
+  const started = clock.monotonic();
+  try {
+    const state = await connection.resync(options.startTimeoutMs);
+    if (!state.workspace)
+      throw new RunnerProtocolError(`the runner did not report /workspace (${state.error ?? '?'})`);
+    holder.current = new PodRunner(
+      podName,
+      connection,
+      undefined,
+      false,
+      [String(state.workspace[0]), String(state.workspace[1])],
+      options.containerId,
+      () => stderr,
+    );
+    return { runner: holder.current, state };
+  } catch (err) {
+    connection.close();
+    const detail = stderr.trim() ? ` (runner stderr: ${stderr.trim().slice(-300)})` : '';
+    const waited = Math.round(clock.monotonic() - started);
+    throw new KubeApiError(
+      'KUBE_STREAM',
+      `the runner of pod ${podName} did not resync (${waited} ms): ${(err as Error).message}${detail}`,
+      { retriable: true, cause: err },
     );
   }
 }

@@ -35,6 +35,8 @@ export class SessionPod {
     claimedAt: Date,
     /** It came from the warm pool (rather than started for the session). */
     readonly warm: boolean,
+    /** Taken over from an engine that went away, its runner and what lived in it kept (`PodAdoption`). */
+    readonly adopted = false,
   ) {
     this.runner = runner;
     this.workspace = runner.workspace;

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
+import { engineDeadHere } from '../../core/engine-instance';
 import { PoolExhaustedError, RunnerLostError } from '../../core/pooled.errors';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../../core/sandbox.errors';
 import type { ExecStream, KubeClient } from './kube-client';
@@ -7,6 +8,7 @@ import { RUNNER_CONTAINER } from './kubernetes.constants';
 import { SessionPodError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import type { PodLauncher } from './pod-launcher';
+import { type AdoptedPod, PodAdoption } from './pod-adoption';
 import { attachRunner, runnerStatus } from './pod-runner';
 import { memoryWords, PodRuns, type RawRunRequest, type RawRunResult, type RunTarget } from './pod-runs';
 import { podName, sessionPodManifest, sessionPodSpecHash } from './pod-spec';
@@ -44,6 +46,10 @@ export class SessionPods {
   private readonly pods = new Map<string, SessionPod>();
   private claiming = 0;
   private closing = false;
+  /** Replicas another replica declared dead whose session pods this engine takes over (`adoptFrom`). */
+  private readonly takenOver = new Set<string>();
+  private readonly adoption: PodAdoption;
+  private adoptionListener?: (adopted: AdoptedPod) => void;
   /** Duration of the latest claim, in ms. */
   lastClaimMs?: number;
 
@@ -56,7 +62,10 @@ export class SessionPods {
     private readonly runs: PodRuns,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+    adoption?: PodAdoption,
+  ) {
+    this.adoption = adoption ?? new PodAdoption(client, options, clock, logger);
+  }
 
   get closed(): boolean {
     return this.closing;
@@ -64,13 +73,15 @@ export class SessionPods {
 
   /**
    * The session's pod with a live runner: claimed at the session's first use (`image`: a session image instead of the
-   * default; such pods are started for the session, never warm), re-attached after its runner died.
+   * default; such pods are started for the session, never warm), re-attached after its runner died. `adopt`: a
+   * session this engine serves after another one did (a restart, a replica's death): its pod is adopted from that
+   * engine when it is still there (`PodAdoption`), with its workspace, kernels and processes.
    */
-  async podFor(sessionId: string, image?: string): Promise<SessionPod> {
+  async podFor(sessionId: string, image?: string, options: { adopt?: boolean } = {}): Promise<SessionPod> {
     if (this.closing) throw new SandboxUnavailableError('the Kubernetes sandbox backend is shutting down');
     let entry = this.sessions.get(sessionId);
     if (!entry) {
-      const claiming = this.claim(sessionId, image);
+      const claiming = this.claim(sessionId, image, options.adopt === true);
       entry = claiming;
       this.sessions.set(sessionId, claiming);
       claiming.catch(() => {
@@ -216,6 +227,32 @@ export class SessionPods {
     await this.drop(pod, 'released');
   }
 
+  /**
+   * Whose session pods this engine may adopt: its own id, engines of this host that died, and replicas handed over
+   * with `adoptFrom`.
+   */
+  adoptable(engineId: string): boolean {
+    return engineId === this.options.engineId || this.takenOver.has(engineId) || engineDeadHere(engineId);
+  }
+
+  /** A replica whose lease ran out and whose sessions this engine took over: its session pods may be adopted. */
+  adoptFrom(engineId: string): void {
+    this.takenOver.add(engineId);
+  }
+
+  /** Hears of each adopted pod before its session's `podFor` resolves (`KubernetesBoxes`: its kernels, processes). */
+  onAdopted(listener: (adopted: AdoptedPod) => void): void {
+    this.adoptionListener = listener;
+  }
+
+  /**
+   * Deletes the claimed session pods of engines this one may adopt from whose session is not `known` (ended, or
+   * unknown to this engine's state). Never throws.
+   */
+  reapOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    return this.adoption.reapOrphans(known, (owner) => this.adoptable(owner));
+  }
+
   /** Every session pod this engine holds. */
   list(): SessionPodInfo[] {
     return [...this.pods.values()].map((p) => ({
@@ -315,7 +352,7 @@ export class SessionPods {
     return { podName: pod.name, raw: (r: RawRunRequest) => this.runs.runRaw(this.target(pod), r) };
   }
 
-  private async claim(sessionId: string, image: string | undefined): Promise<SessionPod> {
+  private async claim(sessionId: string, image: string | undefined, adopt: boolean): Promise<SessionPod> {
     if (this.pods.size + this.claiming >= this.options.maxSessions) {
       throw new PoolExhaustedError(
         'POOL_SESSIONS_EXHAUSTED',
@@ -331,9 +368,11 @@ export class SessionPods {
     this.claiming++;
     const t0 = this.clock.monotonic();
     try {
+      const adopted = adopt ? await this.adoptPod(sessionId) : undefined;
       const pod =
-        (img === this.options.image && (await this.claimWarm(sessionId, t0))) ||
-        (await this.claimNew(sessionId, img));
+        adopted ??
+        ((img === this.options.image && (await this.claimWarm(sessionId, t0))) ||
+          (await this.claimNew(sessionId, img)));
       if (this.closing) {
         await this.launcher.remove(pod.name).catch(() => undefined);
         throw new SandboxUnavailableError('the Kubernetes sandbox backend is shutting down');
@@ -358,6 +397,18 @@ export class SessionPods {
     } finally {
       this.claiming--;
     }
+  }
+
+  /** The session's pod as another engine left it, adopted; its kernels and processes told to the listener. */
+  private async adoptPod(sessionId: string): Promise<SessionPod | undefined> {
+    const adopted = await this.adoption.adopt(sessionId, (owner) => this.adoptable(owner));
+    if (!adopted) return undefined;
+    try {
+      this.adoptionListener?.(adopted);
+    } catch (err) {
+      this.logger.warn(`session ${sessionId}: its adopted kernels and processes: ${(err as Error).message}`);
+    }
+    return adopted.pod;
   }
 
   /** A warm pod, claimed and health-checked (its runner answers a ping); one that fails is deleted and the next tried. */

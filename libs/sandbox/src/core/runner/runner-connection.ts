@@ -93,6 +93,8 @@ export interface KernelStartRequest {
   env: Record<string, string>;
   /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
   workspace: [dev: string, ino: string];
+  /** The engine's own record of it, kept by the runner and given back by `resync` (an engine that adopts the box). */
+  meta?: Record<string, unknown>;
 }
 
 export interface CellRequest {
@@ -151,6 +153,26 @@ export interface ProcStartRequest {
   cwd: string;
   env: Record<string, string>;
   workspace: [dev: string, ino: string];
+  /** The engine's own record of it, kept by the runner and given back by `resync`. */
+  meta?: Record<string, unknown>;
+}
+
+/** What a resynced runner has alive: its kernels (`busy`: a cell still ran at the answer) and processes. */
+export interface RunnerResynced {
+  protocol: number;
+  pid: number;
+  /** `st_dev` and `st_ino` of /workspace as the runner sees it. */
+  workspace?: [number, number];
+  error?: string;
+  kernels: Array<{
+    kernel: string;
+    language: Language;
+    pid: number;
+    count: number;
+    busy: boolean;
+    meta: Record<string, unknown> | null;
+  }>;
+  procs: Array<{ proc: string; pid: number; meta: Record<string, unknown> | null }>;
 }
 
 export type ProcSignalName = 'TERM' | 'INT' | 'KILL' | 'HUP' | 'USR1' | 'USR2';
@@ -252,6 +274,17 @@ interface Pending {
   onDisplay?: (result: Record<string, unknown>) => void;
 }
 
+export interface RunnerConnectionOptions {
+  /**
+   * The runner lived on behind another engine's connection, now gone: everything it sends is discarded until it
+   * answers `resync` (half a line of the old stream, late answers to the old engine's requests). Call `resync` next.
+   */
+  resync?: boolean;
+}
+
+/** Ids of a resynced connection's requests start here: far above any the old engine used, so none is taken for another. */
+const RESYNC_ID_BASE = 2 ** 40;
+
 export interface RunnerStdio {
   stdin: Writable;
   stdout: Readable;
@@ -290,8 +323,14 @@ export class RunnerConnection {
   private gone?: Error;
   private resolveHello!: (hello: RunnerHello) => void;
   private rejectHello!: (err: Error) => void;
+  /** Discarding what the runner sends until its `resynced` with this nonce (`''`: `resync` not sent yet). */
+  private resyncing?: { nonce: string; answer?: (message: Record<string, unknown>) => void };
 
-  constructor(private readonly stdio: RunnerStdio) {
+  constructor(
+    private readonly stdio: RunnerStdio,
+    options: RunnerConnectionOptions = {},
+  ) {
+    if (options.resync) this.resyncing = { nonce: '' };
     this.hello = new Promise<RunnerHello>((resolve, reject) => {
       this.resolveHello = resolve;
       this.rejectHello = reject;
@@ -320,6 +359,54 @@ export class RunnerConnection {
       const pong = (await Promise.race([reply, timeout])) as unknown as RunnerPong;
       if (!pong.ok) throw new RunnerProtocolError(`health check failed: ${pong.error ?? 'unknown'}`);
       return pong;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Takes over a live runner (a connection made with `resync: true`): the runner ends what the old connection had
+   * under way (fresh run, cells, terminals, tunnels) and answers with the kernels and processes that live on; what
+   * came before its answer was discarded. Rejects on timeout, close, or another protocol.
+   */
+  async resync(timeoutMs: number): Promise<RunnerResynced> {
+    if (!this.resyncing || this.resyncing.nonce)
+      throw new Error('resync needs a connection made with resync: true');
+    const nonce = randomBytes(16).toString('hex');
+    const answered = new Promise<Record<string, unknown>>((resolve) => {
+      this.resyncing = { nonce, answer: resolve };
+    });
+    this.nextId = RESYNC_ID_BASE + randomBytes(4).readUInt32BE(0);
+    const id = this.nextId++;
+    // The newline first: it ends whatever half request the old engine left in the runner's input.
+    if (!this.gone) this.stdio.stdin.write(`\n${JSON.stringify({ op: 'resync', id, nonce })}\n`);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new RunnerTimeoutError(`the runner did not answer a resync within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    const gone = this.closed.then(() => {
+      throw this.gone ?? new RunnerGoneError('the runner connection closed');
+    });
+    try {
+      const message = await Promise.race([answered, timeout, gone]);
+      if (message.protocol !== RUNNER_PROTOCOL) {
+        const reason = `runner protocol ${String(message.protocol)}, engine speaks ${RUNNER_PROTOCOL}`;
+        this.fail(reason);
+        throw new RunnerProtocolError(reason);
+      }
+      return {
+        protocol: message.protocol,
+        pid: Number(message.pid),
+        ...(Array.isArray(message.workspace) && {
+          workspace: [Number(message.workspace[0]), Number(message.workspace[1])] as [number, number],
+        }),
+        ...(typeof message.error === 'string' && { error: message.error }),
+        kernels: Array.isArray(message.kernels) ? (message.kernels as RunnerResynced['kernels']) : [],
+        procs: Array.isArray(message.procs) ? (message.procs as RunnerResynced['procs']) : [],
+      };
     } finally {
       clearTimeout(timer);
     }
@@ -542,6 +629,7 @@ export class RunnerConnection {
 
   private onLine(line: Buffer): void {
     if (line.length === 0) return;
+    if (this.resyncing) return this.onLineResyncing(line);
     let message: Record<string, unknown>;
     try {
       message = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
@@ -603,6 +691,20 @@ export class RunnerConnection {
       default:
         return this.fail(`unknown runner event ${JSON.stringify(ev)}`);
     }
+  }
+
+  /** Before the `resynced` answer: nothing counts, not even what is not JSON (the old stream's half line). */
+  private onLineResyncing(line: Buffer): void {
+    const resyncing = this.resyncing!;
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(line.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    if (message.ev !== 'resynced' || !resyncing.nonce || message.nonce !== resyncing.nonce) return;
+    this.resyncing = undefined;
+    resyncing.answer?.(message);
   }
 
   private onTunnel(message: Record<string, unknown>): void {

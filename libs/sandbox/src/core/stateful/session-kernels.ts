@@ -6,9 +6,10 @@ import { CAP_SLACK_BYTES } from '../runner/supervised-run';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { formatBytes, outOfMemory, outputCap } from '../supervision/limit-messages';
 import { RunSupervisor } from '../supervision/run-supervisor';
+import { adoptedKernel, kernelRecord } from './adopted-records';
 import { type Kernel, KERNEL_END_WORDS, KernelRegistry, newKernelId } from './kernel-registry';
 import type { KernelReset } from './kernel-ref';
-import type { StatefulBox, StatefulBoxHost } from './stateful-box.port';
+import type { AdoptedBox, StatefulBox, StatefulBoxHost } from './stateful-box.port';
 import type {
   CellJob,
   CellRunResult,
@@ -59,7 +60,10 @@ export class SessionKernels {
     private readonly options: SessionKernelsOptions,
     private readonly clock: Clock,
   ) {
-    for (const host of hosts) this.hosts.set(host.tier, host);
+    for (const host of hosts) {
+      this.hosts.set(host.tier, host);
+      host.onAdopted((adopted) => this.adopt(host, adopted));
+    }
     this.registry = new KernelRegistry(clock);
   }
 
@@ -164,8 +168,14 @@ export class SessionKernels {
     const { sessionId, language, workspaceDir, baseEnv, egress, image } = from;
     const box = await host.box(sessionId, workspaceDir, egress, image);
     this.watch(box);
-    const pid = await this.launch(box, id, language, baseEnv);
     const now = this.clock.now().toISOString();
+    const record = kernelRecord({
+      startedAt: now,
+      workspaceDir,
+      baseEnv,
+      ...(image !== undefined && { image }),
+    });
+    const pid = await this.launch(box, id, language, baseEnv, record);
     const kernel: Kernel = {
       id,
       sessionId,
@@ -196,6 +206,7 @@ export class SessionKernels {
     id: string,
     language: Language,
     env: Record<string, string>,
+    meta: Record<string, unknown>,
   ): Promise<number> {
     const interpreter = box.interpreters[language];
     try {
@@ -204,6 +215,7 @@ export class SessionKernels {
         language,
         env,
         workspace: box.workspace,
+        meta,
         ...(interpreter !== undefined && { interpreter }),
       });
       return pid;
@@ -438,6 +450,22 @@ export class SessionKernels {
       if (!kernel.busy) void this.end(kernel, 'idle');
     }, this.options.idleMs);
     kernel.idleTimer.unref();
+  }
+
+  /**
+   * Kernels alive in a box the host adopted (their runner outlived the engine that started them): registered again
+   * under their ids and execution counts, their state intact; a cell of the session finds them as before.
+   */
+  private adopt(host: StatefulBoxHost, { box, kernels }: AdoptedBox): void {
+    if (this.closed) return;
+    this.watch(box);
+    for (const found of kernels) {
+      const kernel = adoptedKernel(found, box, host.tier, this.clock);
+      if (!kernel || this.registry.of(box.sessionId).some((k) => k.id === kernel.id)) continue;
+      this.registry.add({ ...kernel, unpin: box.pin() });
+      this.armIdle(this.registry.get(box.sessionId, kernel.id));
+      this.logger.log(`kernel ${kernel.id} (${kernel.language}, session ${box.sessionId}) adopted`);
+    }
   }
 
   /** Kernels die with their box, and on their own between cells (the runner says so). */

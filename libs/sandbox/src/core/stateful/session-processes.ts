@@ -5,8 +5,9 @@ import { RedactingDecoder } from '../output-collector';
 import type { RunnerEvent } from '../runner/runner-connection';
 import { RunnerRefusedError } from '../runner/runner-connection';
 import { SandboxCapacityError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
+import { adoptedProcess, processRecord } from './adopted-records';
 import { ProcessLog } from './process-log';
-import type { StatefulBox, StatefulBoxHost } from './stateful-box.port';
+import type { AdoptedBox, StatefulBox, StatefulBoxHost } from './stateful-box.port';
 import type {
   ProcessInfo,
   ProcessLogEntry,
@@ -77,7 +78,10 @@ export class SessionProcesses {
     private readonly options: SessionProcessesOptions,
     private readonly clock: Clock,
   ) {
-    for (const host of hosts) this.hosts.set(host.tier, host);
+    for (const host of hosts) {
+      this.hosts.set(host.tier, host);
+      host.onAdopted((adopted) => this.adopt(host, adopted));
+    }
   }
 
   listen(listener: StatefulListener): void {
@@ -109,6 +113,7 @@ export class SessionProcesses {
     const box = await host.box(spec.sessionId, spec.workspaceDir, spec.egress, spec.image);
     this.watch(box);
     const id = newProcessId();
+    const startedAt = this.clock.now().toISOString();
     let pid: number;
     this.early.set(id, []);
     try {
@@ -118,6 +123,7 @@ export class SessionProcesses {
         cwd: spec.cwd ?? '.',
         env: { ...spec.baseEnv, ...spec.env },
         workspace: box.workspace,
+        meta: processRecord({ ...spec, startedAt }),
       }));
     } catch (err) {
       this.early.delete(id);
@@ -133,19 +139,28 @@ export class SessionProcesses {
         },
       );
     }
+    const info: ProcessInfo = {
+      id,
+      sessionId: spec.sessionId,
+      ...(spec.name !== undefined && { name: spec.name }),
+      command: spec.command,
+      tier: spec.tier,
+      pid,
+      startedAt,
+      running: true,
+    };
+    const entry = this.register(info, box);
+    const early = this.early.get(id) ?? [];
+    this.early.delete(id);
+    for (const event of early) this.onEvent(box, event);
+    return { ...entry.info };
+  }
+
+  private register(info: ProcessInfo, box: StatefulBox): Entry {
     let markExited!: () => void;
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const entry: Entry = {
-      info: {
-        id,
-        sessionId: spec.sessionId,
-        ...(spec.name !== undefined && { name: spec.name }),
-        command: spec.command,
-        tier: spec.tier,
-        pid,
-        startedAt: this.clock.now().toISOString(),
-        running: true,
-      },
+      info,
       box,
       log: new ProcessLog(this.options.logBytes),
       streams: {
@@ -156,13 +171,26 @@ export class SessionProcesses {
       markExited,
       unpin: box.pin(),
     };
-    let processes = this.sessions.get(spec.sessionId);
-    if (!processes) this.sessions.set(spec.sessionId, (processes = new Map<string, Entry>()));
-    processes.set(id, entry);
-    const early = this.early.get(id) ?? [];
-    this.early.delete(id);
-    for (const event of early) this.onEvent(box, event);
-    return { ...entry.info };
+    let processes = this.sessions.get(info.sessionId);
+    if (!processes) this.sessions.set(info.sessionId, (processes = new Map<string, Entry>()));
+    processes.set(info.id, entry);
+    return entry;
+  }
+
+  /**
+   * Processes running in a box the host adopted (their runner outlived the engine that started them): registered
+   * again under their ids, names and commands, running. Their log starts empty: what they wrote while no engine
+   * was attached went to the pod's log only.
+   */
+  private adopt(host: StatefulBoxHost, { box, processes }: AdoptedBox): void {
+    if (this.closed) return;
+    this.watch(box);
+    for (const found of processes) {
+      const info = adoptedProcess(found, box, host.tier, this.clock);
+      if (!info || this.sessions.get(box.sessionId)?.has(info.id)) continue;
+      this.register(info, box);
+      this.logger.log(`process ${info.id} (session ${box.sessionId}) adopted`);
+    }
   }
 
   /**

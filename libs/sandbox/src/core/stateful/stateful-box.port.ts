@@ -37,8 +37,35 @@ export interface StatefulBox {
   oomKilledSinceLastCheck?(): boolean | undefined;
 }
 
+/** A kernel found alive in an adopted box, as its runner reports it; `record`: what the engine gave at its start. */
+export interface AdoptedKernel {
+  id: string;
+  language: Language;
+  pid: number;
+  executionCount: number;
+  record: Record<string, unknown> | null;
+}
+
+/** A background process found running in an adopted box; `record`: what the engine gave at its start. */
+export interface AdoptedProcess {
+  id: string;
+  pid: number;
+  record: Record<string, unknown> | null;
+}
+
+/**
+ * A box this engine took over from one that went away (a Kubernetes session pod whose runner outlived its engine),
+ * with the kernels and processes alive in it: the registries take them back under the same ids.
+ */
+export interface AdoptedBox {
+  box: StatefulBox;
+  kernels: AdoptedKernel[];
+  processes: AdoptedProcess[];
+}
+
 /** What a tier that can hold state offers: the session's box, opened on first use. */
 export abstract class StatefulBoxHost {
+  private readonly adoptionListeners: Array<(adopted: AdoptedBox) => void> = [];
   abstract readonly tier: StatefulTier;
   /** The memory limit a box's kernels and processes share, for out-of-memory messages. */
   abstract readonly memoryBytes: number;
@@ -63,4 +90,20 @@ export abstract class StatefulBoxHost {
 
   /** Ends the session's box (everything in it dies) because it stopped answering; the next `box` opens a new one. */
   abstract discard(box: StatefulBox, why: string): Promise<void>;
+
+  /** Hears of every box the host adopts, before the box serves anything (`SessionKernels`, `SessionProcesses`). */
+  onAdopted(listener: (adopted: AdoptedBox) => void): void {
+    this.adoptionListeners.push(listener);
+  }
+
+  /** For hosts that adopt boxes: tells the listeners, synchronously; a listener that throws disturbs no other. */
+  protected emitAdopted(adopted: AdoptedBox): void {
+    for (const listener of this.adoptionListeners) {
+      try {
+        listener(adopted);
+      } catch {
+        // the listener's own failure (it logs); the others still hear of the box
+      }
+    }
+  }
 }
