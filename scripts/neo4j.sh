@@ -119,7 +119,11 @@ wait_ready() {
 instance_dir() {
   local name="${1:-test}"
   [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "bad instance name: $name"
-  echo "$RUNTIME_DIR/neo4j/$name"
+  local dir="$RUNTIME_DIR/neo4j/$name"
+  # Through a symlink (another checkout sharing this server) it goes by its real path: the running server is
+  # recognised by it in its command line.
+  if [[ -d "$dir" ]]; then dir="$(cd -P "$dir" && pwd)"; fi
+  echo "$dir"
 }
 
 # Prints the pid of the instance's launcher if it is still running.

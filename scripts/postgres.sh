@@ -87,7 +87,11 @@ free_port() {
 instance_dir() {
   local name="${1:-test}"
   [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "bad instance name: $name"
-  echo "$RUNTIME_DIR/postgres/$name"
+  local dir="$RUNTIME_DIR/postgres/$name"
+  # Through a symlink (another checkout sharing this server) it goes by its real path: the running server is
+  # recognised by it in its command line.
+  if [[ -d "$dir" ]]; then dir="$(cd -P "$dir" && pwd)"; fi
+  echo "$dir"
 }
 
 # Prints the postmaster's pid if postmaster.pid names a live postgres serving this data dir.
