@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Switchyard runner (protocol 5): the main process of a pooled container and of a session's stateful sandbox.
+"""Switchyard runner (protocol 6): the main process of a pooled container and of a session's stateful sandbox.
 
 Started as `python3 -I /opt/switchyard/runner/runner.py`, it speaks JSON lines with the engine on its stdin and
 stdout: fresh runs, kernels that keep state between cells, background processes, terminals, tunnels to the box's

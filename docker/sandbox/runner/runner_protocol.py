@@ -20,12 +20,13 @@ from runner_ports import Ports
 from runner_procs import Processes
 from runner_relay import Relay
 from runner_runs import Runs
-from runner_spawn import WORKSPACE, RequestError, now, oom_kills
+from runner_snapshot import Snapshots
+from runner_spawn import WORKSPACE, RequestError, checked_workspace, now, oom_kills
 from runner_terms import Terminals
 from runner_trees import kill_everything_else, kill_unprotected
 from runner_tunnels import Tunnels
 
-PROTOCOL = 5
+PROTOCOL = 6
 READ_CHUNK = 64 * 1024
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 PR_SET_DUMPABLE = 4
@@ -59,7 +60,9 @@ class Runner:
         self.ports = Ports(self, self.owners)
         self.tunnels = Tunnels(self, self.ports)
         self.relay = Relay(self, self.ports)
+        self.snapshots = Snapshots(self, lambda request: checked_workspace(request, make_home=False))
         self.parts = (self.runs, self.kernels, self.procs, self.egress, self.terms, self.tunnels, self.relay)
+        self.parts += (self.snapshots,)
         self.ops = {
             "ping": self.ping,
             "run": self.runs.start,
@@ -81,6 +84,7 @@ class Runner:
             "term_resize": self.terms.resize,
             "term_close": self.terms.close,
             "ports": self.ports.request,
+            "snapshot": self.snapshots.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------

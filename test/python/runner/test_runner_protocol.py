@@ -3,7 +3,7 @@
 
 def test_hello_says_the_protocol_and_that_no_oom_counter_is_readable_without_cgroups(runner):
     hello = runner.hello
-    assert hello["protocol"] == 5
+    assert hello["protocol"] == 6
     assert hello["stateful"] is True
     assert hello["pid"] == 2  # bubblewrap's reaper is pid 1 of the sandbox's namespace
     assert hello["oomCounter"] is False  # no /sys here

@@ -63,7 +63,8 @@ const RAW_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: S
 
 /**
  * Runs through a pod's runner (docker/sandbox/runner/runner.py), a `TierJob` as a `SupervisedRun` like the Docker
- * pooled tier's, with a hard deadline of timeout + `graceMs`; and raw runs for the file API and workspace copies.
+ * pooled tier's, with a hard deadline of timeout + `graceMs`; raw runs for the file API and workspace copies; and the
+ * workspace snapshots the runner walks itself.
  */
 export class PodRuns {
   constructor(
@@ -150,6 +151,35 @@ export class PodRuns {
       stderr: cap(err),
       durationMs: outcome.durationMs,
     };
+  }
+
+  /**
+   * A workspace snapshot walked by the target's runner itself (`snapshot`): the workspace tool's answer. Rejects as a
+   * raw run does when the runner is lost or /workspace is not the session's; `timeoutMs` is the walk's deadline.
+   */
+  async snapshot(
+    target: RunTarget,
+    bounds: { maxEntries: number; maxScanEntries: number },
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>> {
+    const answer = target.runner.connection.snapshot({ ...bounds, workspace: target.workspace });
+    let deadline: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => {
+      deadline = setTimeout(() => resolve('hung'), timeoutMs + this.graceMs);
+    });
+    let outcome: Record<string, unknown> | 'hung';
+    try {
+      outcome = await Promise.race([answer, hung]);
+    } catch (e) {
+      if (e instanceof RunnerRefusedError && e.code === 'workspace') return target.workspaceNotVisible(e);
+      if (e instanceof RunnerRefusedError) throw e;
+      const loss = target.gone() ? undefined : await target.lost(e as Error);
+      throw target.lostError(e as Error, loss);
+    } finally {
+      clearTimeout(deadline);
+    }
+    if (outcome === 'hung') return target.hung();
+    return outcome;
   }
 
   /** The runner died during a run: out of memory is the run's outcome; anything else the owner's error. */

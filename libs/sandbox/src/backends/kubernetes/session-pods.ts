@@ -106,6 +106,19 @@ export class SessionPods {
   }
 
   /**
+   * The workspace's files and links as the session's runner walks them itself (no process started): the workspace
+   * tool's snapshot answer. Serialised with the session's runs, so it never sees half of one.
+   */
+  async snapshot(
+    sessionId: string,
+    bounds: { maxEntries: number; maxScanEntries: number },
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>> {
+    const pod = await this.podFor(sessionId);
+    return this.serialise(pod, () => this.runs.snapshot(this.target(pod), bounds, timeoutMs));
+  }
+
+  /**
    * `argv` in the session pod's runner container (as the sandbox user, within the pod's limits) with its stdio
    * streamed: the file transfer API's bytes, which never sit whole in the engine. Not serialised by itself: a caller
    * that changes the workspace holds `exclusive` until the command ended.

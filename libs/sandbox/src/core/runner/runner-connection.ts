@@ -7,8 +7,9 @@ import { RunnerTunnel, type TunnelLink } from './runner-tunnel';
  * Protocol version this engine speaks; see docker/sandbox/runner/README.md. 2: every run names the workspace the
  * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
  * processes beside the runs. 4: cells' rich results. 5: tunnels to the box's ports, terminals, the listening ports.
+ * 6: workspace snapshots walked by the runner itself.
  */
-export const RUNNER_PROTOCOL = 5;
+export const RUNNER_PROTOCOL = 6;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
 // The longest runner message: a kernel's rich result of the largest allowed size (8 MiB, base64: 10.7 MiB).
 const MAX_LINE_BYTES = 12 * 1024 * 1024;
@@ -211,6 +212,16 @@ export interface TermOutputEvent {
 export interface TermExitEvent extends RunnerExitStatus {
   ev: 'texit';
   term: string;
+}
+
+/** A workspace snapshot walked by the runner itself (`snapshot`, runner_snapshot.py). */
+export interface RunnerSnapshotRequest {
+  /** Files and links recorded at most before the snapshot is `partial`. */
+  maxEntries: number;
+  /** Entries looked at at most (directories included) before it is `partial`. */
+  maxScanEntries: number;
+  /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
+  workspace: [dev: string, ino: string];
 }
 
 /** What the runner reports on its own, with no request. */
@@ -443,6 +454,16 @@ export class RunnerConnection {
     return { found: ack.found === true };
   }
 
+  /**
+   * The workspace's files and links, walked in the runner's own process (no process started). Resolves to the
+   * workspace tool's answer (`{ok, snapshot}` or `{ok: false, error}`, libs/workspace's workspace-tool.protocol.ts);
+   * refusals: `workspace`, `snapshot_size` (the answer would be over 4 MiB).
+   */
+  async snapshot(request: RunnerSnapshotRequest): Promise<Record<string, unknown>> {
+    const { ev: _ev, id: _id, ...answer } = await this.request({ op: 'snapshot', ...request }).reply;
+    return answer;
+  }
+
   /** The TCP sockets in LISTEN in the box, and the process or kernel holding each (null: not one of the runner's). */
   async listPorts(): Promise<ListeningPort[]> {
     const answer = await this.request({ op: 'ports' }).reply;
@@ -553,6 +574,7 @@ export class RunnerConnection {
       case 'tunnel_opened':
       case 'term_started':
       case 'ports':
+      case 'snapshot':
         this.pending.delete(message.id as number);
         return pending.resolve(message);
       case 'error':
