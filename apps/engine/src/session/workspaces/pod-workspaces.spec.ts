@@ -19,7 +19,8 @@ const WALK = path.resolve(__dirname, '../../../../../docker/sandbox/runner/runne
 describe('PodWorkspaces.snapshot (the runner walks the session pod’s workspace)', () => {
   let tmp: string;
   let root: string;
-  let asked: Array<{ sessionId: string; bounds: unknown; timeoutMs: number }>;
+  let asked: Array<{ sessionId: string; bounds: unknown; timeoutMs: number; options: unknown }>;
+  let walkAfterRuns: unknown[];
   let answer: (bounds: { maxEntries: number; maxScanEntries: number }) => Promise<Record<string, unknown>>;
   let workspaces: PodWorkspaces;
 
@@ -39,16 +40,19 @@ describe('PodWorkspaces.snapshot (the runner walks the session pod’s workspace
   beforeEach(() => {
     root = fs.mkdtempSync(path.join(tmp, 'ws-'));
     asked = [];
+    walkAfterRuns = [];
     answer = walk;
     const pods = {
       snapshot: (
         sessionId: string,
         bounds: { maxEntries: number; maxScanEntries: number },
         timeoutMs: number,
+        options: unknown,
       ) => {
-        asked.push({ sessionId, bounds, timeoutMs });
+        asked.push({ sessionId, bounds, timeoutMs, options });
         return answer(bounds);
       },
+      walkAfterRuns: (bounds: unknown) => walkAfterRuns.push(bounds),
     } as unknown as SessionPods;
     const config = {
       kubernetes: {
@@ -65,17 +69,19 @@ describe('PodWorkspaces.snapshot (the runner walks the session pod’s workspace
     fs.writeFileSync(path.join(root, 'keep.txt'), 'same');
     fs.writeFileSync(path.join(root, 'edit.txt'), 'one');
     fs.writeFileSync(path.join(root, 'src', 'deep', 'gone.py'), 'x');
+    const bounds = { maxEntries: 10_000, maxScanEntries: 100_000 };
+    // The runner walks after every tier run with the same bounds (the "after" then usually needs no request).
+    expect(walkAfterRuns).toEqual([bounds]);
     const before = await workspaces.snapshot('ses_1');
-    expect(asked).toEqual([
-      { sessionId: 'ses_1', bounds: { maxEntries: 10_000, maxScanEntries: 100_000 }, timeoutMs: 60_000 },
-    ]);
+    expect(asked).toEqual([{ sessionId: 'ses_1', bounds, timeoutMs: 60_000, options: {} }]);
     expect([...before.entries.keys()]).toEqual(['edit.txt', 'keep.txt', 'src/deep/gone.py']);
 
     fs.appendFileSync(path.join(root, 'edit.txt'), 'two');
     fs.rmSync(path.join(root, 'src', 'deep', 'gone.py'));
     fs.mkdirSync(path.join(root, 'out', 'sub'), { recursive: true });
     fs.writeFileSync(path.join(root, 'out', 'sub', 'new.csv'), 'a,b');
-    const after = await workspaces.snapshot('ses_1');
+    const after = await workspaces.snapshot('ses_1', { afterRun: true });
+    expect(asked[1].options).toEqual({ afterRun: true });
     expect(workspaces.changedPaths(before, after)).toEqual([
       'edit.txt',
       'out/sub/new.csv',

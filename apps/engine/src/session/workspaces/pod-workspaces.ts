@@ -34,6 +34,7 @@ import {
 /** A walk's bound and a snapshot's, as the host workspaces default them. */
 const MAX_SCAN_ENTRIES = 100_000;
 const SNAPSHOT_MAX_ENTRIES = 10_000;
+const SNAPSHOT_BOUNDS = { maxEntries: SNAPSHOT_MAX_ENTRIES, maxScanEntries: MAX_SCAN_ENTRIES };
 /** How long one file API op may take in the pod: a grep may spend its time budget on many files. */
 const TOOL_TIMEOUT_MS = 60_000;
 const MAX_PATH_LENGTH = 4096;
@@ -63,6 +64,7 @@ export class PodWorkspaces extends SessionWorkspaces {
   ) {
     super();
     this.tool = readTool(config.kubernetes.workspaceTool);
+    pods.walkAfterRuns(SNAPSHOT_BOUNDS);
     this.transfers = new PodTransfers(pods, readTool(config.kubernetes.workspaceTransfer), {
       maxWorkspaceBytes: config.workspace.maxWorkspaceBytes,
       maxPathLength: MAX_PATH_LENGTH,
@@ -141,16 +143,13 @@ export class PodWorkspaces extends SessionWorkspaces {
 
   /**
    * The walk the host workspaces take (`WorkspaceManager.snapshot`), taken by the session pod's runner in its own
-   * process (runner_snapshot.py): it runs twice around every code action, so it starts no process in the pod.
+   * process (runner_snapshot.py): it runs twice around every code action, so it starts no process in the pod. The one
+   * after a run (`afterRun`) is usually already here: the runner took it as the run ended and sent it with the exit.
    */
-  async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
+  async snapshot(sessionId: string, options: { afterRun?: boolean } = {}): Promise<WorkspaceSnapshot> {
     let answer: Record<string, unknown>;
     try {
-      answer = await this.pods.snapshot(
-        sessionId,
-        { maxEntries: SNAPSHOT_MAX_ENTRIES, maxScanEntries: MAX_SCAN_ENTRIES },
-        TOOL_TIMEOUT_MS,
-      );
+      answer = await this.pods.snapshot(sessionId, SNAPSHOT_BOUNDS, TOOL_TIMEOUT_MS, options);
     } catch (err) {
       // The runner's own refusals are the engine's to answer for; losing the runner or the pod stays its own error.
       if (!(err instanceof RunnerRefusedError)) throw err;

@@ -27,6 +27,10 @@ export interface RunTarget {
   workspaceNotVisible(err: RunnerRefusedError): Promise<never>;
   /** Throws the error that tells the caller the runner was lost (not an out-of-memory). */
   lostError(err: Error, loss: RunnerLoss | undefined): Error;
+  /** A tier run's snapshot after it, walked by the runner with these bounds (`RunnerRunRequest.snapshot`)… */
+  readonly walkAfter?: { maxEntries: number; maxScanEntries: number };
+  /** …and what it answered, for the workspaces' next snapshot (`SessionPods.snapshot`). */
+  walked?(answer: Record<string, unknown>): void;
 }
 
 export interface PodRunLimits {
@@ -84,7 +88,13 @@ export class PodRuns {
     const { supervisor } = run;
     if (target.gone() || signal?.aborted) return { ...emptyResult(supervisor.elapsedMs()), aborted: true };
     const sent = await run.send(
-      { env: job.env, workspace: target.workspace, graceMs: this.graceMs, ...(signal && { signal }) },
+      {
+        env: job.env,
+        workspace: target.workspace,
+        graceMs: this.graceMs,
+        ...(signal && { signal }),
+        ...(target.walkAfter && { snapshot: target.walkAfter }),
+      },
       {
         failed: (err) => {
           if (target.gone()) return Promise.resolve({ ...supervisor.collected(), aborted: true });
@@ -99,6 +109,7 @@ export class PodRuns {
     if (outcome === 'hung') return target.hung();
     if (outcome.oomKilled) target.runner.oomSeen = true;
     if (outcome.restarting) target.runner.close(); // the next use waits for the restarted runner
+    if (outcome.snapshot) target.walked?.(outcome.snapshot);
     return toResult(outcome, supervisor, job, limits);
   }
 

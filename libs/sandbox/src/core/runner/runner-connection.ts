@@ -55,6 +55,11 @@ export interface RunnerRunRequest {
    * starts, unless /workspace is that directory (`RunnerRefusedError` with code `workspace`).
    */
   workspace: [dev: string, ino: string];
+  /**
+   * Walk the workspace once the run ended, with these bounds, and send the snapshot in the exit (`exit.snapshot`): a
+   * code action's snapshot after its run, without a request of its own.
+   */
+  snapshot?: { maxEntries: number; maxScanEntries: number };
 }
 
 export interface RunnerExit {
@@ -75,6 +80,11 @@ export interface RunnerExit {
    * Only runners told so (SWITCHYARD_RUNNER_RESTART_WHEN_PINNED, the Kubernetes session pods) do it.
    */
   restarting?: boolean;
+  /**
+   * With the request's `snapshot`: the walk's answer as `snapshot` answers it. Absent when the runner could not send
+   * it (the workspace no longer the session's, an answer over 4 MiB): `snapshot` then says why.
+   */
+  snapshot?: Record<string, unknown>;
 }
 
 /** How a kernel or process ended: its exit code, or the signal that killed it. */
