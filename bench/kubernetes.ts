@@ -13,7 +13,8 @@
  *    `python3 -c 'print(1)'` in the same pod (container `runner`; the pod found from the action's
  *    `sandbox.containerId`; target API <= 1.3x it), a raw `docker exec` into the Docker engine's container, the
  *    tier's run alone (`KubernetesPooledTier.run`) and one workspace snapshot (the API takes one before and one after
- *    every code action to find the files it changed: on Kubernetes the pod's runner walks the workspace itself).
+ *    every code action to find the files it changed: on Kubernetes the pod's runner walks the workspace itself, and
+ *    the one after a run comes with the run's exit, so an action makes one snapshot request).
  * 2. Pod claims, one at a time, each with the pool full (the bench waits for the refill before the next session, so
  *    the arrival rate never outruns it). The API opens a session's workspace when it creates the session, and on
  *    Kubernetes that is the session pod's: a warm claim is `POST /v1/sessions`, timed through the API, with the claim
@@ -304,7 +305,8 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
     // Where the API's time goes on Kubernetes, and the raw baselines: a raw client-node exec in the same pod, a raw
     // docker exec into the Docker engine's container, the tier's run alone (library) and one workspace snapshot (the
     // API takes one before and one after every code action to find the files it changed; on Kubernetes the pod's
-    // runner walks the workspace itself). Interleaved, the order rotating.
+    // runner walks the workspace itself, and the one after a run comes with the run's exit). Interleaved, the order
+    // rotating.
     const exec = new k8s.Exec(kc);
     const docker = new Dockerode();
     const tier = kube.app.get(KubernetesPooledTier, { strict: false });
@@ -348,10 +350,11 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
         `  ${ratio(median(tierRuns), median(rawK8s))} raw exec`,
       ),
     );
-    out(line("one workspace snapshot, the runner's walk (2 per action)", snapshots));
+    out(line("one workspace snapshot request (the runner's walk)", snapshots));
     out(
-      `  API - 2 snapshots - tier run = ${ms(median(apiK8s2) - 2 * median(snapshots) - median(tierRuns))} ` +
-        '(HTTP, routing, recording, by medians)',
+      `  API - 1 snapshot request - tier run = ${ms(median(apiK8s2) - median(snapshots) - median(tierRuns))} ` +
+        '(HTTP, routing, recording, by medians: a code action asks for the snapshot before its run; the one after ' +
+        "comes with the run's exit)",
     );
     out(
       `  ratio API Kubernetes / raw client-node exec = ${k8sRatio.toFixed(2)}x (target <= 1.30) ${verdict(k8sRatio <= 1.3)}`,
