@@ -5,14 +5,16 @@
  * SWITCHYARD_K8S_NAMESPACE, default `switchyard-test`) and the local Docker engine. Called by `run.ts`
  * (`BENCH_ONLY=kubernetes`); needs root for the pods' cgroups.
  *
- * 1. python `print(1)` on a warm session pod: the pooled tier through the API vs a raw client-node `Exec` of
+ * 1. python `print(1)` on a warm session pod, the pooled tier through the API: Kubernetes vs the Docker backend in
+ *    the same run, samples interleaved (A, B, A, B; `BENCH_K8S_API_RUNS` each, default 100), median, p90 and p99, the
+ *    load average before and after, and the CPU the bench process spent per action (both engines and their HTTP
+ *    client run in it; each sample's `process.cpuUsage()`). Target: Kubernetes <= 1.5x Docker at the median. Then
+ *    where the time goes, in one loop (interleaved, the order rotating): the API again, a raw client-node `Exec` of
  *    `python3 -c 'print(1)'` in the same pod (container `runner`; the pod found from the action's
- *    `sandbox.containerId`), vs the Docker backend's pooled tier through the API and a raw `docker exec` into its
- *    container. Target: API (Kubernetes) <= 1.3x raw exec. In the same loop, where the API's time goes: the tier's
- *    run alone (`KubernetesPooledTier.run`), one workspace snapshot (the API takes one before and one after every
- *    code action to find the files it changed: on Kubernetes a `python3` run of workspace-snapshot.py in the pod), and
- *    a bare `node` run in the pod (what each snapshot cost while the workspace tool did them: the file API's ops still
- *    run on `node`). All interleaved, the order rotating.
+ *    `sandbox.containerId`; target API <= 1.3x it), a raw `docker exec` into the Docker engine's container, the
+ *    tier's run alone (`KubernetesPooledTier.run`) and one workspace snapshot (the API takes one before and one after
+ *    every code action to find the files it changed: on Kubernetes the pod's runner walks the workspace itself, and
+ *    the one after a run comes with the run's exit, so an action makes one snapshot request).
  * 2. Pod claims, one at a time, each with the pool full (the bench waits for the refill before the next session, so
  *    the arrival rate never outruns it). The API opens a session's workspace when it creates the session, and on
  *    Kubernetes that is the session pod's: a warm claim is `POST /v1/sessions`, timed through the API, with the claim
@@ -61,7 +63,7 @@ import {
   until,
 } from './engine-client';
 import { SessionWorkspaces } from '../apps/engine/src/session/workspaces/session-workspaces';
-import { median, ms, pct } from './stats';
+import { mean, median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const MiB = 2 ** 20;
@@ -69,8 +71,10 @@ const RUNNER = 'runner';
 const PRINT1 = ['python3', '-c', 'print(1)'];
 
 export interface KubernetesBenchOptions {
-  /** Samples per median of print(1) on a warm pod. Default `BENCH_RUNS` or 40. */
+  /** Samples per side of where the time goes on a warm pod (five sides). Default `BENCH_RUNS` or 40. */
   runs?: number;
+  /** Samples per side of print(1) through the API, Kubernetes vs Docker. Default `BENCH_K8S_API_RUNS` or 100. */
+  apiRuns?: number;
   /**
    * Warm claims, one at a time, each after the pool's refill (enough for a p99 that is not just the maximum). Default
    * `BENCH_K8S_CLAIMS` or 100.
@@ -157,6 +161,7 @@ function podMemory(uid: string): { usage: number; rss: number; workingSet: numbe
 
 export async function benchKubernetes(options: KubernetesBenchOptions = {}): Promise<void> {
   const runs = options.runs ?? Number(process.env.BENCH_RUNS ?? 40);
+  const apiRuns = options.apiRuns ?? Number(process.env.BENCH_K8S_API_RUNS ?? 100);
   const claimRuns = options.claims ?? Number(process.env.BENCH_K8S_CLAIMS ?? 100);
   const coldRuns = options.coldClaims ?? Number(process.env.BENCH_K8S_COLD_CLAIMS ?? 5);
   const oneOffRuns = options.oneOffRuns ?? Number(process.env.BENCH_K8S_ONEOFF_RUNS ?? 10);
@@ -178,13 +183,12 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
   const nodes = await core.listNode().catch((err: Error) => {
     throw new Error(`bench: the cluster does not answer (${err.message}): run \`bash scripts/k8s.sh start\``);
   });
-  const node = process.env.SWITCHYARD_K8S_NODE_NAME ?? nodes.body.items[0]?.metadata?.name;
+  const node = nodes.body.items[0]?.metadata?.name;
   if (!node) throw new Error('bench: the cluster has no node');
   const k8sEnv = (selector: string): Record<string, string> => ({
     SWITCHYARD_SANDBOX_BACKEND: 'kubernetes',
     KUBECONFIG: kubeconfig,
     SWITCHYARD_K8S_NAMESPACE: namespace,
-    SWITCHYARD_K8S_NODE_NAME: node,
     SWITCHYARD_K8S_NODE_SELECTOR: selector,
   });
 
@@ -255,14 +259,54 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
       );
     }
 
-    // 1. print(1) on a warm pod: API (Kubernetes) vs raw client-node exec in the same pod vs Docker; and where the
-    // API's time goes on Kubernetes: the tier's run alone (library), one workspace snapshot (the API takes one before
-    // and one after every code action to find the files it changed; on Kubernetes a `python3` run of
-    // workspace-snapshot.py in the pod).
+    // 1. print(1) on a warm pod through the API, Kubernetes vs Docker, samples interleaved (A, B, A, B), with the
+    // CPU the bench process (both engines and their client, in-process) spent on each sample.
     const sid = await kube.newSession();
     const pod = await kube.sandboxOf(sid, await kube.print1(sid, 'pooled'));
     const dsid = await dockerEngine.newSession();
     const container = await dockerEngine.sandboxOf(dsid, await dockerEngine.print1(dsid, 'pooled'));
+    type Side = { name: string; samples: number[]; cpu: number[]; fn: () => Promise<unknown> };
+    const sideOf = (name: string, fn: () => Promise<unknown>): Side => ({ name, samples: [], cpu: [], fn });
+    const sample = async (s: Side) => {
+      const cpu0 = process.cpuUsage();
+      s.samples.push(await timed(s.fn));
+      const cpu = process.cpuUsage(cpu0);
+      s.cpu.push((cpu.user + cpu.system) / 1000);
+    };
+    const ab = [
+      sideOf('api-k8s', () => kube.print1(sid, 'pooled')),
+      sideOf('api-docker', () => dockerEngine.print1(dsid, 'pooled')),
+    ];
+    for (let i = 0; i < 5; i++) for (const s of ab) await s.fn();
+    const loadBefore = os.loadavg();
+    for (let i = 0; i < apiRuns; i++)
+      for (let k = 0; k < ab.length; k++) await sample(ab[(i + k) % ab.length]);
+    const loadAfter = os.loadavg();
+    const [apiK8s, apiDocker] = ab.map((s) => s.samples);
+    const apiRatio = median(apiK8s) / median(apiDocker);
+    const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+    out(
+      `python print(1), pooled tier through the API on a warm pod, Kubernetes vs Docker, interleaved A,B,A,B`,
+    );
+    out(`  load average before ${load(loadBefore)}, after ${load(loadAfter)} (${os.cpus().length} cores)`);
+    out(line('API pooled tier, Kubernetes', apiK8s));
+    out(line('API pooled tier, Docker', apiDocker));
+    out(
+      `  ratio API Kubernetes / API Docker = ${apiRatio.toFixed(2)}x at the median, ` +
+        `${ratio(pct(apiK8s, 90), pct(apiDocker, 90))} at p90, ${ratio(pct(apiK8s, 99), pct(apiDocker, 99))} at p99 ` +
+        `(target <= 1.50 at the median) ${verdict(apiRatio <= 1.5)}`,
+    );
+    out(
+      `  CPU of the bench process per action (engine + its HTTP client, in-process): Kubernetes median ` +
+        `${ms(median(ab[0].cpu))}, mean ${ms(mean(ab[0].cpu))}; Docker median ${ms(median(ab[1].cpu))}, ` +
+        `mean ${ms(mean(ab[1].cpu))}`,
+    );
+
+    // Where the API's time goes on Kubernetes, and the raw baselines: a raw client-node exec in the same pod, a raw
+    // docker exec into the Docker engine's container, the tier's run alone (library) and one workspace snapshot (the
+    // API takes one before and one after every code action to find the files it changed; on Kubernetes the pod's
+    // runner walks the workspace itself, and the one after a run comes with the run's exit). Interleaved, the order
+    // rotating.
     const exec = new k8s.Exec(kc);
     const docker = new Dockerode();
     const tier = kube.app.get(KubernetesPooledTier, { strict: false });
@@ -277,58 +321,28 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
       workspaceDir: '/unused',
       output: resolveSandboxOptions({}).output,
     };
-    type Side = { name: string; samples: number[]; fn: () => Promise<unknown> };
     const sides: Side[] = [
-      { name: 'api-k8s', samples: [], fn: () => kube.print1(sid, 'pooled') },
-      { name: 'raw-exec', samples: [], fn: () => rawExec(exec, namespace, pod, PRINT1) },
-      { name: 'api-docker', samples: [], fn: () => dockerEngine.print1(dsid, 'pooled') },
-      { name: 'raw-docker', samples: [], fn: () => dockerExecPrint1(docker, container) },
-      {
-        name: 'tier',
-        samples: [],
-        fn: async () => {
-          const r = await tier.run(job);
-          if (r.stdout !== '1\n' || r.containerId !== pod)
-            throw new Error(`bench: tier run ${JSON.stringify(r)}`);
-        },
-      },
-      { name: 'snapshot', samples: [], fn: () => workspaces.snapshot(sid) },
-      {
-        name: 'node',
-        samples: [],
-        fn: async () => {
-          const r = await sb.sessions.runInPod(sid, {
-            language: 'node',
-            code: '0',
-            timeoutMs: 30_000,
-            capBytes: 4096,
-          });
-          if (r.exitCode !== 0) throw new Error(`bench: node in the pod exit ${r.exitCode}`);
-        },
-      },
+      sideOf('api-k8s', () => kube.print1(sid, 'pooled')),
+      sideOf('raw-exec', () => rawExec(exec, namespace, pod, PRINT1)),
+      sideOf('raw-docker', () => dockerExecPrint1(docker, container)),
+      sideOf('tier', async () => {
+        const r = await tier.run(job);
+        if (r.stdout !== '1\n' || r.containerId !== pod)
+          throw new Error(`bench: tier run ${JSON.stringify(r)}`);
+      }),
+      sideOf('snapshot', () => workspaces.snapshot(sid)),
     ];
-    for (let i = 0; i < 3; i++) for (const side of sides) await side.fn();
-    for (let i = 0; i < runs; i++) {
-      for (let k = 0; k < sides.length; k++) {
-        const side = sides[(i + k) % sides.length];
-        side.samples.push(await timed(side.fn));
-      }
-    }
+    for (let i = 0; i < 3; i++) for (const s of sides) await s.fn();
+    for (let i = 0; i < runs; i++)
+      for (let k = 0; k < sides.length; k++) await sample(sides[(i + k) % sides.length]);
     await kube.endSession(sid);
     await dockerEngine.endSession(dsid);
-    const [apiK8s, rawK8s, apiDocker, rawDocker, tierRuns, snapshots, nodeRuns] = sides.map((s) => s.samples);
-    const k8sRatio = median(apiK8s) / median(rawK8s);
-    out(`python print(1) on a warm pod, interleaved (pod ${pod})`);
+    const [apiK8s2, rawK8s, rawDocker, tierRuns, snapshots] = sides.map((s) => s.samples);
+    const k8sRatio = median(apiK8s2) / median(rawK8s);
+    out(`  where the API's time goes on Kubernetes (pod ${pod}, one loop, interleaved)`);
+    out(line('API pooled tier, Kubernetes', apiK8s2));
     out(line('raw client-node Exec in the same pod', rawK8s));
-    out(line('API pooled tier, Kubernetes', apiK8s));
-    out(line('raw docker exec (dockerode), same container', rawDocker));
-    out(line('API pooled tier, Docker', apiDocker));
-    out(
-      `  ratio API Kubernetes / raw client-node exec = ${k8sRatio.toFixed(2)}x (target <= 1.30) ${verdict(k8sRatio <= 1.3)}`,
-    );
-    out(`  ratio API Kubernetes / API Docker           = ${ratio(median(apiK8s), median(apiDocker))}`);
-    out(`  ratio raw client-node exec / raw docker exec = ${ratio(median(rawK8s), median(rawDocker))}`);
-    out("  where the API's time goes on Kubernetes (same pod, same loop):");
+    out(line('raw docker exec (dockerode), Docker engine container', rawDocker));
     out(
       line(
         'KubernetesPooledTier.run alone (library)',
@@ -336,12 +350,16 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
         `  ${ratio(median(tierRuns), median(rawK8s))} raw exec`,
       ),
     );
-    out(line('one workspace snapshot (2 per code action)', snapshots));
-    out(line('a bare `node` run in the pod (library)', nodeRuns));
+    out(line("one workspace snapshot request (the runner's walk)", snapshots));
     out(
-      `  API - 2 snapshots - tier run = ${ms(median(apiK8s) - 2 * median(snapshots) - median(tierRuns))} ` +
-        '(HTTP, routing, recording, by medians)',
+      `  API - 1 snapshot request - tier run = ${ms(median(apiK8s2) - median(snapshots) - median(tierRuns))} ` +
+        '(HTTP, routing, recording, by medians: a code action asks for the snapshot before its run; the one after ' +
+        "comes with the run's exit)",
     );
+    out(
+      `  ratio API Kubernetes / raw client-node exec = ${k8sRatio.toFixed(2)}x (target <= 1.30) ${verdict(k8sRatio <= 1.3)}`,
+    );
+    out(`  ratio raw client-node exec / raw docker exec = ${ratio(median(rawK8s), median(rawDocker))}`);
 
     // 2. Warm claims, one at a time with a full pool. The API opens a session's workspace when it creates the session,
     // and on Kubernetes the workspace is the session pod's: `POST /v1/sessions` is where the claim happens.
@@ -460,16 +478,12 @@ export async function benchKubernetes(options: KubernetesBenchOptions = {}): Pro
     };
     const parts: Array<NonNullable<typeof coldSb.oneOff.last>> = [];
     const oneOffSides: Side[] = [
-      {
-        name: 'api',
-        samples: [],
-        fn: async () => {
-          await cold.print1(osid, 'container');
-          parts.push({ ...coldSb.oneOff.last! });
-        },
-      },
-      { name: 'raw-exec', samples: [], fn: rawExecPod },
-      { name: 'raw-job', samples: [], fn: rawJobPod },
+      sideOf('api', async () => {
+        await cold.print1(osid, 'container');
+        parts.push({ ...coldSb.oneOff.last! });
+      }),
+      sideOf('raw-exec', rawExecPod),
+      sideOf('raw-job', rawJobPod),
     ];
     for (const side of oneOffSides) {
       await side.fn();

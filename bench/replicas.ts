@@ -6,14 +6,16 @@
  * (`BENCH_ONLY=replicas`); `node dist/bench/replicas.js` runs it alone.
  *
  * 1. Throughput: CLIENTS closed-loop clients, each on a session of its own, sending python `print(1)` (the session's
- *    pod) for BENCH_REPLICA_SECONDS: one replica; two replicas with each client on the replica serving its session (a
+ *    pod; bash `echo 1` with BENCH_REPLICA_LANGUAGE=bash, a cheaper action for the node) for BENCH_REPLICA_SECONDS: one replica; two replicas with each client on the replica serving its session (a
  *    load balancer with session affinity); two replicas with each client alternating replicas (half the requests
  *    forwarded). Actions/s and p50/p99, and the two-replica ratios to one.
  * 2. What Postgres adds: one engine on SQLite (its graph on Neo4j behind the local outbox) vs one replica on Postgres
  *    (the graph's outbox in Postgres), the same Neo4j and cluster: `GET /v1/sessions/:id` (the session lookup: memory
  *    vs the replica route query) and python `print(1)`, interleaved, p50/p99 of each and the difference.
  * 3. Writes per action (during 1's single replica): Postgres transactions and rows inserted per action, and graph
- *    outbox entries (each one Neo4j write transaction when forwarded) per action; the engine memory a session holds.
+ *    outbox entries (each one Neo4j write transaction when forwarded) per action; the engine memory a session holds;
+ *    the engine's CPU per action against the whole machine's (/proc/stat), which says whether one engine's event loop
+ *    or the machine's cores bound the throughput (only in the first case can a second replica double it).
  * 4. The graph outbox's apply rate: 16 sessions and 2 x BENCH_REPLICA_GRAPH_ACTIONS records (each action started
  *    and completed) written to `PostgresOutboxGraph` at once, then a read that waits for all of them to be in Neo4j:
  *    records/s, against the same records written straight to `Neo4jContextGraph`, one after another (the raw
@@ -41,6 +43,27 @@ const MAIN = path.join(REPO, 'dist', 'apps', 'engine', 'src', 'main.js');
 const CLIENTS = Number(process.env.BENCH_REPLICA_CLIENTS ?? 8);
 const SECONDS = Number(process.env.BENCH_REPLICA_SECONDS ?? 20);
 const GRAPH_ACTIONS = Number(process.env.BENCH_REPLICA_GRAPH_ACTIONS ?? 500);
+/**
+ * The action the clients send: python `print(1)`, or with BENCH_REPLICA_LANGUAGE=bash a cheaper one for the node,
+ * bash `echo 1` (bash starts in a fraction of python's time), so that the engines' work weighs more in each action.
+ */
+const ACTION =
+  process.env.BENCH_REPLICA_LANGUAGE === 'bash'
+    ? { language: 'bash', code: 'echo 1' }
+    : { language: 'python', code: 'print(1)' };
+/** Busy and total CPU time of the whole machine so far (all cores), in ms, from /proc/stat. */
+function machineCpuMs(): { busy: number; total: number } {
+  const fields = fs
+    .readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0) * 10;
+  const idle = (fields[3] + fields[4]) * 10; // idle + iowait
+  return { busy: total - idle, total };
+}
 /** Sessions the graph bench's actions are spread over (the forwarder applies sessions side by side). */
 const GRAPH_SESSIONS = 16;
 
@@ -112,14 +135,14 @@ class Engine {
     return ((await this.call('POST', '/v1/sessions', {})) as { id: string }).id;
   }
 
+  /** The bench's action (`ACTION`: python `print(1)`, or bash `echo 1`); throws unless it printed 1. */
   async print1(sessionId: string): Promise<void> {
     const r = await this.call('POST', `/v1/sessions/${sessionId}/actions`, {
       type: 'code',
-      language: 'python',
-      code: 'print(1)',
+      ...ACTION,
     });
     if (r.status !== 'succeeded' || r.stdout !== '1\n') {
-      throw new Error(`bench: print(1) did not succeed: ${JSON.stringify(r).slice(0, 300)}`);
+      throw new Error(`bench: ${ACTION.code} did not succeed: ${JSON.stringify(r).slice(0, 300)}`);
     }
   }
 
@@ -288,7 +311,10 @@ async function outboxApplyRate(
 
 export async function benchReplicas(options: { runs?: number } = {}): Promise<void> {
   const runs = options.runs ?? 40;
-  console.log(`replicas (SWITCHYARD_STATE=postgres; ${CLIENTS} clients, ${SECONDS} s per configuration)`);
+  console.log(
+    `replicas (SWITCHYARD_STATE=postgres; ${CLIENTS} clients, ${SECONDS} s per configuration; action ` +
+      `${ACTION.language} \`${ACTION.code}\`)`,
+  );
   const kubeconfig = path.resolve(REPO, process.env.KUBECONFIG ?? '.runtime/k8s/kubeconfig');
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfig);
@@ -311,7 +337,6 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
       SWITCHYARD_SANDBOX_BACKEND: 'kubernetes',
       KUBECONFIG: kubeconfig,
       SWITCHYARD_K8S_NAMESPACE: process.env.SWITCHYARD_K8S_NAMESPACE ?? 'switchyard-test',
-      SWITCHYARD_K8S_NODE_NAME: node,
       // Its own spec hash: no warm pod is traded with tests or other benches in the namespace.
       SWITCHYARD_K8S_NODE_SELECTOR: `kubernetes.io/hostname=${node}`,
       SWITCHYARD_POOL_MIN: '2',
@@ -342,8 +367,12 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
     for (const [c, sid] of spread.entries()) await (c % 2 === 0 ? r1 : r2).print1(sid);
     const before = await pgStats(databaseUrl);
     const cpuBefore = r1.cpuMs();
+    const machineBefore = machineCpuMs();
     const one = await load(onOne, () => r1);
     const cpuPerAction = (r1.cpuMs() - cpuBefore) / one.latencies.length;
+    const machineAfter = machineCpuMs();
+    const machinePerAction = (machineAfter.busy - machineBefore.busy) / one.latencies.length;
+    const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total);
     await sleep(1000);
     const after = await pgStats(databaseUrl);
     const owners = await load(spread, (c) => (c % 2 === 0 ? r1 : r2));
@@ -361,6 +390,15 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
         `transactions, ${((after.inserted - before.inserted) / actions).toFixed(1)} rows inserted, ` +
         `${((after.outbox - before.outbox) / actions).toFixed(1)} graph outbox entries (Neo4j writes); ` +
         `engine CPU ${cpuPerAction.toFixed(1)} ms`,
+    );
+    // The engine is the bottleneck when its CPU per action is what bounds one replica (one core at most: its event
+    // loop), not the machine's: then a second replica has spare cores to use.
+    console.log(
+      `  the machine during one replica's run: ${(machineBusy * 100).toFixed(0)} % busy over ${os.cpus().length} ` +
+        `cores, ${machinePerAction.toFixed(1)} ms of CPU per action in all (engine ${cpuPerAction.toFixed(1)} ms, ` +
+        `${((cpuPerAction / machinePerAction) * 100).toFixed(0)} %); one engine's loop alone would allow ` +
+        `${(1000 / cpuPerAction).toFixed(0)} actions/s, the machine's cores ` +
+        `${((1000 * os.cpus().length) / machinePerAction).toFixed(0)} actions/s`,
     );
 
     // 2. What Postgres adds, interleaved.
@@ -395,7 +433,7 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
           `p99 ${ms(pct(pgXs, 99) - pct(liteXs, 99))}   (${pgXs.length} runs each)`,
       );
     row('GET /v1/sessions/:id', samples.pgGet, samples.liteGet);
-    row('python print(1) (pooled)', samples.pgRun, samples.liteRun);
+    row(`${ACTION.language} ${ACTION.code} (pooled)`, samples.pgRun, samples.liteRun);
 
     await Promise.all(engines.splice(0).map((e) => e.stop()));
     await outboxApplyRate(databaseUrl, neo);

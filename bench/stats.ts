@@ -9,6 +9,7 @@ export const PYTHON = '/usr/bin/python3';
 const sorted = (xs: number[]): number[] => [...xs].sort((a, b) => a - b);
 /** The upper median. */
 export const median = (xs: number[]): number => sorted(xs)[xs.length >> 1];
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** Nearest-rank percentile. */
 export const pct = (xs: number[], p: number): number =>
   sorted(xs)[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)];

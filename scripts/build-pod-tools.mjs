@@ -1,7 +1,6 @@
 // Builds the tools the engine runs inside a session's pod (the Kubernetes backend) into dist/pod/:
 // workspace-tool.js, the whole workspace file API (libs/workspace/src/pod/workspace-tool.ts and what it imports)
 // as one self-contained CommonJS file for the sandbox image's own `node` (Debian bookworm's nodejs, 18.x), and
-// workspace-snapshot.py, its snapshot op in Python (copied as is: python starts ~10x faster in a pod), and
 // file-transfer.py, the file transfer API's reads, writes and tars (copied as is too). The
 // pod's runner writes it to a small tmpfs and runs it, so it must stay small: no Nest (its decorators resolve to
 // no-ops, nest-shim.ts), no reflect-metadata (esbuild emits no decorator metadata), no source maps, minified.
@@ -53,16 +52,12 @@ export async function buildPodTools(
     const shown = outfile.startsWith(`${root}/`) ? path.relative(root, outfile) : outfile;
     console.log(`[build-pod-tools] ${shown}: ${(bytes / 1024).toFixed(1)} KiB (${inputs.length} modules)`);
   }
-  const snapshotSource = path.join(source, 'workspace-snapshot.py');
-  const snapshotFile = path.join(outDir, 'workspace-snapshot.py');
-  copyFileSync(snapshotSource, snapshotFile);
   // The file transfer API's side in the pod (reads, writes and tars streamed over an exec), copied the same way.
   const transferSource = path.join(source, 'file-transfer.py');
   const transferFile = path.join(outDir, 'file-transfer.py');
   copyFileSync(transferSource, transferFile);
   return [
     { file: outfile, bytes, inputs },
-    { file: snapshotFile, bytes: statSync(snapshotFile).size, inputs: [path.relative(root, snapshotSource)] },
     { file: transferFile, bytes: statSync(transferFile).size, inputs: [path.relative(root, transferSource)] },
   ];
 }

@@ -164,6 +164,61 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     });
   });
 
+  it('lists the files code created, modified and deleted, in subdirectories too, up to the snapshot bound', async () => {
+    /** The files an action wrote, as recorded (on Kubernetes the session pod's runner walks the workspace). */
+    const filesOf = async (sid: string, r: any) => {
+      expect(r).toMatchObject({ status: 'succeeded' });
+      expect(r.hints).toBeUndefined(); // the workspace was read before and after
+      const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
+      return view.files.map((f: any) => `${f.access} ${f.path}`);
+    };
+    const s = await engine.createSession();
+    const setUp =
+      'mkdir -p src/deep && echo one > edit.txt && echo x > src/deep/gone.py && echo same > keep.txt';
+    expect(await filesOf(s, await run(s, 'pooled', 'bash', setUp))).toEqual([
+      'write edit.txt',
+      'write keep.txt',
+      'write src/deep/gone.py',
+    ]);
+    const change =
+      'echo two >> edit.txt && rm src/deep/gone.py && mkdir -p out/sub && echo a > out/sub/new.csv';
+    expect(await filesOf(s, await run(s, 'pooled', 'bash', change))).toEqual([
+      'write edit.txt',
+      'write out/sub/new.csv',
+      'write src/deep/gone.py',
+    ]);
+    // The one-off tier's changes come back into the workspace; a kernel cell's are found the same way. On Kubernetes
+    // the copy back replaces the session pod's workspace with the one-off pod's (new inodes), so every file it holds
+    // reads as written: the list holds the changes and the files they were copied back with.
+    const oneOff = await filesOf(s, await run(s, 'container', 'bash', 'echo 3 >> edit.txt && rm keep.txt'));
+    expect(oneOff).toEqual(
+      backend.name === 'kubernetes'
+        ? ['write edit.txt', 'write keep.txt', 'write out/sub/new.csv']
+        : ['write edit.txt', 'write keep.txt'],
+    );
+    const cell = await engine.action(s, {
+      type: 'code',
+      language: 'python',
+      state: 'session',
+      tier: 'pooled',
+      code: "import os\nos.makedirs('k/l', exist_ok=True)\nopen('k/l/cell.txt', 'w').write('c')",
+    });
+    expect(await filesOf(s, cell)).toContain('write k/l/cell.txt');
+    expect(await filesOf(s, await run(s, 'pooled', 'bash', 'cat edit.txt'))).toEqual([]);
+
+    // At most 10 000 files and links per snapshot (the host walk's bound, in the pod too): past it, only what both
+    // snapshots cover is compared, so a change after the bound in walk order is not listed.
+    const t = await engine.createSession();
+    const many = 'echo one > a.txt && mkdir many && cd many && for i in $(seq -w 1 10050); do : > f$i; done';
+    const wrote = await filesOf(t, await run(t, 'pooled', 'bash', many));
+    expect(wrote).toHaveLength(10_000);
+    expect(wrote.slice(0, 3)).toEqual(['write a.txt', 'write many/f00001', 'write many/f00002']);
+    expect(wrote.at(-1)).toBe('write many/f09999');
+    expect(
+      await filesOf(t, await run(t, 'pooled', 'bash', 'echo two >> a.txt && echo late > zz.txt')),
+    ).toEqual(['write a.txt']);
+  });
+
   it('keeps everything a session makes in its one workspace: files, code, kernels, processes, browser artifacts, checkpoints', async () => {
     const s = await engine.createSession();
     const ok = (r: any) => expect(r).toMatchObject({ status: 'succeeded' });

@@ -22,7 +22,8 @@ from runner_procs import Processes
 from runner_relay import Relay
 from runner_resync import Resync
 from runner_runs import Runs
-from runner_spawn import WORKSPACE, RequestError, now, oom_kills
+from runner_snapshot import Snapshots
+from runner_spawn import WORKSPACE, RequestError, checked_workspace, now, oom_kills
 from runner_terms import Terminals
 from runner_trees import kill_everything_else, kill_unprotected
 from runner_tunnels import Tunnels
@@ -63,6 +64,7 @@ class Runner:
         self.relay = Relay(self, self.ports)
         self.channels = Channels(self, self.tunnels)
         self.resync = Resync(self, PROTOCOL)
+        self.snapshots = Snapshots(self, lambda request: checked_workspace(request, make_home=False))
         self.parts = (
             self.runs,
             self.kernels,
@@ -72,6 +74,7 @@ class Runner:
             self.tunnels,
             self.relay,
             self.channels,
+            self.snapshots,
         )
         self.parts += (self.resync,)  # last: its tick answers once the others' ticks ended the old connection's work
         self.ops = {
@@ -98,6 +101,7 @@ class Runner:
             "term_close": self.terms.close,
             "ports": self.ports.request,
             "resync": self.resync.request,
+            "snapshot": self.snapshots.request,
         }
 
     # -- for the parts ----------------------------------------------------------------------------------------

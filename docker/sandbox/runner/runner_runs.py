@@ -11,7 +11,9 @@ so double forks, setsid and nohup leave nothing behind; files persist, processes
 import base64
 import os
 import selectors
+import time
 
+from runner_snapshot import SLICE_SECONDS, BadRequest, Walk, bounds, too_large
 from runner_spawn import (
     PIDS_FILES,
     PINNED_EXIT,
@@ -23,9 +25,11 @@ from runner_spawn import (
     checked_workspace,
     close_all,
     exit_fields,
+    expected_workspace,
     memory_pinned,
     now,
     oom_kills,
+    open_workspace,
     spawn,
     string_env,
 )
@@ -69,21 +73,31 @@ class Job:
         self.oom_before = oom_kills()
         self.pids_before = cgroup_counter(PIDS_FILES, "max")
         self.code_path = None
+        self.workspace = expected_workspace(request)
+        # The workspace walked once the run ended, its snapshot in the exit (a code action's "after", with no request
+        # of its own): the bounds, as `snapshot` takes them.
+        self.snapshot = None
+        if request.get("snapshot") is not None:
+            try:
+                self.snapshot = bounds(request["snapshot"])
+            except BadRequest as err:
+                raise RequestError(None, "snapshot: %s" % err) from None
 
 
 class Runs:
-    """The fresh run, if one is going."""
+    """The fresh run, if one is going (or its walk after it, before its exit is sent)."""
 
     def __init__(self, runner):
         self.runner = runner
         self.job = None
+        self.walking = None  # (exit message, Walk) of a run whose exit waits for its snapshot
 
     @property
     def active(self):
-        return self.job is not None
+        return self.job is not None or self.walking is not None
 
     def start(self, request):
-        if self.job is not None:
+        if self.active:
             raise RequestError("busy", "busy: one run at a time")
         job = Job(request)
         argv = ARGV.get(job.language)
@@ -199,6 +213,8 @@ class Runs:
         self.close_stdin()
 
     def timeout(self):
+        if self.walking is not None:
+            return 0.0
         job = self.job
         if job is None or job.pid is None:
             return None
@@ -207,7 +223,15 @@ class Runs:
         return max(0.0, job.deadline - now())
 
     def tick(self):
-        """Deadlines, and the end of the run once the interpreter is gone and its output read."""
+        """Deadlines, the end of the run once the interpreter is gone and its output read, the walk after it."""
+        if self.walking is not None:
+            message, walk = self.walking
+            if walk.step(time.monotonic() + SLICE_SECONDS):
+                self.walking = None
+                self.send_exit(message, walk)
+                if message["oomKilled"] and RESTART_WHEN_PINNED and memory_pinned():
+                    os._exit(PINNED_EXIT)  # as `finish` does once the exit is sent
+            return
         job = self.job
         if job is None or job.pid is None:
             return
@@ -234,23 +258,27 @@ class Runs:
         pids_after = cgroup_counter(PIDS_FILES, "max")
         exit_code, sig = exit_fields(job.returncode)
         restarting = oom and RESTART_WHEN_PINNED and memory_pinned()
-        self.runner.send(
-            {
-                "ev": "exit",
-                "id": job.id,
-                "exitCode": exit_code,
-                "signal": sig,
-                "timedOut": job.ended == "timeout",
-                "ended": job.ended,
-                "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
-                "oomKilled": oom,
-                "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
-                "leftovers": job.leftovers,
-                "durationMs": round((now() - job.started) * 1000, 3),
-                "spawnError": spawn_error,
-                **({"restarting": True} if restarting else {}),
-            }
-        )
+        message = {
+            "ev": "exit",
+            "id": job.id,
+            "exitCode": exit_code,
+            "signal": sig,
+            "timedOut": job.ended == "timeout",
+            "ended": job.ended,
+            "capped": {"stdout": job.caps[1].capped, "stderr": job.caps[2].capped},
+            "oomKilled": oom,
+            "pidsLimitHit": job.pids_before is not None and pids_after is not None and pids_after > job.pids_before,
+            "leftovers": job.leftovers,
+            "durationMs": round((now() - job.started) * 1000, 3),
+            "spawnError": spawn_error,
+            **({"restarting": True} if restarting else {}),
+        }
+        # A runner about to leave (its memory pinned) walks nothing: the engine asks again once it is back.
+        walk = None if restarting else self.walk_after(job)
+        if walk is not None and not walk.step(time.monotonic() + SLICE_SECONDS):
+            self.walking = (message, walk)  # the exit goes once the walk is done (`tick`)
+            return
+        self.send_exit(message, walk)
         if restarting:
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)
@@ -258,6 +286,27 @@ class Runs:
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)
 
+    def walk_after(self, job):
+        """The walk of the run's snapshot, started, or None: none asked, or /workspace is no longer the session's (the
+        engine then asks with `snapshot` and hears why)."""
+        if job.snapshot is None:
+            return None
+        fd, _problem = open_workspace(job.workspace)
+        if fd is None:
+            return None
+        try:
+            start = os.readlink("/proc/self/fd/%d" % fd)
+        finally:
+            os.close(fd)
+        return Walk(start, *job.snapshot)
+
+    def send_exit(self, message, walk):
+        # An answer too large to send is left out: the engine asks with `snapshot`, which refuses it (`snapshot_size`).
+        if walk is not None and not too_large(walk.entries):
+            message["snapshot"] = walk.answer()
+        self.runner.send(message)
+
     def shutdown(self):
+        self.walking = None
         if self.job is not None and self.job.pid is not None:
             self.stop("kill")

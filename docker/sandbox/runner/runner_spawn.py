@@ -144,12 +144,14 @@ def ensure_home(workspace_fd):
         pass
 
 
-def checked_workspace(request):
-    """`open_workspace` for a request, raising the `workspace` refusal (with what /workspace is) when it differs."""
+def checked_workspace(request, make_home=True):
+    """`open_workspace` for a request, raising the `workspace` refusal (with what /workspace is) when it differs.
+    `make_home`: what starts code there needs the session's home; a snapshot only reads."""
     expected = expected_workspace(request)
     fd, problem = open_workspace(expected)
     if fd is not None:
-        ensure_home(fd)
+        if make_home:
+            ensure_home(fd)
         return fd
     if isinstance(problem, list):
         raise RequestError(

@@ -1,9 +1,10 @@
 /**
- * workspace-snapshot.py, the snapshot a Kubernetes session pod takes around every code action, run as the engine runs
- * it (a fresh `python3`, the request on stdin, one JSON line out) with the host's python3 and with the sandbox
- * image's. Its values are its own ("size:mtime_ns:ino"), so what is compared with `WorkspaceManager.snapshot` on an
- * identical tree is what the engine reads from it: the paths, their order, `partial`, and what `changedPaths` makes of
- * two of them.
+ * The snapshot a Kubernetes session pod's runner takes around every code action (docker/sandbox/runner/
+ * runner_snapshot.py, which the runner answers `snapshot` with), run as a command (the request on stdin, one JSON line
+ * out: the same walk and the same answer) with the host's python3 and with the sandbox image's own copy. Its values
+ * are its own ("size:mtime_ns:ino"), so what is compared with `WorkspaceManager.snapshot` on an identical tree is what
+ * the engine reads from it: the paths, their order, `partial`, and what `changedPaths` makes of two of them. The
+ * runner's side of it (the op, its slices, its refusals) is test/python/runner/test_runner_snapshot.py's.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
@@ -20,7 +21,17 @@ import {
 import { seed } from './workspace-tool.table.testing';
 import { dockerHas, sandboxImage } from './workspace-tool.testing';
 
-const SCRIPT = path.join(__dirname, 'workspace-snapshot.py');
+const SCRIPT = path.resolve(
+  __dirname,
+  '..',
+  '..',
+  '..',
+  '..',
+  'docker',
+  'sandbox',
+  'runner',
+  'runner_snapshot.py',
+);
 
 function runScript(input: string): WorkspaceToolAnswer<'snapshot'> {
   const r = spawnSync('python3', [SCRIPT], { input, encoding: 'utf8', timeout: 30_000 });
@@ -35,7 +46,7 @@ function snapshotOf(request: Record<string, unknown>): WireSnapshot {
   return answer.snapshot;
 }
 
-describe('workspace-snapshot.py (the pod snapshot)', () => {
+describe('runner_snapshot.py (the pod snapshot)', () => {
   let tmp: string;
 
   beforeAll(async () => {
@@ -124,9 +135,9 @@ describe('workspace-snapshot.py (the pod snapshot)', () => {
     const script = [
       'set -e',
       'cd /workspace && mkdir -p src && echo one > a.txt && echo two > src/b.py',
-      'echo \'{"root":"/workspace"}\' | python3 /opt/tool/workspace-snapshot.py',
+      'echo \'{"root":"/workspace"}\' | python3 /opt/switchyard/runner/runner_snapshot.py',
       'echo more >> a.txt && rm src/b.py && echo new > c.txt',
-      'echo \'{"root":"/workspace"}\' | python3 /opt/tool/workspace-snapshot.py',
+      'echo \'{"root":"/workspace"}\' | python3 /opt/switchyard/runner/runner_snapshot.py',
     ].join('\n');
     const r = spawnSync(
       'docker',
@@ -140,8 +151,6 @@ describe('workspace-snapshot.py (the pod snapshot)', () => {
         'none',
         '--tmpfs',
         '/workspace:uid=10001,gid=10001,mode=0700',
-        '-v',
-        `${__dirname}:/opt/tool:ro`,
         image,
         'sh',
         '-c',

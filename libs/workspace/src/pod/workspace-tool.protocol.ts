@@ -278,9 +278,20 @@ export function parseAnswer<O extends WorkspaceToolOp = WorkspaceToolOp>(
       stdout: stdout.slice(0, 200),
     });
   }
+  return checkAnswer<O>(parsed, stdout);
+}
+
+/**
+ * Checks that an answer already parsed (the runner's own snapshot, which comes as a protocol message) has the shape of
+ * one; throws `WorkspaceToolError` `BAD_ANSWER` otherwise.
+ */
+export function checkAnswer<O extends WorkspaceToolOp = WorkspaceToolOp>(
+  parsed: unknown,
+  raw = JSON.stringify(parsed) ?? String(parsed),
+): WorkspaceToolAnswer<O> {
   if (!isRecord(parsed) || typeof parsed.ok !== 'boolean' || (!parsed.ok && !isRecord(parsed.error))) {
     throw new WorkspaceToolError('BAD_ANSWER', 'the workspace tool answered an object of the wrong shape', {
-      stdout: stdout.slice(0, 200),
+      stdout: raw.slice(0, 200),
     });
   }
   return parsed as unknown as WorkspaceToolAnswer<O>;

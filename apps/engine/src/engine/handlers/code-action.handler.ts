@@ -67,7 +67,9 @@ export class CodeActionHandler extends ActionHandler<CodeActionRequest> {
         const out = await this.sandbox.execute(routed, signal, { onOutput: ctx.onOutput });
         // The run happened: a workspace that cannot be read after it (a Kubernetes pod the code left out of memory)
         // costs the list of files it changed, never its result.
-        const after = await this.workspaces.snapshot(ctx.session.id).catch((err: unknown) => err as Error);
+        const after = await this.workspaces
+          .snapshot(ctx.session.id, { afterRun: true })
+          .catch((err: unknown) => err as Error);
         const unread = after instanceof Error;
         const hints = [
           ...(this.network.hints(ctx.session, { ...out.run, status: out.status }) ?? []),

@@ -81,8 +81,6 @@ export interface KubernetesConfig {
   backend: SandboxBackend;
   /** The workspace tool the file API runs in a session's pod (`npm run build` writes it). */
   workspaceTool: string;
-  /** Its snapshot op in Python, run around every code action (`npm run build` copies it). */
-  workspaceSnapshot: string;
   /** The file transfer API's program in the pod (streamed reads, writes and tars; `npm run build` copies it). */
   workspaceTransfer: string;
   kubeconfigPath?: string;
@@ -109,7 +107,6 @@ export function kubernetesConfig(env: KubernetesEnv, cwd: string): KubernetesCon
   return {
     backend: env.SWITCHYARD_SANDBOX_BACKEND,
     workspaceTool: path.resolve(cwd, 'dist', 'pod', 'workspace-tool.js'),
-    workspaceSnapshot: path.resolve(cwd, 'dist', 'pod', 'workspace-snapshot.py'),
     workspaceTransfer: path.resolve(cwd, 'dist', 'pod', 'file-transfer.py'),
     ...(env.KUBECONFIG && { kubeconfigPath: path.resolve(cwd, env.KUBECONFIG) }),
     ...(env.SWITCHYARD_K8S_CONTEXT && { context: env.SWITCHYARD_K8S_CONTEXT }),

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { KUBERNETES_SESSION_PODS, type SessionPods } from '@switchyard/sandbox';
+import { KUBERNETES_SESSION_PODS, RunnerRefusedError, type SessionPods } from '@switchyard/sandbox';
 import {
   changedPaths,
+  checkAnswer,
   type FileOp,
   type FileOpOutcome,
   parseAnswer,
@@ -33,6 +34,7 @@ import {
 /** A walk's bound and a snapshot's, as the host workspaces default them. */
 const MAX_SCAN_ENTRIES = 100_000;
 const SNAPSHOT_MAX_ENTRIES = 10_000;
+const SNAPSHOT_BOUNDS = { maxEntries: SNAPSHOT_MAX_ENTRIES, maxScanEntries: MAX_SCAN_ENTRIES };
 /** How long one file API op may take in the pod: a grep may spend its time budget on many files. */
 const TOOL_TIMEOUT_MS = 60_000;
 const MAX_PATH_LENGTH = 4096;
@@ -42,17 +44,17 @@ class PodToolError extends Error {}
 
 /**
  * The Kubernetes backend's workspaces: each session's `/workspace` is a volume of its own pod (`SessionPods`), where the
- * engine reaches it only through the pod's runner. Every file API operation, snapshot and raw read or write runs there
- * as the workspace tool (libs/workspace/src/pod: the file API's own code, bundled, run by the pod's `node`), so paths
- * are guarded and limits applied exactly as on a host workspace, by the same code, confined to the pod. The file
- * transfer API's bytes go through an exec of their own instead (`PodTransfers`), streamed both ways.
+ * engine reaches it only through the pod's runner. Every file API operation and raw read or write runs there as the
+ * workspace tool (libs/workspace/src/pod: the file API's own code, bundled, run by the pod's `node`), so paths are
+ * guarded and limits applied exactly as on a host workspace, by the same code, confined to the pod. Snapshots are
+ * the runner's own walk (the same walk, no process started). The file transfer API's bytes go through an exec of
+ * their own instead (`PodTransfers`), streamed both ways.
  */
 @Injectable()
 export class PodWorkspaces extends SessionWorkspaces {
   readonly kind = 'pod' as const;
   private readonly logger = new Logger('PodWorkspaces');
   private readonly tool: string;
-  private readonly snapshotTool: string;
   private readonly transfers: PodTransfers;
 
   constructor(
@@ -62,7 +64,7 @@ export class PodWorkspaces extends SessionWorkspaces {
   ) {
     super();
     this.tool = readTool(config.kubernetes.workspaceTool);
-    this.snapshotTool = readTool(config.kubernetes.workspaceSnapshot);
+    pods.walkAfterRuns(SNAPSHOT_BOUNDS);
     this.transfers = new PodTransfers(pods, readTool(config.kubernetes.workspaceTransfer), {
       maxWorkspaceBytes: config.workspace.maxWorkspaceBytes,
       maxPathLength: MAX_PATH_LENGTH,
@@ -151,19 +153,22 @@ export class PodWorkspaces extends SessionWorkspaces {
     return answer.outcome;
   }
 
-  /** The workspace tool's walk, in Python (workspace-snapshot.py): it runs twice around every code action. */
-  async snapshot(sessionId: string): Promise<WorkspaceSnapshot> {
-    const answer = await this.run(
-      sessionId,
-      {
-        op: 'snapshot',
-        maxEntries: SNAPSHOT_MAX_ENTRIES,
-        maxScanEntries: MAX_SCAN_ENTRIES,
-      },
-      0,
-      'python',
-    );
-    return snapshotFromWire(answer.snapshot);
+  /**
+   * The walk the host workspaces take (`WorkspaceManager.snapshot`), taken by the session pod's runner in its own
+   * process (runner_snapshot.py): it runs twice around every code action, so it starts no process in the pod. The one
+   * after a run (`afterRun`) is usually already here: the runner took it as the run ended and sent it with the exit.
+   */
+  async snapshot(sessionId: string, options: { afterRun?: boolean } = {}): Promise<WorkspaceSnapshot> {
+    let answer: Record<string, unknown>;
+    try {
+      answer = await this.pods.snapshot(sessionId, SNAPSHOT_BOUNDS, TOOL_TIMEOUT_MS, options);
+    } catch (err) {
+      // The runner's own refusals are the engine's to answer for; losing the runner or the pod stays its own error.
+      if (!(err instanceof RunnerRefusedError)) throw err;
+      const why = err.code === 'snapshot_size' ? 'its answer was larger than expected' : err.message;
+      throw new PodToolError(`the workspace tool failed in the session's pod: ${why}`);
+    }
+    return snapshotFromWire(unwrapAnswer(checkAnswer<'snapshot'>(answer)).snapshot);
   }
 
   changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
@@ -220,20 +225,19 @@ export class PodWorkspaces extends SessionWorkspaces {
   }
 
   /**
-   * One request to the tool, as a fresh run through the session's runner (node, or python for snapshots): the request
-   * on stdin, one JSON answer on stdout (its refusals revived as the very errors the host's file API throws).
-   * `payloadBytes`: the largest file the answer may carry (base64 grows it by a third).
+   * One request to the tool, as a fresh `node` run through the session's runner: the request on stdin, one JSON answer
+   * on stdout (its refusals revived as the very errors the host's file API throws). `payloadBytes`: the largest file
+   * the answer may carry (base64 grows it by a third).
    */
   private async run<O extends WorkspaceToolOp>(
     sessionId: string,
     request: WorkspaceToolRequest & { op: O },
     payloadBytes: number,
-    language: 'node' | 'python' = 'node',
   ): Promise<WorkspaceToolSuccess<O>> {
     const capBytes = Math.ceil(payloadBytes * 1.4) + 4 * 2 ** 20;
     const r = await this.pods.runInPod(sessionId, {
-      language,
-      code: language === 'node' ? this.tool : this.snapshotTool,
+      language: 'node',
+      code: this.tool,
       stdin: JSON.stringify(request),
       timeoutMs: TOOL_TIMEOUT_MS,
       capBytes,

@@ -40,8 +40,12 @@ export abstract class SessionWorkspaces {
   /** One file API operation, path-guarded, capped, with the files it read and wrote. */
   abstract fileOp(sessionId: string, op: FileOp): Promise<FileOpOutcome>;
 
-  /** A picture of every file to diff later with `changedPaths` (around code actions, which write behind the API). */
-  abstract snapshot(sessionId: string): Promise<WorkspaceSnapshot>;
+  /**
+   * A picture of every file to diff later with `changedPaths` (around code actions, which write behind the API).
+   * `afterRun`: the picture right after a code action's run, which a pod's runner may already have taken as the run
+   * ended (nothing having run in the pod since); a host workspace walks it either way.
+   */
+  abstract snapshot(sessionId: string, options?: { afterRun?: boolean }): Promise<WorkspaceSnapshot>;
 
   abstract changedPaths(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[];
 

@@ -9,6 +9,11 @@ import { namespaceMissingMessage } from './kube-setup-check';
 
 /** A positive answer is reused this long (the manager asks before every action); a negative one never. */
 const AVAILABLE_TTL_MS = 2000;
+/**
+ * Past its TTL, a positive answer younger than this still answers while a probe asks the cluster again in the
+ * background (its answer is the next caller's): an action never waits on the API server for it. An older one waits.
+ */
+const AVAILABLE_STALE_MS = 10_000;
 /** The account's rights, once all there, are reviewed again this often (someone may take them away). */
 const RIGHTS_TTL_MS = 60_000;
 
@@ -46,6 +51,7 @@ export function normalizeImageRef(ref: string): string {
 export class KubeAvailability {
   private cached?: { at: number; result: TierAvailability };
   private rights?: { at: number; review: RightsReview };
+  private refreshing?: Promise<TierAvailability>;
 
   constructor(
     private readonly client: KubeClient,
@@ -55,16 +61,34 @@ export class KubeAvailability {
 
   async current(): Promise<TierAvailability> {
     const cached = this.cached;
-    if (cached && this.clock.monotonic() - cached.at < AVAILABLE_TTL_MS) return cached.result;
-    const result = await this.probe();
-    this.cached = result.available ? { at: this.clock.monotonic(), result } : undefined;
-    return result;
+    const age = cached ? this.clock.monotonic() - cached.at : Infinity;
+    if (cached && age < AVAILABLE_TTL_MS) return cached.result;
+    const refresh = this.refresh();
+    if (cached && age < AVAILABLE_STALE_MS) return cached.result;
+    return refresh;
   }
 
   /** The next call asks the cluster again, the account's rights included. */
   forget(): void {
     this.cached = undefined;
     this.rights = undefined;
+    this.refreshing = undefined;
+  }
+
+  /** One probe at a time; its answer replaces the cached one (a negative one clears it). Never rejects. */
+  private refresh(): Promise<TierAvailability> {
+    const refreshing = (this.refreshing ??= this.probe()
+      .catch((err: unknown) => this.failed(err))
+      .then((result) => {
+        if (this.refreshing === refreshing) {
+          this.cached = result.available ? { at: this.clock.monotonic(), result } : undefined;
+        }
+        return result;
+      })
+      .finally(() => {
+        if (this.refreshing === refreshing) this.refreshing = undefined;
+      }));
+    return refreshing;
   }
 
   private async probe(): Promise<TierAvailability> {

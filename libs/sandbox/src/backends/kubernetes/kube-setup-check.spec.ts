@@ -222,3 +222,41 @@ describe('KubeAvailability: the same causes while the engine runs, as /health re
     });
   });
 });
+
+describe('KubeAvailability: no action waits on the API server for a recent answer', () => {
+  it('past 2 s a positive answer still answers while the cluster is asked again; past 10 s the caller waits', async () => {
+    let asked = 0;
+    const client = new (class extends Cluster {
+      override ping(): Promise<string> {
+        asked++; // a refused ping is no call the fake records
+        return super.ping();
+      }
+    })();
+    const clock = new FakeClock(1);
+    const p = new KubeAvailability(client, options, clock);
+    expect((await p.current()).available).toBe(true);
+    const pings = () => asked;
+    expect(pings()).toBe(1);
+    clock.t += 1000;
+    await p.current();
+    expect(pings()).toBe(1); // within the TTL: no call at all
+
+    // Past the TTL: the cached answer, and one probe in the background (the cluster went away meanwhile).
+    clock.t += 2000;
+    client.pingFails = unreachable();
+    const answers = await Promise.all([p.current(), p.current()]);
+    expect(answers.map((a) => a.available)).toEqual([true, true]);
+    expect(pings()).toBe(2); // one probe for both callers
+    await new Promise((resolve) => setImmediate(resolve));
+    // Its negative answer is not kept: the next caller asks the cluster itself and waits for it.
+    expect(await p.current()).toMatchObject({ available: false, code: 'KUBERNETES_UNAVAILABLE' });
+    expect(pings()).toBe(3);
+
+    // An answer older than 10 s is not given out: the caller waits for the probe.
+    client.pingFails = undefined;
+    expect((await p.current()).available).toBe(true);
+    clock.t += 11_000;
+    client.pingFails = unreachable();
+    expect(await p.current()).toMatchObject({ available: false, code: 'KUBERNETES_UNAVAILABLE' });
+  });
+});

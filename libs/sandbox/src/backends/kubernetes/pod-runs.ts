@@ -29,6 +29,10 @@ export interface RunTarget {
   workspaceNotVisible(err: RunnerRefusedError): Promise<never>;
   /** Throws the error that tells the caller the runner was lost (not an out-of-memory). */
   lostError(err: Error, loss: RunnerLoss | undefined): Error;
+  /** A tier run's snapshot after it, walked by the runner with these bounds (`RunnerRunRequest.snapshot`)… */
+  readonly walkAfter?: { maxEntries: number; maxScanEntries: number };
+  /** …and what it answered, for the workspaces' next snapshot (`SessionPods.snapshot`). */
+  walked?(answer: Record<string, unknown>): void;
 }
 
 export interface PodRunLimits {
@@ -65,8 +69,9 @@ const RAW_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: S
 
 /**
  * Runs through a pod's runner (docker/sandbox/runner/runner.py), a `TierJob` as a `SupervisedRun` like the Docker
- * pooled tier's, with a hard deadline of timeout + `graceMs`; and raw runs for the file API and workspace copies. A
- * job's egress and call channel reach the pod over the runner's attach stream (`PodChannels`).
+ * pooled tier's, with a hard deadline of timeout + `graceMs`; raw runs for the file API and workspace copies; and the
+ * workspace snapshots the runner walks itself. A job's egress and call channel reach the pod over the runner's attach
+ * stream (`PodChannels`).
  */
 export class PodRuns {
   constructor(
@@ -95,6 +100,7 @@ export class PodRuns {
         workspace: target.workspace,
         graceMs: this.graceMs,
         ...(signal && { signal }),
+        ...(target.walkAfter && { snapshot: target.walkAfter }),
       },
       {
         // However the run ended (exit, timeout, kill, runner lost, hung), its channel ends with it.
@@ -114,6 +120,7 @@ export class PodRuns {
     if (outcome === 'hung') return target.hung();
     if (outcome.oomKilled) target.runner.oomSeen = true;
     if (outcome.restarting) target.runner.close(); // the next use waits for the restarted runner
+    if (outcome.snapshot) target.walked?.(outcome.snapshot);
     return toResult(outcome, supervisor, job, limits);
   }
 
@@ -166,6 +173,35 @@ export class PodRuns {
       stderr: cap(err),
       durationMs: outcome.durationMs,
     };
+  }
+
+  /**
+   * A workspace snapshot walked by the target's runner itself (`snapshot`): the workspace tool's answer. Rejects as a
+   * raw run does when the runner is lost or /workspace is not the session's; `timeoutMs` is the walk's deadline.
+   */
+  async snapshot(
+    target: RunTarget,
+    bounds: { maxEntries: number; maxScanEntries: number },
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>> {
+    const answer = target.runner.connection.snapshot({ ...bounds, workspace: target.workspace });
+    let deadline: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => {
+      deadline = setTimeout(() => resolve('hung'), timeoutMs + this.graceMs);
+    });
+    let outcome: Record<string, unknown> | 'hung';
+    try {
+      outcome = await Promise.race([answer, hung]);
+    } catch (e) {
+      if (e instanceof RunnerRefusedError && e.code === 'workspace') return target.workspaceNotVisible(e);
+      if (e instanceof RunnerRefusedError) throw e;
+      const loss = target.gone() ? undefined : await target.lost(e as Error);
+      throw target.lostError(e as Error, loss);
+    } finally {
+      clearTimeout(deadline);
+    }
+    if (outcome === 'hung') return target.hung();
+    return outcome;
   }
 
   /** The runner died during a run: out of memory is the run's outcome; anything else the owner's error. */

@@ -15,6 +15,13 @@ export class SessionPod {
   tail: Promise<unknown> = Promise.resolve();
   /** Runs (and copies) queued or running. */
   busy = 0;
+  /** Operations started on `tail` so far: what tells whether anything ran in the pod since a given one. */
+  ops = 0;
+  /**
+   * The snapshot the runner took after the latest tier run (`RunTarget.walked`), the operation it ended and its
+   * bounds: the code action's snapshot after its run, unless something else ran in the pod since.
+   */
+  walked?: { answer: Record<string, unknown>; op: number; bounds: string };
   /** Kernels and background processes of the session use the runner (for stats; the pod is never idled out). */
   pins = 0;
   released = false;

@@ -50,6 +50,8 @@ export class SessionPods {
   private readonly takenOver = new Set<string>();
   private readonly adoption: PodAdoption;
   private adoptionListener?: (adopted: AdoptedPod) => void;
+  /** Bounds of the snapshot the runner takes after each tier run (`walkAfterRuns`); none without. */
+  private walkBounds?: { maxEntries: number; maxScanEntries: number };
   /** Duration of the latest claim, in ms. */
   lastClaimMs?: number;
 
@@ -104,6 +106,7 @@ export class SessionPods {
     pod.busy++;
     const next = pod.tail.then(async () => {
       await this.ensureRunner(pod);
+      pod.ops++;
       return fn();
     });
     pod.tail = next.catch(() => undefined);
@@ -114,6 +117,34 @@ export class SessionPods {
   async runInPod(sessionId: string, request: RunInPodRequest): Promise<RunInPodResult> {
     const pod = await this.podFor(sessionId);
     return this.serialise(pod, () => this.runs.runRaw(this.target(pod), request));
+  }
+
+  /**
+   * The workspace's files and links as the session's runner walks them itself (no process started): the workspace
+   * tool's snapshot answer. Serialised with the session's runs, so it never sees half of one.
+   */
+  async snapshot(
+    sessionId: string,
+    bounds: { maxEntries: number; maxScanEntries: number },
+    timeoutMs: number,
+    options: { afterRun?: boolean } = {},
+  ): Promise<Record<string, unknown>> {
+    const pod = await this.podFor(sessionId);
+    const walked = pod.walked;
+    pod.walked = undefined;
+    // The walk the runner took as the run ended, sent with its exit, when nothing has run in the pod since.
+    if (options.afterRun && walked?.op === pod.ops && walked.bounds === JSON.stringify(bounds))
+      return walked.answer;
+    return this.serialise(pod, () => this.runs.snapshot(this.target(pod), bounds, timeoutMs));
+  }
+
+  /**
+   * From now on the runner walks the workspace after every tier run (`KubernetesPooledTier.run`) with these bounds
+   * and sends the snapshot with the run's exit, where `snapshot(…, { afterRun: true })` finds it: a code action's
+   * snapshot after its run costs no request of its own.
+   */
+  walkAfterRuns(bounds: { maxEntries: number; maxScanEntries: number }): void {
+    this.walkBounds = bounds;
   }
 
   /**
@@ -164,10 +195,15 @@ export class SessionPods {
   /** The pod as the target of a run: its current runner, and what a failure does to the session. */
   target(pod: SessionPod): RunTarget {
     const runner = pod.runner;
+    const walkAfter = this.walkBounds;
     return {
       podName: pod.name,
       runner,
       workspace: pod.workspace,
+      ...(walkAfter && {
+        walkAfter,
+        walked: (answer) => (pod.walked = { answer, op: pod.ops, bounds: JSON.stringify(walkAfter) }),
+      }),
       gone: () => pod.released || this.closing,
       lost: async (err) => {
         pod.lostReason = err.message;

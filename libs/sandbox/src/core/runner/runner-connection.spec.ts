@@ -517,3 +517,32 @@ describe('RunnerConnection, protocol 5', () => {
     expect(w.connection.isClosed).toBe(false);
   });
 });
+
+describe('RunnerConnection, protocol 6', () => {
+  it('asks for a workspace snapshot and resolves the tool answer in it, refusals as RunnerRefusedError', async () => {
+    const w = wire();
+    const bounds = { maxEntries: 10_000, maxScanEntries: 100_000, workspace: RUN.workspace };
+    const walked = w.connection.snapshot(bounds);
+    await w.settle();
+    expect(w.sent).toEqual([{ op: 'snapshot', id: 1, ...bounds }]);
+    const snapshot = { entries: [['a.txt', '3:1700000000000000000:42']], partial: false };
+    w.reply({ ev: 'snapshot', id: 1, ok: true, snapshot });
+    await expect(walked).resolves.toEqual({ ok: true, snapshot });
+
+    const refused = w.connection.snapshot({ ...bounds, workspace: ['1', '2'] });
+    w.reply({ ev: 'error', id: 2, code: 'workspace', message: '/workspace is …', workspace: ['5', '6'] });
+    await expect(refused).rejects.toMatchObject({ code: 'workspace', workspace: ['5', '6'] });
+    const large = w.connection.snapshot(bounds);
+    w.reply({
+      ev: 'error',
+      id: 3,
+      code: 'snapshot_size',
+      message: "the snapshot's answer is over 4194304 bytes",
+    });
+    await expect(large).rejects.toBeInstanceOf(RunnerRefusedError);
+
+    const lost = w.connection.snapshot(bounds);
+    w.close();
+    await expect(lost).rejects.toBeInstanceOf(RunnerGoneError);
+  });
+});

@@ -7,7 +7,8 @@ import { RunnerTunnel, type TunnelLink } from './runner-tunnel';
  * Protocol version this engine speaks; see docker/sandbox/runner/README.md. 2: every run names the workspace the
  * runner must see (an older runner would ignore that, so it is refused at `hello`). 3: kernels and background
  * processes beside the runs. 4: cells' rich results. 5: tunnels to the box's ports, terminals, the listening ports. 6:
- * back channels (tunnels the runner opens, for a box the engine cannot mount its egress or call socket into).
+ * back channels (tunnels the runner opens, for a box the engine cannot mount its egress or call socket into), a
+ * resync for a new engine taking over a live runner, and workspace snapshots walked by the runner itself.
  */
 export const RUNNER_PROTOCOL = 6;
 /** Longest line the runner may send (an output event carries at most 64 KiB, base64-encoded). */
@@ -55,6 +56,11 @@ export interface RunnerRunRequest {
    * starts, unless /workspace is that directory (`RunnerRefusedError` with code `workspace`).
    */
   workspace: [dev: string, ino: string];
+  /**
+   * Walk the workspace once the run ended, with these bounds, and send the snapshot in the exit (`exit.snapshot`): a
+   * code action's snapshot after its run, without a request of its own.
+   */
+  snapshot?: { maxEntries: number; maxScanEntries: number };
 }
 
 export interface RunnerExit {
@@ -75,6 +81,11 @@ export interface RunnerExit {
    * Only runners told so (SWITCHYARD_RUNNER_RESTART_WHEN_PINNED, the Kubernetes session pods) do it.
    */
   restarting?: boolean;
+  /**
+   * With the request's `snapshot`: the walk's answer as `snapshot` answers it. Absent when the runner could not send
+   * it (the workspace no longer the session's, an answer over 4 MiB): `snapshot` then says why.
+   */
+  snapshot?: Record<string, unknown>;
 }
 
 /** How a kernel or process ended: its exit code, or the signal that killed it. */
@@ -240,6 +251,16 @@ export interface TermExitEvent extends RunnerExitStatus {
 export interface BackChannelTarget {
   target: 'egress' | 'call';
   run: string | null;
+}
+
+/** A workspace snapshot walked by the runner itself (`snapshot`, runner_snapshot.py). */
+export interface RunnerSnapshotRequest {
+  /** Files and links recorded at most before the snapshot is `partial`. */
+  maxEntries: number;
+  /** Entries looked at at most (directories included) before it is `partial`. */
+  maxScanEntries: number;
+  /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
+  workspace: [dev: string, ino: string];
 }
 
 /** What the runner reports on its own, with no request. */
@@ -562,6 +583,16 @@ export class RunnerConnection {
     return { found: ack.found === true };
   }
 
+  /**
+   * The workspace's files and links, walked in the runner's own process (no process started). Resolves to the
+   * workspace tool's answer (`{ok, snapshot}` or `{ok: false, error}`, libs/workspace's workspace-tool.protocol.ts);
+   * refusals: `workspace`, `snapshot_size` (the answer would be over 4 MiB).
+   */
+  async snapshot(request: RunnerSnapshotRequest): Promise<Record<string, unknown>> {
+    const { ev: _ev, id: _id, ...answer } = await this.request({ op: 'snapshot', ...request }).reply;
+    return answer;
+  }
+
   /** The TCP sockets in LISTEN in the box, and the process or kernel holding each (null: not one of the runner's). */
   async listPorts(): Promise<ListeningPort[]> {
     const answer = await this.request({ op: 'ports' }).reply;
@@ -675,6 +706,7 @@ export class RunnerConnection {
       case 'term_started':
       case 'ports':
       case 'channel_opened':
+      case 'snapshot':
         this.pending.delete(message.id as number);
         return pending.resolve(message);
       case 'error':

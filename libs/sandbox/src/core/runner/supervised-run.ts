@@ -1,7 +1,7 @@
 import type { Clock } from '@switchyard/common';
 import type { TierJob, TierRunResult } from '../sandbox.types';
 import { RunSupervisor } from '../supervision/run-supervisor';
-import type { RunnerConnection, RunnerExit } from './runner-connection';
+import type { RunnerConnection, RunnerExit, RunnerRunRequest } from './runner-connection';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
 export const CAP_SLACK_BYTES = 64 * 1024;
@@ -17,6 +17,8 @@ export interface SupervisedRunTarget {
   signal?: AbortSignal;
   /** The job's interpreter inside the box, when not the runner's default. */
   interpreter?: string;
+  /** The runner walks the workspace once the run ended and sends the snapshot with the exit (`RunnerExit.snapshot`). */
+  snapshot?: RunnerRunRequest['snapshot'];
 }
 
 /** How the owner of the box answers what went wrong, while the run is still supervised. */
@@ -75,6 +77,7 @@ export class SupervisedRun {
         capBytes: job.output.maxBytes + CAP_SLACK_BYTES,
         capLines: job.output.maxLines,
         workspace: target.workspace,
+        ...(target.snapshot && { snapshot: target.snapshot }),
       },
       (fd, data, id) => {
         // Output may arrive before `run` returns (the runner can answer within the write): the id comes with it.
