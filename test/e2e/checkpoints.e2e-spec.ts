@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
-import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
+import { tierRows } from '../support/sandbox-backends';
 
 /** Prints the workspace as a checkpoint must keep it: every entry's type, mode, size, mtime, contents' hash, link. */
 const LIST_TREE = `
@@ -50,19 +50,7 @@ printf junk > new.txt
 `;
 
 /** Each tier on each backend under test (on Kubernetes the workspace is the session pod's: no subprocess tier there). */
-const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
-const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
-  ['subprocess', 'subprocess', undefined],
-  ['pooled', 'pooled', undefined],
-  ['container', 'container', undefined],
-  ...(kubernetes
-    ? ['pooled', 'container'].map((t): [string, string, SandboxBackendUnderTest] => [
-        `${t} (kubernetes)`,
-        t,
-        kubernetes,
-      ])
-    : []),
-];
+const ROWS = tierRows(['subprocess', 'pooled', 'container'], ['pooled', 'container']);
 
 describe('checkpoints, restore and fork through the API', () => {
   let engine: EngineHarness;

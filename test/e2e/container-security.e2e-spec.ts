@@ -1313,8 +1313,20 @@ describe.each(BACKENDS)(
     });
 
     it.each(TIERS)(
-      "17. %s: the restarted engine reaps the dead engine's sandboxes by label",
+      "17. %s: the restarted engine reaps the dead engine's sandboxes by label (on Kubernetes it adopts the session pod)",
       async (tier) => {
+        if (onK8s && tier === 'pooled') {
+          // A session pod outlives its engine: the restarted engine adopts it (files, kernels and processes kept,
+          // docs/kubernetes.md), and the runner's resync ended the run the dead engine had started.
+          const adopted = await eventually(async () => {
+            const [pod] = await backend.describeSandboxes({ session: sessionOf.pooled, tier: 'pooled' });
+            return pod?.id === pooledSandbox && pod.engine.split(':')[1] === String(second!.pid);
+          }, 15_000);
+          expect(adopted).toBe(true);
+          expect(await backend.sandboxesWith({ engine: deadEngineId, tier })).toEqual([]);
+          expect(await eventually(async () => processesRunning(sleeper(tier)).length === 0, 5000)).toBe(true);
+          return;
+        }
         const gone = await eventually(
           async () => (await backend.sandboxesWith({ engine: deadEngineId, tier })).length === 0,
           15_000,

@@ -1,16 +1,9 @@
 import { EngineHarness } from '../support/engine-harness';
 import { containerExists, eventually, mountDevice, sandboxedProcessesOf } from '../support/host-probes';
-import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
+import { tierRows } from '../support/sandbox-backends';
 
 /** The tiers that hold kernels, on each backend under test (on Kubernetes: the session pod, through its runner). */
-const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
-const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
-  ['subprocess', 'subprocess', undefined],
-  ['pooled', 'pooled', undefined],
-  ...(kubernetes
-    ? [['pooled (kubernetes)', 'pooled', kubernetes] as [string, string, SandboxBackendUnderTest]]
-    : []),
-];
+const ROWS = tierRows(['subprocess', 'pooled'], ['pooled']);
 
 /**
  * Session kernels through the API, in both tiers that hold state: the subprocess tier's stateful bubblewrap sandbox

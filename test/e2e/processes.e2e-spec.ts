@@ -1,17 +1,10 @@
 import { EngineHarness } from '../support/engine-harness';
 import { eventually } from '../support/host-probes';
-import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
+import { tierRows } from '../support/sandbox-backends';
 import { SseClient } from '../support/sse-client';
 
 /** The tiers that hold processes, on each backend under test (on Kubernetes: the session pod, through its runner). */
-const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
-const ROWS: [string, string, SandboxBackendUnderTest | undefined][] = [
-  ['subprocess', 'subprocess', undefined],
-  ['pooled', 'pooled', undefined],
-  ...(kubernetes
-    ? [['pooled (kubernetes)', 'pooled', kubernetes] as [string, string, SandboxBackendUnderTest]]
-    : []),
-];
+const ROWS = tierRows(['subprocess', 'pooled'], ['pooled']);
 
 /** Background processes through the API, in the subprocess tier's stateful sandbox and the pooled container. */
 describe('background processes', () => {

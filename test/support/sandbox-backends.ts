@@ -338,3 +338,18 @@ export const SANDBOX_BACKENDS: SandboxBackendUnderTest[] = (() => {
   const wanted = process.env.SWITCHYARD_TEST_BACKENDS?.split(',').map((s) => s.trim());
   return [docker_, kubernetes_].filter((b) => !wanted || wanted.includes(b.name));
 })();
+
+/** A row of a per-tier suite: its label, the tier, and the backend of an engine of its own (none: the suite's). */
+export type TierRow = [label: string, tier: string, backend: SandboxBackendUnderTest | undefined];
+
+/**
+ * The rows of a suite that runs its per-tier cases on each backend under test: `dockerTiers` on the suite's own
+ * engine (Docker), then `kubernetesTiers` on an engine of the Kubernetes backend, labelled `<tier> (kubernetes)`.
+ */
+export function tierRows(dockerTiers: readonly string[], kubernetesTiers: readonly string[]): TierRow[] {
+  const kubernetes = SANDBOX_BACKENDS.find((b) => b.name === 'kubernetes');
+  return [
+    ...dockerTiers.map((t): TierRow => [t, t, undefined]),
+    ...(kubernetes ? kubernetesTiers.map((t): TierRow => [`${t} (kubernetes)`, t, kubernetes]) : []),
+  ];
+}

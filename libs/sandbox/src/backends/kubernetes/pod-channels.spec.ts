@@ -2,42 +2,11 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { RunnerConnection } from '../../core/runner/runner-connection';
+import { runnerWire } from '../../../test/runner-wire';
 import type { CallChannel, SessionEgressAccess } from '../../core/sandbox.types';
 import { PodChannels } from './pod-channels';
 
-/** A runner connection whose runner is this test: what the engine sent, and a way to answer. */
-function wire() {
-  const toRunner = new PassThrough();
-  const fromRunner = new PassThrough();
-  let close!: () => void;
-  const closed = new Promise<void>((resolve) => (close = resolve));
-  const sent: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  toRunner.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop()!;
-    for (const line of lines) sent.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  const connection = new RunnerConnection({
-    stdin: toRunner,
-    stdout: fromRunner,
-    closed,
-    close: () => close(),
-  });
-  const reply = (message: Record<string, unknown>) => fromRunner.write(`${JSON.stringify(message)}\n`);
-  const until = async (match: (m: Record<string, unknown>) => boolean) => {
-    for (let i = 0; i < 500; i++) {
-      const found = sent.find(match);
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 2));
-    }
-    throw new Error(`the engine never sent it; it sent ${JSON.stringify(sent)}`);
-  };
-  return { connection, sent, reply, until, close };
-}
+const wire = () => runnerWire();
 
 /** A host socket like the session's proxy or a skill's channel: records what each connection sends, answers `answer`. */
 function hostServer(socketPath: string, answer: string) {

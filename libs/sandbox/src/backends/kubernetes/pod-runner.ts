@@ -1,6 +1,7 @@
 import type { Clock } from '@switchyard/common';
 import {
   RunnerConnection,
+  type RunnerConnectionOptions,
   RunnerProtocolError,
   type RunnerHello,
   type RunnerPong,
@@ -62,6 +63,22 @@ export function runnerStatus(pod: PodInfo | undefined): ContainerStatusInfo | un
   return pod?.containers.find((c) => c.name === RUNNER_CONTAINER);
 }
 
+/** The runner container's attach as a `RunnerConnection`, with the tail of its stderr (`STDERR_TAIL_BYTES`). */
+async function attachStreams(client: KubeClient, podName: string, options?: RunnerConnectionOptions) {
+  const streams = await client.attach(podName, RUNNER_CONTAINER);
+  let stderr = '';
+  streams.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+  });
+  streams.stdout.on('error', () => undefined);
+  streams.stderr.on('error', () => undefined);
+  const connection = new RunnerConnection(
+    { stdin: streams.stdin, stdout: streams.stdout, closed: streams.closed, close: () => streams.close() },
+    options,
+  );
+  return { streams, connection, stderr: () => stderr };
+}
+
 /**
  * Attaches to a pod's runner, wakes it if it waits in the entry point, and pings it. Sending the wake byte and a ping
  * at once tells both cases apart without a round trip of its own: a woken runner greets before it reads the ping,
@@ -74,19 +91,7 @@ export async function attachRunner(
   options: AttachOptions,
   clock: Clock,
 ): Promise<PodRunner> {
-  const streams = await client.attach(podName, RUNNER_CONTAINER);
-  let stderr = '';
-  streams.stderr.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
-  });
-  streams.stdout.on('error', () => undefined);
-  streams.stderr.on('error', () => undefined);
-  const connection = new RunnerConnection({
-    stdin: streams.stdin,
-    stdout: streams.stdout,
-    closed: streams.closed,
-    close: () => streams.close(),
-  });
+  const { streams, connection, stderr: tail } = await attachStreams(client, podName);
   const runner: { current?: PodRunner; oomSeen: boolean } = { oomSeen: false };
   connection.onEvent((event) => {
     if (event.ev === 'kernel_exit' && event.oomKilled) {
@@ -110,13 +115,13 @@ export async function attachRunner(
       fresh,
       [String(pong.workspace[0]), String(pong.workspace[1])],
       options.containerId,
-      () => stderr,
+      tail,
     );
     runner.current.oomSeen = runner.oomSeen;
     return runner.current;
   } catch (err) {
     connection.close();
-    const detail = stderr.trim() ? ` (runner stderr: ${stderr.trim().slice(-300)})` : '';
+    const detail = tail().trim() ? ` (runner stderr: ${tail().trim().slice(-300)})` : '';
     const waited = Math.round(clock.monotonic() - started);
     throw new KubeApiError(
       'KUBE_STREAM',
@@ -150,17 +155,7 @@ export async function reattachRunner(
   options: AttachOptions,
   clock: Clock,
 ): Promise<ReattachedRunner> {
-  const streams = await client.attach(podName, RUNNER_CONTAINER);
-  let stderr = '';
-  streams.stderr.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
-  });
-  streams.stdout.on('error', () => undefined);
-  streams.stderr.on('error', () => undefined);
-  const connection = new RunnerConnection(
-    { stdin: streams.stdin, stdout: streams.stdout, closed: streams.closed, close: () => streams.close() },
-    { resync: true },
-  );
+  const { connection, stderr: tail } = await attachStreams(client, podName, { resync: true });
   const holder: { current?: PodRunner } = {};
   connection.onEvent((event) => {
     if (event.ev === 'kernel_exit' && event.oomKilled && holder.current) holder.current.oomSeen = true;
@@ -177,12 +172,12 @@ export async function reattachRunner(
       false,
       [String(state.workspace[0]), String(state.workspace[1])],
       options.containerId,
-      () => stderr,
+      tail,
     );
     return { runner: holder.current, state };
   } catch (err) {
     connection.close();
-    const detail = stderr.trim() ? ` (runner stderr: ${stderr.trim().slice(-300)})` : '';
+    const detail = tail().trim() ? ` (runner stderr: ${tail().trim().slice(-300)})` : '';
     const waited = Math.round(clock.monotonic() - started);
     throw new KubeApiError(
       'KUBE_STREAM',

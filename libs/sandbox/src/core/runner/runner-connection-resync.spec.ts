@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { runnerWire } from '../../../test/runner-wire';
 import {
   RUNNER_PROTOCOL,
   RunnerConnection,
@@ -6,28 +7,8 @@ import {
   RunnerTimeoutError,
 } from './runner-connection';
 
-/** A connection made to resync, what the engine wrote (non-empty lines), and a way to write as the runner. */
-function wire() {
-  const toRunner = new PassThrough();
-  const fromRunner = new PassThrough();
-  let close!: () => void;
-  const closed = new Promise<void>((resolve) => (close = resolve));
-  const sent: Array<Record<string, unknown>> = [];
-  let raw = '';
-  toRunner.on('data', (chunk: Buffer) => {
-    raw += chunk.toString('utf8');
-    const lines = raw.split('\n');
-    raw = lines.pop()!;
-    for (const line of lines) if (line) sent.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  const connection = new RunnerConnection(
-    { stdin: toRunner, stdout: fromRunner, closed, close: () => close() },
-    { resync: true },
-  );
-  const write = (text: string) => fromRunner.write(text);
-  const settle = () => new Promise((r) => setImmediate(r));
-  return { connection, sent, write, settle, toRunner };
-}
+/** A connection made to resync. */
+const wire = () => runnerWire({ resync: true });
 
 const resynced = (nonce: unknown, extra: Record<string, unknown> = {}) =>
   `${JSON.stringify({

@@ -1,38 +1,14 @@
-import { PassThrough } from 'node:stream';
+import { runnerWire } from '../../../test/runner-wire';
 import { RUNNER_EXIT_OK } from '../../../test/runner-exit';
 import {
   RUNNER_PROTOCOL,
-  RunnerConnection,
   RunnerGoneError,
   RunnerProtocolError,
   RunnerRefusedError,
   RunnerTimeoutError,
 } from './runner-connection';
 
-/** Both ends of a runner connection: what the engine wrote, and a way to answer as the runner. */
-function wire() {
-  const toRunner = new PassThrough();
-  const fromRunner = new PassThrough();
-  let close!: () => void;
-  const closed = new Promise<void>((resolve) => (close = resolve));
-  const sent: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  toRunner.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop()!;
-    for (const line of lines) sent.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  const connection = new RunnerConnection({
-    stdin: toRunner,
-    stdout: fromRunner,
-    closed,
-    close: () => close(),
-  });
-  const reply = (message: Record<string, unknown>) => fromRunner.write(`${JSON.stringify(message)}\n`);
-  const settle = () => new Promise((r) => setImmediate(r));
-  return { connection, sent, reply, fromRunner, close, settle };
-}
+const wire = () => runnerWire();
 
 const EXIT = RUNNER_EXIT_OK;
 
