@@ -6,7 +6,14 @@ import { EngineHarness } from '../support/engine-harness';
 
 const DOCKER_ENGINE = path.join(__dirname, '..', '..', 'scripts', 'docker-engine.sh');
 const dockerEngine = (command: 'start' | 'stop'): void => {
-  execFileSync('bash', [DOCKER_ENGINE, command], { stdio: 'ignore', timeout: 90_000 });
+  const said = execFileSync('bash', [DOCKER_ENGINE, command], { encoding: 'utf8', timeout: 90_000 });
+  // The script stops only the dockerd it started (its pid file): one started otherwise (another checkout's) stays.
+  if (command === 'stop' && said.includes('no dockerd started by this script')) {
+    throw new Error(
+      "this checkout's scripts/docker-engine.sh did not start the running dockerd, so it cannot stop it: stop that " +
+        'one (bash <its checkout>/scripts/docker-engine.sh stop) and start one here (bash scripts/docker-engine.sh)',
+    );
+  }
 };
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
