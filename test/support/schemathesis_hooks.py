@@ -310,6 +310,9 @@ def filter_failure(ctx, failure, case, response):
         return not (case.operation.path.endswith("/files/archive") and error.get("code") == "ARCHIVE_INVALID")
     if case.operation.path.endswith("/fork") and error.get("code") == "CHECKPOINT_NOT_FOUND":
         return False
+    # A new session has no browser tab to look at until a browser action opens one: that 404 names it.
+    if case.operation.path.endswith("/browser/view") and error.get("code") == "NO_BROWSER":
+        return False
     return not _names_body_fields(error.get("fields"), case.body)
 
 
