@@ -529,6 +529,10 @@ describe('the OpenAPI document, checked by outside tools against the running eng
     const seconds = Math.round((Date.now() - started) / 1000);
     keep(`${name}.txt`, printed(r));
     if (existsSync(junitFile)) keep(`${name}-junit.xml`, readFileSync(junitFile, 'utf8'));
+    if (r.signal === 'SIGKILL') {
+      // Its report is cut short then (or empty): say what happened, not that the JSON is malformed.
+      throw new Error(`Schemathesis did not finish within ${seconds} s and was killed:\n${printed(r)}`);
+    }
     if (!existsSync(reportFile)) {
       throw new Error(`Schemathesis wrote no report (after ${seconds} s):\n${printed(r)}`);
     }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import { EngineHarness } from '../support/engine-harness';
+import { TerminalClient } from '../support/terminal-client';
 import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 
 jest.setTimeout(120_000);
@@ -165,6 +166,51 @@ describe.each(SANDBOX_BACKENDS.filter((b) => b.name === 'kubernetes').map((b) =>
         ws.close();
         const closedPort = await fetch(`${engine.baseUrl}/v1/sessions/${sid}/ports/8001/`);
         expect(closedPort.status).toBe(502);
+        await engine.request('DELETE', `/v1/sessions/${sid}`);
+      });
+
+      it('opens a terminal in the session pod: its home, a server of the session, Ctrl-C, the end recorded', async () => {
+        const sid = await engine.createSession();
+        const server = await engine.action(sid, {
+          type: 'process',
+          op: 'start',
+          name: 'web',
+          command: 'python3 -u -m http.server 8010 --bind 127.0.0.1',
+        });
+        expect(server).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+        const opened = await engine.request('POST', `/v1/sessions/${sid}/terminals`, { cols: 100, rows: 30 });
+        expect(opened.status).toBe(201);
+        expect(opened.body).toMatchObject({ status: 'open', tier: 'pooled', cols: 100, rows: 30 });
+        const client = await TerminalClient.connect(
+          `${engine.baseUrl.replace(/^http/, 'ws')}${opened.body.wsPath}`,
+          { cols: 100, rows: 30 },
+        );
+        client.type('echo home=$HOME cols=$(tput cols)\r');
+        await client.untilLine(/^home=\/workspace\/\.home cols=100$/);
+        client.type(
+          `curl -sS -o /dev/null -w 'http=%{http_code}\\n' --retry 30 --retry-connrefused --retry-delay 0 ` +
+            `--max-time 20 http://127.0.0.1:8010/\r`,
+        );
+        await client.untilLine(/^http=200$/);
+        client.type('sleep 300\r');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        client.type('\x03');
+        client.type('echo after-$((6*7))\r');
+        await client.untilLine(/^after-42$/);
+        client.type('exit 3\r');
+        expect(await client.closed).toEqual({ code: 1000, reason: 'exit code 3' });
+        const info = await engine.request('GET', `/v1/sessions/${sid}/terminals/${opened.body.id}`);
+        expect(info.body).toMatchObject({ status: 'closed', exitCode: 3, endReason: 'exited' });
+        const deadline = Date.now() + 15_000;
+        let ends: any[] = [];
+        while (ends.length === 0 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          const listed = await engine.request('GET', `/v1/sessions/${sid}/actions?limit=100`);
+          ends = (listed.body.actions as any[]).filter(
+            (a) => a.type === 'terminal' && a.inputSummary.startsWith('close '),
+          );
+        }
+        expect(ends.map((a) => a.status)).toEqual(['succeeded']);
         await engine.request('DELETE', `/v1/sessions/${sid}`);
       });
     });

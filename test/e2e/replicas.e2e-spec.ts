@@ -20,6 +20,7 @@ import { neo4jEnv } from '../support/neo4j-graph';
 import { dropDatabase, freshDatabase } from '../support/postgres';
 import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
 import { SseClient } from '../support/sse-client';
+import { TerminalClient } from '../support/terminal-client';
 
 jest.setTimeout(600_000);
 
@@ -307,6 +308,36 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
     expect(back).toBe('through B');
     ws.close();
     expect((await b.call('GET', `/v1/sessions/${sid}/ports/8000/`, undefined, {}, ADMIN)).status).toBe(404);
+  });
+
+  it('a terminal of a session on A is opened, typed into and closed through B', async () => {
+    const sid = await a.session();
+    const auth = { authorization: `Bearer ${KEY}` };
+    const opened = await b.call('POST', `/v1/sessions/${sid}/terminals`, { cols: 90, rows: 25 });
+    expect([opened.status, opened.body.status, opened.body.cols]).toEqual([201, 'open', 90]);
+    const client = await TerminalClient.connect(`${b.url.replace(/^http/, 'ws')}${opened.body.wsPath}`, {
+      headers: auth,
+      cols: 90,
+      rows: 25,
+    });
+    client.type('echo via-b-$((40+2)) cols=$(tput cols)\r');
+    await client.untilLine(/^via-b-42 cols=90$/);
+    // A reconnect through A sees what was typed through B (one terminal, on the session's replica).
+    const again = await TerminalClient.connect(`${a.url.replace(/^http/, 'ws')}${opened.body.wsPath}`, {
+      headers: auth,
+      cols: 90,
+      rows: 25,
+    });
+    await again.untilLine(/^via-b-42 cols=90$/);
+    await again.close();
+    expect((await b.call('GET', `/v1/sessions/${sid}/terminals`)).body.terminals).toEqual([
+      expect.objectContaining({ id: opened.body.id, status: 'open' }),
+    ]);
+    expect((await b.call('DELETE', `/v1/sessions/${sid}/terminals/${opened.body.id}`)).status).toBe(200);
+    expect((await client.closed).code).toBe(1000);
+    expect((await a.call('GET', `/v1/sessions/${sid}/terminals/${opened.body.id}`)).body.status).toBe(
+      'closed',
+    );
   });
 
   it('a plan started on A is seen over SSE on B, in order; Last-Event-ID resumes on the other replica', async () => {

@@ -16,6 +16,7 @@ describe('terminals', () => {
   const KEY = 'terminals-test-key-a';
   const OTHER_KEY = 'terminals-test-key-b';
   const MAX_TERMINALS = 3;
+  const IDLE_SECONDS = 6;
   let engine: EngineHarness;
   const wsUrl = (path: string): string => `${engine.baseUrl.replace(/^http/, 'ws')}${path}`;
   const bearer = { authorization: `Bearer ${KEY}` };
@@ -25,6 +26,8 @@ describe('terminals', () => {
       await EngineHarness.start({
         SWITCHYARD_API_KEYS: `${KEY},${OTHER_KEY}`,
         SWITCHYARD_MAX_TERMINALS_PER_SESSION: String(MAX_TERMINALS),
+        // Short, so that the idle close is seen here; every other test keeps a client attached or output flowing.
+        SWITCHYARD_TERMINAL_IDLE_SECONDS: String(IDLE_SECONDS),
       })
     ).as(KEY);
   });
@@ -181,9 +184,18 @@ describe('terminals', () => {
         'd = os.path.join(site.getusersitepackages(), "terminal_pkg")\n' +
         'os.makedirs(d, exist_ok=True)\n' +
         'open(os.path.join(d, "__init__.py"), "w").write("VALUE = 6 * 7\\n")\n' +
-        'print("installed")\n',
+        // A command installed for the user (as `pip install --user` puts one in ~/.local/bin).
+        'b = os.path.expanduser("~/.local/bin")\n' +
+        'os.makedirs(b, exist_ok=True)\n' +
+        'open(os.path.join(b, "hello-cmd"), "w").write("#!/bin/sh\\necho hello from the cmd\\n")\n' +
+        'os.chmod(os.path.join(b, "hello-cmd"), 0o755)\n' +
+        'print("installed", os.environ["PATH"])\n',
     });
-    expect(installed).toMatchObject({ status: 'succeeded', stdout: 'installed\n' });
+    expect(installed).toMatchObject({
+      status: 'succeeded',
+      stdout: expect.stringMatching(/^installed \S+\n$/),
+    });
+    const actionPath = (installed.stdout as string).trim().split(' ')[1];
     const port = 21_000 + Math.floor(Math.random() * 20_000);
     const server = await engine.action(sid, {
       type: 'process',
@@ -198,12 +210,44 @@ describe('terminals', () => {
     await client.untilLine(/^home=\/workspace\/\.home term=xterm-256color$/);
     client.type(`python3 -c 'import terminal_pkg; print("pkg", terminal_pkg.VALUE)'\r`);
     await client.untilLine(/^pkg 42$/);
+    // The shell reads a login shell's files, yet its PATH is the session's: what the action installed is found.
+    client.type('echo "path=$PATH"; hello-cmd\r');
+    await client.untilLine(/^hello from the cmd$/);
+    // (The line is longer than the screen is wide: joined again where it wrapped.)
+    expect(client.text().replace(/\n/g, '')).toContain(`path=${actionPath}hello from the cmd`);
     client.type(
       `curl -sS -o /dev/null -w 'http=%{http_code}\\n' --retry 30 --retry-connrefused --retry-delay 0 ` +
         `--max-time 20 http://127.0.0.1:${port}/\r`,
     );
     await client.untilLine(/^http=200$/);
     await client.close();
+  });
+
+  it('closes a terminal left with no client and no output once the idle time has passed, and records why', async () => {
+    const sid = await engine.createSession();
+    const { id, client } = await shell(sid);
+    await client.close();
+    const left = Date.now();
+    // Still open while idle for less than the setting (the clock starts when the last client leaves).
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect((await engine.request('GET', `/v1/sessions/${sid}/terminals/${id}`)).body).toMatchObject({
+      status: 'open',
+      clients: 0,
+    });
+    const info = await eventually(async () => {
+      const res = await engine.request('GET', `/v1/sessions/${sid}/terminals/${id}`);
+      return res.body.status === 'closed' ? res.body : undefined;
+    }, 'the idle terminal closed');
+    expect(info).toMatchObject({ status: 'closed', endReason: 'idle' });
+    // Closed after the idle time, and at most a quarter of it (the sweep's period) plus polling late.
+    expect(Date.now() - left).toBeGreaterThanOrEqual(IDLE_SECONDS * 1000);
+    expect(Date.now() - left).toBeLessThan(IDLE_SECONDS * 1000 * 1.25 + 2000);
+    const close = await eventually(async () => {
+      const list = await terminalActions(sid);
+      return list.find((a) => a.inputSummary.startsWith('close '));
+    }, 'the idle close recorded');
+    const detail = await engine.request('GET', `/v1/sessions/${sid}/actions/${close.id}`);
+    expect(detail.body.input).toMatchObject({ op: 'close', terminalId: id, reason: 'idle' });
   });
 
   it('closes the socket with code 1000 and the exit status when the shell exits, and records the end', async () => {

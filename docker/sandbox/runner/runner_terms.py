@@ -1,10 +1,11 @@
-"""Terminals (protocol 5): a login shell, or one command, on a pseudo-terminal, driven by the engine.
+"""Terminals (protocol 5): a shell, or one command, on a pseudo-terminal, driven by the engine.
 
-`term_open` makes a PTY of the asked size, and starts `/bin/bash -l` (or `/bin/bash --noprofile --norc -c <command>`)
-on its slave side as a new session whose controlling terminal it is, in a directory of the checked workspace, with
-exactly the request's environment and the sandbox's niceness and oom_score_adj (as background processes are started).
-What it writes goes out as `tout` events; `term_write` types into it (^C is the byte 0x03: the line discipline turns
-it into SIGINT for the foreground job), `term_resize` sets the window size (the kernel sends SIGWINCH). A terminal
+`term_open` makes a PTY of the asked size, and starts an interactive bash that reads what a login bash reads, with
+the session's PATH kept (terminal_profile.sh), or `/bin/bash --noprofile --norc -c <command>`, on its slave side as a
+new session whose controlling terminal it is, in a directory of the checked workspace, with exactly the request's
+environment and the sandbox's niceness and oom_score_adj (as background processes are started). What it writes goes
+out as `tout` events; `term_write` types into it (^C is the byte 0x03: the line discipline turns it into SIGINT for
+the foreground job), `term_resize` sets the window size (the kernel sends SIGWINCH). A terminal
 ends with its shell: whatever else still runs in its tree or holds its terminal is killed, its output is read to the
 end, then `texit`. `term_close` hangs it up (SIGHUP to the shell's process group and the foreground job's), and kills
 its tree a second later if it is still there.
@@ -34,6 +35,7 @@ from runner_spawn import (
 from runner_trees import kill_tree, send
 
 MAX_TERMS = 16
+TERMINAL_PROFILE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "terminal_profile.sh")
 # A term_write is acknowledged once what is queued towards the terminal is below this (the engine awaits acks).
 WINDOW = 1 << 20
 MAX_WRITE_BYTES = 1 << 20
@@ -101,7 +103,10 @@ class Terminals:
             cwd_fd = open_cwd(request.get("cwd"))
         finally:
             os.close(workspace_fd)
-        argv = [BASH, "-l"] if command is None else [BASH, "--noprofile", "--norc", "-c", command]
+        if command is None:
+            argv = [BASH, "--rcfile", TERMINAL_PROFILE, "-i"]
+        else:
+            argv = [BASH, "--noprofile", "--norc", "-c", command]
         term = Term(term_id)
         try:
             master, slave = os.openpty()

@@ -221,7 +221,7 @@ export interface TermOpenRequest {
   cwd: string;
   /** As in a run: the runner refuses (code `workspace`) unless /workspace is this directory. */
   workspace: [dev: string, ino: string];
-  /** Run by `/bin/bash --noprofile --norc -c` instead of a login shell (`/bin/bash -l`). */
+  /** Run by `/bin/bash --noprofile --norc -c` instead of a shell that reads a login shell's files (terminal_profile.sh). */
   command?: string;
 }
 
