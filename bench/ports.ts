@@ -9,6 +9,8 @@
  *   - docker exec curl: `docker exec <container> curl -s http://127.0.0.1:8000/`, the way one reaches it by hand;
  *   - loopback in the container: a Python client inside the container (started once with `docker exec -i`) timing its
  *     own `GET /` over a new connection per request: the floor, what the server costs with no proxy at all.
+ *   - a bare Node reverse proxy in the container (port 8001, no authentication, record or runner), asked over a
+ *     kept-alive connection: what one more process hop costs here, the least any proxy can add to the floor;
  *   - the tunnel alone: `SessionPorts.connect` in the engine's process and one HTTP/1.1 exchange written on the
  *     stream by hand, without the proxy's HTTP handling, authentication or recording: what the runner's tunnel costs;
  *   - WebSocket echo: one small message to the server's `/ws` and back, through the proxy vs the same client loop
@@ -31,6 +33,8 @@ import { median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const PORT = 8000;
+/** The bare proxy's port (see MINIMAL_PROXY). */
+const HOP_PORT = 8001;
 const TARGET = 1.2;
 
 /** Inside the container: one timed sample per stdin line, `get` (a new connection each) or `ws` (one socket). */
@@ -62,14 +66,38 @@ def echo():
         got += ws.recv(64)
     assert got[2:6] == b'ping', got
     return (time.perf_counter() - t) * 1000
+hop_conn = None
+def hop():
+    global hop_conn
+    if hop_conn is None:
+        hop_conn = http.client.HTTPConnection('127.0.0.1', ${HOP_PORT})
+    t = time.perf_counter()
+    hop_conn.request('GET', '/')
+    body = hop_conn.getresponse().read()
+    assert body == b'hello from the session\\n', body
+    return (time.perf_counter() - t) * 1000
 print('ready', flush=True)
 for line in sys.stdin:
-    print(get() if line.strip() == 'get' else echo(), flush=True)
+    kind = line.strip()
+    print(get() if kind == 'get' else hop() if kind == 'hop' else echo(), flush=True)
 `;
+
+/**
+ * The least any proxy can cost here: a bare Node reverse proxy in the container (no authentication, no record, no
+ * runner), one new connection to the server per request as the engine makes, asked over a kept-alive connection as
+ * the engine is. Its ratio to the loopback floor is what one more process hop costs on this machine.
+ */
+const MINIMAL_PROXY =
+  `const http = require('node:http');` +
+  `http.createServer((req, res) => {` +
+  `  const up = http.request({ host: '127.0.0.1', port: ${PORT}, path: req.url, method: req.method,` +
+  `    headers: req.headers, agent: false }, (a) => { res.writeHead(a.statusCode, a.headers); a.pipe(res); });` +
+  `  req.pipe(up);` +
+  `}).listen(${HOP_PORT}, '127.0.0.1');`;
 
 async function rawSide(
   container: string,
-): Promise<{ sample(kind: 'get' | 'ws'): Promise<number>; close(): void }> {
+): Promise<{ sample(kind: 'get' | 'hop' | 'ws'): Promise<number>; close(): void }> {
   const driver = spawn('docker', ['exec', '-i', container, 'python3', '-u', '-c', RAW_DRIVER], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -252,13 +280,19 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
       command: `python3 -u ports_app.py ${PORT}`,
     });
     if (started.tier !== 'pooled') throw new Error(`bench: server not started: ${JSON.stringify(started)}`);
+    const hopStarted = await engine.call('POST', `/v1/sessions/${sid}/actions`, {
+      type: 'process',
+      op: 'start',
+      command: `node -e ${JSON.stringify(MINIMAL_PROXY)}`,
+    });
+    if (hopStarted.tier !== 'pooled') throw new Error(`bench: minimal proxy: ${JSON.stringify(hopStarted)}`);
     await until(
-      async () =>
-        ((await engine.call('GET', `/v1/sessions/${sid}/ports`)).ports as Array<{ port: number }>).some(
-          (p) => p.port === PORT,
-        ),
+      async () => {
+        const open = (await engine.call('GET', `/v1/sessions/${sid}/ports`)).ports as Array<{ port: number }>;
+        return [PORT, HOP_PORT].every((port) => open.some((p) => p.port === port));
+      },
       30_000,
-      'the server listening',
+      'the server and the minimal proxy listening',
       50,
     );
     const base = (engine.app.getHttpServer() as { address(): { port: number } }).address().port;
@@ -272,6 +306,7 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
       inProcess: [] as number[],
       curl: [] as number[],
       loopback: [] as number[],
+      hop: [] as number[],
       tunnel: [] as number[],
     };
     // docker exec costs tens of ms: fewer of those, spread through the run.
@@ -280,18 +315,21 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
       const p = await caller.sample(0);
       const q = await proxiedGet(agent, url);
       const l = await raw.sample('get');
+      const h = await raw.sample('hop');
       const t = await tunnelGet(ports, sid);
       const c = i % curlEvery === 0 ? await dockerCurl(container) : undefined;
       if (i < 10) continue; // warm-up: the engine's and the driver's first requests
       times.proxied.push(p);
       times.inProcess.push(q);
       times.loopback.push(l);
+      times.hop.push(h);
       times.tunnel.push(t);
       if (c !== undefined) times.curl.push(c);
     }
     agent.destroy();
     caller.close();
     console.log(line('loopback in the container (python client)', times.loopback));
+    console.log(line('a bare Node proxy in the container', times.hop));
     console.log(line('docker exec curl', times.curl));
     console.log(line('the tunnel alone (SessionPorts, no proxy)', times.tunnel));
     console.log(line('proxied through the engine', times.proxied));
@@ -299,6 +337,8 @@ export async function benchPorts(options: { runs: number }): Promise<void> {
     ratios(times.proxied, times.loopback, 'proxied / loopback', TARGET);
     ratios(times.proxied, times.curl, 'proxied / docker exec curl');
     ratios(times.tunnel, times.loopback, 'tunnel alone / loopback');
+    ratios(times.hop, times.loopback, 'bare Node proxy / loopback (any proxy hop)');
+    ratios(times.proxied, times.hop, 'proxied / bare Node proxy');
 
     console.log('  WebSocket echo round trip (4 bytes), proxied vs the same in the container:');
     const ws = await proxiedSocket(`ws://127.0.0.1:${base}/v1/sessions/${sid}/ports/${PORT}/ws`);
