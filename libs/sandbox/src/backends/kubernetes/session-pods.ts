@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
+import { callingAction } from '../../core/call-scope';
 import { engineDeadHere } from '../../core/engine-instance';
 import { PoolExhaustedError, RunnerLostError } from '../../core/pooled.errors';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../../core/sandbox.errors';
@@ -113,10 +114,36 @@ export class SessionPods {
     return next.finally(() => pod.busy--);
   }
 
+  /**
+   * `fn` with the pod's workspace as a target: serialised with everything else done in the pod, unless the calling
+   * action's own run holds the pod (`callingAction`, `holding`): a skill's file tool or nested skill then runs at
+   * once, beside that run and nested in it, in the workspace that run sees (a one-off pod's copy for a one-off run).
+   * Queued, it would wait for the run that waits for it.
+   */
+  withPod<T>(pod: SessionPod, fn: (target: RunTarget) => Promise<T>): Promise<T> {
+    const held = heldTarget(pod);
+    if (held) return fn(held);
+    return this.serialise(pod, () => fn(this.target(pod)));
+  }
+
+  /**
+   * `fn` (a run of action `actionId` that may make calls: a job with a call channel), holding the pod with `target`'s
+   * workspace: the action's calls come in beside it (`withPod`) until `fn` settles. The caller already holds the pod
+   * (`serialise`, or `withPod` for a nested skill).
+   */
+  async holding<T>(pod: SessionPod, actionId: string, target: RunTarget, fn: () => Promise<T>): Promise<T> {
+    pod.holds.set(actionId, target);
+    try {
+      return await fn();
+    } finally {
+      if (pod.holds.get(actionId) === target) pod.holds.delete(actionId);
+    }
+  }
+
   /** A fresh run through the session's runner, with raw output; serialised with the session's runs. */
   async runInPod(sessionId: string, request: RunInPodRequest): Promise<RunInPodResult> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.runs.runRaw(this.target(pod), request));
+    return this.withPod(pod, (target) => this.runs.runRaw(target, request));
   }
 
   /**
@@ -130,6 +157,9 @@ export class SessionPods {
     options: { afterRun?: boolean } = {},
   ): Promise<Record<string, unknown>> {
     const pod = await this.podFor(sessionId);
+    // A call's snapshot (a nested skill's code action): the workspace the calling run sees, walked now.
+    const held = heldTarget(pod);
+    if (held) return this.runs.snapshot(held, bounds, timeoutMs);
     const walked = pod.walked;
     pod.walked = undefined;
     // The walk the runner took as the run ended, sent with its exit, when nothing has run in the pod since.
@@ -169,7 +199,7 @@ export class SessionPods {
   /** The session's /workspace as a tar archive (see `workspace-tar.ts`: untrusted content). */
   async tarOut(sessionId: string): Promise<Buffer> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.tarOutLocked(pod));
+    return this.withPod(pod, (target) => this.tarOutFrom(target));
   }
 
   /**
@@ -178,18 +208,18 @@ export class SessionPods {
    */
   async tarIn(sessionId: string, tar: Buffer, options: TarInOptions): Promise<void> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.tarInLocked(pod, tar, options));
+    return this.withPod(pod, (target) => this.tarInTo(target, tar, options));
   }
 
-  /** `tarOut` for a caller already inside `serialise`. */
-  tarOutLocked(pod: SessionPod): Promise<Buffer> {
+  /** `tarOut` of a target a caller holds (`withPod`). */
+  tarOutFrom(target: RunTarget): Promise<Buffer> {
     const limits = this.options.limits.pooled;
-    return tarOut(this.client, this.tarTarget(pod), { maxBytes: limits.workspaceBytes + 64 * 2 ** 20 });
+    return tarOut(this.client, this.tarTarget(target), { maxBytes: limits.workspaceBytes + 64 * 2 ** 20 });
   }
 
-  /** `tarIn` for a caller already inside `serialise`. */
-  tarInLocked(pod: SessionPod, tar: Buffer, options: TarInOptions): Promise<void> {
-    return tarIn(this.client, this.tarTarget(pod), tar, options);
+  /** `tarIn` into a target a caller holds (`withPod`). */
+  tarInTo(target: RunTarget, tar: Buffer, options: TarInOptions): Promise<void> {
+    return tarIn(this.client, this.tarTarget(target), tar, options);
   }
 
   /** The pod as the target of a run: its current runner, and what a failure does to the session. */
@@ -384,8 +414,8 @@ export class SessionPods {
     );
   }
 
-  private tarTarget(pod: SessionPod) {
-    return { podName: pod.name, raw: (r: RawRunRequest) => this.runs.runRaw(this.target(pod), r) };
+  private tarTarget(target: RunTarget) {
+    return { podName: target.podName, raw: (r: RawRunRequest) => this.runs.runRaw(target, r) };
   }
 
   private async claim(sessionId: string, image: string | undefined, adopt: boolean): Promise<SessionPod> {
@@ -528,4 +558,16 @@ export class SessionPods {
       );
     });
   }
+}
+
+/**
+ * The target the calling action's own run holds the pod with, for runs nested in that run (no walk of their own: the
+ * holding run's walk after it sees their changes), or none: not a call, or its caller holds no run here.
+ */
+function heldTarget(pod: SessionPod): RunTarget | undefined {
+  const caller = callingAction();
+  const held = caller === undefined ? undefined : pod.holds.get(caller);
+  if (!held) return undefined;
+  const { walkAfter: _walkAfter, walked: _walked, ...rest } = held;
+  return { ...rest, nested: true };
 }
