@@ -1,5 +1,4 @@
 import type { PodRunner } from './pod-runner';
-import type { RunTarget } from './pod-runs';
 
 /**
  * A session's pod while the session holds it: the pod (and its `/workspace` emptyDir) lives as long as the session;
@@ -23,12 +22,6 @@ export class SessionPod {
    * bounds: the code action's snapshot after its run, unless something else ran in the pod since.
    */
   walked?: { answer: Record<string, unknown>; op: number; bounds: string };
-  /**
-   * Runs under way that hold the pod and may make calls (a skill's body: a job with a call channel), by action id:
-   * the workspace that run sees (this pod's, or a one-off pod's copy of it). Its calls are served there, beside it
-   * (`SessionPods.withPod`).
-   */
-  readonly holds = new Map<string, RunTarget>();
   /** Kernels and background processes of the session use the runner (for stats; the pod is never idled out). */
   pins = 0;
   released = false;

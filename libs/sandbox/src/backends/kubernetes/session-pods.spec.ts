@@ -186,7 +186,7 @@ describe('SessionPods: the calls of a run that holds the pod', () => {
       expect.not.objectContaining({ nested: true }),
       expect.not.objectContaining({ nested: true }),
     ]);
-    expect(pod.holds.size).toBe(0);
+    expect(sessions.holdCount(pod)).toBe(0);
     await asCallOf('act_skill', () => sessions.runInPod('s1', raw));
     expect(ops('run')[4]).not.toHaveProperty('nested');
   });

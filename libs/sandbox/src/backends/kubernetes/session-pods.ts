@@ -1,6 +1,5 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
-import { callingAction } from '../../core/call-scope';
 import { engineDeadHere } from '../../core/engine-instance';
 import { PoolExhaustedError, RunnerLostError } from '../../core/pooled.errors';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../../core/sandbox.errors';
@@ -10,6 +9,7 @@ import { SessionPodError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import type { PodLauncher } from './pod-launcher';
 import { type AdoptedPod, PodAdoption } from './pod-adoption';
+import { PodHolds } from './pod-holds';
 import { attachRunner, runnerStatus } from './pod-runner';
 import { memoryWords, PodRuns, type RawRunRequest, type RawRunResult, type RunTarget } from './pod-runs';
 import { podName, sessionPodManifest, sessionPodSpecHash } from './pod-spec';
@@ -45,6 +45,8 @@ export interface SessionPodInfo {
 export class SessionPods {
   private readonly sessions = new Map<string, Promise<SessionPod>>();
   private readonly pods = new Map<string, SessionPod>();
+  /** Runs that hold a pod for their calls (a skill's body), and whose calls are served beside them. */
+  private readonly holds = new PodHolds();
   private claiming = 0;
   private closing = false;
   /** Replicas another replica declared dead whose session pods this engine takes over (`adoptFrom`). */
@@ -121,7 +123,7 @@ export class SessionPods {
    * Queued, it would wait for the run that waits for it.
    */
   withPod<T>(pod: SessionPod, fn: (target: RunTarget) => Promise<T>): Promise<T> {
-    const held = heldTarget(pod);
+    const held = this.holds.heldFor(pod);
     if (held) return fn(held);
     return this.serialise(pod, () => fn(this.target(pod)));
   }
@@ -131,13 +133,13 @@ export class SessionPods {
    * workspace: the action's calls come in beside it (`withPod`) until `fn` settles. The caller already holds the pod
    * (`serialise`, or `withPod` for a nested skill).
    */
-  async holding<T>(pod: SessionPod, actionId: string, target: RunTarget, fn: () => Promise<T>): Promise<T> {
-    pod.holds.set(actionId, target);
-    try {
-      return await fn();
-    } finally {
-      if (pod.holds.get(actionId) === target) pod.holds.delete(actionId);
-    }
+  holding<T>(pod: SessionPod, actionId: string, target: RunTarget, fn: () => Promise<T>): Promise<T> {
+    return this.holds.holding(pod, actionId, target, fn);
+  }
+
+  /** How many runs hold the pod for their calls (for tests). */
+  holdCount(pod: SessionPod): number {
+    return this.holds.count(pod);
   }
 
   /** A fresh run through the session's runner, with raw output; serialised with the session's runs. */
@@ -158,7 +160,7 @@ export class SessionPods {
   ): Promise<Record<string, unknown>> {
     const pod = await this.podFor(sessionId);
     // A call's snapshot (a nested skill's code action): the workspace the calling run sees, walked now.
-    const held = heldTarget(pod);
+    const held = this.holds.heldFor(pod);
     if (held) return this.runs.snapshot(held, bounds, timeoutMs);
     const walked = pod.walked;
     pod.walked = undefined;
@@ -558,16 +560,4 @@ export class SessionPods {
       );
     });
   }
-}
-
-/**
- * The target the calling action's own run holds the pod with, for runs nested in that run (no walk of their own: the
- * holding run's walk after it sees their changes), or none: not a call, or its caller holds no run here.
- */
-function heldTarget(pod: SessionPod): RunTarget | undefined {
-  const caller = callingAction();
-  const held = caller === undefined ? undefined : pod.holds.get(caller);
-  if (!held) return undefined;
-  const { walkAfter: _walkAfter, walked: _walked, ...rest } = held;
-  return { ...rest, nested: true };
 }
