@@ -5,11 +5,14 @@ import type { Driver } from 'neo4j-driver';
 import { holdTestNeo4j, neo4jTestServer } from '../../libs/context-graph/src/testing';
 import { EngineHarness } from '../support/engine-harness';
 import { compareStores, neo4jEnv, waitForGraph, withEngineStores } from '../support/neo4j-graph';
+import { SANDBOX_BACKENDS, type SandboxBackendUnderTest } from '../support/sandbox-backends';
 
 /**
  * Skills through the REST API, on both graph stores: tools made of other tools, loaded from a directory and added per
  * tenant, whose bodies run in the tier their risk picks and call tools and skills with ctx.call over their channel;
- * schemas checked both ways, the depth limit, the call tree in the graph, and policies that apply to them.
+ * schemas checked both ways, the depth limit, the call tree in the graph, and policies that apply to them. On every
+ * sandbox backend: on Kubernetes a skill's run holds the session pod and its calls (file tools, nested skills) run
+ * beside it, nested in it; a one-off skill's calls act on its one-off pod's copy of the workspace.
  */
 const server = neo4jTestServer();
 
@@ -106,14 +109,21 @@ function writeSkills(dir: string): void {
   );
 }
 
-function skillSuite(extraEnv: () => Record<string, string>, neo4j?: () => Driver): void {
+function skillSuite(
+  extraEnv: () => Record<string, string>,
+  neo4j?: () => Driver,
+  backend?: SandboxBackendUnderTest,
+): void {
   let engine: EngineHarness;
   let dir: string;
+  // Low-risk code runs in the session's pod on Kubernetes (its workspace is there): the tier is floored at pooled.
+  const lowTier = backend?.name === 'kubernetes' ? 'pooled' : 'subprocess';
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-skills-'));
     writeSkills(dir);
     engine = await EngineHarness.start({
+      ...(backend ? await backend.env() : {}),
       ...extraEnv(),
       SWITCHYARD_SKILLS_DIR: dir,
       SWITCHYARD_SKILL_MAX_DEPTH: '3',
@@ -164,7 +174,7 @@ function skillSuite(extraEnv: () => Record<string, string>, neo4j?: () => Driver
     const read = actions.find((a: any) => a.type === 'file' && a.calledBy);
     expect(countWords).toMatchObject({
       status: 'succeeded',
-      tier: 'subprocess',
+      tier: lowTier,
       calledBy: { actionId: r.id, depth: 1 },
     });
     expect(read).toMatchObject({ status: 'succeeded', calledBy: { actionId: countWords.id, depth: 2 } });
@@ -310,9 +320,14 @@ function skillSuite(extraEnv: () => Record<string, string>, neo4j?: () => Driver
   }
 }
 
-describe('skills (embedded graph)', () => {
-  skillSuite(() => ({}));
+describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))(
+  'skills (embedded graph, %s)',
+  (_name, backend) => {
+    skillSuite(() => ({}), undefined, backend);
+  },
+);
 
+describe('skills (examples)', () => {
   it('runs the example skills as docs/policies-and-skills.md shows them (examples/skills)', async () => {
     const engine = await EngineHarness.start({
       SWITCHYARD_SKILLS_DIR: path.join(__dirname, '..', '..', 'examples', 'skills'),

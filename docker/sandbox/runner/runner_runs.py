@@ -1,4 +1,4 @@
-"""Fresh runs (protocol 2's `run` and `kill`): one interpreter per action, one run at a time.
+"""Fresh runs (protocol 2's `run` and `kill`): one interpreter per action, one run at a time, and nested runs in it.
 
 Each run: the code is written to /run/switchyard/main.<ext> (the same path as in the subprocess tier), the
 interpreter starts in a new session in the checked workspace, with exactly the request's environment, RLIMIT_CPU
@@ -6,6 +6,11 @@ and the sandbox's niceness and oom_score_adj. Output is forwarded as it arrives 
 stream (the engine applies the exact caps and redaction; these are a backstop). When the interpreter exits, times
 out or is killed, every other process here is SIGKILLed except the trees of live kernels and background processes,
 so double forks, setsid and nohup leave nothing behind; files persist, processes do not.
+
+A nested run (`"nested": true`) is a run made on behalf of the fresh run under way (a skill's body calling a file tool
+or another skill: the engine sends it while the outer run holds the box). It runs beside the outer one, from a code
+file of its own, and its end kills only its own tree: the outer run's processes live on. It cannot outlive the outer
+run, whose end kills everything unprotected, nested runs included.
 """
 
 import base64
@@ -34,7 +39,7 @@ from runner_spawn import (
     string_env,
 )
 from runner_streams import Cap
-from runner_trees import kill_unprotected
+from runner_trees import kill_tree, kill_unprotected
 
 CODE_DIR = "/run/switchyard"
 CODE_FILES = {"python": "main.py", "node": "main.js", "bash": "main.sh"}
@@ -49,6 +54,8 @@ ARGV = {
 }
 # After the interpreter is gone and everything else killed, pipes close at once; this bounds a stuck read.
 DRAIN_SECONDS = 1.0
+# Nested runs under way at once (a skill's calls: the engine's channel allows 4 per body, bodies nest).
+MAX_NESTED = 16
 
 
 class Job:
@@ -85,20 +92,43 @@ class Job:
 
 
 class Runs:
-    """The fresh run, if one is going (or its walk after it, before its exit is sent)."""
+    """The fresh run, if one is going (or its walk after it, before its exit is sent), and the runs nested in it."""
+
+    # A session pod's runner leaves after an OOM that pinned its memory; a nested run leaves that to the outer one.
+    may_restart = True
 
     def __init__(self, runner):
         self.runner = runner
         self.job = None
         self.walking = None  # (exit message, Walk) of a run whose exit waits for its snapshot
+        self.inner = {}  # request id -> NestedRun under way
 
     @property
     def active(self):
-        return self.job is not None or self.walking is not None
+        return self.job is not None or self.walking is not None or bool(self.inner)
 
     def start(self, request):
+        if request.get("nested") is True:
+            return self.start_nested(request)
         if self.active:
             raise RequestError("busy", "busy: one run at a time")
+        self.begin(request)
+        return None
+
+    def start_nested(self, request):
+        outer = self.job
+        if outer is None or outer.returncode is not None:
+            raise RequestError("busy", "a nested run needs a fresh run under way to nest in")
+        if not isinstance(request.get("id"), int):
+            raise RequestError(None, "a nested run needs a numeric id")
+        if len(self.inner) >= MAX_NESTED or request.get("id") in self.inner:
+            raise RequestError("busy", "busy: at most %d nested runs at once" % MAX_NESTED)
+        inner = NestedRun(self.runner)
+        inner.begin(request)
+        if inner.job is not None:
+            self.inner[inner.job.id] = inner
+
+    def begin(self, request):
         job = Job(request)
         argv = ARGV.get(job.language)
         if argv is None:
@@ -116,11 +146,24 @@ class Runs:
     def kill(self, request):
         if self.job is not None and self.job.id == request.get("id"):
             self.stop("kill")
+        inner = self.inner.get(request.get("id"))
+        if inner is not None and inner.job is not None:
+            inner.stop("kill")
+
+    def code_file(self, job):
+        """Where the code goes, and the interpreter's argv for it."""
+        return os.path.join(CODE_DIR, CODE_FILES[job.language]), None
+
+    def cleanup(self, job):
+        """Whatever the code left running dies with it (kernels and processes excepted); how many were alive."""
+        return kill_unprotected(self.runner.protected())
 
     def launch(self, job, argv, workspace_fd):
         self.job = job
         try:
-            job.code_path = os.path.join(CODE_DIR, CODE_FILES[job.language])
+            job.code_path, own_argv = self.code_file(job)
+            if own_argv is not None:
+                argv = [argv[0]] + own_argv[1:]  # the interpreter the request named, if any
             fd = os.open(job.code_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(job.code)
@@ -200,19 +243,31 @@ class Runs:
         if job is None or job.returncode is not None:
             return
         job.returncode = code
-        # Whatever the code left running dies with it (kernels and processes excepted); its pipes then close.
-        job.leftovers += kill_unprotected(self.runner.protected())
+        # Whatever the code left running dies with it; its pipes then close.
+        job.leftovers += self.cleanup(job)
         self.close_stdin()
         job.drain_deadline = now() + DRAIN_SECONDS
 
     def stop(self, why):
         job = self.job
+        if job is None:
+            for inner in self.inner.values():
+                if inner.job is not None:
+                    inner.stop(why)
+            return
         if job.ended is None:
             job.ended = why
-        kill_unprotected(self.runner.protected())
+        self.cleanup(job)
         self.close_stdin()
 
     def timeout(self):
+        waits = [w for w in (inner.timeout() for inner in self.inner.values()) if w is not None]
+        own = self.own_timeout()
+        if own is not None:
+            waits.append(own)
+        return min(waits) if waits else None
+
+    def own_timeout(self):
         if self.walking is not None:
             return 0.0
         job = self.job
@@ -224,6 +279,13 @@ class Runs:
 
     def tick(self):
         """Deadlines, the end of the run once the interpreter is gone and its output read, the walk after it."""
+        for key, inner in list(self.inner.items()):
+            inner.tick()
+            if inner.job is None:
+                del self.inner[key]
+        self.own_tick()
+
+    def own_tick(self):
         if self.walking is not None:
             message, walk = self.walking
             if walk.step(time.monotonic() + SLICE_SECONDS):
@@ -257,7 +319,7 @@ class Runs:
         oom = job.oom_before is not None and oom_after is not None and oom_after > job.oom_before
         pids_after = cgroup_counter(PIDS_FILES, "max")
         exit_code, sig = exit_fields(job.returncode)
-        restarting = oom and RESTART_WHEN_PINNED and memory_pinned()
+        restarting = oom and self.may_restart and RESTART_WHEN_PINNED and memory_pinned()
         message = {
             "ev": "exit",
             "id": job.id,
@@ -282,7 +344,7 @@ class Runs:
         if restarting:
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)
-        if oom and RESTART_WHEN_PINNED and memory_pinned():
+        if oom and self.may_restart and RESTART_WHEN_PINNED and memory_pinned():
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)
 
@@ -308,5 +370,29 @@ class Runs:
 
     def shutdown(self):
         self.walking = None
+        for inner in self.inner.values():
+            inner.shutdown()
         if self.job is not None and self.job.pid is not None:
             self.stop("kill")
+
+
+class NestedRun(Runs):
+    """A run nested in the fresh run under way: its own code file, and its end kills only its own tree (its session,
+    what descends from it, what holds its output), so the outer run's processes live on."""
+
+    may_restart = False
+
+    def code_file(self, job):
+        path = os.path.join(CODE_DIR, "nested-%d%s" % (job.id, os.path.splitext(CODE_FILES[job.language])[1]))
+        if job.language == "python":
+            bootstrap = PYTHON_BOOTSTRAP.replace(CODE_DIR + "/main.py", path)
+            return path, ["/usr/bin/python3", "-c", bootstrap]
+        return path, ARGV[job.language][:-1] + [path]
+
+    def cleanup(self, job):
+        if job.pid is None:
+            return 0
+        return kill_tree(job.pid, list(job.out.values()))
+
+    def walk_after(self, job):
+        return None

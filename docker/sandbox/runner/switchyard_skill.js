@@ -5,6 +5,11 @@
 // `main` returns (or resolves to) is the skill's output, checked against its output schema by the engine.
 
 const net = require('node:net');
+const { spawn } = require('node:child_process');
+const { Duplex } = require('node:stream');
+
+/** python3 relays an abstract socket over its stdio (call_relay.py): this node cannot connect to one itself. */
+const RELAY = [__dirname + '/call_relay.py'];
 
 class CallError extends Error {
   constructor(message, code, result) {
@@ -33,11 +38,13 @@ class Context {
         if (waiter) waiter.resolve(answer);
       }
     });
-    socket.on('close', () => {
+    const closed = () => {
       for (const w of this.pending.values())
         w.reject(new CallError("the engine closed the skill's channel", 'CHANNEL_CLOSED'));
       this.pending.clear();
-    });
+    };
+    socket.on('end', closed);
+    socket.on('close', closed);
   }
 
   request(body) {
@@ -93,18 +100,38 @@ async function run(exported) {
     process.stderr.write("switchyard: a skill's main.js defines main(input, ctx) or exports it\n");
     process.exit(2);
   }
-  // `@name`: an abstract socket (a Kubernetes pod's, made by its runner), `\0name` as an address.
-  const socket = net.createConnection(path.startsWith('@') ? `\0${path.slice(1)}` : path);
-  await new Promise((resolve, reject) => {
-    socket.once('connect', resolve);
-    socket.once('error', reject);
-  });
+  const socket = path.startsWith('@') ? await relayed(path) : await connected(path);
   const ctx = new Context(socket);
   const { input } = await ctx.request({ op: 'input' });
   const output = await main(input, ctx);
   const answer = await ctx.request({ op: 'return', output: output === undefined ? null : output });
   if (!answer.ok) throw new CallError(answer.error?.message ?? 'the output was refused', 'OUTPUT_REFUSED');
   socket.end();
+}
+
+function connected(path) {
+  const socket = net.createConnection(path);
+  return new Promise((resolve, reject) => {
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/**
+ * `@name`: an abstract socket (a Kubernetes pod's, made by its runner). Node before 20 cannot connect to one (libuv
+ * cuts the address at its leading NUL), so python3 relays it over stdio (call_relay.py); its first failure ends the
+ * body, as a refused connect would.
+ */
+function relayed(path) {
+  const relay = spawn('/usr/bin/python3', ['-I', ...RELAY, path], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const socket = Duplex.from({ readable: relay.stdout, writable: relay.stdin });
+  return new Promise((resolve, reject) => {
+    relay.once('spawn', () => resolve(socket));
+    relay.once('error', reject);
+    relay.once('exit', (code) => {
+      if (code) reject(new Error(`the call relay for ${path} exited ${code}`));
+    });
+  });
 }
 
 module.exports = { run, CallError, Context };

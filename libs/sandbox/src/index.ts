@@ -30,6 +30,7 @@ export {
   validateEnv,
 } from './core/env-policy';
 export { CALL_DIR_TARGET, CALL_SOCKET_NAME, CALL_SOCKET_TARGET } from './core/call-channel';
+export { asCallOf, callingAction } from './core/call-scope';
 export { OutputCollector, RedactingDecoder, REDACTED } from './core/output-collector';
 export { RiskPolicy, DEFAULT_RISK_THRESHOLDS } from './risk/risk-policy';
 export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/risk-rules';

@@ -1,9 +1,8 @@
-import { InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
+import { type ErrorKind, InvalidInputError, NO_RISK, type Tier } from '@switchyard/common';
 import { RiskPolicy } from './risk/risk-policy';
 import { PoolExhaustedError } from './core/pooled.errors';
-import { KubernetesUnsupportedError } from './backends/kubernetes/kubernetes.errors';
 import { BASE_ENV } from './core/env-policy';
-import { SandboxInternalError } from './core/sandbox.errors';
+import { SandboxError, SandboxInternalError } from './core/sandbox.errors';
 import { resolveSandboxOptions, type SandboxModuleOptions } from './core/sandbox.options';
 import { SandboxManager, toOutcome } from './sandbox-manager.service';
 import { SandboxTier } from './core/sandbox-tier.port';
@@ -309,17 +308,17 @@ describe('SandboxManager.execute', () => {
 
   it('records what a tier cannot give as a denial of class policy, with its reason', async () => {
     const { manager, fakes } = setup();
-    fakes.pooled.runError = new KubernetesUnsupportedError(
-      'CALL_CHANNEL_UNSUPPORTED',
-      'a call channel is not supported by the Kubernetes sandbox tiers',
-    );
+    fakes.pooled.runError = new (class extends SandboxError {
+      readonly code = 'JOB_UNSUPPORTED';
+      readonly kind: ErrorKind = 'unprocessable';
+    })('this tier cannot give the job what it asks for');
     expect(await prepareAndRun(manager, request({ code: MEDIUM }))).toMatchObject({
       status: 'denied',
       tier: 'pooled',
       error: {
         class: 'policy',
-        code: 'CALL_CHANNEL_UNSUPPORTED',
-        message: expect.stringContaining('Kubernetes'),
+        code: 'JOB_UNSUPPORTED',
+        message: 'this tier cannot give the job what it asks for',
       },
     });
   });

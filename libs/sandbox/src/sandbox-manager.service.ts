@@ -256,7 +256,7 @@ export class SandboxManager implements OnApplicationBootstrap {
       if (err instanceof SandboxCapacityError) {
         return denied(risk, { class: 'limit', code: err.code, message: err.message }, elapsed(), tierName);
       }
-      // A tier that cannot give what the job needs (a skill's call channel, egress on Kubernetes) refuses it.
+      // A tier that cannot give what the job needs refuses it (an `unprocessable` error): a denial, not a fault.
       if (err instanceof SandboxError && err.kind === 'unprocessable') {
         return denied(risk, { class: 'policy', code: err.code, message: err.message }, elapsed(), tierName);
       }

@@ -57,6 +57,45 @@ def test_a_second_run_while_one_goes_is_refused_as_busy(runner):
     assert done["ended"] == "kill"
 
 
+def test_a_nested_run_goes_beside_the_fresh_run_and_its_end_kills_only_its_own_tree(runner, workspace):
+    # The outer run (a skill's body) waits for a file the nested run (its call) writes, then reports what it sees.
+    outer_code = (
+        "import os, time, subprocess\n"
+        "helper = subprocess.Popen(['sleep', '60'])\n"
+        "while not os.path.exists('from-nested.txt'):\n"
+        "    time.sleep(0.02)\n"
+        "time.sleep(0.3)\n"
+        "print('helper alive' if helper.poll() is None else 'helper dead', open('from-nested.txt').read())\n"
+    )
+    outer = runner.request("run", language="python", code=outer_code, timeoutMs=20000)
+    nested_code = (
+        "import subprocess, sys\n"
+        "subprocess.Popen(['sleep', '60'], start_new_session=False)\n"
+        "open('from-nested.txt', 'w').write(sys.argv[0])\n"
+    )
+    nested = runner.request("run", language="python", code=nested_code, nested=True)
+    done = runner.reply(nested, "exit")
+    assert done["exitCode"] == 0 and done["leftovers"] == 1  # its own sleep, killed
+    assert (workspace / "from-nested.txt").read_text() == "/run/switchyard/nested-%d.py" % nested
+    outer_done = runner.reply(outer, "exit")
+    assert outer_done["exitCode"] == 0
+    assert runner.output(outer, 1) == b"helper alive /run/switchyard/nested-%d.py\n" % nested
+    assert outer_done["leftovers"] == 1  # the outer run's own sleep, at its end
+
+
+def test_a_nested_run_without_a_run_to_nest_in_is_refused_and_the_outer_end_ends_it(runner):
+    refused = runner.reply(runner.request("run", language="python", code="print(1)", nested=True), "error")
+    assert refused["code"] == "busy"
+    outer = runner.request("run", language="bash", code="sleep 0.5")
+    nested = runner.request("run", language="bash", code="echo started; sleep 30", nested=True)
+    assert runner.reply(outer, "exit")["exitCode"] == 0
+    done = runner.reply(nested, "exit")
+    assert done["signal"] == "SIGKILL" and done["durationMs"] < 5000
+    assert runner.output(nested, 1) == b"started\n"
+    # Both ended: the next fresh run is not busy.
+    assert runner.run("print(2)")[1] == b"2\n"
+
+
 def test_a_run_for_another_workspace_is_refused(runner):
     refused = runner.reply(runner.request("run", language="python", code="print(1)", workspace=["1", "2"]), "error")
     assert refused["code"] == "workspace"

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type ActionResult, InvalidInputError, SwitchyardError } from '@switchyard/common';
+import { asCallOf } from '@switchyard/sandbox';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { ENGINE_CONFIG } from '../../platform/config/config.tokens';
@@ -140,12 +141,16 @@ export class SkillActionHandler extends ActionHandler<SkillActionRequest> {
     };
   }
 
-  /** One `ctx.call`: the named tool or skill, run as an action of the session called by this one. */
+  /**
+   * One `ctx.call`: the named tool or skill, run as an action of the session called by this one. It runs as this
+   * action's call (`asCallOf`): a sandbox this action's own run holds serves it beside that run instead of queueing it
+   * behind the run that waits for it (a Kubernetes session pod).
+   */
   private async call(ctx: ActionContext, name: unknown, input: unknown): Promise<Record<string, unknown>> {
     const request = callRequest(name, input, (n) => this.skills.find(ctx.session.tenant, n) !== undefined);
     if (!('type' in request)) return { ok: false, error: request };
     try {
-      const { completion } = await ctx.call(request);
+      const { completion } = await asCallOf(ctx.actionId, () => ctx.call(request));
       const { result, inputRefusal } = await completion;
       if (inputRefusal)
         return { ok: false, error: { code: inputRefusal.code, message: inputRefusal.message } };

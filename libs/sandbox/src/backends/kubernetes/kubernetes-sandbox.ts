@@ -7,14 +7,13 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { CLOCK, type Clock, systemClock } from '@switchyard/common';
-import type { TierAvailability, TierJob } from '../../core/sandbox.types';
+import type { TierAvailability } from '../../core/sandbox.types';
 import { KubeAvailability } from './kube-availability';
 import { KubeClient } from './kube-client';
 import { KubeReaper } from './kube-reaper';
 import { KUBE_CLIENT, KUBERNETES_OPTIONS } from './kubernetes.constants';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import { KubernetesBoxes } from './kubernetes-boxes';
-import { KubernetesUnsupportedError } from './kubernetes.errors';
 import { OneOffRuns } from './one-off-runs';
 import { KubeSetupCheck } from './kube-setup-check';
 import { PodChannels } from './pod-channels';
@@ -24,11 +23,6 @@ import { networkPolicyManifest, sessionPodSpecHash } from './pod-spec';
 import { RunnerRecovery } from './runner-recovery';
 import { SessionPods } from './session-pods';
 import { WarmPods, type WarmPodStats } from './warm-pods';
-
-export const CALL_CHANNEL_UNSUPPORTED_MESSAGE =
-  'a skill (a run with a call channel) is not supported by the Kubernetes sandbox tiers yet: its calls (file tools, ' +
-  "nested skills) need the session's pod, which the skill's own run holds (a session pod runs one thing at a time), " +
-  'so they would wait for it or be refused';
 
 /** Numbers for metrics and `/health`. */
 export interface KubernetesStats {
@@ -172,15 +166,6 @@ export class KubernetesSandbox implements OnModuleInit, OnApplicationShutdown {
    */
   podStartFailure(): PodStartFailure | undefined {
     return this.launcher.lastFailure();
-  }
-
-  /**
-   * Refuses what this backend cannot give a job yet: a call channel. (The channel itself reaches a pod, see
-   * `PodChannels`; what the calls then need does not.)
-   */
-  checkJob(job: Pick<TierJob, 'channel'>): void {
-    if (job.channel)
-      throw new KubernetesUnsupportedError('CALL_CHANNEL_UNSUPPORTED', CALL_CHANNEL_UNSUPPORTED_MESSAGE);
   }
 
   stats(): KubernetesStats {

@@ -10,8 +10,9 @@ import { KubernetesSandbox } from './kubernetes-sandbox';
  * The pooled tier on Kubernetes (`pooled`): a run goes to the session's pod (claimed from warm pods at the session's
  * first use, held until the session is released) through its runner, exactly as the Docker pooled tier runs in a
  * container. The pod holds `/workspace`: `job.workspaceDir` is not used. Kernels and background processes live in
- * the same pod (`stateful`). A job's egress is carried over the runner's attach stream (`PodChannels`): the pod
- * keeps no network. Jobs with a call `channel` are refused (`CALL_CHANNEL_UNSUPPORTED`).
+ * the same pod (`stateful`). A job's egress and call channel are carried over the runner's attach stream
+ * (`PodChannels`): the pod keeps no network. A job with a call channel (a skill's body) holds the pod for its calls,
+ * which run beside it (`SessionPods.holding`, `withPod`).
  */
 @Injectable()
 export class KubernetesPooledTier extends SandboxTier {
@@ -31,24 +32,26 @@ export class KubernetesPooledTier extends SandboxTier {
     const started = this.backend.clock.monotonic();
     const sessions = this.backend.sessions;
     if (sessions.closed) throw new SandboxUnavailableError('the Kubernetes pooled tier is shutting down');
-    this.backend.checkJob(job);
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
     const pod = await sessions.podFor(job.sessionId, job.image);
     const limits = this.backend.options.limits.pooled;
-    return sessions.serialise(pod, async () => ({
-      ...(await this.backend.runs.run(
-        sessions.target(pod),
-        job,
-        {
-          memoryBytes: limits.memoryBytes,
-          fileSizeBytes: limits.fileSizeBytes,
-          memoryWords: sessions.memoryWords,
-        },
-        signal,
-        started,
-      )),
-      containerId: pod.name,
-    }));
+    // Serialised with the session's other work, or (a skill's nested skill) beside the run of the skill that called.
+    return sessions.withPod(pod, async (target) => {
+      const run = () =>
+        this.backend.runs.run(
+          target,
+          job,
+          {
+            memoryBytes: limits.memoryBytes,
+            fileSizeBytes: limits.fileSizeBytes,
+            memoryWords: sessions.memoryWords,
+          },
+          signal,
+          started,
+        );
+      const result = job.channel ? await sessions.holding(pod, job.actionId, target, run) : await run();
+      return { ...result, containerId: target.podName };
+    });
   }
 
   /** Deletes the session's pod (its workspace, kernels and processes with it). Idempotent. */
@@ -73,8 +76,7 @@ export class KubernetesOneOffTier extends SandboxTier {
     return this.backend.availability();
   }
 
-  async run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
-    this.backend.checkJob(job);
+  run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult> {
     return this.backend.oneOff.run(job, signal);
   }
 

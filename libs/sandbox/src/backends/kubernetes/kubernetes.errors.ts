@@ -109,21 +109,6 @@ export class KubernetesSetupError extends SandboxError {
 }
 
 /**
- * A job asks for something this backend cannot give (`CALL_CHANNEL_UNSUPPORTED`): the engine should not route such a
- * job to the Kubernetes tiers. Not retriable.
- */
-export class KubernetesUnsupportedError extends SandboxError {
-  readonly kind: ErrorKind = 'unprocessable';
-
-  constructor(
-    readonly code: 'CALL_CHANNEL_UNSUPPORTED',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
  * The session's pod or its workspace is gone or unusable: evicted (the workspace outgrew its `sizeLimit`, the node
  * ran short), deleted by someone else, or its runner never came back. `SESSION_POD_LOST` means the workspace is
  * lost: the session is forgotten and its next action starts with a fresh pod and an empty workspace.

@@ -10,24 +10,11 @@ import {
   KUBERNETES_POOLED_TIER,
   KUBERNETES_SESSION_PODS,
 } from './kubernetes.constants';
-import { KubernetesSetupError, KubernetesUnsupportedError } from './kubernetes.errors';
+import { KubernetesSetupError } from './kubernetes.errors';
 import { KubernetesSandboxModule } from './kubernetes.module';
 import { KubernetesSandbox } from './kubernetes-sandbox';
 import { KubernetesOneOffTier, KubernetesPooledTier } from './kubernetes-tiers';
 import { SessionPods } from './session-pods';
-import type { CallChannel, TierJob } from '../../core/sandbox.types';
-
-const job = (extra: Partial<TierJob>): TierJob => ({
-  actionId: 'act_1',
-  sessionId: 'ses_1',
-  language: 'python',
-  code: 'print(1)',
-  env: {},
-  timeoutMs: 1000,
-  workspaceDir: '/nowhere',
-  output: { maxBytes: 1000, maxLines: 10 },
-  ...extra,
-});
 
 describe('KubernetesSandboxModule', () => {
   beforeAll(() => Logger.overrideLogger(['error']));
@@ -78,25 +65,6 @@ describe('KubernetesSandboxModule', () => {
     expect(tiers.map((t) => t.name)).toEqual(['subprocess', 'pooled', 'container']);
     expect(tiers[1]).toBeInstanceOf(KubernetesPooledTier);
     expect(tiers[2]).toBeInstanceOf(KubernetesOneOffTier);
-    await moduleRef.close();
-  });
-
-  it('refuses jobs with a call channel, before anything is created', async () => {
-    const fake = new FakeKubeClient();
-    const moduleRef = await Test.createTestingModule({
-      imports: [KubernetesSandboxModule.forRoot({ image: 'switchyard/sandbox:t1', min: 0 }, fake)],
-    }).compile();
-    const pooled = moduleRef.get<KubernetesPooledTier>(KUBERNETES_POOLED_TIER);
-    const oneOff = moduleRef.get<KubernetesOneOffTier>(KUBERNETES_ONE_OFF_TIER);
-    const channel = { socketDir: '/tmp/y' } as CallChannel;
-    for (const tier of [pooled, oneOff]) {
-      await expect(tier.run(job({ channel }))).rejects.toBeInstanceOf(KubernetesUnsupportedError);
-      await expect(tier.run(job({ channel }))).rejects.toMatchObject({
-        code: 'CALL_CHANNEL_UNSUPPORTED',
-        retriable: false,
-      });
-    }
-    expect(fake.callsOf('createPod')).toHaveLength(0);
     await moduleRef.close();
   });
 

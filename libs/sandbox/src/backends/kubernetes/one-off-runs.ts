@@ -95,33 +95,39 @@ export class OneOffRuns {
         }),
       );
       launching.catch(() => undefined); // awaited below; a failure must not count as unhandled meanwhile
-      return await this.sessions.serialise(sessionPod, async () => {
+      // The session's workspace: serialised, or the one a calling skill's run holds (its nested one-off skill).
+      return await this.sessions.withPod(sessionPod, async (source) => {
         const t0 = this.clock.monotonic();
-        const tar = await this.sessions.tarOutLocked(sessionPod);
+        const tar = await this.sessions.tarOutFrom(source);
         const t1 = this.clock.monotonic();
         launched = await launching!;
         const t2 = this.clock.monotonic();
         const target = this.target(launched.info.name, launched);
         await tarIn(this.client, tarTarget(this.runs, target), tar, { replace: false });
         const t3 = this.clock.monotonic();
-        const result = await this.runs.run(
-          target,
-          job,
-          {
-            memoryBytes: limits.memoryBytes,
-            fileSizeBytes: limits.fileSizeBytes,
-            memoryWords: memoryWords(limits.memoryBytes, 'one-off pod'),
-          },
-          abort,
-          started,
-        );
+        const run = () =>
+          this.runs.run(
+            target,
+            job,
+            {
+              memoryBytes: limits.memoryBytes,
+              fileSizeBytes: limits.fileSizeBytes,
+              memoryWords: memoryWords(limits.memoryBytes, 'one-off pod'),
+            },
+            abort,
+            started,
+          );
+        // A skill's calls act on the workspace its run sees, this pod's copy, which then comes back with the rest.
+        const result = job.channel
+          ? await this.sessions.holding(sessionPod, job.actionId, target, run)
+          : await run();
         const t4 = this.clock.monotonic();
         // The code's writes come back, also after a timeout or an abort, unless its runner died with the pod.
         if (!sessionPod.released && !this.closing && launched.runner.alive) {
           const back = await tarOut(this.client, tarTarget(this.runs, target), {
             maxBytes: this.options.limits.pooled.workspaceBytes + 64 * 2 ** 20,
           });
-          await this.sessions.tarInLocked(sessionPod, back, { replace: true });
+          await this.sessions.tarInTo(source, back, { replace: true });
         } else if (!launched.runner.alive) {
           this.logger.warn(
             `one-off pod ${name}: its runner died, the workspace changes of ${job.actionId} are lost`,

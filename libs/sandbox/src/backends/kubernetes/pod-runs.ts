@@ -33,6 +33,11 @@ export interface RunTarget {
   readonly walkAfter?: { maxEntries: number; maxScanEntries: number };
   /** …and what it answered, for the workspaces' next snapshot (`SessionPods.snapshot`). */
   walked?(answer: Record<string, unknown>): void;
+  /**
+   * Runs here are nested in the run under way (`RunnerRunRequest.nested`): the calls of the action whose run holds
+   * the pod (`SessionPods.withPod`).
+   */
+  readonly nested?: boolean;
 }
 
 export interface PodRunLimits {
@@ -101,6 +106,7 @@ export class PodRuns {
         graceMs: this.graceMs,
         ...(signal && { signal }),
         ...(target.walkAfter && { snapshot: target.walkAfter }),
+        ...(target.nested && { nested: true }),
       },
       {
         // However the run ended (exit, timeout, kill, runner lost, hung), its channel ends with it.
@@ -139,6 +145,7 @@ export class PodRuns {
         capBytes: request.capBytes,
         capLines: NO_LINE_CAP,
         workspace: target.workspace,
+        ...(target.nested && { nested: true }),
       },
       (fd, data) => (fd === 2 ? err : out).push(data),
     );

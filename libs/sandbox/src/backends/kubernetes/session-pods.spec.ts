@@ -1,6 +1,7 @@
 /**
  * SessionPods' workspace snapshots: walked by the session pod's runner (`snapshot`), and the one after a tier run
- * taken by the runner as the run ended and sent with its exit. The runner is stood in for on the other end of a
+ * taken by the runner as the run ended and sent with its exit. And the calls of a run that holds the pod: served
+ * beside it, nested in it, while everything else waits. The runner is stood in for on the other end of a
  * real `RunnerConnection`, answering as runner.py does; what is checked is which request goes out and which answer
  * comes back.
  */
@@ -8,6 +9,7 @@ import { Logger } from '@nestjs/common';
 import { PassThrough } from 'node:stream';
 import { FakeClock } from '../../../test/fake-clock';
 import { RUNNER_EXIT_OK } from '../../../test/runner-exit';
+import { asCallOf } from '../../core/call-scope';
 import { RunnerConnection } from '../../core/runner/runner-connection';
 import { resolveSandboxOptions } from '../../core/sandbox.options';
 import type { TierJob } from '../../core/sandbox.types';
@@ -23,8 +25,13 @@ import { SessionPods } from './session-pods';
 const BOUNDS = { maxEntries: 10_000, maxScanEntries: 100_000 };
 const walkedBy = (who: string) => ({ ok: true, snapshot: { entries: [[who, '1:2:3']], partial: false } });
 
-/** A session pod whose runner is this test: it answers runs (with the snapshot when asked) and `snapshot`s. */
+/**
+ * A session pod whose runner is this test: it answers runs (with the snapshot when asked) and `snapshot`s; a run of
+ * the code `hold` only once `release` is called.
+ */
 function cluster() {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
   const toRunner = new PassThrough();
   const fromRunner = new PassThrough();
   const sent: Array<Record<string, unknown>> = [];
@@ -39,13 +46,15 @@ function cluster() {
       const m = JSON.parse(line) as Record<string, unknown>;
       sent.push(m);
       if (m.op === 'run') {
-        runs++;
-        reply({
-          ...RUNNER_EXIT_OK,
-          ev: 'exit',
-          id: m.id,
-          ...(m.snapshot ? { snapshot: walkedBy(`run-${runs}`) } : {}),
-        });
+        const n = ++runs;
+        void (m.code === 'hold' ? released : Promise.resolve()).then(() =>
+          reply({
+            ...RUNNER_EXIT_OK,
+            ev: 'exit',
+            id: m.id,
+            ...(m.snapshot ? { snapshot: walkedBy(`run-${n}`) } : {}),
+          }),
+        );
       } else if (m.op === 'snapshot') reply({ ev: 'snapshot', id: m.id, ...walkedBy('op') });
     }
   });
@@ -90,7 +99,7 @@ function cluster() {
     return sessions.serialise(pod, () => podRuns.run(sessions.target(pod), job, limits, undefined, 0));
   };
   const ops = (op: string) => sent.filter((m) => m.op === op);
-  return { sessions, sent, tierRun, ops };
+  return { sessions, sent, tierRun, ops, job, podRuns, release };
 }
 
 describe('SessionPods: workspace snapshots', () => {
@@ -138,5 +147,47 @@ describe('SessionPods: workspace snapshots', () => {
     // …which also drops it: the next "after" is walked too.
     await expect(sessions.snapshot('s1', BOUNDS, 5000, { afterRun: true })).resolves.toEqual(walkedBy('op'));
     expect(ops('snapshot')).toHaveLength(4);
+  });
+});
+
+describe('SessionPods: the calls of a run that holds the pod', () => {
+  const raw = { language: 'bash' as const, code: 'touch x', timeoutMs: 1000, capBytes: 100 };
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('serves the holding action’s calls at once, nested in its run; everything else waits for the run', async () => {
+    const { sessions, ops, job, podRuns, release } = cluster();
+    sessions.walkAfterRuns(BOUNDS);
+    const pod = await sessions.podFor('s1');
+    const limits = { memoryBytes: 2 ** 29, fileSizeBytes: 2 ** 30, memoryWords: 'the pod’s limit' };
+    // A skill's body: a run that holds the pod, as `KubernetesPooledTier.run` makes it for a job with a channel.
+    const skill = sessions.withPod(pod, (target) =>
+      sessions.holding(pod, 'act_skill', target, () =>
+        podRuns.run(target, { ...job, actionId: 'act_skill', code: 'hold' }, limits, undefined, 0),
+      ),
+    );
+    await tick();
+    const outside = sessions.runInPod('s1', raw);
+    const otherCaller = asCallOf('act_other', () => sessions.runInPod('s1', raw));
+    // The skill's own call (a file tool), and its nested code action's snapshot: beside the run.
+    await asCallOf('act_skill', () => sessions.runInPod('s1', raw));
+    await asCallOf('act_skill', () => sessions.snapshot('s1', BOUNDS, 5000, { afterRun: true }));
+    expect(ops('run')).toHaveLength(2);
+    expect(ops('run')[0]).toMatchObject({ code: 'hold', snapshot: BOUNDS });
+    expect(ops('run')[0]).not.toHaveProperty('nested');
+    expect(ops('run')[1]).toMatchObject({ code: 'touch x', nested: true, workspace: ['2049', '77'] });
+    expect(ops('run')[1]).not.toHaveProperty('snapshot');
+    expect(ops('snapshot')).toHaveLength(1);
+
+    release();
+    await skill;
+    await Promise.all([outside, otherCaller]);
+    // Once the skill's run ended: the others, each a fresh run of its own (not nested), and no hold is left.
+    expect(ops('run').slice(2)).toEqual([
+      expect.not.objectContaining({ nested: true }),
+      expect.not.objectContaining({ nested: true }),
+    ]);
+    expect(sessions.holdCount(pod)).toBe(0);
+    await asCallOf('act_skill', () => sessions.runInPod('s1', raw));
+    expect(ops('run')[4]).not.toHaveProperty('nested');
   });
 });

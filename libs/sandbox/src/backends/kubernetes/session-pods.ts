@@ -9,6 +9,7 @@ import { SessionPodError } from './kubernetes.errors';
 import type { ResolvedKubernetesOptions } from './kubernetes.options';
 import type { PodLauncher } from './pod-launcher';
 import { type AdoptedPod, PodAdoption } from './pod-adoption';
+import { PodHolds } from './pod-holds';
 import { attachRunner, runnerStatus } from './pod-runner';
 import { memoryWords, PodRuns, type RawRunRequest, type RawRunResult, type RunTarget } from './pod-runs';
 import { podName, sessionPodManifest, sessionPodSpecHash } from './pod-spec';
@@ -44,6 +45,8 @@ export interface SessionPodInfo {
 export class SessionPods {
   private readonly sessions = new Map<string, Promise<SessionPod>>();
   private readonly pods = new Map<string, SessionPod>();
+  /** Runs that hold a pod for their calls (a skill's body), and whose calls are served beside them. */
+  private readonly holds = new PodHolds();
   private claiming = 0;
   private closing = false;
   /** Replicas another replica declared dead whose session pods this engine takes over (`adoptFrom`). */
@@ -113,10 +116,36 @@ export class SessionPods {
     return next.finally(() => pod.busy--);
   }
 
+  /**
+   * `fn` with the pod's workspace as a target: serialised with everything else done in the pod, unless the calling
+   * action's own run holds the pod (`callingAction`, `holding`): a skill's file tool or nested skill then runs at
+   * once, beside that run and nested in it, in the workspace that run sees (a one-off pod's copy for a one-off run).
+   * Queued, it would wait for the run that waits for it.
+   */
+  withPod<T>(pod: SessionPod, fn: (target: RunTarget) => Promise<T>): Promise<T> {
+    const held = this.holds.heldFor(pod);
+    if (held) return fn(held);
+    return this.serialise(pod, () => fn(this.target(pod)));
+  }
+
+  /**
+   * `fn` (a run of action `actionId` that may make calls: a job with a call channel), holding the pod with `target`'s
+   * workspace: the action's calls come in beside it (`withPod`) until `fn` settles. The caller already holds the pod
+   * (`serialise`, or `withPod` for a nested skill).
+   */
+  holding<T>(pod: SessionPod, actionId: string, target: RunTarget, fn: () => Promise<T>): Promise<T> {
+    return this.holds.holding(pod, actionId, target, fn);
+  }
+
+  /** How many runs hold the pod for their calls (for tests). */
+  holdCount(pod: SessionPod): number {
+    return this.holds.count(pod);
+  }
+
   /** A fresh run through the session's runner, with raw output; serialised with the session's runs. */
   async runInPod(sessionId: string, request: RunInPodRequest): Promise<RunInPodResult> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.runs.runRaw(this.target(pod), request));
+    return this.withPod(pod, (target) => this.runs.runRaw(target, request));
   }
 
   /**
@@ -130,6 +159,9 @@ export class SessionPods {
     options: { afterRun?: boolean } = {},
   ): Promise<Record<string, unknown>> {
     const pod = await this.podFor(sessionId);
+    // A call's snapshot (a nested skill's code action): the workspace the calling run sees, walked now.
+    const held = this.holds.heldFor(pod);
+    if (held) return this.runs.snapshot(held, bounds, timeoutMs);
     const walked = pod.walked;
     pod.walked = undefined;
     // The walk the runner took as the run ended, sent with its exit, when nothing has run in the pod since.
@@ -169,7 +201,7 @@ export class SessionPods {
   /** The session's /workspace as a tar archive (see `workspace-tar.ts`: untrusted content). */
   async tarOut(sessionId: string): Promise<Buffer> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.tarOutLocked(pod));
+    return this.withPod(pod, (target) => this.tarOutFrom(target));
   }
 
   /**
@@ -178,18 +210,18 @@ export class SessionPods {
    */
   async tarIn(sessionId: string, tar: Buffer, options: TarInOptions): Promise<void> {
     const pod = await this.podFor(sessionId);
-    return this.serialise(pod, () => this.tarInLocked(pod, tar, options));
+    return this.withPod(pod, (target) => this.tarInTo(target, tar, options));
   }
 
-  /** `tarOut` for a caller already inside `serialise`. */
-  tarOutLocked(pod: SessionPod): Promise<Buffer> {
+  /** `tarOut` of a target a caller holds (`withPod`). */
+  tarOutFrom(target: RunTarget): Promise<Buffer> {
     const limits = this.options.limits.pooled;
-    return tarOut(this.client, this.tarTarget(pod), { maxBytes: limits.workspaceBytes + 64 * 2 ** 20 });
+    return tarOut(this.client, this.tarTarget(target), { maxBytes: limits.workspaceBytes + 64 * 2 ** 20 });
   }
 
-  /** `tarIn` for a caller already inside `serialise`. */
-  tarInLocked(pod: SessionPod, tar: Buffer, options: TarInOptions): Promise<void> {
-    return tarIn(this.client, this.tarTarget(pod), tar, options);
+  /** `tarIn` into a target a caller holds (`withPod`). */
+  tarInTo(target: RunTarget, tar: Buffer, options: TarInOptions): Promise<void> {
+    return tarIn(this.client, this.tarTarget(target), tar, options);
   }
 
   /** The pod as the target of a run: its current runner, and what a failure does to the session. */
@@ -384,8 +416,8 @@ export class SessionPods {
     );
   }
 
-  private tarTarget(pod: SessionPod) {
-    return { podName: pod.name, raw: (r: RawRunRequest) => this.runs.runRaw(this.target(pod), r) };
+  private tarTarget(target: RunTarget) {
+    return { podName: target.podName, raw: (r: RawRunRequest) => this.runs.runRaw(target, r) };
   }
 
   private async claim(sessionId: string, image: string | undefined, adopt: boolean): Promise<SessionPod> {

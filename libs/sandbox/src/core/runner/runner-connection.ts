@@ -61,6 +61,11 @@ export interface RunnerRunRequest {
    * code action's snapshot after its run, without a request of its own.
    */
   snapshot?: { maxEntries: number; maxScanEntries: number };
+  /**
+   * A run made for the fresh run under way (its action's call: a skill's file tool or nested skill), beside it: its
+   * end kills only its own processes; the outer run's end kills it too. Refused (`busy`) when no run is under way.
+   */
+  nested?: boolean;
 }
 
 export interface RunnerExit {

@@ -19,6 +19,8 @@ export interface SupervisedRunTarget {
   interpreter?: string;
   /** The runner walks the workspace once the run ended and sends the snapshot with the exit (`RunnerExit.snapshot`). */
   snapshot?: RunnerRunRequest['snapshot'];
+  /** A run nested in the one under way in the box (`RunnerRunRequest.nested`). */
+  nested?: boolean;
 }
 
 /** How the owner of the box answers what went wrong, while the run is still supervised. */
@@ -78,6 +80,7 @@ export class SupervisedRun {
         capLines: job.output.maxLines,
         workspace: target.workspace,
         ...(target.snapshot && { snapshot: target.snapshot }),
+        ...(target.nested && { nested: true }),
       },
       (fd, data, id) => {
         // Output may arrive before `run` returns (the runner can answer within the write): the id comes with it.
