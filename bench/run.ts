@@ -61,8 +61,12 @@
  *    URL vs a loopback client inside the container, and a WebSocket echo through the proxy vs the same inside, samples
  *    interleaved (`bench/ports.ts`). Target: proxied <= 1.2x the loopback client.
  *
+ * 21. profile: where a warm python print(1) spends its time, stage by stage, in the subprocess and pooled tiers vs raw
+ *    bwrap with the tier's own flags, host `python3 -c` and raw `docker exec`, interleaved (`bench/profile.ts`).
+ *    Targets: subprocess <= 1.15x raw bwrap, pooled <= 1.30x host python3 -c.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports, profile).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -85,6 +89,7 @@ import { benchImageRoot } from './image-root';
 import { benchKernels } from './kernels';
 import { benchRichResults } from './rich-results';
 import { benchPorts } from './ports';
+import { benchProfile } from './profile';
 import { benchTsSdk } from './ts-sdk';
 import { benchPythonSdk } from './python-sdk';
 import { benchKubernetes } from './kubernetes';
@@ -177,6 +182,7 @@ async function main(): Promise<void> {
   if (wanted('files')) await benchFileTransfer();
   if (wanted('terminals')) await benchTerminals({ runs: RUNS });
   if (wanted('ports')) await benchPorts({ runs: RUNS });
+  if (wanted('profile')) await benchProfile({ runs: RUNS });
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -212,6 +212,7 @@ describe('browser actions (real Chromium)', () => {
     const pid = engine.app.get(BrowserRouter).processIds().dedicated[s];
     expect(pid).toBeGreaterThan(0);
     expect((await engine.request('DELETE', `/v1/sessions/${s}`)).status).toBe(204);
+    await engine.tornDown();
     expect(engine.app.get(BrowserRouter).processIds().dedicated[s]).toBeUndefined();
     expect(processAlive(pid)).toBe(false);
   });

@@ -527,6 +527,7 @@ describe('checkpoints, restore and fork through the API', () => {
     const sid = await engine.createSession();
     await checkpoint(sid);
     await engine.request('DELETE', `/v1/sessions/${sid}`);
+    await engine.tornDown();
     const images = path.join(engine.dataDir, 'workspaces.images');
     expect(existsSync(path.join(images, `${sid}.img`))).toBe(false);
     expect(existsSync(path.join(images, '.roots', sid))).toBe(false);

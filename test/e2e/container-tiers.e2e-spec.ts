@@ -317,6 +317,7 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     const id = await sandboxOf(s, (await run(s, 'pooled', 'bash', 'true')).id);
     expect(await backend.exists(id)).toBe(true);
     expect((await engine.request('DELETE', `/v1/sessions/${s}`)).status).toBe(204);
+    await engine.tornDown();
     if (backend.name === 'docker') {
       expect(await backend.exists(id)).toBe(false);
     } else {

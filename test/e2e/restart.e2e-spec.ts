@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultEngineInstanceId } from '../../libs/sandbox/src/core/engine-instance';
@@ -13,6 +13,7 @@ import {
   eventually,
   forceRemove,
   LABELS,
+  loopsUnder,
 } from '../support/host-probes';
 
 describe('crash and restart (the built engine as a real process)', () => {
@@ -192,10 +193,85 @@ describe('a killed or stopped engine leaves nothing', () => {
     const ofOther = await leftover(other);
 
     expect((await engine.request('DELETE', `/v1/sessions/${sid}`)).status).toBe(204);
-    expect(await containerExists(ofDeleted)).toBe(false);
+    // Removed in the background, right after the answer.
+    expect(await eventually(async () => !(await containerExists(ofDeleted)), 10_000, 50)).toBe(true);
     expect(await containerExists(ofOther)).toBe(true); // another session's: not this delete's business
     expect((await engine.request('DELETE', `/v1/sessions/${other}`)).status).toBe(204);
-    expect(await containerExists(ofOther)).toBe(false);
+    expect(await eventually(async () => !(await containerExists(ofOther)), 10_000, 50)).toBe(true);
+  });
+
+  it('DELETE answers before the teardown: an engine killed right after leaves what its successor removes; SIGTERM finishes it', async () => {
+    await engine?.stop('SIGKILL');
+    const mountRoot = mkdtempSync(path.join(os.tmpdir(), 'switchyard-pooled-root-'));
+    const env = {
+      SWITCHYARD_POOL_MIN: '0',
+      SWITCHYARD_POOL_MOUNT_ROOT: mountRoot,
+      SWITCHYARD_LOG_LEVEL: 'error',
+    };
+    const mountsOfRoot = () =>
+      parseMountInfo(readFileSync('/proc/self/mountinfo', 'utf8'))
+        .map((m) => m.target)
+        .filter((t) => t.startsWith(`${mountRoot}/`));
+    /** What a session holds on this host: its pooled container (the engine's only one), mounts, workspace, loop. */
+    const holdings = async (pid: number, sid: string) => ({
+      containers: (await containersWith({ [LABELS.tier]: 'pooled' })).filter((c) =>
+        c.labels[LABELS.engine]?.includes(`:${pid}:`),
+      ).length,
+      mounts: mountsOfRoot().length,
+      workspace: existsSync(path.join(dataDir, 'workspaces', sid)),
+      loops: loopsUnder(dataDir).filter((l) => l.backingFile.includes(sid)).length,
+    });
+    const nothing = { containers: 0, mounts: 0, workspace: false, loops: 0 };
+    /** A session that ran in its own pooled container. */
+    const sessionWithContainer = async (on: EngineProcess): Promise<string> => {
+      const sid = await on.createSession();
+      const ran = await on.request('POST', `/v1/sessions/${sid}/actions`, {
+        type: 'code',
+        language: 'bash',
+        code: 'echo ran > ran.txt',
+        tier: 'pooled',
+      });
+      expect(ran.body).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+      return sid;
+    };
+    try {
+      const first = await EngineProcess.start(dataDir, await freePort(), env);
+      engine = first;
+      const sid = await sessionWithContainer(first);
+      expect(await holdings(first.pid, sid)).toMatchObject({ containers: 1, workspace: true });
+
+      expect((await first.request('DELETE', `/v1/sessions/${sid}`)).status).toBe(204);
+      await first.stop('SIGKILL');
+      // Killed this soon, the teardown (container, then mounts, then workspace) had not finished.
+      const left = await holdings(first.pid, sid);
+      expect(left.workspace).toBe(true);
+
+      engine = await EngineProcess.start(dataDir, await freePort(), env);
+      expect((await engine.request('GET', `/v1/sessions/${sid}`)).status).toBe(404);
+      const reaped = async () => JSON.stringify(await holdings(first.pid, sid)) === JSON.stringify(nothing);
+      expect(await eventually(reaped, 20_000, 200)).toBe(true);
+
+      // SIGTERM right after a DELETE: the engine finishes the teardown before it exits.
+      const second = engine;
+      const other = await sessionWithContainer(second);
+      expect((await second.request('DELETE', `/v1/sessions/${other}`)).status).toBe(204);
+      expect(
+        (
+          await second.request('POST', `/v1/sessions/${other}/actions`, {
+            type: 'code',
+            language: 'bash',
+            code: 'true',
+          })
+        ).status,
+      ).toBe(404);
+      await second.stop('SIGTERM');
+      engine = undefined;
+      expect(await holdings(second.pid, other)).toEqual(nothing);
+    } finally {
+      for (const m of mountsOfRoot().reverse()) spawnSync('umount', ['-l', m]);
+      spawnSync('umount', ['-l', mountRoot]);
+      rmSync(mountRoot, { recursive: true, force: true });
+    }
   });
 
   it('after SIGTERM, no mount of the pooled mount root remains', async () => {

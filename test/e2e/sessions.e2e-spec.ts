@@ -32,6 +32,8 @@ describe('sessions API', () => {
 
     const del = await engine.request('DELETE', `/v1/sessions/${s.id}`);
     expect(del.status).toBe(204);
+    // The answer comes once the session ended; its workspace goes right after, in the background.
+    await engine.tornDown();
     expect(existsSync(engine.workspaceOf(s.id))).toBe(false);
     expect((await engine.request('GET', `/v1/sessions/${s.id}`)).status).toBe(404);
     expect((await engine.request('DELETE', `/v1/sessions/${s.id}`)).status).toBe(404);

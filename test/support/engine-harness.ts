@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEngineApp } from '../../apps/engine/src/bootstrap';
 import { loadEngineConfig } from '../../apps/engine/src/platform/config/engine-config';
+import { SessionsService } from '../../apps/engine/src/session/sessions/sessions.service';
 import { removeDataDir } from './data-dir';
 
 /** Collects the engine's JSON log lines, parsed. */
@@ -96,6 +97,11 @@ export class EngineHarness {
     const res = await this.request('POST', `/v1/sessions/${sessionId}/actions`, body);
     if (res.status !== 200) throw new Error(`action failed: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body as T;
+  }
+
+  /** Waits for the background teardowns of ended sessions (a DELETE answers before their containers go). */
+  tornDown(): Promise<void> {
+    return this.app.get(SessionsService).settled();
   }
 
   workspaceOf(sessionId: string): string {

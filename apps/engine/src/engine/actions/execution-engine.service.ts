@@ -138,9 +138,10 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     this.sessions.onSessionEnd(async (sessionId) => {
       await this.inFlight.cancelSession(sessionId, new Error('session ended'));
       this.events.end(sessionId);
-      // After its actions stopped: each kind frees what it holds for the session (containers, browser contexts).
-      await releaseAll(sessionId, [...this.handlers.values()]);
     });
+    // Once the session ended (its actions stopped): each kind frees what it holds for it (containers, browser
+    // contexts), in the background.
+    this.sessions.onSessionTeardown((sessionId) => releaseAll(sessionId, [...this.handlers.values()]));
   }
 
   beforeApplicationShutdown(): Promise<void> {

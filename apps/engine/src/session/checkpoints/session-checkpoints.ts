@@ -47,7 +47,8 @@ export class SessionCheckpoints implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.sessions.onSessionEnd((sessionId) => this.checkpoints.forget(sessionId));
+    // Copies are not running code: they go in the background, with what else the session held.
+    this.sessions.onSessionTeardown((sessionId) => this.checkpoints.forget(sessionId));
     // After the sessions were loaded (their module starts first): copies of sessions that are gone go too.
     await this.checkpoints.forgetAllBut(this.sessions.knownIds());
   }

@@ -14,10 +14,17 @@ import { SessionStore } from '../../state/sessions/session.store';
 export type SessionEndReason = 'deleted' | 'expired';
 
 /**
- * Called before a session's workspace is removed: to stop its running actions and free what each kind of action
- * holds for it (containers, browser contexts, plans).
+ * Called before a session is durably ended (and its DELETE answered): to fence it, so that nothing of it runs again —
+ * stop its running actions and plans, close its streams, forget its network. Must be quick: it is on the answer's path.
  */
 export type SessionEndHook = (sessionId: string, reason: SessionEndReason) => Promise<void>;
+
+/**
+ * Called in the background once the session has durably ended, before its workspace is removed: frees what each kind
+ * of action holds for it (containers, processes, browser contexts). A crash before it finishes leaves what the
+ * start-up reapers remove: the restarted engine no longer knows the session.
+ */
+export type SessionTeardownHook = (sessionId: string) => Promise<void>;
 
 export class SessionLimitError extends SwitchyardError {
   readonly code = 'SESSION_LIMIT';
@@ -38,6 +45,9 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
   private readonly dirtyActivity = new Set<string>();
   private readonly ending = new Map<string, Promise<void>>();
   private readonly endHooks: SessionEndHook[] = [];
+  private readonly teardownHooks: SessionTeardownHook[] = [];
+  /** Teardowns of ended sessions still running in the background; shutdown waits for them. */
+  private readonly teardowns = new Set<Promise<void>>();
   private readonly busy = new Map<string, number>();
   private sweepTimer?: NodeJS.Timeout;
 
@@ -68,11 +78,22 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.sweepTimer);
     await Promise.allSettled(this.ending.values());
+    await Promise.allSettled(this.teardowns);
     await this.flushActivity();
   }
 
   onSessionEnd(hook: SessionEndHook): void {
     this.endHooks.push(hook);
+  }
+
+  onSessionTeardown(hook: SessionTeardownHook): void {
+    this.teardownHooks.push(hook);
+  }
+
+  /** Resolves once every teardown begun so far has finished (shutdown; tests). */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.ending.values());
+    await Promise.allSettled(this.teardowns);
   }
 
   /**
@@ -258,7 +279,11 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
     await this.end(id, 'deleted');
   }
 
-  /** Ends a session once: stops its work, releases tiers, removes its workspace, closes its graph node. */
+  /**
+   * Ends a session once. Resolves when the session is fenced (its actions stopped, nothing of it can start again) and
+   * durably ended (graph node closed, record removed); what it holds (containers, processes, mounts, its workspace)
+   * is then removed in the background (`teardown`), off the caller's path.
+   */
   end(id: string, reason: SessionEndReason): Promise<void> {
     const pending = this.ending.get(id);
     if (pending) return pending;
@@ -273,10 +298,34 @@ export class SessionsService implements OnModuleInit, OnApplicationShutdown {
 
   private async release(id: string, reason: SessionEndReason): Promise<void> {
     for (const hook of this.endHooks) await hook(id, reason);
-    await this.workspaces.close(id);
     await this.graph.endSession(id, this.clock.now().toISOString(), reason);
+    // From here a restarted engine no longer knows the session: whatever the teardown has not removed yet is an
+    // orphan its start-up reapers remove (containers and pods of dead engines, workspaces of unknown sessions).
     await this.store.remove(id);
+    const teardown = this.teardown(id);
+    this.teardowns.add(teardown);
+    void teardown.finally(() => this.teardowns.delete(teardown));
     this.logger.log({ msg: 'session ended', sessionId: id, reason });
+  }
+
+  /** Removes what an ended session held. Never rejects: a failure is logged, its leftovers reaped later. */
+  private async teardown(id: string): Promise<void> {
+    for (const hook of this.teardownHooks) {
+      await hook(id).catch((err: unknown) =>
+        this.logger.error({
+          msg: 'failed to free what an ended session held',
+          sessionId: id,
+          err: String(err),
+        }),
+      );
+    }
+    await this.workspaces.close(id).catch((err: unknown) =>
+      this.logger.error({
+        msg: "failed to remove an ended session's workspace",
+        sessionId: id,
+        err: String(err),
+      }),
+    );
   }
 
   /** Expires idle sessions and persists activity timestamps in one batch. */
