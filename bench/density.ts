@@ -125,11 +125,11 @@ export async function benchDensity(options: { sessions?: number; minFreeMiB?: nu
         'shim PSS (shims)      MemAvailable drop per session   create->first result p50 (p99)   kernel start p50 (p99)',
     );
     let since = 0;
-    let firstStep: { n: number; rss: number } | undefined;
+    let firstStep: { n: number; rss: number; heap: number } | undefined;
     const step = () => {
       lastStep = held.length;
       const e = engineMemory();
-      firstStep ??= { n: held.length, rss: e.rss };
+      firstStep ??= { n: held.length, rss: e.rss, heap: e.heap };
       const mem = held.map((h) => cgroupMemory(h.container)).filter((m) => m !== undefined);
       const usage = mem.reduce((a, m) => a + m.usage, 0) / Math.max(1, mem.length);
       const rss = mem.reduce((a, m) => a + m.rss, 0) / Math.max(1, mem.length);
@@ -194,10 +194,16 @@ export async function benchDensity(options: { sessions?: number; minFreeMiB?: nu
     console.log(`  stopped at ${stopped}`);
     console.log(
       `  kernels ran in: ${[...kernelTiers].map(([t, c]) => `${t} x${c}`).join(', ') || 'none'}; ` +
-        `${new Set(held.map((h) => h.container)).size} distinct containers; engine RSS growth per session ` +
-        `after the first (its start-up garbage collected) ` +
-        `${firstStep && held.length > firstStep.n ? mib((engineMemory().rss - firstStep.rss) / (held.length - firstStep.n), 2) : '-'}`,
+        `${new Set(held.map((h) => h.container)).size} distinct containers`,
     );
+    if (firstStep && held.length > firstStep.n) {
+      const e = engineMemory();
+      const per = (now: number, then: number) => mib((now - then) / (held.length - firstStep!.n), 3);
+      console.log(
+        `  engine growth per session after the first (its start-up garbage collected): RSS ` +
+          `${per(e.rss, firstStep.rss)}, V8 heap ${per(e.heap, firstStep.heap)}`,
+      );
+    }
   } finally {
     const t0 = performance.now();
     for (let i = 0; i < held.length; i += 8) {

@@ -131,6 +131,7 @@ export async function benchKernels(options: { runs?: number } = {}): Promise<voi
     // Kernel start: end the kernel, then the cell that starts a fresh interpreter in the session's (running)
     // sandbox, less a warm cell's median; interleaved with a raw `python3 -c pass`.
     let current = kernelId;
+    const startTiers = new Set<string>();
     const kernelStart = async (): Promise<number> => {
       await fetch(`${base}/v1/sessions/${sid}/kernels/${current}`, { method: 'DELETE' });
       const t0 = performance.now();
@@ -140,6 +141,7 @@ export async function benchKernels(options: { runs?: number } = {}): Promise<voi
         throw new Error(`kernel did not start fresh: ${JSON.stringify(r).slice(0, 300)}`);
       }
       current = r.output.kernel.id;
+      startTiers.add(r.output.kernel.tier);
       return Math.max(0, t - median(warm));
     };
     const { starts, rawPython } = await interleave(
@@ -159,7 +161,9 @@ export async function benchKernels(options: { runs?: number } = {}): Promise<voi
     console.log(
       `  API kernel is ${vsFresh.toFixed(2)}x faster than a fresh pooled action (target >= 3) ${vsFresh >= 3 ? 'OK' : 'MISSED'}`,
     );
-    console.log(`  ${line('kernel start (first cell - warm)', starts)}`);
+    console.log(
+      `  ${line('kernel start (first cell - warm)', starts)}   in the ${[...startTiers].join(', ')} tier`,
+    );
     console.log(`  ${line('raw python3 -c pass', rawPython)}`);
     const startRatio = median(starts) / median(rawPython);
     console.log(
