@@ -27,7 +27,7 @@ module.exports = {
   // The suites that stop a shared service (Docker, Neo4j) run last.
   testSequencer: '<rootDir>/test/support/test-sequencer.js',
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,packages}/**/*.spec.ts'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,packages,bench}/**/*.spec.ts'] },
     {
       ...base,
       displayName: 'e2e',

@@ -11,6 +11,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { DEFAULT_LAUNCH_ARGS } from '../libs/browser/src';
+import { interleave } from './interleave';
 import { median, ms } from './stats';
 
 export const BENCH_SITE_HOST = '127.0.0.2';
@@ -81,12 +82,11 @@ export async function benchBrowser(post: Post, runs: number): Promise<void> {
       await rawPair();
     }
     inside.length = 0;
-    const api: number[] = [];
-    const rawTimes: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      api.push(await apiPair(sid));
-      rawTimes.push(await rawPair());
-    }
+    const { api, raw: rawTimes } = await interleave(
+      runs,
+      { api: () => apiPair(sid), raw: () => rawPair() },
+      0,
+    );
 
     const ratio = median(api) / median(rawTimes);
     console.log('browser navigate + extract text (local page, warm session context)');

@@ -8,7 +8,7 @@
  * (`SWITCHYARD_SUBPROCESS_CPUS`, default 1) under one quota for the whole session (`SWITCHYARD_SESSION_CPUS`,
  * default 1), at a low CPU weight, and niceness 19. Called by `run.ts`; `node dist/bench/bystander.js` runs it alone.
  *
- * Reported: p50/p90/p99 of the bystander idle and under each hog, with the run counts, and the ratios. Target: p50
+ * Reported: p50/p90/p99 of the bystander idle (sampled in slices between the hogs) and under each hog, with the run counts, and the ratios. Target: p50
  * <= 1.5x idle. A hog may use its session's whole quota, one CPU of this machine's two: a bystander that needs CPU
  * shares the rest with it. Unconfined (nice 0, no quota) the fork loop starved the engine itself: seconds per
  * print(1); with a quota per action only, eight concurrent actions took eight CPUs' worth of quota (p50 x5).
@@ -79,9 +79,9 @@ export async function benchBystander(options: BystanderBenchOptions = {}): Promi
       }
       return performance.now() - t0;
     };
-    const sample = async (): Promise<number[]> => {
+    const sample = async (n = runs): Promise<number[]> => {
       const xs: number[] = [];
-      for (let i = 0; i < runs; i++) xs.push(await print1());
+      for (let i = 0; i < n; i++) xs.push(await print1());
       return xs;
     };
     /** The bystander's samples while `actions` runs of `code` burn in the other session throughout. */
@@ -117,9 +117,17 @@ export async function benchBystander(options: BystanderBenchOptions = {}): Promi
     };
 
     for (let i = 0; i < 3; i++) await print1(); // warm-up: sandboxes launched ahead, caches
-    const idle = await sample();
+    // A hog cannot start and stop per sample (it takes half a second to spin up), so the idle samples are taken
+    // in slices between the hogs (idle, hog, idle, hog, …, idle): drift over the run hits idle as it hits the hogs.
+    const slices = HOGS.length + 1;
+    const idle = await sample(Math.ceil(runs / slices));
     const loaded: Array<[string, number[]]> = [];
-    for (const [name, code, actions] of HOGS) loaded.push([name, await sampleUnder(code, actions)]);
+    for (const [k, [name, code, actions]] of HOGS.entries()) {
+      loaded.push([name, await sampleUnder(code, actions)]);
+      idle.push(
+        ...(await sample(Math.ceil((runs * (k + 2)) / slices) - Math.ceil((runs * (k + 1)) / slices))),
+      );
+    }
 
     const row = (name: string, xs: number[]) =>
       `  ${name.padEnd(22)} p50 ${ms(median(xs))}   p90 ${ms(pct(xs, 90))}   p99 ${ms(pct(xs, 99))}`;

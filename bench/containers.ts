@@ -34,6 +34,7 @@ import {
 } from '@switchyard/sandbox';
 import Dockerode from 'dockerode';
 import { dockerExecPrint1, sleep, startEngine, timed, until } from './engine-client';
+import { interleave } from './interleave';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 type OneOffRuntime = 'runsc' | 'runc';
@@ -236,22 +237,18 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     const sid = await engine.newSession();
     await engine.print1(sid, 'pooled');
     const held = pooled.containers().find((c) => c.sessionId === sid)!;
-    const viaApi: number[] = [];
-    const viaExec: number[] = [];
-    const viaHost: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      await engine.print1(sid, 'pooled');
-      await dockerExecPrint1(docker, held.id);
-      await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs);
-    }
-    for (let i = 0; i < runs; i++) {
-      viaApi.push(await timed(() => engine.print1(sid, 'pooled')));
-      viaExec.push(await timed(() => dockerExecPrint1(docker, held.id)));
-      viaHost.push(await timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs));
-    }
+    const {
+      api: viaApi,
+      exec: viaExec,
+      host: viaHost,
+    } = await interleave(runs, {
+      api: () => timed(() => engine.print1(sid, 'pooled')),
+      exec: () => timed(() => dockerExecPrint1(docker, held.id)),
+      host: () => timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs),
+    });
     await engine.endSession(sid);
     const [p, e, h] = [median(viaApi), median(viaExec), median(viaHost)];
-    out(`python print(1), pooled tier, median of ${runs}`);
+    out(`python print(1), pooled tier, median of ${runs}, interleaved`);
     out(`  raw host spawn        median ${ms(h)}`);
     out(`  raw docker exec       median ${ms(e)}   (${ratio(e, h)} raw host spawn)`);
     out(`  API pooled tier       median ${ms(p)}   p99 ${ms(pct(viaApi, 99))}`);

@@ -8,7 +8,8 @@
  * 1. Throughput: CLIENTS closed-loop clients, each on a session of its own, sending python `print(1)` (the session's
  *    pod; bash `echo 1` with BENCH_REPLICA_LANGUAGE=bash, a cheaper action for the node) for BENCH_REPLICA_SECONDS: one replica; two replicas with each client on the replica serving its session (a
  *    load balancer with session affinity); two replicas with each client alternating replicas (half the requests
- *    forwarded). Actions/s and p50/p99, and the two-replica ratios to one.
+ *    forwarded). Actions/s and p50/p99, and the two-replica ratios to one. The three run in BENCH_REPLICA_ROUNDS
+ *    slices each (default 4), interleaved with the order rotating.
  * 2. What Postgres adds: one engine on SQLite (its graph on Neo4j behind the local outbox) vs one replica on Postgres
  *    (the graph's outbox in Postgres), the same Neo4j and cluster: `GET /v1/sessions/:id` (the session lookup: memory
  *    vs the replica route query) and python `print(1)`, interleaved, p50/p99 of each and the difference.
@@ -42,6 +43,8 @@ const REPO = path.resolve(__dirname, '..', '..');
 const MAIN = path.join(REPO, 'dist', 'apps', 'engine', 'src', 'main.js');
 const CLIENTS = Number(process.env.BENCH_REPLICA_CLIENTS ?? 8);
 const SECONDS = Number(process.env.BENCH_REPLICA_SECONDS ?? 20);
+/** Slices each configuration's SECONDS is cut into, the configurations interleaved slice by slice. */
+const ROUNDS = Number(process.env.BENCH_REPLICA_ROUNDS ?? 4);
 const GRAPH_ACTIONS = Number(process.env.BENCH_REPLICA_GRAPH_ACTIONS ?? 500);
 /**
  * The action the clients send: python `print(1)`, or with BENCH_REPLICA_LANGUAGE=bash a cheaper one for the node,
@@ -176,19 +179,20 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t0;
 }
 
-/** CLIENTS closed loops for SECONDS; `via(c, i)` picks the engine of client c's i-th request. */
+/** CLIENTS closed loops for `seconds`; `via(c, i)` picks the engine of client c's i-th request. */
 async function load(
   sessions: string[],
   via: (client: number, i: number) => Engine,
+  seconds: number,
 ): Promise<{ perSecond: number; latencies: number[] }> {
   const latencies: number[] = [];
-  const end = performance.now() + SECONDS * 1000;
+  const end = performance.now() + seconds * 1000;
   await Promise.all(
     sessions.map(async (sid, c) => {
       for (let i = 0; performance.now() < end; i++) latencies.push(await timed(() => via(c, i).print1(sid)));
     }),
   );
-  return { perSecond: latencies.length / SECONDS, latencies };
+  return { perSecond: latencies.length / seconds, latencies };
 }
 
 function show(label: string, r: { perSecond: number; latencies: number[] }): void {
@@ -365,18 +369,48 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
     const spread: string[] = [];
     for (let c = 0; c < CLIENTS; c++) spread.push(await (c % 2 === 0 ? r1 : r2).session());
     for (const [c, sid] of spread.entries()) await (c % 2 === 0 ? r1 : r2).print1(sid);
-    const before = await pgStats(databaseUrl);
-    const cpuBefore = r1.cpuMs();
-    const machineBefore = machineCpuMs();
-    const one = await load(onOne, () => r1);
-    const cpuPerAction = (r1.cpuMs() - cpuBefore) / one.latencies.length;
-    const machineAfter = machineCpuMs();
-    const machinePerAction = (machineAfter.busy - machineBefore.busy) / one.latencies.length;
-    const machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total);
-    await sleep(1000);
-    const after = await pgStats(databaseUrl);
-    const owners = await load(spread, (c) => (c % 2 === 0 ? r1 : r2));
-    const alternating = await load(spread, (c, i) => ((c + i) % 2 === 0 ? r1 : r2));
+    // The three configurations in ROUNDS slices of SECONDS each, interleaved with the order rotating, so the
+    // machine's other work hits them alike. Postgres writes and CPU are counted over the single replica's slices.
+    type Run = { perSecond: number; latencies: number[] };
+    const runs3: Record<'one' | 'owners' | 'alternating', Run> = {
+      one: { perSecond: 0, latencies: [] },
+      owners: { perSecond: 0, latencies: [] },
+      alternating: { perSecond: 0, latencies: [] },
+    };
+    const configs: Array<[keyof typeof runs3, (c: number, i: number) => Engine, string[]]> = [
+      ['one', () => r1, onOne],
+      ['owners', (c) => (c % 2 === 0 ? r1 : r2), spread],
+      ['alternating', (c, i) => ((c + i) % 2 === 0 ? r1 : r2), spread],
+    ];
+    const slice = SECONDS / ROUNDS;
+    const counted = { xacts: 0, inserted: 0, outbox: 0, cpu: 0, busy: 0, total: 0 };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < configs.length; k++) {
+        const [name, via, sessions] = configs[(round + k) % configs.length];
+        if (name !== 'one') {
+          runs3[name].latencies.push(...(await load(sessions, via, slice)).latencies);
+          continue;
+        }
+        const before = await pgStats(databaseUrl);
+        const cpuBefore = r1.cpuMs();
+        const machineBefore = machineCpuMs();
+        runs3.one.latencies.push(...(await load(sessions, via, slice)).latencies);
+        counted.cpu += r1.cpuMs() - cpuBefore;
+        const machineAfter = machineCpuMs();
+        counted.busy += machineAfter.busy - machineBefore.busy;
+        counted.total += machineAfter.total - machineBefore.total;
+        await sleep(1000); // backends report their statistics when they go idle
+        const after = await pgStats(databaseUrl);
+        counted.xacts += after.xacts - before.xacts;
+        counted.inserted += after.inserted - before.inserted;
+        counted.outbox += after.outbox - before.outbox;
+      }
+    }
+    for (const r of Object.values(runs3)) r.perSecond = r.latencies.length / SECONDS;
+    const { one, owners, alternating } = runs3;
+    const cpuPerAction = counted.cpu / one.latencies.length;
+    const machinePerAction = counted.busy / one.latencies.length;
+    const machineBusy = counted.busy / counted.total;
     show('one replica', one);
     show('two replicas, clients on the owner', owners);
     show('two replicas, clients alternating (half forwarded)', alternating);
@@ -386,9 +420,9 @@ export async function benchReplicas(options: { runs?: number } = {}): Promise<vo
     );
     const actions = one.latencies.length;
     console.log(
-      `  per action (one replica, ${actions} actions): ${((after.xacts - before.xacts) / actions).toFixed(1)} Postgres ` +
-        `transactions, ${((after.inserted - before.inserted) / actions).toFixed(1)} rows inserted, ` +
-        `${((after.outbox - before.outbox) / actions).toFixed(1)} graph outbox entries (Neo4j writes); ` +
+      `  per action (one replica, ${actions} actions): ${(counted.xacts / actions).toFixed(1)} Postgres ` +
+        `transactions, ${(counted.inserted / actions).toFixed(1)} rows inserted, ` +
+        `${(counted.outbox / actions).toFixed(1)} graph outbox entries (Neo4j writes); ` +
         `engine CPU ${cpuPerAction.toFixed(1)} ms`,
     );
     // The engine is the bottleneck when its CPU per action is what bounds one replica (one core at most: its event

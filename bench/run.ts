@@ -2,7 +2,7 @@
  * `npm run bench`: the engine against raw baselines measured in the same run, printed as ratios.
  *
  * 1. python `print(1)`: raw `spawn`, raw bubblewrap (same namespaces, no engine), and a code action through
- *    the API (subprocess tier). Target: API ≤ 1.3× raw bubblewrap.
+ *    the API (subprocess tier), interleaved. Target: API ≤ 1.3× raw bubblewrap.
  * 2. file actions: median latency of a write+read pair, and throughput at 16 concurrent clients (in a separate
  *    process) with every action recorded durably in the graph. Target ≥ 1000 actions/s.
  * 3. browser: navigate + extract text through the API vs raw Playwright, and a session's first action
@@ -65,8 +65,15 @@
  *    bwrap with the tier's own flags, host `python3 -c` and raw `docker exec`, interleaved (`bench/profile.ts`).
  *    Targets: subprocess <= 1.15x raw bwrap, pooled <= 1.30x host python3 -c.
  *
+ * 22. density: sessions one by one, each holding a warm container and a python kernel, up to 200 or the first error:
+ *    engine RSS, container and kernel memory per session, the machine's MemAvailable per session (`bench/density.ts`).
+ *
+ * Every section samples its sides interleaved, the order rotating (`bench/interleave.ts`), and prints the load
+ * average before and after it.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports, profile).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports,
+ * profile, density).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -83,6 +90,7 @@ import { benchBystander } from './bystander';
 import { benchCheckpoints } from './checkpoints';
 import { benchConsole } from './console';
 import { benchContainers } from './containers';
+import { benchDensity } from './density';
 import { benchFileTransfer } from './file-transfer';
 import { benchGraph } from './graph';
 import { benchImageRoot } from './image-root';
@@ -96,6 +104,7 @@ import { benchKubernetes } from './kubernetes';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
 import { benchTerminals } from './terminals';
+import { interleave, withLoad } from './interleave';
 import { median, ms, pct, PYTHON, timeSpawn } from './stats';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
@@ -164,25 +173,26 @@ async function sample(n: number, fn: () => Promise<number>): Promise<number[]> {
 }
 
 async function main(): Promise<void> {
-  if (wanted('core')) await benchCore();
-  if (wanted('containers')) await benchContainers({ runs: RUNS });
-  if (wanted('graph')) await benchGraph({ runs: RUNS });
-  if (wanted('bystander')) await benchBystander({ runs: RUNS });
-  if (wanted('sessions')) await benchSessions();
-  if (wanted('kernels')) await benchKernels({ runs: RUNS });
-  if (wanted('checkpoints')) await benchCheckpoints({ runs: RUNS });
-  if (wanted('console')) await benchConsole({ runs: RUNS });
-  if (wanted('kubernetes')) await benchKubernetes({ runs: RUNS });
-  if (wanted('replicas')) await benchReplicas({ runs: RUNS });
-  if (wanted('rootfs')) await benchImageRoot({ runs: RUNS });
-  if (wanted('boxruns')) await benchBoxRuns({ runs: RUNS });
-  if (wanted('rich')) await benchRichResults({ runs: RUNS });
-  if (wanted('ts-sdk')) await benchTsSdk({ runs: RUNS });
-  if (wanted('python-sdk')) await benchPythonSdk({ runs: RUNS });
-  if (wanted('files')) await benchFileTransfer();
-  if (wanted('terminals')) await benchTerminals({ runs: RUNS });
-  if (wanted('ports')) await benchPorts({ runs: RUNS });
-  if (wanted('profile')) await benchProfile({ runs: RUNS });
+  if (wanted('core')) await withLoad('core', () => benchCore());
+  if (wanted('containers')) await withLoad('containers', () => benchContainers({ runs: RUNS }));
+  if (wanted('graph')) await withLoad('graph', () => benchGraph({ runs: RUNS }));
+  if (wanted('bystander')) await withLoad('bystander', () => benchBystander({ runs: RUNS }));
+  if (wanted('sessions')) await withLoad('sessions', () => benchSessions());
+  if (wanted('kernels')) await withLoad('kernels', () => benchKernels({ runs: RUNS }));
+  if (wanted('checkpoints')) await withLoad('checkpoints', () => benchCheckpoints({ runs: RUNS }));
+  if (wanted('console')) await withLoad('console', () => benchConsole({ runs: RUNS }));
+  if (wanted('kubernetes')) await withLoad('kubernetes', () => benchKubernetes({ runs: RUNS }));
+  if (wanted('replicas')) await withLoad('replicas', () => benchReplicas({ runs: RUNS }));
+  if (wanted('rootfs')) await withLoad('rootfs', () => benchImageRoot({ runs: RUNS }));
+  if (wanted('boxruns')) await withLoad('boxruns', () => benchBoxRuns({ runs: RUNS }));
+  if (wanted('rich')) await withLoad('rich', () => benchRichResults({ runs: RUNS }));
+  if (wanted('ts-sdk')) await withLoad('ts-sdk', () => benchTsSdk({ runs: RUNS }));
+  if (wanted('python-sdk')) await withLoad('python-sdk', () => benchPythonSdk({ runs: RUNS }));
+  if (wanted('files')) await withLoad('files', () => benchFileTransfer());
+  if (wanted('terminals')) await withLoad('terminals', () => benchTerminals({ runs: RUNS }));
+  if (wanted('ports')) await withLoad('ports', () => benchPorts({ runs: RUNS }));
+  if (wanted('profile')) await withLoad('profile', () => benchProfile({ runs: RUNS }));
+  if (wanted('density')) await withLoad('density', () => benchDensity());
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */
@@ -216,26 +226,31 @@ async function benchCore(): Promise<void> {
 
     // 1. python print(1)
     const sid: string = (await post('/v1/sessions')).id;
-    const raw = await sample(RUNS, () => timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs));
-    const bwrap = await sample(RUNS, () => timeSpawn('bwrap', rawBwrapArgs(rawWs), rawWs));
-    const api = await sample(RUNS, async () => {
-      const t0 = performance.now();
-      const r = await post(`/v1/sessions/${sid}/actions`, {
-        type: 'code',
-        language: 'python',
-        code: 'print(1)',
-      });
-      if (r.status !== 'succeeded' || r.stdout !== '1\n' || r.tier !== 'subprocess') {
-        throw new Error(`code action did not succeed: ${JSON.stringify(r)}`);
-      }
-      return performance.now() - t0;
+    // Interleaved, the order rotating, so the machine's load hits the three sides alike.
+    const { raw, bwrap, api } = await interleave(RUNS, {
+      raw: () => timeSpawn(PYTHON, ['-c', 'print(1)'], rawWs),
+      bwrap: () => timeSpawn('bwrap', rawBwrapArgs(rawWs), rawWs),
+      api: async () => {
+        const t0 = performance.now();
+        const r = await post(`/v1/sessions/${sid}/actions`, {
+          type: 'code',
+          language: 'python',
+          code: 'print(1)',
+        });
+        if (r.status !== 'succeeded' || r.stdout !== '1\n' || r.tier !== 'subprocess') {
+          throw new Error(`code action did not succeed: ${JSON.stringify(r)}`);
+        }
+        return performance.now() - t0;
+      },
     });
     console.log('python print(1)');
-    console.log(`  raw spawn            median ${ms(median(raw))}`);
+    const row = (xs: number[]) =>
+      `median ${ms(median(xs))}   p90 ${ms(pct(xs, 90))}   p99 ${ms(pct(xs, 99))}`;
+    console.log(`  raw spawn            ${row(raw)}   (${RUNS} runs, interleaved)`);
     console.log(
-      `  raw bubblewrap       median ${ms(median(bwrap))}   (${(median(bwrap) / median(raw)).toFixed(2)}x raw spawn)`,
+      `  raw bubblewrap       ${row(bwrap)}   (${(median(bwrap) / median(raw)).toFixed(2)}x raw spawn)`,
     );
-    console.log(`  API subprocess tier  median ${ms(median(api))}   p99 ${ms(pct(api, 99))}`);
+    console.log(`  API subprocess tier  ${row(api)}`);
     const ratio = median(api) / median(bwrap);
     console.log(
       `  ratio API / raw bubblewrap = ${ratio.toFixed(2)}x (target <= 1.30) ${ratio <= 1.3 ? 'OK' : 'MISSED'}`,
