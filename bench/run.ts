@@ -68,12 +68,17 @@
  * 22. density: sessions one by one, each holding a warm container and a python kernel, up to 200 or the first error:
  *    engine RSS, container and kernel memory per session, the machine's MemAvailable per session (`bench/density.ts`).
  *
+ * 23. bursts: 60 sessions created back to back and 16 at once, each running one pooled print(1), on Docker and (when
+ *    the test cluster answers) Kubernetes: warm claims and create -> first result vs a raw docker exec in the same run,
+ *    sampled right before and after each burst (a burst is back to back: nothing in between) (`bench/bursts.ts`).
+ *    Targets: >= 90 % warm, p50 <= 60 ms, p99 <= 150 ms.
+ *
  * Every section samples its sides interleaved, the order rotating (`bench/interleave.ts`), and prints the load
  * average before and after it.
  *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
  * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports,
- * profile, density).
+ * profile, density, bursts).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -86,6 +91,7 @@ import { loadEngineConfig } from '../apps/engine/src/platform/config/engine-conf
 import { detectSystemLayout } from '../libs/sandbox/src/backends/subprocess/bwrap-command';
 import { BENCH_SITE_HOST, benchBrowser } from './browser';
 import { benchBoxRuns } from './box-runs';
+import { benchBursts } from './bursts';
 import { benchBystander } from './bystander';
 import { benchCheckpoints } from './checkpoints';
 import { benchConsole } from './console';
@@ -193,6 +199,7 @@ async function main(): Promise<void> {
   if (wanted('ports')) await withLoad('ports', () => benchPorts({ runs: RUNS }));
   if (wanted('profile')) await withLoad('profile', () => benchProfile({ runs: RUNS }));
   if (wanted('density')) await withLoad('density', () => benchDensity());
+  if (wanted('bursts')) await withLoad('bursts', () => benchBursts());
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

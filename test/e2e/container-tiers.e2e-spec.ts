@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness } from '../support/engine-harness';
+import { eventually } from '../support/host-probes';
 import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 
 jest.setTimeout(60_000);
@@ -310,6 +311,40 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     expect(r).toMatchObject({ status: 'succeeded', output: { value: { files: 1, words: 3 } } });
     const report = await engine.action(s, { type: 'file', op: 'read', path: r.output.value.report });
     expect(report.output.content).toContain('| a.txt | 1 | 3 |');
+  });
+
+  it('a burst of new sessions grows the warm pool: the next burst like it claims only warm sandboxes', async () => {
+    const N = 4;
+    /** The warm pool as /health reports it (Docker: `pool`, Kubernetes: `warm`). */
+    const pool = async () => {
+      const details = (await engine.request('GET', '/health')).body.tiers.pooled.details;
+      const p = details.pool ?? details.warm;
+      return { idle: p.available ?? p.warm, min: p.min, target: p.target, warmClaims: p.warmClaims };
+    };
+    const burst = async () => {
+      const sids = await Promise.all(
+        Array.from({ length: N }, async () => {
+          const sid = await engine.createSession();
+          expect(await run(sid, 'pooled', 'python', 'print(1)')).toMatchObject({
+            status: 'succeeded',
+            stdout: '1\n',
+          });
+          return sid;
+        }),
+      );
+      for (const sid of sids)
+        expect((await engine.request('DELETE', `/v1/sessions/${sid}`)).status).toBe(204);
+    };
+    await burst();
+    // The pool now holds its floor plus the burst (for SWITCHYARD_POOL_DEMAND_WINDOW_MS), once the starts are done.
+    const grown = async () => {
+      const p = await pool();
+      return p.target >= p.min + N && p.idle >= p.target;
+    };
+    expect(await eventually(grown, 45_000, 200)).toBe(true);
+    const before = (await pool()).warmClaims;
+    await burst();
+    expect((await pool()).warmClaims - before).toBe(N);
   });
 
   it('deleting a session destroys its pooled sandbox', async () => {

@@ -64,6 +64,8 @@ export function containerTiers(
           imagePullPolicy: k8s.imagePullPolicy,
           min: sb.pool.min,
           max: sb.pool.max,
+          ...(sb.pool.starts !== undefined && { starts: sb.pool.starts }),
+          demandWindowMs: sb.pool.demandWindowMs,
           maxSessions: sb.pool.maxSessions,
           acquireTimeoutMs: Math.max(sb.pool.acquireTimeoutMs, 30_000),
           podStartTimeoutMs: k8s.podStartTimeoutMs,

@@ -12,6 +12,8 @@ export const POOL_BOUNDS = {
   max: { min: 1, max: 256 },
   maxSessions: { min: 1, max: 4096 },
   acquireTimeoutMs: { min: 1, max: 600_000 },
+  starts: { min: 1, max: 64 },
+  demandWindowMs: { min: 1000, max: 86_400_000 },
 } as const satisfies Record<string, Bounds>;
 
 /**

@@ -25,13 +25,27 @@ export class ContainerEnv {
   @IsString()
   DOCKER_HOST?: string = undefined;
 
-  /** Warm containers kept ready for sessions' first pooled action. */
+  /**
+   * Warm containers (pods) kept ready for sessions' first pooled action however quiet it is: the pool's floor. After a
+   * burst of claims the pool holds more (SWITCHYARD_POOL_DEMAND_WINDOW_MS). 0: no warm pool.
+   */
   @IntVar(POOL_BOUNDS.min.min, POOL_BOUNDS.min.max)
   SWITCHYARD_POOL_MIN = 2;
 
-  /** Most warm (unclaimed) containers at once. */
+  /** Most warm (unclaimed) containers (pods) at once, idle or starting; each idle one takes about 8 MiB. */
   @IntVar(POOL_BOUNDS.max.min, POOL_BOUNDS.max.max)
-  SWITCHYARD_POOL_MAX = 8;
+  SWITCHYARD_POOL_MAX = 16;
+
+  /** Most warm containers (pods) starting at once. Default: the CPU cores, at least 2 and at most 8. */
+  @IntVar(POOL_BOUNDS.starts.min, POOL_BOUNDS.starts.max)
+  SWITCHYARD_POOL_STARTS?: number = undefined;
+
+  /**
+   * How long a burst of claims keeps the pool above its floor: it holds SWITCHYARD_POOL_MIN plus the most claims that
+   * came within one container start time during this window, at most SWITCHYARD_POOL_MAX.
+   */
+  @IntVar(POOL_BOUNDS.demandWindowMs.min, POOL_BOUNDS.demandWindowMs.max)
+  SWITCHYARD_POOL_DEMAND_WINDOW_MS = 60_000;
 
   /**
    * Most sessions holding a pooled container at once; beyond it pooled actions are `denied` (`error.class: limit`,
@@ -129,6 +143,9 @@ export interface ContainerTiersConfig {
   pool: {
     min: number;
     max: number;
+    /** Unset: the library's default (the CPU cores, 2–8). */
+    starts?: number;
+    demandWindowMs: number;
     maxSessions: number;
     acquireTimeoutMs: number;
     sessionIdleTimeoutMs: number;
@@ -181,6 +198,8 @@ export function containerTiersConfig(env: TiersEnv, cwd: string): ContainerTiers
     pool: {
       min: env.SWITCHYARD_POOL_MIN,
       max: env.SWITCHYARD_POOL_MAX,
+      ...(env.SWITCHYARD_POOL_STARTS !== undefined && { starts: env.SWITCHYARD_POOL_STARTS }),
+      demandWindowMs: env.SWITCHYARD_POOL_DEMAND_WINDOW_MS,
       maxSessions: env.SWITCHYARD_POOL_MAX_SESSIONS,
       acquireTimeoutMs: env.SWITCHYARD_POOL_ACQUIRE_TIMEOUT_MS,
       sessionIdleTimeoutMs: env.SWITCHYARD_POOL_SESSION_IDLE_MS,

@@ -32,7 +32,7 @@ describe('loadEngineConfig', () => {
   it('configures both container tiers and the pool', () => {
     const defaults = loadEngineConfig({}).sandbox;
     expect(defaults.image).toBeUndefined();
-    expect(defaults.pool).toMatchObject({ min: 2, max: 8, maxSessions: 16, acquireTimeoutMs: 10_000 });
+    expect(defaults.pool).toMatchObject({ min: 2, max: 16, maxSessions: 16, acquireTimeoutMs: 10_000 });
     expect(defaults.pooled).toEqual({
       memoryBytes: 512 * 2 ** 20,
       nanoCpus: 1e9,
@@ -110,8 +110,10 @@ describe('loadEngineConfig', () => {
     ['SWITCHYARD_OUTPUT_MAX_BYTES', '12kb'],
     ['SWITCHYARD_DEFAULT_TIMEOUT_MS', '999999999'],
     ['SWITCHYARD_SANDBOX_IMAGE', 'not an image!'],
-    ['SWITCHYARD_POOL_MIN', '9'],
+    ['SWITCHYARD_POOL_MIN', '17'],
     ['SWITCHYARD_POOL_MAX', '0'],
+    ['SWITCHYARD_POOL_STARTS', '0'],
+    ['SWITCHYARD_POOL_DEMAND_WINDOW_MS', '5'],
     ['SWITCHYARD_POOLED_PIDS', '1000'],
     ['SWITCHYARD_CONTAINER_PIDS', '10'],
     ['SWITCHYARD_CONTAINER_CPUS', 'two'],

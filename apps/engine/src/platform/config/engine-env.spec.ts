@@ -47,7 +47,7 @@ describe('loadEngineConfig: checks between variables', () => {
     expect(
       problemsOf({
         SWITCHYARD_MAX_TIMEOUT_MS: '20000',
-        SWITCHYARD_POOL_MIN: '9',
+        SWITCHYARD_POOL_MIN: '17',
         SWITCHYARD_BROWSER_MAX_CONTEXTS: '2',
         SWITCHYARD_BROWSER_MAX_DEDICATED: '3',
         SWITCHYARD_SESSION_TTL_SECONDS: '7200',

@@ -53,7 +53,8 @@ function options(extra: KubernetesOptions = {}) {
     image: IMAGE,
     nodeName: NODE,
     min: 1,
-    max: 2,
+    // One warm pod whatever the claims (the target never rises past max): the race below races for exactly one.
+    max: 1,
     acquireTimeoutMs: 60_000,
     healthCheckTimeoutMs: 5000,
     runnerGraceMs: 5000,

@@ -11,7 +11,8 @@ describe('resolveKubernetesOptions', () => {
       imageSource: 'option',
       imagePullPolicy: 'Never',
       min: 2,
-      max: 8,
+      max: 16,
+      demandWindowMs: 60_000,
       maxSessions: 16,
       hostname: 'sandbox',
     });
@@ -44,6 +45,7 @@ describe('resolveKubernetesOptions', () => {
     [{ limits: { pooled: { cpus: 0.5, cpuRequest: 1 } } }, 'kubernetes.limits.pooled.cpuRequest'],
     [{ min: 3, max: 2 }, 'kubernetes.min'],
     [{ max: 0 }, 'kubernetes.max'],
+    [{ starts: 65 }, 'kubernetes.starts'],
     [{ namespace: 'Not_A_Namespace' }, 'kubernetes.namespace'],
     [{ hostname: 'a.b' }, 'kubernetes.hostname'],
     [{ image: 'bad image' }, 'kubernetes.image'],

@@ -4,6 +4,7 @@ import { readImageTag } from '../../core/sandbox-image';
 import { SandboxConfigError } from '../../core/sandbox.errors';
 import { type Bounds, checkIntegers, type IntegerOption } from '../../core/integer-options';
 import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../core/container-bounds';
+import { defaultWarmStarts } from '../../core/warm-target';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -71,10 +72,20 @@ export interface KubernetesOptions {
   imageTagFile?: string;
   /** Default `Never`: the image must already be on the node (a cluster without a registry, as the test one). */
   imagePullPolicy?: 'Never' | 'IfNotPresent' | 'Always';
-  /** Warm session pods this engine keeps ready to be claimed. Default 2. */
+  /**
+   * Warm session pods this engine keeps ready to be claimed however quiet it is: the pool's floor. After a burst of
+   * claims it keeps more (`demandWindowMs`). Default 2; 0: no warm pods (every session's pod is started for it).
+   */
   min?: number;
-  /** Most warm (or starting) session pods of this engine at once. Default 8. */
+  /** Most warm (or starting) session pods of this engine at once. Default 16. */
   max?: number;
+  /** Most warm pods starting at once. Default: the engine host's CPU cores, at least 2 and at most 8. */
+  starts?: number;
+  /**
+   * How long a burst of claims keeps the pool above its floor: it keeps `min` plus the most claims that came within
+   * one pod start time during the last `demandWindowMs` (at most `max`). Default 60 000.
+   */
+  demandWindowMs?: number;
   /** Most session pods this engine holds for sessions at once. Default 16. */
   maxSessions?: number;
   /** How long a claim may take (a warm pod, else a new one started for it). Default 30 000. */
@@ -123,6 +134,8 @@ export interface ResolvedKubernetesOptions {
   imagePullPolicy: 'Never' | 'IfNotPresent' | 'Always';
   min: number;
   max: number;
+  starts: number;
+  demandWindowMs: number;
   maxSessions: number;
   acquireTimeoutMs: number;
   podStartTimeoutMs: number;
@@ -197,7 +210,9 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
     ...imageFrom(options),
     imagePullPolicy: options.imagePullPolicy ?? 'Never',
     min: options.min ?? 2,
-    max: options.max ?? 8,
+    max: options.max ?? 16,
+    starts: options.starts ?? defaultWarmStarts(),
+    demandWindowMs: options.demandWindowMs ?? 60_000,
     maxSessions: options.maxSessions ?? 16,
     acquireTimeoutMs: options.acquireTimeoutMs ?? 30_000,
     podStartTimeoutMs: options.podStartTimeoutMs ?? 60_000,
@@ -238,12 +253,9 @@ export function resolveKubernetesOptions(options: KubernetesOptions = {}): Resol
     },
   };
   const integers: IntegerOption[] = [
-    ...(['min', 'max', 'maxSessions', 'acquireTimeoutMs'] as const).map((name): IntegerOption => [
-      name,
-      resolved[name],
-      POOL_BOUNDS[name].min,
-      POOL_BOUNDS[name].max,
-    ]),
+    ...(['min', 'max', 'starts', 'demandWindowMs', 'maxSessions', 'acquireTimeoutMs'] as const).map(
+      (name): IntegerOption => [name, resolved[name], POOL_BOUNDS[name].min, POOL_BOUNDS[name].max],
+    ),
     [
       'podStartTimeoutMs',
       resolved.podStartTimeoutMs,

@@ -4,7 +4,8 @@ import { FakeKubeClient } from './fake-kube-client.testing';
 import type { PodInfo, PodManifest } from './kube-types';
 import { KubernetesUnavailableError } from './kubernetes.errors';
 import { resolveKubernetesOptions, type ResolvedKubernetesOptions } from './kubernetes.options';
-import { PodLauncher } from './pod-launcher';
+import { type LaunchedPod, PodLauncher } from './pod-launcher';
+import type { PodRunner } from './pod-runner';
 import { sessionPodManifest } from './pod-spec';
 import { WarmPods } from './warm-pods';
 
@@ -224,5 +225,128 @@ describe('WarmPods when the cluster cannot run its pods', () => {
     expect((err as Error).message).toContain('no scheduler bound it to a node');
     expect(Date.now() - started).toBeLessThan(5000);
     expect(pool.stats()).toMatchObject({ consecutiveStartFailures: 1, warm: 0 });
+  });
+});
+
+describe('WarmPods: a target that follows the claims, and bounded parallel starts', () => {
+  /** Starts pods in the fake cluster when the test says so (or at once), counting how many run together. */
+  class FakeLauncher {
+    running = 0;
+    mostRunning = 0;
+    private readonly gate: Array<() => void> = [];
+
+    constructor(
+      private readonly client: FakeKubeClient,
+      private readonly clock: FakeClock,
+      public instant = true,
+    ) {}
+
+    async launch(manifest: PodManifest): Promise<LaunchedPod> {
+      this.running++;
+      this.mostRunning = Math.max(this.mostRunning, this.running);
+      await new Promise<void>((resolve) => (this.instant ? setImmediate(resolve) : this.gate.push(resolve)));
+      this.clock.t += 100; // a pod start takes time
+      const info = await this.client.createPod(manifest);
+      this.running--;
+      return {
+        info,
+        runner: { hello: { pid: 7, protocol: 1 }, close: () => undefined } as unknown as PodRunner,
+      };
+    }
+
+    async remove(): Promise<void> {}
+
+    /** Starts waiting for `finishStarts`. */
+    get waiting(): number {
+      return this.gate.length;
+    }
+
+    finishStarts(): number {
+      const n = this.gate.length;
+      for (const go of this.gate.splice(0)) go();
+      return n;
+    }
+  }
+
+  const eventually = async (check: () => boolean, withinMs = 3000) => {
+    const deadline = Date.now() + withinMs;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  };
+
+  const make = (instant = true) => {
+    const client = new FakeKubeClient();
+    const clock = new FakeClock(1_000_000);
+    const options = resolveKubernetesOptions({
+      image: 'switchyard/sandbox:t1',
+      engineId: 'host-a:1:1:aa',
+      min: 2,
+      max: 16,
+      starts: 3,
+      demandWindowMs: 60_000,
+    });
+    const launcher = new FakeLauncher(client, clock, instant);
+    const pool = new WarmPods(
+      client,
+      launcher as unknown as PodLauncher,
+      options,
+      'switchyard/sandbox:t1',
+      options.limits.pooled,
+      SPEC,
+      clock,
+      logger,
+    );
+    return { client, clock, launcher, pool };
+  };
+  const burst = (pool: WarmPods, n: number, clock: FakeClock) =>
+    Promise.all(Array.from({ length: n }, (_, i) => pool.claim(`ses-${clock.t}-${i}`, clock.t)));
+
+  it('after a burst of claims keeps the floor plus the burst, so the next burst like it is warm', async () => {
+    const { clock, pool } = make();
+    await pool.reconcile();
+    await eventually(() => pool.stats().warm === 2);
+    // 6 at once, 2 warm: the other 4 get no pod (their sessions start their own).
+    const first = await burst(pool, 6, clock);
+    expect(first.filter((c) => c !== undefined)).toHaveLength(2);
+    expect(pool.stats()).toMatchObject({ warmClaims: 2, min: 2, target: 8 });
+    await eventually(() => pool.stats().warm === 8);
+    const second = await burst(pool, 6, clock);
+    expect(second.every((c) => c !== undefined)).toBe(true);
+    expect(pool.stats()).toMatchObject({ warmClaims: 8, waitedClaims: 0 });
+  });
+
+  it('starts at most `starts` pods at once', async () => {
+    const { launcher, pool } = make(false);
+    await pool.reconcile();
+    await eventually(() => launcher.waiting === 2);
+    expect(launcher.finishStarts()).toBe(2);
+    await eventually(() => pool.stats().warm === 2);
+    await burst(pool, 4, new FakeClock(0)); // 2 warm claims, 2 without a pod: target 6, 6 to start
+    await eventually(() => launcher.waiting === 3);
+    expect(pool.stats()).toMatchObject({ target: 6, starting: 3 });
+    expect(launcher.finishStarts()).toBe(3);
+    await eventually(() => launcher.waiting === 3);
+    expect(launcher.finishStarts()).toBe(3);
+    await eventually(() => pool.stats().warm === 6);
+    expect(launcher.mostRunning).toBe(3);
+  });
+
+  it('deletes the warm pods above the target once the burst left the window', async () => {
+    const { client, clock, pool } = make();
+    await pool.reconcile();
+    await eventually(() => pool.stats().warm === 2);
+    await burst(pool, 4, clock);
+    await eventually(() => pool.stats().warm === 6);
+    clock.t += 60_001;
+    await pool.reconcile();
+    expect(pool.stats()).toMatchObject({ target: 2, warm: 2 });
+    const warmLeft = () =>
+      [...client.pods.values()].filter((p) => p.labels['switchyard.dev/state'] === 'warm').length;
+    await eventually(() => warmLeft() === 2);
+    expect(
+      client.callsOf('deletePod').every((c) => (c.detail as { precondition?: unknown }).precondition),
+    ).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
 import type { RunnerHello } from '../../core/runner/runner-connection';
+import { WarmTarget } from '../../core/warm-target';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
 import { KubernetesUnavailableError } from './kubernetes.errors';
@@ -41,13 +42,18 @@ export interface ClaimedPod {
 export interface WarmPodStats {
   /** This engine's warm pods, ready to be claimed. */
   warm: number;
-  /** Its warm pods being started. */
+  /** Its warm pods being started (at most `kubernetes.starts` at once). */
   starting: number;
+  /** The floor (`kubernetes.min`). */
   min: number;
+  /** Warm pods it keeps now: the floor plus the latest burst of claims (`WarmTarget`), at most `max`. */
+  target: number;
   max: number;
   consecutiveStartFailures: number;
-  /** Claims served by a warm pod (this engine's or another's). */
+  /** Claims served by a pod that was warm when the claim asked (this engine's or another's). */
   warmClaims: number;
+  /** Claims served by a pod of this engine that finished starting while the claim waited for it. */
+  waitedClaims: number;
   /** Of those, pods warmed by another engine. */
   otherEngineClaims: number;
   /** Claims that found a pod already claimed by someone else (the optimistic update lost). */
@@ -67,14 +73,16 @@ export function isClaimable(pod: PodInfo, specHash: string): boolean {
 }
 
 /**
- * Warm session pods: this engine keeps `min` of its own started (at most `max` warm or starting), each with its
+ * Warm session pods: this engine keeps a target of its own started (`WarmTarget`: `min`, plus the latest burst of
+ * claims for `demandWindowMs`, at most `max` warm or starting; at most `starts` starting at once), each with its
  * runner woken and checked once, then detached, waiting for requests. Every engine of the namespace may claim any
  * warm pod of the same spec: a claim is an optimistic update of the pod's labels at the version it read (`claim`),
  * so of two engines racing for one pod exactly one wins; the loser re-reads and moves on. A claimed pod belongs to
  * its session from then on (labelled with it and its new engine), and this pool starts a replacement.
  *
  * The pool's state is the API's: pods another engine claimed drop out at the next claim or reconcile, which lists
- * this engine's warm pods every `reconcileIntervalMs` and refills.
+ * this engine's warm pods every `reconcileIntervalMs`, deletes those above a target that fell (the window passed),
+ * and refills.
  */
 export class WarmPods {
   private readonly warm = new Map<string, WarmEntry>();
@@ -91,8 +99,10 @@ export class WarmPods {
   private failedStarts = 0;
   private lastFailure?: unknown;
   private warmClaims = 0;
+  private waitedClaims = 0;
   private otherEngineClaims = 0;
   private lostRaces = 0;
+  private readonly target: WarmTarget;
 
   constructor(
     private readonly client: KubeClient,
@@ -103,7 +113,12 @@ export class WarmPods {
     readonly specHash: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.target = new WarmTarget(
+      { min: options.min, max: options.max, windowMs: options.demandWindowMs },
+      clock,
+    );
+  }
 
   /** Starts filling and the periodic reconcile. */
   start(): void {
@@ -120,11 +135,13 @@ export class WarmPods {
    */
   async claim(sessionId: string, deadline: number): Promise<ClaimedPod | undefined> {
     const { labels, annotations } = claimLabels(this.options.engineId, sessionId);
+    this.target.claimed();
+    let waited = false;
     for (;;) {
       for (const [name, entry] of [...this.warm]) {
         this.warm.delete(name);
         const info = await this.tryClaim(entry.info, labels, annotations);
-        if (info) return this.claimed(info, false, entry.hello?.pid);
+        if (info) return this.claimed(info, false, entry.hello?.pid, waited);
       }
       const others = await this.client.listPods(
         selector({
@@ -141,13 +158,16 @@ export class WarmPods {
         if (info) {
           const ours = pod.annotations[K8S_ANNOTATIONS.engine] === this.options.engineId;
           this.warm.delete(pod.name);
-          return this.claimed(info, !ours, runnerPidOf(pod));
+          return this.claimed(info, !ours, runnerPidOf(pod), waited);
         }
       }
+      // Nothing warm: the pool was one short (counted once per claim).
+      if (!waited) this.target.missed();
       this.refill();
       const left = deadline - this.clock.monotonic();
       if (this.starting <= this.waiting || left <= 0) return undefined;
       const failedBefore = this.failedStarts;
+      waited = true;
       this.waiting++;
       try {
         await this.nextReady(left);
@@ -167,9 +187,11 @@ export class WarmPods {
       warm: this.warm.size,
       starting: this.starting,
       min: this.options.min,
+      target: this.target.target(),
       max: this.options.max,
       consecutiveStartFailures: this.failures,
       warmClaims: this.warmClaims,
+      waitedClaims: this.waitedClaims,
       otherEngineClaims: this.otherEngineClaims,
       lostRaces: this.lostRaces,
       ...(this.lastError && { lastStartError: this.lastError }),
@@ -225,17 +247,43 @@ export class WarmPods {
         }
       }
       for (const name of [...this.warm.keys()]) if (!seen.has(name)) this.warm.delete(name);
+      this.trim();
     } catch (err) {
       this.logger.debug(`warm pod reconcile failed: ${(err as Error).message}`);
     }
     this.refill();
   }
 
-  /** Starts warm pods until `min` are warm or starting (never past `max`), unless backing off after failures. */
+  /**
+   * Deletes the oldest warm pods above the target (it fell: the burst that raised it left the window), each only at
+   * the version seen, so one another engine claimed meanwhile stays. Not while a claim waits.
+   */
+  private trim(): void {
+    const surplus = this.warm.size - this.target.target();
+    // An engine without a pool (`min` 0) starts none: the warm pods it sees are not its to trim.
+    if (surplus <= 0 || this.waiting > 0 || this.options.min === 0) return;
+    const oldest = [...this.warm.values()]
+      .sort((a, b) => (a.info.createdAt ?? '').localeCompare(b.info.createdAt ?? ''))
+      .slice(0, surplus);
+    for (const { info } of oldest) {
+      this.warm.delete(info.name);
+      void this.client
+        .deletePod(info.name, DELETE_GRACE_SECONDS, { resourceVersion: info.resourceVersion })
+        .catch(() => undefined);
+    }
+  }
+
+  /**
+   * Starts warm pods until the target is warm or starting (never past `max`, at most `starts` starting at once),
+   * unless backing off after failures. Each start that ends calls it again.
+   */
   refill(): void {
     if (this.closed) return;
     const have = this.warm.size + this.starting;
-    const want = Math.min(this.options.min, this.options.max) - have;
+    const want = Math.min(
+      Math.min(this.target.target(), this.options.max) - have,
+      this.options.starts - this.starting,
+    );
     if (want <= 0) return;
     const wait = this.retryAt - this.clock.monotonic();
     if (wait > 0) {
@@ -251,8 +299,14 @@ export class WarmPods {
     for (let i = 0; i < want; i++) void this.startOne();
   }
 
-  private claimed(info: PodInfo, fromOtherEngine: boolean, runnerPid: number | undefined): ClaimedPod {
-    this.warmClaims++;
+  private claimed(
+    info: PodInfo,
+    fromOtherEngine: boolean,
+    runnerPid: number | undefined,
+    waited: boolean,
+  ): ClaimedPod {
+    if (waited) this.waitedClaims++;
+    else this.warmClaims++;
     if (fromOtherEngine) this.otherEngineClaims++;
     this.refill();
     return { info, fromOtherEngine, ...(runnerPid !== undefined && { runnerPid }) };
@@ -285,6 +339,7 @@ export class WarmPods {
 
   private async startOne(): Promise<void> {
     this.starting++;
+    const t0 = this.clock.monotonic();
     try {
       const launched = await this.launcher.launch(this.manifest(podName('session'), 'starting'));
       const name = launched.info.name; // another one when the node rejected the first (retried)
@@ -297,6 +352,7 @@ export class WarmPods {
         return;
       }
       this.warm.set(name, { info, ...(hello && { hello }) });
+      this.target.started(this.clock.monotonic() - t0);
       if (this.failures > 0) this.logger.log(`warm pods start again after ${this.failures} failure(s)`);
       this.failures = 0;
       for (const wake of this.readyWaiters) wake();

@@ -362,8 +362,9 @@ describe('PooledTier', () => {
     const id = holder('s1')!;
     const mountPoint = docker.get(id).spec.HostConfig!.Mounts![0].Source;
     expect(mounts.bound.get(mountPoint)).toBe(fs.realpathSync(workspaces.s1));
-    await eventually(() => tier.stats().available === 2);
-    expect(tier.stats()).toMatchObject({ claimed: 1, available: 2 });
+    // The claim raised the target by one (min 2 + a burst of 1 claim): the replacement and one more.
+    await eventually(() => tier.stats().available === 3);
+    expect(tier.stats()).toMatchObject({ claimed: 1, available: 3, min: 2, target: 3 });
 
     // Same session: same container. Another session: another one.
     await tier.run(job('s1'));
@@ -440,7 +441,7 @@ describe('PooledTier', () => {
     };
     await tier.run(job('s1'));
     expect(createdAtBind).toEqual([2]);
-    await eventually(() => docker.created === 3 && tier.stats().available === 2);
+    await eventually(() => docker.created === 4 && tier.stats().available === 3);
   });
 
   it('fails a claim for a missing workspace, destroying the container it took, and refills the pool', async () => {
@@ -451,8 +452,8 @@ describe('PooledTier', () => {
     });
     expect(docker.removed).toHaveLength(1);
     expect(mounts.bound.size).toBe(0);
-    await eventually(() => tier.stats().available === 2);
-    expect(tier.stats()).toMatchObject({ claimed: 0, borrowed: 0, size: 2 });
+    await eventually(() => tier.stats().available === 3);
+    expect(tier.stats()).toMatchObject({ claimed: 0, borrowed: 0, size: 3, target: 3 });
   });
 
   it('counts claims that found a warm container and claims that waited for a start', async () => {

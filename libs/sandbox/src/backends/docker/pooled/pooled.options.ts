@@ -6,6 +6,7 @@ import { SandboxConfigError } from '../../../core/sandbox.errors';
 import { type Bounds, checkIntegers, type IntegerOption } from '../../../core/integer-options';
 import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../../core/container-bounds';
 import { checkedBinds } from '../container.options';
+import { defaultWarmStarts } from '../../../core/warm-target';
 
 const MiB = 2 ** 20;
 
@@ -43,10 +44,20 @@ export interface PooledOptions {
    * `<engine dir>/.runtime/sandbox-image.tag`.
    */
   imageTagFile?: string;
-  /** Warm containers kept started and idle, ready to be claimed. Default 2. */
+  /**
+   * Warm containers kept started and idle, ready to be claimed, however quiet it is: the pool's floor. After a burst
+   * of claims it holds more (`demandWindowMs`). Default 2; 0: no warm pool (every claim waits for a start).
+   */
   min?: number;
-  /** Most warm containers (idle or starting) the pool holds at once. Default 8. */
+  /** Most warm containers (idle or starting) the pool holds at once. Default 16. */
   max?: number;
+  /** Most warm containers starting at once. Default: the CPU cores, at least 2 and at most 8. */
+  starts?: number;
+  /**
+   * How long a burst of claims keeps the pool above its floor: the pool holds `min` plus the most claims that came
+   * within one container start time during the last `demandWindowMs` (at most `max`). Default 60 000.
+   */
+  demandWindowMs?: number;
   /**
    * Most containers held by sessions at once. A session beyond it is refused (retriable) until one is released.
    * Default 16. All containers together stay within `max + maxSessions`.
@@ -93,6 +104,8 @@ export interface ResolvedPooledOptions {
   imageSource: 'option' | 'tag-file' | 'none';
   min: number;
   max: number;
+  starts: number;
+  demandWindowMs: number;
   maxSessions: number;
   acquireTimeoutMs: number;
   healthCheckTimeoutMs: number;
@@ -140,7 +153,9 @@ export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPoole
   const resolved: ResolvedPooledOptions = {
     ...imageFrom(options),
     min: options.min ?? 2,
-    max: options.max ?? 8,
+    max: options.max ?? 16,
+    starts: options.starts ?? defaultWarmStarts(),
+    demandWindowMs: options.demandWindowMs ?? 60_000,
     maxSessions: options.maxSessions ?? 16,
     acquireTimeoutMs: options.acquireTimeoutMs ?? 10_000,
     healthCheckTimeoutMs: options.healthCheckTimeoutMs ?? 1000,
@@ -168,6 +183,13 @@ export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPoole
       POOL_BOUNDS[name].min,
       POOL_BOUNDS[name].max,
     ]),
+    ['starts', resolved.starts, POOL_BOUNDS.starts.min, POOL_BOUNDS.starts.max],
+    [
+      'demandWindowMs',
+      resolved.demandWindowMs,
+      POOL_BOUNDS.demandWindowMs.min,
+      POOL_BOUNDS.demandWindowMs.max,
+    ],
     ['healthCheckTimeoutMs', resolved.healthCheckTimeoutMs, 1, 600_000],
     ['startTimeoutMs', resolved.startTimeoutMs, 1, 600_000],
     ['warmIdleTimeoutMs', resolved.warmIdleTimeoutMs, 1, 2 ** 31 - 1],

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { type Clock, systemClock } from '@switchyard/common';
 import { createPool, type Pool } from 'generic-pool';
 import { PoolExhaustedError } from '../../../core/pooled.errors';
+import { WarmTarget } from '../../../core/warm-target';
 import type { PooledContainer, PooledContainerFactory } from './pooled-container';
 import type { ResolvedPooledOptions } from './pooled.options';
 
@@ -34,8 +35,13 @@ export interface WarmPoolStats {
   borrowed: number;
   /** Claims waiting for a warm container. */
   pending: number;
+  /** The floor (`pooled.min`). */
   min: number;
+  /** Warm containers the pool holds now: the floor plus the latest burst of claims (`WarmTarget`), at most `max`. */
+  target: number;
   max: number;
+  /** Container starts running now (at most `pooled.starts` at once). */
+  starting: number;
   /** Container starts that failed in a row (reset by a success). */
   consecutiveCreateFailures: number;
   /** Claims served by a container that was already warm (started and checked) when the claim asked. */
@@ -45,16 +51,25 @@ export interface WarmPoolStats {
   lastCreateError?: { message: string; at: string };
 }
 
+/** generic-pool's configuration, whose `min` the pool moves with its target (generic-pool has no setter for it). */
+interface GenericPoolInternals {
+  _config: { min: number };
+}
+
 /**
- * Warm containers on generic-pool: `min` kept started, at most `max`, idle ones past `warmIdleTimeoutMs` replaced,
+ * Warm containers on generic-pool: a target kept started (`WarmTarget`: `min`, plus the latest burst of claims for
+ * `demandWindowMs`, at most `max`), at most `starts` starting at once, idle ones past `warmIdleTimeoutMs` replaced,
  * and every container health-checked through its runner when borrowed (test on borrow: the runner really spawns a
  * process), so a dead, paused or hung one is destroyed instead of handed out. The borrow test is made here rather
  * than by generic-pool's `testOnBorrow`, because a claim runs it at the same time as its own preparation of the
  * container (`claim`), which generic-pool cannot do: its test runs before it knows which request gets the container.
  *
  * A claimed container is detached from the pool as soon as the claim has prepared it (it belongs to a session from
- * then on and is destroyed, never returned), so the pool starts a replacement right after and the next claim finds
- * a warm one; not before, so that the replacement's start does not compete with the claim.
+ * then on and is destroyed, never returned), so the pool starts its replacements right after (as many as the claim
+ * raised the target by, plus one) and the next claim finds a warm one; not before, so that the replacements' starts
+ * do not compete with the claim. The target is generic-pool's `min`, moved as claims come and the window passes
+ * (generic-pool tops the pool up to it after each detach); idle containers above it are evicted once idle for the
+ * window (`softIdleTimeoutMillis`), so after a quiet window the pool is back at its floor.
  *
  * A failing container start is retried inside `create` with exponential backoff (so a pool waiting on a missing
  * Docker engine neither spins nor gives up; it refills by itself when Docker is back).
@@ -68,6 +83,11 @@ export class WarmPool {
   private coldClaims = 0;
   private lastError?: { message: string; at: string };
   private sweeping = false;
+  private readonly target: WarmTarget;
+  /** Container starts running, and those waiting for one of the `starts` slots. */
+  private starting = 0;
+  private readonly startQueue: Array<() => void> = [];
+  private readonly retargetTimer: NodeJS.Timeout;
 
   constructor(
     private readonly factory: PooledContainerFactory,
@@ -75,6 +95,10 @@ export class WarmPool {
     private readonly clock: Clock = systemClock,
     private readonly sleep: Sleep = realSleep,
   ) {
+    this.target = new WarmTarget(
+      { min: options.min, max: options.max, windowMs: options.demandWindowMs },
+      clock,
+    );
     this.pool = createPool<PooledContainer>(
       {
         create: () => this.createWithRetry(),
@@ -88,6 +112,8 @@ export class WarmPool {
         // Every borrow is tested, by `claim` and `sweep` themselves (see the class comment).
         testOnBorrow: false,
         idleTimeoutMillis: options.warmIdleTimeoutMs,
+        // Containers above the target go once idle this long (the target itself falls back after the same window).
+        softIdleTimeoutMillis: options.demandWindowMs,
         evictionRunIntervalMillis: options.evictionIntervalMs,
         numTestsPerEvictionRun: options.max,
         autostart: false,
@@ -97,10 +123,18 @@ export class WarmPool {
     this.pool.on('factoryDestroyError', (err: Error) =>
       this.logger.warn(`could not destroy a warm container: ${err.message}`),
     );
+    // Lowers the target once a burst is out of the window (raising it is the claims' job).
+    this.retargetTimer = setInterval(() => this.retarget(), options.evictionIntervalMs);
+    this.retargetTimer.unref();
   }
 
   start(): void {
     this.pool.start();
+  }
+
+  /** Moves generic-pool's `min` to the target now; the pool tops up to it at the next detach. */
+  private retarget(): void {
+    (this.pool as unknown as GenericPoolInternals)._config.min = this.target.target();
   }
 
   /**
@@ -147,6 +181,8 @@ export class WarmPool {
    */
   async claim(prepare: (container: PooledContainer) => Promise<void>): Promise<PooledContainer> {
     const asked = this.clock.monotonic();
+    this.target.claimed();
+    this.retarget();
     for (;;) {
       const container = await this.borrow(asked);
       container.state = 'claimed';
@@ -156,7 +192,11 @@ export class WarmPool {
       ]);
       if (healthy.status === 'fulfilled' && healthy.value && prepared.status === 'fulfilled') {
         if (container.readyAt <= asked) this.warmClaims++;
-        else this.coldClaims++;
+        else {
+          this.coldClaims++;
+          this.target.missed();
+          this.retarget();
+        }
         this.detach(container);
         return container;
       }
@@ -207,8 +247,10 @@ export class WarmPool {
       available: this.pool.available,
       borrowed: this.pool.borrowed,
       pending: this.pool.pending,
-      min: this.pool.min,
+      min: this.options.min,
+      target: this.pool.min,
       max: this.pool.max,
+      starting: this.starting,
       consecutiveCreateFailures: this.failures,
       warmClaims: this.warmClaims,
       coldClaims: this.coldClaims,
@@ -220,6 +262,12 @@ export class WarmPool {
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort();
+    clearInterval(this.retargetTimer);
+    // Starts waiting for a slot go now, each counted, and find the pool closing.
+    for (const go of this.startQueue.splice(0)) {
+      this.starting++;
+      go();
+    }
     await this.pool.drain();
     await this.pool.clear();
   }
@@ -232,7 +280,7 @@ export class WarmPool {
         throw new Error('the warm pool is closing');
       }
       try {
-        const container = await this.factory.create();
+        const container = await this.startOne();
         if (this.closing.signal.aborted) {
           await this.factory.destroy(container);
           throw new Error('the warm pool is closing');
@@ -259,6 +307,27 @@ export class WarmPool {
         const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 10));
         await this.sleep(delay * (0.5 + Math.random() / 2), this.closing.signal);
       }
+    }
+  }
+
+  /**
+   * One container start, once one of the `starts` slots is free: more at once on one host would only slow each
+   * other down (and every claim waiting meanwhile). Its duration feeds the target's start time.
+   */
+  private async startOne(): Promise<PooledContainer> {
+    // A slot freed by a start is handed to the next waiting one as it is (`starting` stays counted).
+    if (this.starting < this.options.starts) this.starting++;
+    else await new Promise<void>((resolve) => this.startQueue.push(resolve));
+    const t0 = this.clock.monotonic();
+    try {
+      if (this.isClosing) throw new Error('the warm pool is closing');
+      const container = await this.factory.create();
+      this.target.started(this.clock.monotonic() - t0);
+      return container;
+    } finally {
+      const next = this.startQueue.shift();
+      if (next) next();
+      else this.starting--;
     }
   }
 }
