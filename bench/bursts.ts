@@ -6,7 +6,8 @@
  *
  * A sample is one session's create -> first result: `POST /v1/sessions`, then one python `print(1)` action routed to
  * the pooled tier, timed from before the create to the action's answer. Two bursts, each `BENCH_BURST_ROUNDS` times
- * (default 2), the first round from a pool at rest (no start in flight, nothing claimed for a minute):
+ * (default 2), the first round on a fresh engine (its pool at rest, at `min`), the next within the pool's demand window
+ * of the earlier bursts; each burst begins with no start in flight:
  * - back to back: `BENCH_BURST_SESSIONS` (default 60) sessions one after another, the next created as soon as the
  *   previous one's result is in; each session is ended right after its result, without waiting for the end (the
  *   ends are awaited after the burst);
