@@ -17,6 +17,7 @@
  * the pool's idle containers when it began, the load average before and after. Baseline in the same run: a raw
  * `docker exec` of print(1) in a running container of the sandbox image (dockerode), `BENCH_BURST_RAW` samples
  * (default 20) right before and right after each burst (not inside it: a burst is back to back by definition).
+ * Also where a sample's time went: its `POST /v1/sessions` and its action. `BENCH_BURST_K8S=0` skips Kubernetes.
  * Targets (issue 34): >= 90 % warm, p50 <= 60 ms, p99 <= 150 ms.
  */
 import 'reflect-metadata';
@@ -88,11 +89,11 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
         },
       },
     ];
-    const kube = await kubernetesEngine(newDir('k8s'));
+    const kube = process.env.BENCH_BURST_K8S === '0' ? undefined : await kubernetesEngine(newDir('k8s'));
     if (kube) {
       engines.push(kube.engine);
       backends.push(kube);
-    } else {
+    } else if (process.env.BENCH_BURST_K8S !== '0') {
       console.log(
         '\nbursts: the test cluster does not answer; Kubernetes skipped (`bash scripts/k8s.sh start`)',
       );
@@ -119,10 +120,11 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
           const loadBefore = loadAverage();
           const idle = backend.idle();
           const before = backend.warmClaims();
-          const firsts =
+          const samples =
             kind === 'back to back'
               ? await backToBack(backend.engine, sessions)
               : await atOnce(backend.engine, together);
+          const firsts = samples.map((x) => x.ms);
           const warm = backend.warmClaims() - before;
           const loadAfter = loadAverage();
           for (let i = 0; i < rawRuns; i++) raws.push(await rawExec());
@@ -134,6 +136,18 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
             `${backend.name}, round ${round}: ${firsts.length} sessions ${kind} (pool: ${idle} idle when it began)`,
           );
           console.log(line('create -> first result', firsts));
+          console.log(
+            line(
+              '  of which POST /v1/sessions',
+              samples.map((x) => x.createMs),
+            ),
+          );
+          console.log(
+            line(
+              '  of which the print(1) action',
+              samples.map((x) => x.ms - x.createMs),
+            ),
+          );
           console.log(line('raw docker exec print(1)', raws));
           console.log(
             `  warm claims ${warm} of ${all}: ${(rate * 100).toFixed(1)} % (target >= 90 %) ${verdict(rate >= 0.9)}; ` +
@@ -152,33 +166,38 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
   }
 }
 
+/** One sample: create -> first result, and its two requests' parts. */
+interface Sample {
+  sid: string;
+  ms: number;
+  createMs: number;
+}
+
+async function sample(engine: BenchEngine): Promise<Sample> {
+  const t0 = performance.now();
+  const sid = await engine.newSession();
+  const createMs = performance.now() - t0;
+  await engine.print1(sid, 'pooled');
+  return { sid, ms: performance.now() - t0, createMs };
+}
+
 /** `n` sessions one after another; each ended, unawaited, right after its first result. */
-async function backToBack(engine: BenchEngine, n: number): Promise<number[]> {
-  const firsts: number[] = [];
+async function backToBack(engine: BenchEngine, n: number): Promise<Sample[]> {
+  const samples: Sample[] = [];
   const ends: Array<Promise<unknown>> = [];
   for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const sid = await engine.newSession();
-    await engine.print1(sid, 'pooled');
-    firsts.push(performance.now() - t0);
-    ends.push(engine.endSession(sid));
+    samples.push(await sample(engine));
+    ends.push(engine.endSession(samples[i].sid));
   }
   await Promise.all(ends);
-  return firsts;
+  return samples;
 }
 
 /** `n` sessions created at once, each with its print(1); ended after all answered. */
-async function atOnce(engine: BenchEngine, n: number): Promise<number[]> {
-  const done = await Promise.all(
-    Array.from({ length: n }, async () => {
-      const t0 = performance.now();
-      const sid = await engine.newSession();
-      await engine.print1(sid, 'pooled');
-      return { sid, ms: performance.now() - t0 };
-    }),
-  );
-  await Promise.all(done.map((d) => engine.endSession(d.sid)));
-  return done.map((d) => d.ms);
+async function atOnce(engine: BenchEngine, n: number): Promise<Sample[]> {
+  const samples = await Promise.all(Array.from({ length: n }, () => sample(engine)));
+  await Promise.all(samples.map((d) => engine.endSession(d.sid)));
+  return samples;
 }
 
 /** An engine on the test cluster with its default pool, or undefined when the cluster does not answer. */

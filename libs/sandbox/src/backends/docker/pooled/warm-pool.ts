@@ -84,7 +84,7 @@ export class WarmPool {
   private lastError?: { message: string; at: string };
   private sweeping = false;
   private readonly target: WarmTarget;
-  /** Container starts running, and those waiting for one of the `starts` slots. */
+  /** Container starts holding one of the `starts` slots (those waiting for one are in `startQueue`). */
   private starting = 0;
   private readonly startQueue: Array<() => void> = [];
   private readonly retargetTimer: NodeJS.Timeout;
