@@ -32,7 +32,7 @@ export class ContainerEnv {
   @IntVar(POOL_BOUNDS.min.min, POOL_BOUNDS.min.max)
   SWITCHYARD_POOL_MIN = 2;
 
-  /** Most warm (unclaimed) containers (pods) at once, idle or starting; each idle one takes about 8 MiB. */
+  /** Most warm (unclaimed) containers (pods) at once, idle or starting; each idle one takes about 10 MiB with its shim. */
   @IntVar(POOL_BOUNDS.max.min, POOL_BOUNDS.max.max)
   SWITCHYARD_POOL_MAX = 16;
 
