@@ -49,7 +49,7 @@ export async function startEngine(dataDir: string, env: Record<string, string> =
   };
   const newSession = async (): Promise<string> => ((await call('POST', '/v1/sessions')) as { id: string }).id;
   /** python print(1) in `tier`; throws unless it printed 1 there; resolves with the action's id. */
-  const print1 = async (sessionId: string, tier: 'pooled' | 'container'): Promise<string> => {
+  const print1 = async (sessionId: string, tier: 'subprocess' | 'pooled' | 'container'): Promise<string> => {
     const r = await call('POST', `/v1/sessions/${sessionId}/actions`, {
       type: 'code',
       language: 'python',

@@ -176,15 +176,7 @@ export async function benchProfile(options: ProfileBenchOptions = {}): Promise<v
     const subSid = await engine.newSession();
     const poolSid = await engine.newSession();
     const apiPrint1 = async (sid: string, tier: 'subprocess' | 'pooled'): Promise<void> => {
-      const r = await engine.call('POST', `/v1/sessions/${sid}/actions`, {
-        type: 'code',
-        language: 'python',
-        code: 'print(1)',
-        tier,
-      });
-      if (r.status !== 'succeeded' || r.stdout !== '1\n' || r.tier !== tier) {
-        throw new Error(`bench: ${tier} print(1) did not succeed: ${JSON.stringify(r).slice(0, 500)}`);
-      }
+      await engine.print1(sid, tier);
     };
     await apiPrint1(subSid, 'subprocess');
     const containerId = await engine.sandboxOf(poolSid, await engine.print1(poolSid, 'pooled'));
