@@ -112,6 +112,8 @@ export function containerTiers(
             pids: sb.container.pids,
           },
           readOnlyBinds,
+          // Beside the image tag, as the image roots: the Docker daemon sees this checkout's paths (the workspaces).
+          hostsDir: path.dirname(sb.imageTagFile),
         },
         { host: sb.dockerHost },
       ),
