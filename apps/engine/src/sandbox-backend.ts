@@ -112,8 +112,9 @@ export function containerTiers(
             pids: sb.container.pids,
           },
           readOnlyBinds,
-          // Beside the image tag, as the image roots: the Docker daemon sees this checkout's paths (the workspaces).
-          hostsDir: path.dirname(sb.imageTagFile),
+          // In the data dir, as the sandboxes' CA files: the Docker daemon sees it at the same path (the workspaces
+          // are there), also when the engine itself runs in a container.
+          hostsDir: path.join(config.dataDir, 'sandbox-etc'),
         },
         { host: sb.dockerHost },
       ),

@@ -64,7 +64,7 @@ interface ActiveRun {
  * read runs after the result is returned (nothing of the run is left in it but its stopped filesystem); the run stays
  * tracked until it is done, so releasing the session and shutting down wait for it.
  *
- * Code reaches the container on stdin ahead of the job's stdin (see `CODE_LOADER`); stdout and stderr come back
+ * Code reaches the container on stdin ahead of the job's stdin (see `PYTHON_LOADER`, `CODE_LOADER`); stdout and stderr come back
  * over the attach connection into the run's `RunSupervisor`, since the containers log nowhere.
  */
 @Injectable()
