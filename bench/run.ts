@@ -61,8 +61,14 @@
  *    URL vs a loopback client inside the container, and a WebSocket echo through the proxy vs the same inside, samples
  *    interleaved (`bench/ports.ts`). Target: proxied <= 1.2x the loopback client.
  *
+ * 21. peers: one-off print(1) through the API on runc and gVisor vs epicbox and a raw `docker run` (runc, runsc), the
+ *    cold cycle (session create + print(1) + delete) vs epicbox, a pooled print(1) vs llm-sandbox and a raw
+ *    `docker exec`, samples interleaved, load before and after (`bench/peers.ts`; needs `bash scripts/peers-venv.sh`).
+ *    Targets: one-off runc <= 1.0x epicbox; gVisor <= 1.5x epicbox and <= 0.8x raw runsc `docker run`.
+ *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
- * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports).
+ * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports,
+ * peers).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -88,6 +94,7 @@ import { benchPorts } from './ports';
 import { benchTsSdk } from './ts-sdk';
 import { benchPythonSdk } from './python-sdk';
 import { benchKubernetes } from './kubernetes';
+import { benchPeers } from './peers';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
 import { benchTerminals } from './terminals';
@@ -177,6 +184,7 @@ async function main(): Promise<void> {
   if (wanted('files')) await benchFileTransfer();
   if (wanted('terminals')) await benchTerminals({ runs: RUNS });
   if (wanted('ports')) await benchPorts({ runs: RUNS });
+  if (wanted('peers')) await benchPeers();
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */
