@@ -8,6 +8,8 @@
  * 2. the cold cycle: create a session, one pooled `print(1)`, delete the session through the API vs one `epicbox.run`.
  * 3. the warm path: a pooled `print(1)` through the API vs `session.run("print(1)")` in an open llm-sandbox session vs
  *    a raw `docker exec` (dockerode) into a running container of the sandbox image.
+ * 4. where a one-off run's time goes: the tier's own container spec (`buildContainerSpec`) for runc and runsc, driven
+ *    phase by phase with dockerode (create, attach + code on stdin, start, until the exit, remove), interleaved.
  *
  * The peers run in `bench/peers_driver.py`, in the pinned venv of `scripts/peers-venv.sh`. Called by `run.ts`
  * (`BENCH_ONLY=peers`); `node dist/bench/peers.js` runs it alone. `BENCH_PEER_RUNS` (default 30) samples per side.
@@ -18,6 +20,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
+import {
+  buildChildEnv,
+  buildContainerSpec,
+  containerStdin,
+  resolveContainerOptions,
+  type TierJob,
+} from '@switchyard/sandbox';
 import Dockerode from 'dockerode';
 import { dockerExecPrint1, startEngine, timed, type BenchEngine } from './engine-client';
 import { median, ms, pct } from './stats';
@@ -99,6 +108,47 @@ function report(title: string, sides: Side[], ratios: Array<[string, string, num
     console.log(`  ${side} / ${base}: median ${r50.toFixed(2)}x, p90 ${r90.toFixed(2)}x${verdict}`);
   }
   console.log('');
+}
+
+const PHASES = ['create', 'attach', 'start', 'exit', 'remove'] as const;
+
+/** One run of the one-off tier's container for `runtime`, timed phase by phase; throws unless it printed 1. */
+async function phasedRun(
+  docker: Dockerode,
+  image: string,
+  runtime: string,
+  job: TierJob,
+  hostsFile: string,
+): Promise<Record<(typeof PHASES)[number], number>> {
+  const spec = buildContainerSpec({ job, image, options: resolveContainerOptions({}), runtime, hostsFile });
+  const t0 = performance.now();
+  const c = await docker.createContainer(spec);
+  const t1 = performance.now();
+  const stream = await c.attach({
+    stream: true,
+    stdin: true,
+    stdout: true,
+    stderr: true,
+    hijack: true,
+  });
+  const chunks: Buffer[] = [];
+  stream.on('data', (b: Buffer) => chunks.push(b));
+  stream.end(containerStdin(job));
+  const t2 = performance.now();
+  await c.start();
+  const t3 = performance.now();
+  await c.wait();
+  const t4 = performance.now();
+  await c.remove({ force: true });
+  const t5 = performance.now();
+  // Docker's multiplexed frames: an 8-byte header (stream, 0, 0, 0, size as uint32 BE), then the bytes.
+  const data = Buffer.concat(chunks);
+  let printed = '';
+  for (let at = 0; at + 8 <= data.length; at += 8 + data.readUInt32BE(at + 4)) {
+    printed += data.subarray(at + 8, at + 8 + data.readUInt32BE(at + 4)).toString('utf8');
+  }
+  if (printed !== '1\n') throw new Error(`bench: ${runtime} container printed ${JSON.stringify(printed)}`);
+  return { create: t1 - t0, attach: t2 - t1, start: t3 - t2, exit: t4 - t3, remove: t5 - t4 };
 }
 
 export async function benchPeers(options: { runs?: number } = {}): Promise<void> {
@@ -189,6 +239,39 @@ export async function benchPeers(options: { runs?: number } = {}): Promise<void>
       ['API pooled', 'raw docker exec', undefined],
       ['API pooled', 'llm-sandbox session.run', undefined],
     ]);
+
+    const ws = fs.mkdtempSync(path.join(dataDir, 'phases-'));
+    fs.chownSync(ws, 10001, 10001);
+    const hostsFile = path.join(dataDir, 'sandbox-etc', 'sandbox-hosts'); // the engine's own, written by its runs
+    const job: TierJob = {
+      actionId: 'bench-phases',
+      sessionId: 'bench-phases',
+      language: 'python',
+      code: 'print(1)',
+      env: buildChildEnv({}, 'python'),
+      timeoutMs: 30_000,
+      workspaceDir: ws,
+      output: { maxBytes: 1 << 20, maxLines: 1000 },
+    };
+    const phases = new Map(['runc', 'runsc'].map((rt) => [rt, PHASES.map(() => [] as number[])]));
+    for (let i = 0; i < runs; i++) {
+      for (const rt of i % 2 ? ['runsc', 'runc'] : ['runc', 'runsc']) {
+        const p = await phasedRun(docker, image, rt, job, hostsFile);
+        PHASES.forEach((name, k) => phases.get(rt)![k].push(p[name]));
+      }
+    }
+    console.log("4. where a one-off run's time goes (the tier's container spec, dockerode, medians)");
+    for (const [rt, xs] of phases) {
+      const medians = xs.map(median);
+      const parts = PHASES.map((name, k) => `${name} ${ms(medians[k], 1)}`).join(', ');
+      console.log(
+        `  ${rt.padEnd(6)} ${parts}; sum ${ms(
+          medians.reduce((a, b) => a + b, 0),
+          1,
+        )} (${runs} runs)`,
+      );
+    }
+    console.log('');
   } finally {
     console.log(`  load average after: ${loadavg()}`);
     await driver?.close().catch(() => undefined);
