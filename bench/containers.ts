@@ -283,7 +283,13 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
     };
     /** Raw dockerode with the HostConfig the tier gives a container of this runtime (runtime, seccomp, limits). */
     const rawWith = (runtime: OneOffRuntime) => {
-      const spec = buildContainerSpec({ job, image, options: resolveContainerOptions({}), runtime });
+      const spec = buildContainerSpec({
+        job,
+        image,
+        options: resolveContainerOptions({}),
+        runtime,
+        hostsFile: '/etc/hosts',
+      });
       return async () => {
         const c = await docker.createContainer({
           Image: image,
@@ -292,6 +298,7 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
           WorkingDir: spec.WorkingDir,
           Env: spec.Env,
           Labels: spec.Labels,
+          NetworkDisabled: spec.NetworkDisabled,
           HostConfig: spec.HostConfig,
         });
         await c.start();

@@ -73,12 +73,17 @@
  *    sampled right before and after each burst (a burst is back to back: nothing in between) (`bench/bursts.ts`).
  *    Targets: >= 90 % warm, p50 <= 60 ms, p99 <= 150 ms.
  *
+ * 24. peers: one-off print(1) through the API on runc and gVisor vs epicbox and a raw `docker run` (runc, runsc), the
+ *    cold cycle (session create + print(1) + delete) vs epicbox, a pooled print(1) vs llm-sandbox and a raw
+ *    `docker exec`, samples interleaved (`bench/peers.ts`; needs `bash scripts/peers-venv.sh`).
+ *    Targets: one-off runc <= 1.0x epicbox; gVisor <= 1.5x epicbox and <= 0.8x raw runsc `docker run`.
+ *
  * Every section samples its sides interleaved, the order rotating (`bench/interleave.ts`), and prints the load
  * average before and after it.
  *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
  * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports,
- * profile, density, bursts).
+ * profile, density, bursts, peers).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -107,6 +112,7 @@ import { benchProfile } from './profile';
 import { benchTsSdk } from './ts-sdk';
 import { benchPythonSdk } from './python-sdk';
 import { benchKubernetes } from './kubernetes';
+import { benchPeers } from './peers';
 import { benchReplicas } from './replicas';
 import { benchSessions } from './sessions';
 import { benchTerminals } from './terminals';
@@ -200,6 +206,7 @@ async function main(): Promise<void> {
   if (wanted('profile')) await withLoad('profile', () => benchProfile({ runs: RUNS }));
   if (wanted('density')) await withLoad('density', () => benchDensity());
   if (wanted('bursts')) await withLoad('bursts', () => benchBursts());
+  if (wanted('peers')) await withLoad('peers', () => benchPeers());
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness, LogCapture } from '../support/engine-harness';
 import { docker, inspectContainer } from '../support/host-probes';
+import { LOOPBACK_ONLY, NETWORK_PROBE, probed } from '../support/network-probe';
 
 /**
  * The one-off tier's Docker runtime (SWITCHYARD_CONTAINER_RUNTIME; SECURITY.md 26): by default gVisor, so high-risk
@@ -115,6 +116,17 @@ describe('one-off tier on gVisor (the default: SWITCHYARD_CONTAINER_RUNTIME=auto
     expect(await pending).toMatchObject({ status: 'succeeded', stdout: 'done\n' });
   });
 
+  it('gives the container a network namespace holding only lo, no route, and a /etc/hosts naming localhost', async () => {
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      code: NETWORK_PROBE,
+    });
+    expect(r).toMatchObject({ status: 'succeeded', tier: 'container' });
+    expect(probed(r.stdout)).toEqual(LOOPBACK_ONLY);
+  });
+
   it('high-risk code routed by the policy lands there too', async () => {
     // `sudo` scores as privilege escalation: high risk, the one-off tier.
     const r = await engine.action(sid, {
@@ -139,7 +151,7 @@ describe('SWITCHYARD_CONTAINER_RUNTIME=runc', () => {
   let engine: EngineHarness;
   afterAll(() => engine?.stop());
 
-  it("runs the one-off tier on runc: the host's kernel, recorded as runc", async () => {
+  it("runs the one-off tier on runc: the host's kernel, recorded as runc, with only lo and no route", async () => {
     engine = await EngineHarness.start({ SWITCHYARD_CONTAINER_RUNTIME: 'runc', SWITCHYARD_POOL_MIN: '0' });
     const health = (await engine.request('GET', '/health')).body;
     expect(health.tiers.container).toMatchObject({ available: true, details: { runtime: 'runc' } });
@@ -162,6 +174,14 @@ describe('SWITCHYARD_CONTAINER_RUNTIME=runc', () => {
     const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
     expect(view.sandbox).toMatchObject({ tier: 'container', runtime: 'runc' });
     expect((await sandboxNode(engine, sid, r.id)).properties.runtime).toBe('runc');
+    const net = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      code: NETWORK_PROBE,
+    });
+    expect(net.status).toBe('succeeded');
+    expect(probed(net.stdout)).toEqual(LOOPBACK_ONLY);
   });
 });
 

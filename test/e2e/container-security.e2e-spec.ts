@@ -535,11 +535,16 @@ describe.each(BACKENDS)(
       },
     );
 
-    /** Kubernetes: the session keeps its pod (its workspace) whatever tier its code runs in; no one-off pod stays. */
+    /**
+     * Kubernetes: the session keeps its pod (its workspace) whatever tier its code runs in; no one-off pod stays.
+     * Docker: the stopped one-off container is removed right after the result, off the action's path: gone within the
+     * same 2 s as its processes.
+     */
     const noOneOffSandboxOf = async (sid: string, actionId: string): Promise<void> => {
-      expect(
-        await backend.sandboxesWith(onK8s ? { session: sid, tier: 'container' } : { session: sid }),
-      ).toEqual([]);
+      const ofSession = () =>
+        backend.sandboxesWith(onK8s ? { session: sid, tier: 'container' } : { session: sid });
+      await eventually(async () => (await ofSession()).length === 0, KILL_GRACE);
+      expect(await ofSession()).toEqual([]);
       expect(await backend.sandboxesWith({ action: actionId })).toEqual([]);
     };
 

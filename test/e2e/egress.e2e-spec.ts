@@ -1,5 +1,6 @@
 import { EgressSite } from '../support/egress-site';
 import { EngineHarness } from '../support/engine-harness';
+import { LOOPBACK_ONLY, NETWORK_PROBE, probed } from '../support/network-probe';
 import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
 
 jest.setTimeout(120_000);
@@ -281,6 +282,35 @@ describe('egress by session policy', () => {
     expect(no.stdout).toContain(`egress to git.test:80 was rejected by`);
     expect(no.stdout).toContain('not today');
     expect(no.egress).toEqual([expect.objectContaining({ host: 'git.test', allowed: false })]);
+  });
+
+  it('reaches an allowed host from a one-off container that has only lo and no route, through the proxy socket', async () => {
+    const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
+    const seen = site.requests.length;
+    const r = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      timeoutMs: 60_000,
+      code: [
+        NETWORK_PROBE,
+        'import urllib.request',
+        "print('status', urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status)",
+        // Anything but loopback is out of reach without the proxy: there is no route.
+        'import errno',
+        'try:',
+        "    socket.create_connection(('192.0.2.1', 80), timeout=2); print('DIRECT CONNECTED')",
+        'except OSError as e: print("direct", errno.errorcode.get(e.errno, type(e).__name__))',
+      ].join('\n'),
+    });
+    expect([r.status, r.tier, r.stderr]).toEqual(['succeeded', 'container', '']);
+    const [probe, status, direct] = r.stdout.trim().split('\n');
+    expect(probed(probe)).toEqual(LOOPBACK_ONLY);
+    expect(status).toBe('status 200');
+    // runc answers ENETUNREACH (no route at all), gVisor EHOSTUNREACH.
+    expect(direct).toMatch(/^direct E(NET|HOST)UNREACH$/);
+    expect(r.egress).toEqual([expect.objectContaining({ host: 'pypi.test', allowed: true })]);
+    expect(site.requests.slice(seen)).toEqual([expect.stringMatching(/^pypi\.test/)]);
   });
 
   it("keeps the one-off tier's egress when its code opens more connections than the forwarder relays", async () => {

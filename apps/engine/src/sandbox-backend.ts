@@ -114,6 +114,9 @@ export function containerTiers(
             pids: sb.container.pids,
           },
           readOnlyBinds,
+          // In the data dir, as the sandboxes' CA files: the Docker daemon sees it at the same path (the workspaces
+          // are there), also when the engine itself runs in a container.
+          hostsDir: path.join(config.dataDir, 'sandbox-etc'),
         },
         { host: sb.dockerHost },
       ),

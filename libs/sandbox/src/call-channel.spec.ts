@@ -154,9 +154,10 @@ describe('call channel: the one-off container spec', () => {
   });
 
   it("binds the channel's directory read-only and names its socket", () => {
-    const spec = buildContainerSpec({ job: job({ channel }), image: 'img', options });
+    const spec = buildContainerSpec({ job: job({ channel }), image: 'img', options, hostsFile: '/h/hosts' });
     expect(spec.HostConfig?.Binds).toEqual([
       '/srv/ws/ses_1:/workspace:rw',
+      '/h/hosts:/etc/hosts:ro',
       `/srv/engine/calls/act_1:${CALL_DIR_TARGET}:ro`,
     ]);
     expect(spec.Env).toEqual(['PATH=/usr/bin', `${CALL_SOCKET_ENV}=/run/switchyard-call/call.sock`]);
@@ -164,8 +165,8 @@ describe('call channel: the one-off container spec', () => {
   });
 
   it('binds nothing and names nothing without a channel', () => {
-    const spec = buildContainerSpec({ job: job(), image: 'img', options });
-    expect(spec.HostConfig?.Binds).toEqual(['/srv/ws/ses_1:/workspace:rw']);
+    const spec = buildContainerSpec({ job: job(), image: 'img', options, hostsFile: '/h/hosts' });
+    expect(spec.HostConfig?.Binds).toEqual(['/srv/ws/ses_1:/workspace:rw', '/h/hosts:/etc/hosts:ro']);
     expect(spec.Env).toEqual(['PATH=/usr/bin']);
   });
 });

@@ -246,16 +246,25 @@ describe('buildContainerSpec: the runtime', () => {
     workspaceDir: '/w',
   };
   const options = resolveContainerOptions({});
+  const hostsFile = '/h/sandbox-hosts';
 
   it('names the runtime in HostConfig.Runtime, and leaves it to the daemon when there is none', () => {
-    expect(buildContainerSpec({ job, image: IMAGE, options, runtime: 'runsc' }).HostConfig?.Runtime).toBe(
-      'runsc',
+    expect(
+      buildContainerSpec({ job, image: IMAGE, options, runtime: 'runsc', hostsFile }).HostConfig?.Runtime,
+    ).toBe('runsc');
+    expect(buildContainerSpec({ job, image: IMAGE, options, hostsFile }).HostConfig).not.toHaveProperty(
+      'Runtime',
     );
-    expect(buildContainerSpec({ job, image: IMAGE, options }).HostConfig).not.toHaveProperty('Runtime');
   });
 
   it("gives gVisor containers no new privileges and gVisor's seccomp profile; others Docker's default", () => {
-    const gvisor = buildContainerSpec({ job, image: IMAGE, options, runtime: 'runsc' }).HostConfig!;
+    const gvisor = buildContainerSpec({
+      job,
+      image: IMAGE,
+      options,
+      runtime: 'runsc',
+      hostsFile,
+    }).HostConfig!;
     expect(gvisor.SecurityOpt).toEqual(['no-new-privileges', expect.stringMatching(/^seccomp=\{/)]);
     const profile = JSON.parse(gvisor.SecurityOpt![1]!.slice('seccomp='.length)) as {
       defaultAction: string;
@@ -269,15 +278,15 @@ describe('buildContainerSpec: the runtime', () => {
     expect(profile.syscalls.filter((r) => r.names.includes('clone'))).toHaveLength(7);
     expect(profile.syscalls.every((r) => r.action === 'SCMP_ACT_ERRNO')).toBe(true);
     for (const runtime of [undefined, 'runc']) {
-      expect(buildContainerSpec({ job, image: IMAGE, options, runtime }).HostConfig?.SecurityOpt).toEqual([
-        'no-new-privileges',
-      ]);
+      expect(
+        buildContainerSpec({ job, image: IMAGE, options, runtime, hostsFile }).HostConfig?.SecurityOpt,
+      ).toEqual(['no-new-privileges']);
     }
   });
 
   it("leaves gVisor's own host threads out of the code's pids budget", () => {
     const pids = (runtime?: string) =>
-      buildContainerSpec({ job, image: IMAGE, options, runtime }).HostConfig?.PidsLimit;
+      buildContainerSpec({ job, image: IMAGE, options, runtime, hostsFile }).HostConfig?.PidsLimit;
     expect(pids()).toBe(options.limits.pids);
     expect(pids('runc')).toBe(options.limits.pids);
     expect(pids('runsc')).toBe(options.limits.pids + GVISOR_SANDBOX_PIDS);

@@ -1,7 +1,15 @@
-import { buildContainerSpec, CODE_LOADER, CODE_TARGET, containerStdin } from './container-spec';
+import {
+  buildContainerSpec,
+  CODE_LOADER,
+  CODE_TARGET,
+  containerStdin,
+  EGRESS_LOADER,
+  PYTHON_LOADER,
+} from './container-spec';
 import { resolveContainerOptions } from './container.options';
 
 const MiB = 1024 * 1024;
+const HOSTS = '/srv/engine/sandbox-hosts';
 const options = resolveContainerOptions({ engineInstanceId: 'engine-1' });
 const job = {
   actionId: 'act-1',
@@ -16,6 +24,7 @@ const spec = buildContainerSpec({
   image: 'switchyard/sandbox:abc',
   options,
   name: 'switchyard-act-1-x',
+  hostsFile: HOSTS,
 });
 const host = spec.HostConfig!;
 
@@ -38,6 +47,7 @@ describe('buildContainerSpec', () => {
     expect(host.ReadonlyRootfs).toBe(true);
     expect(host.Tmpfs?.['/tmp']).toBe('rw,nosuid,nodev,size=64m,nr_inodes=16384,mode=1777');
     expect(host.NetworkMode).toBe('none');
+    expect(spec.NetworkDisabled).toBe(true);
     expect(host.PidsLimit).toBe(128);
     expect(host.Memory).toBe(512 * MiB);
     expect(host.MemorySwap).toBe(host.Memory);
@@ -64,8 +74,8 @@ describe('buildContainerSpec', () => {
     });
   });
 
-  it('binds only the workspace, read-write, and never the Docker socket', () => {
-    expect(host.Binds).toEqual(['/data/ws/sess-1:/workspace:rw']);
+  it('binds only the workspace, read-write, and its own /etc/hosts, read-only; never the Docker socket', () => {
+    expect(host.Binds).toEqual(['/data/ws/sess-1:/workspace:rw', `${HOSTS}:/etc/hosts:ro`]);
     expect(host.Mounts).toBeUndefined();
     expect(host.Devices).toBeUndefined();
     expect(JSON.stringify(spec)).not.toContain('docker.sock');
@@ -75,28 +85,47 @@ describe('buildContainerSpec', () => {
     expect(spec.Env).toEqual(['PATH=/usr/bin:/bin', 'HOME=/tmp', 'FOO=a=b c']);
   });
 
-  it('loads the code from stdin into a private tmpfs, then execs the interpreter', () => {
-    expect(spec.Entrypoint).toEqual(['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader']);
+  it('has python load its code from stdin into a private tmpfs itself, with no shell started first', () => {
+    expect(spec.Entrypoint).toEqual(['/usr/bin/python3', '-c', PYTHON_LOADER]);
     // '€' is 3 bytes in UTF-8: the loader counts bytes.
-    expect(spec.Cmd?.slice(0, 4)).toEqual([
-      String(Buffer.byteLength(job.code)),
-      CODE_TARGET.python,
-      '/usr/bin/python3',
-      '-c',
-    ]);
+    expect(spec.Cmd).toEqual([String(Buffer.byteLength(job.code)), CODE_TARGET.python]);
     expect(spec.Cmd?.[0]).toBe('12');
-    expect(spec.Cmd?.[4]).toContain(CODE_TARGET.python);
     expect(host.Tmpfs?.['/run/switchyard']).toBe(
       'rw,nosuid,nodev,noexec,size=4108,nr_inodes=16,mode=0700,uid=10001,gid=10001',
     );
     expect(spec).toMatchObject({ OpenStdin: true, StdinOnce: true, AttachStdin: true });
   });
 
+  it('loads other languages, and python with egress, with the shell loader, then execs the interpreter', () => {
+    const bash = buildContainerSpec({
+      job: { ...job, language: 'bash' },
+      image: 'i',
+      options,
+      hostsFile: HOSTS,
+    });
+    expect(bash.Entrypoint).toEqual(['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader']);
+    expect(bash.Cmd?.slice(0, 3)).toEqual([
+      String(Buffer.byteLength(job.code)),
+      CODE_TARGET.bash,
+      '/bin/bash',
+    ]);
+    const egress = { socketDir: '/srv/egress/s1' };
+    const py = buildContainerSpec({
+      job: { ...job, egress } as never,
+      image: 'i',
+      options,
+      hostsFile: HOSTS,
+    });
+    expect(py.Entrypoint).toEqual(['/bin/sh', '-c', EGRESS_LOADER, 'switchyard-loader']);
+    expect(py.Cmd?.slice(0, 4)).toEqual(['12', CODE_TARGET.python, '/usr/bin/python3', '-c']);
+    expect(py.Cmd?.[4]).toContain(CODE_TARGET.python);
+  });
+
   it.each([
     ['node', ['/usr/bin/node', '/run/switchyard/main.js']],
     ['bash', ['/bin/bash', '--noprofile', '--norc', '/run/switchyard/main.sh']],
   ] as const)('runs %s on its code file', (language, argv) => {
-    const s = buildContainerSpec({ job: { ...job, language }, image: 'i', options });
+    const s = buildContainerSpec({ job: { ...job, language }, image: 'i', options, hostsFile: HOSTS });
     expect(s.Cmd?.slice(1)).toEqual([CODE_TARGET[language], ...argv]);
     expect(s.name).toBeUndefined();
   });
@@ -113,7 +142,7 @@ describe('buildContainerSpec', () => {
         fsizeBytes: 1000,
       },
     });
-    const s = buildContainerSpec({ job, image: 'i', options: custom });
+    const s = buildContainerSpec({ job, image: 'i', options: custom, hostsFile: HOSTS });
     expect(s.User).toBe('2000:3000');
     expect(s.HostConfig).toMatchObject({
       Memory: 256 * MiB,
@@ -145,9 +174,11 @@ describe('buildContainerSpec with read-only binds', () => {
       job,
       image: 'switchyard/sandbox:test',
       options: resolveContainerOptions({ engineInstanceId: 'engine-1', readOnlyBinds: ['/d/ca/bundle.pem'] }),
+      hostsFile: HOSTS,
     });
     expect(withCa.HostConfig!.Binds).toEqual([
       '/data/ws/sess-1:/workspace:rw',
+      `${HOSTS}:/etc/hosts:ro`,
       '/d/ca/bundle.pem:/d/ca/bundle.pem:ro',
     ]);
   });

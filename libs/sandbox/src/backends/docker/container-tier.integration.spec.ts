@@ -140,8 +140,12 @@ describeDocker('ContainerTier (real Docker)', () => {
     fs.chownSync(workspaceDir, SANDBOX_ID, SANDBOX_ID);
   });
 
-  // Every run removes its container: `docker ps -a --filter label=dev.switchyard.tier=container` stays empty.
+  // Every run removes its container: `docker ps -a --filter label=dev.switchyard.tier=container` is empty again
+  // moments after the run returns (a stopped container is removed right after its result, off the action's path).
   afterEach(async () => {
+    const deadline = Date.now() + 5000;
+    while ((await leftovers()).length > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await leftovers()).toEqual([]);
   });
 
@@ -448,6 +452,7 @@ describeDocker('ContainerTier (real Docker)', () => {
         job: job('bash', ''),
         image: IMAGE!,
         options: resolveContainerOptions({ ...tierOptions, engineInstanceId: `${RUN}-dead` }),
+        hostsFile: '/etc/hosts',
       });
       const leftover = async (sessionId: string) => {
         const c = await docker.createContainer({
@@ -484,6 +489,7 @@ describeDocker('ContainerTier (real Docker)', () => {
         job: job('bash', ''),
         image: IMAGE!,
         options: resolveContainerOptions({ ...tierOptions, engineInstanceId: deadHere }),
+        hostsFile: '/etc/hosts',
       });
       const c = await docker.createContainer({
         ...spec,

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { Logger } from '@nestjs/common';
 import type { ContainerCreateOptions } from 'dockerode';
@@ -8,6 +9,7 @@ import type { TierJob } from '../../core/sandbox.types';
 import { defaultEngineInstanceId } from '../../core/engine-instance';
 import { resolveContainerOptions, type ContainerTierOptions } from './container.options';
 import { ContainerTier } from './container-tier';
+import { SANDBOX_HOSTS } from './sandbox-hosts';
 import {
   DockerClient,
   type ContainerExit,
@@ -75,6 +77,8 @@ class FakeDocker extends DockerClient {
   createError?: Error;
   startError?: Error;
   removeError?: Error;
+  /** Holds removals until it settles. */
+  removeGate?: Promise<void>;
   private next = 1;
 
   async ping(): Promise<void> {
@@ -146,6 +150,7 @@ class FakeDocker extends DockerClient {
   async remove(id: string): Promise<void> {
     this.calls.push(`remove ${id}`);
     if (this.removeError) throw this.removeError;
+    await this.removeGate;
     const c = this.containers.get(id);
     if (c) {
       c.removed = true;
@@ -481,6 +486,36 @@ describe('ContainerTier (fake Docker)', () => {
       docker.removeError = undefined;
       expect(await tier.reapLeftovers(everyoneLive)).toEqual(['interrupted', 'stuck']);
       expect(docker.listed).toEqual([]);
+    });
+
+    it('returns the result of an exited container before its removal ends; release and shutdown wait for it', async () => {
+      let letGo!: () => void;
+      docker.removeGate = new Promise<void>((resolve) => (letGo = resolve));
+      docker.program = (c) => c.out('1\n').end(0);
+      expect(await tier.run(job())).toMatchObject({ exitCode: 0, stdout: '1\n' });
+      expect(docker.calls.at(-1)).toBe('remove c1');
+      expect(docker.only.removed).toBe(false);
+      let released = false;
+      const release = tier.releaseSession('s1').then(() => (released = true));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(released).toBe(false);
+      letGo();
+      await release;
+      expect(docker.only.removed).toBe(true);
+    });
+
+    it('binds its own read-only /etc/hosts naming localhost, and disables the network', async () => {
+      docker.program = (c) => c.end(0);
+      await tier.run(job());
+      const spec = docker.only.spec;
+      expect(spec.NetworkDisabled).toBe(true);
+      const hosts = spec.HostConfig?.Binds?.find((b) => b.endsWith(':/etc/hosts:ro'));
+      const file = hosts!.slice(0, -':/etc/hosts:ro'.length);
+      expect(fs.readFileSync(file, 'utf8')).toBe(SANDBOX_HOSTS);
+      expect(fs.readFileSync(file, 'utf8')).toMatch(/^127\.0\.0\.1\tlocalhost$/m);
+      await tier.onApplicationShutdown();
+      // The private directory it was made in goes with the tier.
+      expect(fs.existsSync(file)).toBe(false);
     });
 
     it('releaseSession removes every container labelled with the session, whichever engine started it', async () => {

@@ -24,6 +24,7 @@ import type { ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
 import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
 import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
+import { SandboxHostsFile } from './sandbox-hosts';
 
 /** After a kill, how long `wait` may take before the tier stops waiting and removes the container by force. */
 const KILL_GRACE_MS = 2000;
@@ -50,6 +51,8 @@ interface ActiveRun {
   readonly sessionId: string;
   readonly controller: AbortController;
   containerId?: string;
+  /** The container is known to have stopped (its exit was read) or never started: removal need not hold the result. */
+  stopped?: boolean;
   /** Settles once the run has returned and its container is removed (or its removal failed). */
   readonly done: Promise<void>;
 }
@@ -57,9 +60,11 @@ interface ActiveRun {
 /**
  * The one-off container tier: every run is a fresh container of the sandbox image (non-root, no capabilities,
  * no network, read-only root, size-capped tmpfs, cgroup limits; see `buildContainerSpec`), created, attached,
- * started, waited for and always removed, so nothing of a run outlives it.
+ * started, waited for and always removed, so nothing of a run outlives it. The removal of a container whose exit was
+ * read runs after the result is returned (nothing of the run is left in it but its stopped filesystem); the run stays
+ * tracked until it is done, so releasing the session and shutting down wait for it.
  *
- * Code reaches the container on stdin ahead of the job's stdin (see `CODE_LOADER`); stdout and stderr come back
+ * Code reaches the container on stdin ahead of the job's stdin (see `PYTHON_LOADER`, `CODE_LOADER`); stdout and stderr come back
  * over the attach connection into the run's `RunSupervisor`, since the containers log nowhere.
  */
 @Injectable()
@@ -71,6 +76,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private readonly runs = new Set<ActiveRun>();
   private readonly reaper: ContainerReaper;
   private readonly cleanups = new PendingCleanups(this.logger);
+  private readonly hosts: SandboxHostsFile;
   private reapTimer?: NodeJS.Timeout;
 
   constructor(
@@ -82,6 +88,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     this.clock = clock ?? systemClock;
     this.probe = new ContainerAvailability(docker, options, this.clock, this.logger);
     this.reaper = new ContainerReaper(docker, options, this.logger);
+    this.hosts = new SandboxHostsFile(options.hostsDir);
   }
 
   /**
@@ -110,6 +117,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     };
     this.runs.add(active);
     const abort = signal ? AbortSignal.any([signal, active.controller.signal]) : active.controller.signal;
+    let removal: Promise<unknown> | undefined;
     try {
       // A session's own image (a template's) replaces the default one; the engine checked that Docker has it.
       const runImage = job.image ?? image;
@@ -119,6 +127,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         options: this.options,
         name: containerName(job.actionId),
         runtime,
+        hostsFile: this.hostsFile(),
       });
       const id = await this.docker.createContainer(spec).catch((err: unknown) => {
         if (!(err instanceof DockerNotFoundError)) throw err;
@@ -131,21 +140,32 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       });
       active.containerId = id;
       try {
-        const result = { ...(await this.supervise(id, job, abort, started)), containerId: id, runtime };
+        const result = {
+          ...(await this.supervise(id, job, abort, started, active)),
+          containerId: id,
+          runtime,
+        };
         this.logger.debug(
           `run ${job.actionId} in ${id.slice(0, 12)} ended: exit=${result.exitCode} timedOut=${result.timedOut}`,
         );
         return result;
       } finally {
-        await this.reaper.remove(id, job.sessionId);
+        removal = this.reaper.remove(id, job.sessionId);
+        // A container that may still be running (a kill that did not take, a Docker error) is gone before the run
+        // returns; a stopped one is removed off the result's path.
+        if (!active.stopped) await removal;
       }
     } catch (err) {
       // Whatever Docker did wrong, the next availability check asks it again instead of trusting the cache.
       if (err instanceof DockerError) this.probe.forget();
       throw err;
     } finally {
-      this.runs.delete(active);
-      finish();
+      const untrack = () => {
+        this.runs.delete(active);
+        finish();
+      };
+      if (removal) void removal.finally(untrack);
+      else untrack();
     }
   }
 
@@ -199,8 +219,24 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     for (const r of runs) r.controller.abort(new Error('engine shutting down'));
     await Promise.all(runs.map((r) => r.done));
     await this.cleanups.drain();
-    if (runs.length === 0 && this.reaper.pending === 0 && !this.probe.lastAvailable) return; // never reached Docker
+    if (runs.length === 0 && this.reaper.pending === 0 && !this.probe.lastAvailable) {
+      this.hosts.close();
+      return; // never reached Docker
+    }
     await this.reaper.removeAtShutdown();
+    this.hosts.close();
+  }
+
+  /** The containers' /etc/hosts on the host; a file that cannot be written makes the run fail, naming it. */
+  private hostsFile(): string {
+    try {
+      return this.hosts.path();
+    } catch (err) {
+      throw new SandboxInternalError(
+        'HOSTS_FILE',
+        `container tier: cannot write the sandbox /etc/hosts: ${(err as Error).message}`,
+      );
+    }
   }
 
   /** Attaches, feeds stdin, starts, enforces timeout, abort and output caps, and reads the outcome. */
@@ -209,6 +245,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     job: TierJob,
     signal: AbortSignal,
     started: number,
+    active: ActiveRun,
   ): Promise<TierRunResult> {
     const streams = await this.docker.attach(id);
     const stopWaiting = new AbortController();
@@ -237,12 +274,16 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       streams.stdin.on('error', () => undefined); // EPIPE when the code exits without reading its stdin
       streams.stdin.end(containerStdin(job));
 
-      if (signal.aborted) return { ...supervisor.collected(), aborted: true };
+      if (signal.aborted) {
+        active.stopped = true;
+        return { ...supervisor.collected(), aborted: true };
+      }
       try {
         await this.docker.start(id);
       } catch (err) {
         // The daemon refused to run the command (bad interpreter path, runtime error): the run could not start.
         if (err instanceof DockerApiError && !(err instanceof DockerNotFoundError)) {
+          active.stopped = true;
           return { ...supervisor.collected(), spawnError: `cannot start the container: ${err.message}` };
         }
         throw err;
@@ -257,6 +298,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         this.logger.warn(`container ${id.slice(0, 12)} did not stop within ${KILL_GRACE_MS} ms of a kill`);
       }
       supervisor.stop();
+      if (exit) active.stopped = true;
       // Output still in flight after the exit arrives on the same connection: let it drain briefly.
       if (exit) await settleWithin(streams.closed, DRAIN_MS);
       streams.destroy();

@@ -80,6 +80,11 @@ export interface ContainerTierOptions {
    * trusted CAs). Must be visible to the Docker daemon at that path. Default none.
    */
   readOnlyBinds?: string[];
+  /**
+   * Directory of the host where the tier keeps its containers' read-only /etc/hosts (see `SandboxHostsFile`). Must be
+   * visible to the Docker daemon at that path. Default: a private directory under the OS temp dir, removed at shutdown.
+   */
+  hostsDir?: string;
 }
 
 export interface ResolvedContainerOptions {
@@ -97,6 +102,7 @@ export interface ResolvedContainerOptions {
   reapOnStart: boolean;
   isSessionLive: (sessionId: string) => boolean | Promise<boolean>;
   readOnlyBinds: string[];
+  hostsDir?: string;
 }
 
 export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze({
@@ -144,6 +150,9 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
     reapOnStart: options.reapOnStart ?? true,
     isSessionLive: options.isSessionLive ?? (() => false),
     readOnlyBinds: checkedBinds(options.readOnlyBinds, 'container.readOnlyBinds'),
+    ...(options.hostsDir !== undefined && {
+      hostsDir: checkedBinds([options.hostsDir], 'container.hostsDir')[0],
+    }),
   };
 
   checkIntegers(
