@@ -139,11 +139,21 @@ describe('one-off tier on gVisor (the default: SWITCHYARD_CONTAINER_RUNTIME=auto
     expect(r.stdout).not.toContain(HOST_KERNEL);
   });
 
-  it('leaves the pooled tier on runc (the host kernel), recording no runtime', async () => {
+  it('leaves the pooled tier on runc (the host kernel), recording no runtime, with only lo and no route', async () => {
     const r = await engine.action(sid, { type: 'code', language: 'bash', tier: 'pooled', code: 'uname -r' });
     expect(r).toMatchObject({ status: 'succeeded', tier: 'pooled', stdout: `${HOST_KERNEL}\n` });
     const view = (await engine.request('GET', `/v1/sessions/${sid}/actions/${r.id}`)).body;
     expect(view.sandbox).toEqual({ tier: 'pooled', containerId: expect.any(String) });
+    // Its warm container has no network set-up either: only lo, no route, localhost named by the engine's hosts file.
+    const net = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'pooled',
+      code: NETWORK_PROBE,
+    });
+    expect(net).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+    expect(probed(net.stdout)).toEqual(LOOPBACK_ONLY);
+    expect((await inspectContainer(view.sandbox.containerId)).Config.NetworkDisabled).toBe(true);
   });
 });
 

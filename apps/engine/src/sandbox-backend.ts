@@ -139,6 +139,7 @@ export function containerTiers(
             pids: sb.pooled.pids,
           },
           readOnlyBinds,
+          hostsDir: path.join(config.dataDir, 'sandbox-etc'),
         },
         false,
       ),

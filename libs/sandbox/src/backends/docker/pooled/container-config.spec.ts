@@ -9,11 +9,14 @@ describe('buildContainerConfig', () => {
     mountKey: 'k1',
     mountPoint: '/tmp/switchyard-pooled/k1',
     limits: { ...DEFAULT_POOLED_LIMITS, memoryBytes: 256 * 2 ** 20, pids: 100 },
+    hostsFile: '/data/sandbox-etc/sandbox-hosts',
   });
   const host = config.HostConfig!;
 
   it('applies every container setting of SECURITY.md', () => {
     expect(config.User).toBe('10001:10001');
+    // No network set-up at all (only lo), with `NetworkMode: none` as a second guard.
+    expect(config.NetworkDisabled).toBe(true);
     expect(host).toMatchObject({
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
@@ -45,7 +48,7 @@ describe('buildContainerConfig', () => {
     });
   });
 
-  it('mounts only its own mount point at /workspace (slave propagation), its own egress directory (read-only) and relay directory, never the Docker socket', () => {
+  it('mounts only its own mount point at /workspace (slave propagation), its own egress directory (read-only), relay directory and the read-only /etc/hosts, never the Docker socket', () => {
     expect(host.Mounts).toEqual([
       {
         Type: 'bind',
@@ -66,6 +69,7 @@ describe('buildContainerConfig', () => {
         Target: '/run/switchyard-relay',
         ReadOnly: false,
       },
+      { Type: 'bind', Source: '/data/sandbox-etc/sandbox-hosts', Target: '/etc/hosts', ReadOnly: true },
     ]);
     expect(host.Binds).toBeUndefined();
     expect(JSON.stringify(config)).not.toContain('docker.sock');
@@ -92,8 +96,9 @@ describe('buildContainerConfig with read-only binds', () => {
       mountPoint: '/tmp/switchyard-pooled/k2',
       limits: DEFAULT_POOLED_LIMITS,
       readOnlyBinds: ['/d/ca/bundle.pem', '/d/ca/extra.pem'],
+      hostsFile: '/data/sandbox-etc/sandbox-hosts',
     });
-    expect(config.HostConfig!.Mounts!.slice(3)).toEqual([
+    expect(config.HostConfig!.Mounts!.slice(4)).toEqual([
       { Type: 'bind', Source: '/d/ca/bundle.pem', Target: '/d/ca/bundle.pem', ReadOnly: true },
       { Type: 'bind', Source: '/d/ca/extra.pem', Target: '/d/ca/extra.pem', ReadOnly: true },
     ]);

@@ -3,6 +3,7 @@ import type Docker from 'dockerode';
 import { LABEL_ENGINE, LABEL_SESSION, LABEL_TIER } from '../container.constants';
 import { ATTACHED_STDIO, CODE_TMPFS_INODES, sandboxHostConfig, sandboxTmpfs } from '../container-spec';
 import { SANDBOX_UID } from '../../../core/sandbox-image';
+import { HOSTS_TARGET } from '../sandbox-hosts';
 import type { PooledLimits } from './pooled.options';
 
 export const POOLED_LABELS = Object.freeze({
@@ -48,6 +49,8 @@ export interface PooledContainerSpec {
   limits: PooledLimits;
   /** Host paths bound read-only at the same path (see `PooledOptions.readOnlyBinds`). */
   readOnlyBinds?: readonly string[];
+  /** Host path of the read-only /etc/hosts (see `SandboxHostsFile`). */
+  hostsFile: string;
 }
 
 /**
@@ -74,9 +77,11 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
     },
     // The engine's attach is the runner's stdin: when the engine goes, the runner reads EOF and the container ends.
     ...ATTACHED_STDIO,
-    // No network: `NetworkMode: none` in the shared host config, as for one-off containers (only a loopback). Not
-    // also `NetworkDisabled`, which leaves /etc/hosts empty: `localhost` must resolve for code that talks to the
-    // session's own background servers.
+    // No network set-up at all, as for one-off containers: a network namespace holding only `lo`, without the
+    // daemon's sandbox set-up (`NetworkMode: none` in the shared host config stays as a second guard), which makes a
+    // warm container start sooner. Docker then leaves /etc/hosts empty: the bind of `hostsFile` names loopback, so
+    // `localhost` resolves for code that talks to the session's own background servers.
+    NetworkDisabled: true,
     StopSignal: 'SIGKILL',
     HostConfig: {
       ...sandboxHostConfig(limits),
@@ -94,6 +99,7 @@ export function buildContainerConfig(spec: PooledContainerSpec): Docker.Containe
         },
         { Type: 'bind', Source: egressDirOf(spec.mountPoint), Target: EGRESS_TARGET, ReadOnly: true },
         { Type: 'bind', Source: relayDirOf(spec.mountPoint), Target: RELAY_TARGET, ReadOnly: false },
+        { Type: 'bind', Source: spec.hostsFile, Target: HOSTS_TARGET, ReadOnly: true },
         ...(spec.readOnlyBinds ?? []).map((p) => ({
           Type: 'bind' as const,
           Source: p,

@@ -8,6 +8,7 @@ import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../
 import { buildContainerConfig, egressDirOf, RELAY_SOCKET_NAME, relayDirOf } from './container-config';
 import type { HostMounts } from './host-mounts';
 import type { DockerClient } from '../docker-client';
+import { SandboxHostsFile } from '../sandbox-hosts';
 import type { ResolvedPooledOptions } from './pooled.options';
 import {
   RunnerConnection,
@@ -72,12 +73,22 @@ export class PooledContainerFactory {
   /** Mount keys in use or being set up, which a reaper sweep must leave alone. */
   readonly keys = new Set<string>();
 
+  /** The containers' /etc/hosts, written once on first use. */
+  private readonly hosts: SandboxHostsFile;
+
   constructor(
     private readonly options: ResolvedPooledOptions,
     private readonly docker: DockerClient,
     private readonly mounts: HostMounts,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.hosts = new SandboxHostsFile(options.hostsDir);
+  }
+
+  /** Removes the hosts file's private directory (when no `hostsDir` was given); at shutdown, after the containers. */
+  closeHosts(): void {
+    this.hosts.close();
+  }
 
   /** Starts in flight; shutdown waits for them so a container created during it is still removed. */
   readonly creating = new Set<Promise<unknown>>();
@@ -113,6 +124,7 @@ export class PooledContainerFactory {
           mountPoint,
           limits: this.options.limits,
           readOnlyBinds: this.options.readOnlyBinds,
+          hostsFile: this.hosts.path(),
         }),
       );
       const stdio = await this.docker.attach(id);

@@ -169,6 +169,7 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     while (this.factory.creating.size > 0) await Promise.allSettled([...this.factory.creating]);
     await this.cleanups.drain();
     await this.reaper.removeAll(this.started);
+    this.factory.closeHosts();
   }
 
   private async probe(): Promise<TierAvailability> {

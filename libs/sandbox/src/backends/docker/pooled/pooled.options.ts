@@ -96,6 +96,11 @@ export interface PooledOptions {
    * trusted CAs). Must be visible to the Docker daemon at that path. Default none.
    */
   readOnlyBinds?: string[];
+  /**
+   * Directory of the containers' read-only /etc/hosts (`SandboxHostsFile`), one the Docker daemon sees at the same
+   * path. Default: a private directory under the OS temp dir.
+   */
+  hostsDir?: string;
 }
 
 export interface ResolvedPooledOptions {
@@ -119,6 +124,7 @@ export interface ResolvedPooledOptions {
   settingNames: Record<PooledCapacitySetting, string>;
   limits: PooledLimits;
   readOnlyBinds: string[];
+  hostsDir?: string;
 }
 
 /** Ranges of the pooled tier's own options the engine also sets; declared here only (the pool's capacity: `POOL_BOUNDS`). */
@@ -175,6 +181,9 @@ export function resolvePooledOptions(options: PooledOptions = {}): ResolvedPoole
     },
     limits,
     readOnlyBinds: checkedBinds(options.readOnlyBinds, 'pooled.readOnlyBinds'),
+    ...(options.hostsDir !== undefined && {
+      hostsDir: checkedBinds([options.hostsDir], 'pooled.hostsDir')[0],
+    }),
   };
   const integers: IntegerOption[] = [
     ...(['min', 'max', 'maxSessions', 'acquireTimeoutMs'] as const).map((name): IntegerOption => [
