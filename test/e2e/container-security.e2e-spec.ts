@@ -960,10 +960,12 @@ describe.each(BACKENDS)(
         if (!onK8s) expect(seen.stdout).not.toContain(`host=${hostnameOf(containerA)}`);
         expect(await containerOfAction(b, seen.id)).not.toBe(containerA);
 
-        // Deleting A ends its running action and removes its sandbox; a new session never sees A's files.
+        // Deleting A ends its running action and removes its sandbox; a new session never sees A's files. The DELETE
+        // answers once the session is fenced (its running action stopped); the sandbox goes in the background teardown.
         await deleteSession(a);
         const ended = await running;
         expect(ended.status).not.toBe('succeeded');
+        await engine.tornDown();
         expect(await backend.sandboxesWith({ session: a })).toEqual([]);
         if (onK8s) {
           // A pod is deleted with a grace period: on its way out at once (above), gone soon after.

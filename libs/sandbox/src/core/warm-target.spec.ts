@@ -17,22 +17,22 @@ describe('WarmTarget', () => {
     expect(target.target()).toBe(18);
   });
 
-  it('counts only claims within one start time, which it learns from the starts', () => {
+  it('counts only claims within one start time (at least 1 s), which it learns from the starts', () => {
     const { clock, target } = make();
     target.started(200);
-    // One claim every 100 ms: two fall within any 200 ms.
+    // One claim every 500 ms: two fall within any second (a start quicker than that still spans a second).
     for (let i = 0; i < 10; i++) {
       target.claimed();
-      clock.t += 100;
+      clock.t += 500;
     }
     expect(target.target()).toBe(2 + 2);
     // Starts slow down (a loaded host): the same arrival rate now asks for more.
-    for (let i = 0; i < 10; i++) target.started(1000);
+    for (let i = 0; i < 10; i++) target.started(3000);
     for (let i = 0; i < 10; i++) {
       target.claimed();
-      clock.t += 100;
+      clock.t += 500;
     }
-    expect(target.target()).toBeGreaterThanOrEqual(2 + 8);
+    expect(target.target()).toBeGreaterThanOrEqual(2 + 5);
   });
 
   it('holds the largest burst for the window, then falls back to the floor', () => {

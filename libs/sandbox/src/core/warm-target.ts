@@ -15,6 +15,11 @@ export interface WarmTargetOptions {
 const FIRST_START_GUESS_MS = 1000;
 /** Weight of the newest start in the running average of start times. */
 const START_WEIGHT = 0.3;
+/**
+ * Claims this close together are one burst even when a start is quicker: sessions a client creates at once reach the
+ * pool spread by their own creation (their workspaces; hundreds of milliseconds apart when 16 come together here).
+ */
+const MIN_BURST_SPAN_MS = 1000;
 
 /**
  * Parallel starts of warm sandboxes by default: one per core, at least 2 (a start waits on Docker or the API server
@@ -26,7 +31,7 @@ export function defaultWarmStarts(): number {
 
 /**
  * How many warm sandboxes (containers, pods) a pool should hold: its floor `min`, plus the most claims that arrived
- * within one start time at any moment of the last `windowMs` or the claims of that window that found nothing warm,
+ * within one start time (at least `MIN_BURST_SPAN_MS`) at any moment of the last `windowMs` or the claims of that window that found nothing warm,
  * whichever is more, up to `max`. Claims that close together are a burst no refill can catch up with (each
  * replacement takes a start), so only sandboxes warm before it began serve it warm: holding that many for the window
  * makes the next burst like it warm, and a steady stream of claims keeps about its rate x the start time in hand. A
@@ -37,7 +42,7 @@ export function defaultWarmStarts(): number {
  * the same arrival rate asks for more warm sandboxes on a busy host.
  */
 export class WarmTarget {
-  /** Claim times within the last start time. */
+  /** Claim times within the last burst span (a start time, at least `MIN_BURST_SPAN_MS`). */
   private readonly recent: number[] = [];
   /** Bursts (claims within one start time) of the window, largest first after each newer, larger one: a max-queue. */
   private readonly peaks: Array<{ at: number; claims: number }> = [];
@@ -53,7 +58,7 @@ export class WarmTarget {
   /** Records a claim; returns the new target. */
   claimed(): number {
     const now = this.clock.monotonic();
-    const since = now - this.averageStartMs;
+    const since = now - Math.max(this.averageStartMs, MIN_BURST_SPAN_MS);
     this.recent.push(now);
     while (this.recent.length > 0 && this.recent[0] <= since) this.recent.shift();
     const claims = this.recent.length;

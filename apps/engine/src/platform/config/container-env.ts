@@ -42,7 +42,7 @@ export class ContainerEnv {
 
   /**
    * How long a burst of claims keeps the pool above its floor: it holds SWITCHYARD_POOL_MIN plus the most claims that
-   * came within one container start time during this window, at most SWITCHYARD_POOL_MAX.
+   * came within one container start time (at least a second) during this window, at most SWITCHYARD_POOL_MAX.
    */
   @IntVar(POOL_BOUNDS.demandWindowMs.min, POOL_BOUNDS.demandWindowMs.max)
   SWITCHYARD_POOL_DEMAND_WINDOW_MS = 60_000;

@@ -55,7 +55,7 @@ export interface PooledOptions {
   starts?: number;
   /**
    * How long a burst of claims keeps the pool above its floor: the pool holds `min` plus the most claims that came
-   * within one container start time during the last `demandWindowMs` (at most `max`). Default 60 000.
+   * within one container start time (at least a second) during the last `demandWindowMs` (at most `max`). Default 60 000.
    */
   demandWindowMs?: number;
   /**
