@@ -338,6 +338,8 @@ describe('replicas sharing Postgres, Neo4j and the cluster', () => {
     expect((await a.call('GET', `/v1/sessions/${sid}/terminals/${opened.body.id}`)).body.status).toBe(
       'closed',
     );
+    // Its pod goes too: the takeover test below counts the pods A's and B's sessions hold (SWITCHYARD_POOL_MAX_SESSIONS).
+    expect((await b.call('DELETE', `/v1/sessions/${sid}`)).status).toBe(204);
   });
 
   it('a plan started on A is seen over SSE on B, in order; Last-Event-ID resumes on the other replica', async () => {
