@@ -17,7 +17,10 @@
  * the pool's idle containers when it began, the load average before and after. Baseline in the same run: a raw
  * `docker exec` of print(1) in a running container of the sandbox image (dockerode), `BENCH_BURST_RAW` samples
  * (default 20) right before and right after each burst (not inside it: a burst is back to back by definition).
- * Also where a sample's time went: its `POST /v1/sessions` and its action. `BENCH_BURST_K8S=0` skips Kubernetes.
+ * Also where a sample's time went: its `POST /v1/sessions` and its action; and the machine's CPU per session (all of
+ * the host's busy time from the burst's start until the pool has refilled, over the sessions): divided by the cores,
+ * the shortest average a stream of sessions can reach on this host, whatever the pool does.
+ * `BENCH_BURST_K8S=0` skips Kubernetes.
  * Targets (issue 34): >= 90 % warm, p50 <= 60 ms, p99 <= 150 ms.
  */
 import 'reflect-metadata';
@@ -28,7 +31,7 @@ import * as k8s from '@kubernetes/client-node';
 import { KubernetesSandbox, PooledTier } from '@switchyard/sandbox';
 import Dockerode from 'dockerode';
 import { type BenchEngine, dockerExecPrint1, startEngine, timed, until } from './engine-client';
-import { loadAverage } from './interleave';
+import { loadAverage, machineBusyMs } from './interleave';
 import { median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -120,6 +123,7 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
           const loadBefore = loadAverage();
           const idle = backend.idle();
           const before = backend.warmClaims();
+          const busyBefore = machineBusyMs();
           const samples =
             kind === 'back to back'
               ? await backToBack(backend.engine, sessions)
@@ -127,6 +131,9 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
           const firsts = samples.map((x) => x.ms);
           const warm = backend.warmClaims() - before;
           const loadAfter = loadAverage();
+          // The CPU a session costs the machine: its create, action and end, and the refill it causes (awaited).
+          await until(backend.settled, 120_000, `${backend.name}: the refill after the burst`, 10);
+          const cpuPerSession = (machineBusyMs() - busyBefore) / samples.length;
           for (let i = 0; i < rawRuns; i++) raws.push(await rawExec());
           const all = firsts.length;
           const rate = all === 0 ? 0 : warm / all;
@@ -153,6 +160,11 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
             `  warm claims ${warm} of ${all}: ${(rate * 100).toFixed(1)} % (target >= 90 %) ${verdict(rate >= 0.9)}; ` +
               `p50 ${verdict(p50 <= 60)} (<= 60 ms), p99 ${verdict(p99 <= 150)} (<= 150 ms); ` +
               `p50 ${(p50 / median(raws)).toFixed(2)}x raw docker exec`,
+          );
+          console.log(
+            `  machine CPU per session (create, print(1), end, and the refill after): ${cpuPerSession.toFixed(0)} ms; ` +
+              `on ${os.cpus().length} cores no stream of sessions averages under ` +
+              `${(cpuPerSession / os.cpus().length).toFixed(0)} ms each`,
           );
           console.log(`  load average before ${loadBefore}, after ${loadAfter}`);
         }

@@ -4,6 +4,7 @@
  * runs right after the same other one; and the load average before and after, so each figure states the load it was
  * taken under.
  */
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 
 /** The 1, 5 and 15 minute load averages, and the core count they are out of. */
@@ -13,6 +14,25 @@ export function loadAverage(): string {
     .map((l) => l.toFixed(2))
     .join(' / ')} (1 / 5 / 15 min, ${os.cpus().length} cores)`;
 }
+
+/**
+ * CPU time the whole machine has spent busy so far (user, nice, system, irq, softirq, over all cores, in ms), from
+ * /proc/stat: the difference over a stretch is what everything on the host (the engine, Docker, the kernel) used.
+ */
+export function machineBusyMs(): number {
+  const fields = fs
+    .readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const [user, nice, system, , , irq, softirq] = fields;
+  return ((user + nice + system + irq + softirq) * 1000) / CLOCK_TICKS;
+}
+
+/** USER_HZ: the unit of /proc/stat (100 on every Linux architecture the engine runs on). */
+const CLOCK_TICKS = 100;
 
 /** Runs one section between two load average lines. */
 export async function withLoad(section: string, run: () => Promise<void>): Promise<void> {

@@ -51,7 +51,7 @@ const INFO_FILE = path.join(RUNTIME_DIR, 'sandbox-image.json');
 const REPOSITORY = 'switchyard/sandbox';
 const SUITE = 'bookworm';
 /** Bump when this script changes how the image is assembled (changes every tag). */
-const RECIPE = 'switchyard-sandbox-recipe/2';
+const RECIPE = 'switchyard-sandbox-recipe/3';
 /** The image's /etc/hosts: `localhost` resolves to the sandbox's own loopback (its background servers). */
 const LOOPBACK_HOSTS = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n';
 /** Instructions `docker import --change` accepts; taken from the Dockerfile's final stage. */
@@ -545,6 +545,43 @@ function npmStage() {
   return stage;
 }
 
+/**
+ * A copy of runner/ with its modules compiled (`__pycache__`, checked against each source's hash), so that no container
+ * compiles them at every start (about 27 ms of CPU each, measured): the image's directory is read-only. Compiled by the
+ * host's python3; a Python of another minor version than the image's writes files the image's never reads (their name
+ * carries the version), and without a python3 the runner is copied as it is.
+ */
+function stageRunner() {
+  const parent = path.join(REPO, '.runtime', 'sandbox-image', 'runner-stage');
+  const stage = path.join(parent, 'runner');
+  fs.rmSync(parent, { recursive: true, force: true });
+  fs.mkdirSync(parent, { recursive: true });
+  fs.cpSync(RUNNER_DIR, stage, { recursive: true, preserveTimestamps: true });
+  const compiled = spawnSync(
+    'python3',
+    [
+      '-I',
+      '-m',
+      'compileall',
+      '-q',
+      '--invalidation-mode',
+      'checked-hash',
+      '-d',
+      '/opt/switchyard/runner',
+      stage,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (compiled.status !== 0) {
+    log(
+      `runner modules not compiled ahead (python3: ${(compiled.error?.message ?? compiled.stderr).trim()})`,
+    );
+    fs.rmSync(parent, { recursive: true, force: true });
+    return SANDBOX_DIR;
+  }
+  return parent;
+}
+
 /** rootfs tarball (without its end marker) + runner/ at /opt/switchyard/runner and npm, piped into docker import. */
 async function importImage(tag, hash, rootfs, changes) {
   const npm = npmStage();
@@ -586,6 +623,7 @@ async function importImage(tag, hash, rootfs, changes) {
   let runnerTar;
   try {
     await pipeFrom(fs.createReadStream(rootfs.tar, { start: 0, end: rootfs.end - 1 }));
+    const runnerParent = stageRunner();
     runnerTar = spawn(
       'tar',
       [
@@ -602,7 +640,7 @@ async function importImage(tag, hash, rootfs, changes) {
         '--transform',
         's,^usr,./usr,',
         '-C',
-        SANDBOX_DIR,
+        runnerParent,
         'runner',
         '-C',
         npm,

@@ -30,7 +30,8 @@ The runner shares its uid with the code it runs, so it is not a security boundar
 import os
 import sys
 
-# -I leaves this directory out of sys.path; the image's directory is read-only (no bytecode to write there).
+# -I leaves this directory out of sys.path. The image's directory is read-only: its modules are compiled when the
+# image is built (scripts/sandbox-image.mjs), and nothing is written there at run time.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 

@@ -3,3 +3,4 @@ export * from './clock';
 export * from './errors';
 export * from './session-home';
 export * from './display-result';
+export * from './warm-target';

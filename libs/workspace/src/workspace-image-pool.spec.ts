@@ -63,8 +63,8 @@ describe('WorkspaceImagePool', () => {
   let mounts: string;
   let host: FakeHost;
   const owner = { uid: 65534, gid: 65534 };
-  const make = (size = 2, bytes = 1024, refillDelayMs = 0) =>
-    new WorkspaceImagePool(host, { dir, mounts, size, bytes, owner, fs: 'ext4', refillDelayMs });
+  const make = (size = 2, bytes = 1024, refillDelayMs = 0, windowMs = 60_000) =>
+    new WorkspaceImagePool(host, { dir, mounts, size, bytes, owner, fs: 'ext4', refillDelayMs, windowMs });
 
   beforeEach(() => {
     dir = path.join(mkdtempSync(path.join(tmpdir(), 'ws-pool-')), '.pool');
@@ -103,9 +103,11 @@ describe('WorkspaceImagePool', () => {
     expect(spare && existsSync(spare.image) && host.mounted.get(spare.mount)?.image).toBe(spare?.image);
     expect(pool.take(1024)).toBeUndefined(); // empty until refilled
     pool.refill();
-    await until(() => pool.readyCount === 1);
+    await until(() => pool.readyCount === pool.targetCount);
+    const ready = pool.readyCount;
     expect(pool.take(2048)).toBeUndefined();
-    expect(pool.readyCount).toBe(1);
+    expect(pool.readyCount).toBe(ready);
+    expect(pool.targetCount).toBe(ready); // a take of another size is no demand for these
     await pool.format(path.join(path.dirname(dir), 'direct.img'), 2048);
     expect(host.formats.at(-1)).toMatchObject({ bytes: 2048, owner });
     await pool.close();
@@ -169,12 +171,43 @@ describe('WorkspaceImagePool', () => {
     pool.refill();
     await new Promise((r) => setTimeout(r, 20));
     expect(host.formats).toHaveLength(formats); // the request that took it finishes first
-    await until(() => pool.readyCount === 1);
-    expect(host.formats).toHaveLength(formats + 1);
+    await until(() => pool.readyCount === pool.targetCount);
+    expect(host.formats).toHaveLength(formats + 2); // the one taken, and one more for the burst it was
     pool.take(1024);
     pool.refill();
     await pool.close();
     await new Promise((r) => setTimeout(r, 80));
-    expect(host.formats).toHaveLength(formats + 1);
+    expect(host.formats).toHaveLength(formats + 2);
+  });
+
+  it('holds the latest burst of workspaces beside its floor, then unmounts the extra spares and mounts them again', async () => {
+    const pool = make(2, 1024, 0, 150);
+    await pool.open();
+    await until(() => pool.readyCount === 2);
+    // A burst of five workspaces: two found a spare, three formatted their own.
+    const taken = Array.from({ length: 5 }, () => pool.take(1024));
+    expect(taken.filter(Boolean)).toHaveLength(2);
+    expect(pool.targetCount).toBe(7); // the floor + the burst of five
+    pool.refill();
+    await until(() => pool.readyCount === 7);
+    const formats = host.formats.length;
+    // The same burst again finds a spare each.
+    expect(Array.from({ length: 5 }, () => pool.take(1024)).every(Boolean)).toBe(true);
+    pool.refill();
+    await until(() => pool.readyCount === pool.targetCount);
+    expect(pool.readyCount).toBe(12); // both bursts within a second are one burst of ten
+    // Past the window: back to the floor, the other images unmounted but kept, not formatted anew when needed.
+    const mountedAtPeak = host.mounted.size;
+    await until(() => pool.targetCount === 2 && pool.readyCount === 2);
+    expect(host.mounted.size).toBe(mountedAtPeak - 10);
+    const before = host.formats.length;
+    expect(before).toBe(formats + 10);
+    expect(Array.from({ length: 4 }, () => pool.take(1024)).filter(Boolean)).toHaveLength(2);
+    pool.refill();
+    await until(() => pool.readyCount === pool.targetCount);
+    // The ten unmounted images were mounted again first; only the rest of the target was formatted.
+    expect([...host.mounted.values()].filter((m) => !m.fresh)).toHaveLength(10);
+    expect(host.formats.length - before).toBe(pool.targetCount - 10);
+    await pool.close();
   });
 });

@@ -25,7 +25,9 @@ export class WorkspaceEnv {
 
   /**
    * With the loop quota: workspace images formatted ahead and kept ready, so creating a session mounts one instead of
-   * running `mkfs`; refilled in the background. 0: each image is formatted when its session is created.
+   * running `mkfs`; refilled in the background. This is the floor: after a burst of sessions the pool holds this many
+   * plus that burst (at most 16) for a minute, then unmounts the extra ones (their images are kept, to be mounted
+   * again). 0: each image is formatted when its session is created.
    */
   @IntVar(WORKSPACE_BOUNDS.imagePool.min, WORKSPACE_BOUNDS.imagePool.max)
   SWITCHYARD_WORKSPACE_POOL = 2;

@@ -1,10 +1,10 @@
+import { defaultWarmStarts } from '@switchyard/common';
 import * as path from 'node:path';
 import { defaultEngineInstanceId } from '../../core/engine-instance';
 import { readImageTag } from '../../core/sandbox-image';
 import { SandboxConfigError } from '../../core/sandbox.errors';
 import { type Bounds, checkIntegers, type IntegerOption } from '../../core/integer-options';
 import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../core/container-bounds';
-import { defaultWarmStarts } from '../../core/warm-target';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;

@@ -40,7 +40,7 @@ export const RUNNER_ENTRY =
   'resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))\n' +
   'resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n' +
   'os.read(0, 1)\n' +
-  `os.execv(${JSON.stringify(PYTHON)}, [${JSON.stringify(PYTHON)}, "-I", ${JSON.stringify(RUNNER_PATH)}])\n`;
+  `os.execv(${JSON.stringify(PYTHON)}, [${JSON.stringify(PYTHON)}, "-I", "-S", ${JSON.stringify(RUNNER_PATH)}])\n`;
 
 export type PodSpecOptions = Pick<
   ResolvedKubernetesOptions,

@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
-import type { Clock } from '@switchyard/common';
+import { type Clock, WarmTarget } from '@switchyard/common';
 import type { RunnerHello } from '../../core/runner/runner-connection';
-import { WarmTarget } from '../../core/warm-target';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
 import { KubernetesUnavailableError } from './kubernetes.errors';

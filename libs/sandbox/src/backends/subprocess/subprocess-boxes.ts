@@ -179,7 +179,7 @@ export class SubprocessBoxes extends StatefulBoxHost {
         tmpfsBytes: s.tmpfsBytes,
         extraTmpfs: [RUNNER_SCRATCH],
       },
-      argv: [python, '-I', `${RUNNER_TARGET}/runner.py`],
+      argv: [python, '-I', '-S', `${RUNNER_TARGET}/runner.py`],
     });
     const hold = this.sessions.hold(sessionId);
     let group: LimitGroup | undefined;

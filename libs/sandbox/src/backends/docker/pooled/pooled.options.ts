@@ -1,3 +1,4 @@
+import { defaultWarmStarts } from '@switchyard/common';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultEngineInstanceId } from '../../../core/engine-instance';
@@ -6,7 +7,6 @@ import { SandboxConfigError } from '../../../core/sandbox.errors';
 import { type Bounds, checkIntegers, type IntegerOption } from '../../../core/integer-options';
 import { CONTAINER_LIMIT_BOUNDS, POOL_BOUNDS } from '../../../core/container-bounds';
 import { checkedBinds } from '../container.options';
-import { defaultWarmStarts } from '../../../core/warm-target';
 
 const MiB = 2 ** 20;
 

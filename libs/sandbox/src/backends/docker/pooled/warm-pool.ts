@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { type Clock, systemClock } from '@switchyard/common';
+import { type Clock, systemClock, WarmTarget } from '@switchyard/common';
 import { createPool, type Pool } from 'generic-pool';
 import { PoolExhaustedError } from '../../../core/pooled.errors';
-import { WarmTarget } from '../../../core/warm-target';
 import type { PooledContainer, PooledContainerFactory } from './pooled-container';
 import type { ResolvedPooledOptions } from './pooled.options';
 

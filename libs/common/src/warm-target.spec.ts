@@ -1,5 +1,16 @@
-import { FakeClock } from '../../test/fake-clock';
+import type { Clock } from './clock';
 import { WarmTarget } from './warm-target';
+
+/** A clock that moves only when the spec sets `t` (ms). */
+class FakeClock implements Clock {
+  t = 0;
+  now(): Date {
+    return new Date(this.t);
+  }
+  monotonic(): number {
+    return this.t;
+  }
+}
 
 describe('WarmTarget', () => {
   const make = (min = 2, max = 16, windowMs = 60_000) => {
