@@ -3,7 +3,7 @@ import { WarmTarget } from './warm-target';
 
 /** A clock that moves only when the spec sets `t` (ms). */
 class FakeClock implements Clock {
-  t = 0;
+  constructor(public t = 0) {}
   now(): Date {
     return new Date(this.t);
   }
