@@ -5,9 +5,11 @@
 #   bash scripts/docker-engine.sh status    # exit 0 if an engine answers, 1 if not
 #   bash scripts/docker-engine.sh stop      # stop the dockerd THIS script started (pid file)
 #
-# - gVisor for the one-off container tier: as root, Debian's `runsc` is installed with apt when missing
-#   (otherwise the command to run is printed; the engine then uses runc). The daemons this script starts
-#   register it as the Docker runtime `runsc` (arguments: RUNSC_ARGS below) through a daemon config file,
+# - gVisor for the one-off container tier: the runsc that scripts/k8s.sh builds from the Go module proxy when it is
+#   built (scripts/gvisor-common.sh: a newer gVisor, the same as the test cluster's); else Debian's `runsc`,
+#   installed with apt when missing as root (otherwise the command to run is printed; the engine then uses runc).
+#   Run this script again once that build is done (scripts/test.sh does) and the engine it started switches to it.
+#   The daemons this script starts register it as the Docker runtime `runsc` (arguments: RUNSC_ARGS below) through a daemon config file,
 #   $SWITCHYARD_RUNTIME_DIR/dockerd.json (plus /etc/docker/daemon.json, if any), passed with --config-file. It is
 #   never the default runtime: the pooled tier stays on runc.
 # - If an engine already answers (`docker info`, or GET /_ping on the socket) and has the runtime (or runsc is
@@ -69,7 +71,14 @@ our_pid() {
 
 have_systemd() { [[ -d /run/systemd/system ]]; }
 
-runsc_path() { command -v runsc 2>/dev/null || true; }
+# shellcheck source=scripts/gvisor-common.sh
+source "$REPO/scripts/gvisor-common.sh"
+
+runsc_path() {
+  local built
+  built="$(built_runsc)"
+  if [[ -n "$built" ]]; then echo "$built"; else command -v runsc 2>/dev/null || true; fi
+}
 
 # Installs Debian's runsc (gVisor) when missing. Never fatal: without it the engine runs the one-off tier on runc.
 ensure_runsc() {

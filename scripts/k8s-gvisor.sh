@@ -8,16 +8,14 @@
 
 # shellcheck source=scripts/k8s-common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/k8s-common.sh"
-
-# gVisor publishes no tagged releases of its Go module: a pseudo-version of its `go` branch.
-GVISOR_VERSION="${SWITCHYARD_K8S_GVISOR_VERSION:-v0.0.0-20260905035102-160fafc42237}"
+# shellcheck source=scripts/gvisor-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gvisor-common.sh"
 RUNTIME_CLASS="gvisor"
 RUNTIME_HANDLER="runsc"
 # The directory of runsc and containerd-shim-runsc-v1 once built (gvisor_ready); empty without gVisor.
 GVISOR_BIN=""
 
 gvisor_wanted() { [[ "${SWITCHYARD_K8S_GVISOR:-on}" != off ]]; }
-gvisor_dir() { echo "$CACHE_ROOT/gvisor-$GVISOR_VERSION-$(go_version)"; }
 
 # replace_once FILE OLD NEW: OLD must occur exactly once in FILE (a newer module that moved it fails the build here,
 # saying so, rather than building a shim that containerd cannot start).
@@ -45,6 +43,17 @@ patch_shim_sources() {
     replace_once "$vendor/gvisor.dev/gvisor/pkg/shim/v1/manager.go" \
       'if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {' \
       'if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil && !os.IsPermission(err) {'
+}
+
+# runsc's own sources, with one change: its OCI seccomp answers a rule's `errnoRet` (upstream answers EPERM to every
+# rule, as old runc did). The Docker backend's one-off containers on gVisor deny `clone3` with ENOSYS (its flags are in
+# memory, where no rule can look, so glibc must fall back to `clone`, whose namespace flags the profile denies); with
+# EPERM instead, no thread could start (libs/sandbox/src/backends/docker/gvisor.ts).
+patch_runsc_sources() {
+  local vendor="$1"
+  replace_once "$vendor/gvisor.dev/gvisor/runsc/specutils/seccomp/seccomp.go" \
+    $'\t\taction, err := convertAction(syscall.Action)\n\t\tif err != nil {\n\t\t\treturn nil, err\n\t\t}\n' \
+    $'\t\taction, err := convertAction(syscall.Action)\n\t\tif err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t\tif syscall.Action == specs.ActErrno && syscall.ErrnoRet != nil {\n\t\t\taction = seccomp.ReturnError.Code(uint16(*syscall.ErrnoRet))\n\t\t}\n'
 }
 
 # Builds runsc and the shim unless they are there. FORCE=1 tries again after a failed build (`k8s.sh build`);
@@ -92,6 +101,7 @@ EOF
       run_logged "$log" go mod tidy &&
       run_logged "$log" go mod vendor &&
       patch_shim_sources vendor &&
+      patch_runsc_sources vendor &&
       export GOFLAGS="-mod=vendor" &&
       run_logged "$log" go build -trimpath -ldflags "-s -w" -o "$dir/bin.tmp/containerd-shim-runsc-v1" \
         gvisor.dev/gvisor/shim &&

@@ -62,6 +62,8 @@ if ! wait "$k8s_build"; then
   cat .runtime/k8s-build.log >&2
   exit 1
 fi
+# That build made gVisor too: the Docker engine this script started switches its runsc runtime to it (a reload).
+bash scripts/docker-engine.sh
 if ! bash scripts/k8s.sh status >/dev/null 2>&1; then
   bash scripts/k8s.sh clean
   cleanup+=('bash scripts/k8s.sh clean')

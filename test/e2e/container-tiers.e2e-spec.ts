@@ -119,6 +119,29 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     },
   );
 
+  it('container: clone3 cannot make a namespace (it answers ENOSYS, so glibc uses clone), and threads start', async () => {
+    // clone3 takes its flags in memory, where no seccomp rule can look: on Docker the one-off's profile answers it
+    // ENOSYS, on runc (Docker's default profile) and on gVisor (gvisor.ts, GvisorSeccompProbe) alike.
+    const r = await run(
+      a,
+      'container',
+      'python',
+      [
+        'import ctypes, os, struct, threading',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'args = struct.pack("11Q", 0x10000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0)  # CLONE_NEWUSER, SIGCHLD',
+        'pid = libc.syscall(435, ctypes.create_string_buffer(args), len(args))',
+        'if pid == 0:',
+        '    os._exit(0)',
+        'print("clone3:", "made a user namespace" if pid > 0 else os.strerror(ctypes.get_errno()))',
+        'threading.Thread(target=lambda: print("thread started")).start()',
+      ].join('\n'),
+    );
+    if (backend.name === 'docker') expect(r.stdout).toContain('clone3: Function not implemented');
+    else expect(r.stdout).toMatch(/^clone3: /m);
+    expect(r.stdout).toContain('thread started');
+  });
+
   it.each(['pooled', 'container'])('%s: no network', async (tier) => {
     const r = await run(
       a,

@@ -11,12 +11,20 @@ import { mountDevice, sandboxedProcessesOf } from '../support/host-probes';
 const CANARY = 'canary-engine-secret-5d1f';
 
 /** Host processes, leaving out the tier's pre-launched sandboxes (idle bwrap waiting for their next run). */
+/**
+ * Host processes outside any container or pod: other test workers' containers (their runners, shims' children, the
+ * warm pools refilling several at a time) come and go by dozens, and a surviving bomb of the subprocess tier would not
+ * be in one.
+ */
 const hostProcesses = (): number =>
   readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .filter((pid) => {
       try {
-        return !/bwrap|prlimit/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+        return (
+          !/bwrap|prlimit|containerd-shim/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')) &&
+          !/docker|kubepods|containerd/.test(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))
+        );
       } catch {
         return false;
       }

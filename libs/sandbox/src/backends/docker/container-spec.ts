@@ -10,7 +10,7 @@ import {
   LABEL_TIER,
 } from './container.constants';
 import type { ResolvedContainerOptions } from './container.options';
-import { GVISOR_SANDBOX_PIDS, GVISOR_SECURITY_OPT } from './gvisor';
+import { GVISOR_SANDBOX_PIDS, type GvisorClone3, gvisorSecurityOpt } from './gvisor';
 import { HOSTS_TARGET } from './sandbox-hosts';
 
 export const WORKSPACE_TARGET = '/workspace';
@@ -84,6 +84,8 @@ export interface ContainerSpecInput {
   runtime?: string;
   /** Host path of the read-only /etc/hosts (see `SandboxHostsFile`). */
   hostsFile: string;
+  /** On `runsc`: how its seccomp profile treats `clone3` (`GvisorSeccompProbe`). Default `runtime` (Debian's runsc). */
+  gvisorClone3?: GvisorClone3;
 }
 
 /**
@@ -98,6 +100,7 @@ export function buildContainerSpec({
   name,
   runtime,
   hostsFile,
+  gvisorClone3 = 'runtime',
 }: ContainerSpecInput): ContainerCreateOptions {
   const { limits } = options;
   const codeBytes = Buffer.byteLength(job.code, 'utf8');
@@ -159,7 +162,7 @@ export function buildContainerSpec({
         tmpfsBytes: limits.tmpfsBytes,
       }),
       // gVisor applies the seccomp profile itself, and needs its own (see gvisor.ts).
-      ...(runtime === 'runsc' && { SecurityOpt: GVISOR_SECURITY_OPT }),
+      ...(runtime === 'runsc' && { SecurityOpt: gvisorSecurityOpt(gvisorClone3) }),
       Tmpfs: {
         ...sandboxTmpfs(limits.tmpfsBytes),
         [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,

@@ -545,7 +545,10 @@ describe('ContainerTier (fake Docker)', () => {
       await until(() => docker.listed.length === 0);
       await reaping.onApplicationShutdown();
       make().onApplicationBootstrap(); // reapOnStart: false
-      expect(docker.calls.filter((c) => c.startsWith('list'))).toHaveLength(1); // the first one's reaper only
+      // The first one's reaper only (it lists every engine's); shutdown lists this engine's own.
+      expect(
+        docker.calls.filter((c) => c.startsWith('list') && c.includes('"dev.switchyard.engine":true')),
+      ).toHaveLength(1);
     });
 
     it('shutdown kills running runs, removes this engine’s containers and refuses new runs', async () => {

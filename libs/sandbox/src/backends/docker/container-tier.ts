@@ -24,6 +24,7 @@ import type { ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
 import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
 import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
+import { GvisorSeccompProbe } from './gvisor-seccomp-probe';
 import { SandboxHostsFile } from './sandbox-hosts';
 
 /** After a kill, how long `wait` may take before the tier stops waiting and removes the container by force. */
@@ -77,6 +78,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private readonly reaper: ContainerReaper;
   private readonly cleanups = new PendingCleanups(this.logger);
   private readonly hosts: SandboxHostsFile;
+  private readonly gvisorSeccomp: GvisorSeccompProbe;
   private reapTimer?: NodeJS.Timeout;
 
   constructor(
@@ -89,6 +91,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     this.probe = new ContainerAvailability(docker, options, this.clock, this.logger);
     this.reaper = new ContainerReaper(docker, options, this.logger);
     this.hosts = new SandboxHostsFile(options.hostsDir);
+    this.gvisorSeccomp = new GvisorSeccompProbe(docker, options, this.logger);
   }
 
   /**
@@ -128,6 +131,8 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         name: containerName(job.actionId),
         runtime,
         hostsFile: this.hostsFile(),
+        // Found once with the default image (its python): the answer is the runsc's, whatever the image.
+        gvisorClone3: await this.gvisorSeccomp.clone3For(image, runtime),
       });
       const id = await this.docker.createContainer(spec).catch((err: unknown) => {
         if (!(err instanceof DockerNotFoundError)) throw err;
@@ -189,6 +194,12 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
    * `REAP_AGAIN_MS`.
    */
   onApplicationBootstrap(): void {
+    // On gVisor, which seccomp profile its runsc needs is found in the background, ahead of the first run.
+    void this.probe
+      .current()
+      .then(({ image, runtime }) =>
+        image ? this.cleanups.track(this.gvisorSeccomp.clone3For(image, runtime)) : undefined,
+      );
     if (!this.options.reapOnStart) return;
     const reap = () =>
       this.cleanups.track(

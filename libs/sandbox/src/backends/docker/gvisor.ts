@@ -19,9 +19,12 @@ export const GVISOR_SANDBOX_PIDS = 64;
  * Everything else reaches gVisor's kernel, never the host's: the sandbox process that serves it runs under gVisor's
  * own, much narrower seccomp filter on the host.
  *
- * `clone3` stays allowed because this runsc answers ENOSYS itself (glibc then uses `clone`, whose namespace flags are
- * denied below). A runsc that implements `clone3` also honours `errnoRet`; with one, give `clone3` Docker's ENOSYS
- * rule back.
+ * `clone3` takes its flags in memory, where no seccomp rule can look, so it must answer ENOSYS (glibc then uses `clone`,
+ * whose namespace flags are denied below). Debian's runsc does not implement it and answers ENOSYS itself: there the
+ * profile leaves it alone (`clone3: 'runtime'`). A runsc that implements it (gVisor since 2023) must be given Docker's
+ * ENOSYS rule (`clone3: 'enosys'`), which works only where runsc honours `errnoRet`: upstream's does not (its OCI
+ * seccomp answers EPERM to every rule); the one `scripts/k8s.sh` builds is patched to. Which of the two a runsc needs
+ * is found by running it (`GvisorSeccompProbe`).
  */
 
 /** `clone` flags that create namespaces (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET). */
@@ -84,21 +87,35 @@ const DENIED = [
   '_sysctl',
 ];
 
-/** Docker's seccomp profile format (`SecurityOpt: ["seccomp=<json>"]`); EPERM for every denial. */
-export const GVISOR_SECCOMP_PROFILE = {
-  defaultAction: 'SCMP_ACT_ALLOW',
-  syscalls: [
-    { names: DENIED, action: 'SCMP_ACT_ERRNO' },
-    ...CLONE_NAMESPACE_FLAGS.map((flag) => ({
-      names: ['clone'],
-      action: 'SCMP_ACT_ERRNO',
-      args: [{ index: 0, value: flag, valueTwo: flag, op: 'SCMP_CMP_MASKED_EQ' }],
-    })),
-  ],
-} as const;
+/** ENOSYS on x86-64 and arm64. */
+const ENOSYS = 38;
+
+/**
+ * How the profile treats `clone3`: `enosys`, denied with ENOSYS through `errnoRet` (a runsc that implements it and
+ * honours `errnoRet`); `runtime`, left to the runsc (one that does not implement it, and answers ENOSYS itself).
+ */
+export type GvisorClone3 = 'enosys' | 'runtime';
+
+/** Docker's seccomp profile format (`SecurityOpt: ["seccomp=<json>"]`); EPERM for every denial but `clone3`'s. */
+export function gvisorSeccompProfile(clone3: GvisorClone3) {
+  return {
+    defaultAction: 'SCMP_ACT_ALLOW',
+    syscalls: [
+      { names: DENIED, action: 'SCMP_ACT_ERRNO' },
+      ...CLONE_NAMESPACE_FLAGS.map((flag) => ({
+        names: ['clone'],
+        action: 'SCMP_ACT_ERRNO',
+        args: [{ index: 0, value: flag, valueTwo: flag, op: 'SCMP_CMP_MASKED_EQ' }],
+      })),
+      ...(clone3 === 'enosys' ? [{ names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS }] : []),
+    ],
+  };
+}
+
+/** The profile for a runsc that leaves `clone3` unimplemented (Debian's). */
+export const GVISOR_SECCOMP_PROFILE = gvisorSeccompProfile('runtime');
 
 /** `HostConfig.SecurityOpt` of one-off containers on gVisor: no new privileges, and the profile above. */
-export const GVISOR_SECURITY_OPT: string[] = [
-  'no-new-privileges',
-  `seccomp=${JSON.stringify(GVISOR_SECCOMP_PROFILE)}`,
-];
+export function gvisorSecurityOpt(clone3: GvisorClone3): string[] {
+  return ['no-new-privileges', `seccomp=${JSON.stringify(gvisorSeccompProfile(clone3))}`];
+}
