@@ -31,7 +31,7 @@ import * as k8s from '@kubernetes/client-node';
 import { KubernetesSandbox, PooledTier } from '@switchyard/sandbox';
 import Dockerode from 'dockerode';
 import { type BenchEngine, dockerExecPrint1, startEngine, timed, until } from './engine-client';
-import { loadAverage, machineBusyMs } from './interleave';
+import { loadAverage, machineCpuMs } from './interleave';
 import { median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -123,7 +123,7 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
           const loadBefore = loadAverage();
           const idle = backend.idle();
           const before = backend.warmClaims();
-          const busyBefore = machineBusyMs();
+          const busyBefore = machineCpuMs().busy;
           const samples =
             kind === 'back to back'
               ? await backToBack(backend.engine, sessions)
@@ -133,7 +133,7 @@ export async function benchBursts(options: BurstBenchOptions = {}): Promise<void
           const loadAfter = loadAverage();
           // The CPU a session costs the machine: its create, action and end, and the refill it causes (awaited).
           await until(backend.settled, 120_000, `${backend.name}: the refill after the burst`, 10);
-          const cpuPerSession = (machineBusyMs() - busyBefore) / samples.length;
+          const cpuPerSession = (machineCpuMs().busy - busyBefore) / samples.length;
           for (let i = 0; i < rawRuns; i++) raws.push(await rawExec());
           const all = firsts.length;
           const rate = all === 0 ? 0 : warm / all;

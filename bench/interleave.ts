@@ -16,10 +16,10 @@ export function loadAverage(): string {
 }
 
 /**
- * CPU time the whole machine has spent busy so far (user, nice, system, irq, softirq, over all cores, in ms), from
- * /proc/stat: the difference over a stretch is what everything on the host (the engine, Docker, the kernel) used.
+ * Busy and total CPU time of the whole machine so far (all cores), in ms, from /proc/stat: the difference over a
+ * stretch is what everything on the host (the engine, Docker, the kernel, other jobs) used.
  */
-export function machineBusyMs(): number {
+export function machineCpuMs(): { busy: number; total: number } {
   const fields = fs
     .readFileSync('/proc/stat', 'utf8')
     .split('\n')[0]
@@ -27,12 +27,13 @@ export function machineBusyMs(): number {
     .split(/\s+/)
     .slice(1)
     .map(Number);
-  const [user, nice, system, , , irq, softirq] = fields;
-  return ((user + nice + system + irq + softirq) * 1000) / CLOCK_TICKS;
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0) * MS_PER_TICK;
+  const idle = (fields[3] + fields[4]) * MS_PER_TICK; // idle + iowait
+  return { busy: total - idle, total };
 }
 
-/** USER_HZ: the unit of /proc/stat (100 on every Linux architecture the engine runs on). */
-const CLOCK_TICKS = 100;
+/** /proc/stat counts in USER_HZ ticks: 100 per second on every Linux architecture the engine runs on. */
+const MS_PER_TICK = 10;
 
 /** Runs one section between two load average lines. */
 export async function withLoad(section: string, run: () => Promise<void>): Promise<void> {

@@ -37,6 +37,7 @@ import {
   Neo4jContextGraph,
 } from '@switchyard/context-graph';
 import { neo4jScript, neo4jTestServer } from '../libs/context-graph/src/neo4j/neo4j.testing';
+import { machineCpuMs } from './interleave';
 import { median, ms, pct } from './stats';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -54,19 +55,6 @@ const ACTION =
   process.env.BENCH_REPLICA_LANGUAGE === 'bash'
     ? { language: 'bash', code: 'echo 1' }
     : { language: 'python', code: 'print(1)' };
-/** Busy and total CPU time of the whole machine so far (all cores), in ms, from /proc/stat. */
-function machineCpuMs(): { busy: number; total: number } {
-  const fields = fs
-    .readFileSync('/proc/stat', 'utf8')
-    .split('\n')[0]
-    .trim()
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
-  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0) * 10;
-  const idle = (fields[3] + fields[4]) * 10; // idle + iowait
-  return { busy: total - idle, total };
-}
 /** Sessions the graph bench's actions are spread over (the forwarder applies sessions side by side). */
 const GRAPH_SESSIONS = 16;
 
