@@ -124,6 +124,10 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     try {
       // A session's own image (a template's) replaces the default one; the engine checked that Docker has it.
       const runImage = job.image ?? image;
+      // Found once with the default image (its python): the answer is the runsc's, whatever the image.
+      const gvisorClone3 = await this.gvisorSeccomp.clone3For(image, runtime);
+      // Cancelled (or the engine stopping) while that was found: no container is made.
+      if (abort.aborted) return { ...emptyResult(this.clock.monotonic() - started), aborted: true };
       const spec = buildContainerSpec({
         job,
         image: runImage,
@@ -131,8 +135,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         name: containerName(job.actionId),
         runtime,
         hostsFile: this.hostsFile(),
-        // Found once with the default image (its python): the answer is the runsc's, whatever the image.
-        gvisorClone3: await this.gvisorSeccomp.clone3For(image, runtime),
+        gvisorClone3,
       });
       const id = await this.docker.createContainer(spec).catch((err: unknown) => {
         if (!(err instanceof DockerNotFoundError)) throw err;
@@ -226,6 +229,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.reapTimer);
     this.probe.close();
+    this.gvisorSeccomp.close();
     const runs = [...this.runs];
     for (const r of runs) r.controller.abort(new Error('engine shutting down'));
     await Promise.all(runs.map((r) => r.done));

@@ -75,6 +75,17 @@ describe('GvisorSeccompProbe', () => {
     expect(log.warn).toHaveBeenCalledWith(expect.stringContaining('can make namespaces'));
   });
 
+  it('takes a probe killed midway for no answer, and starts none once closed', async () => {
+    const { docker, specs } = fakeDocker({ honoursErrnoRet: true, implementsClone3: true });
+    (docker as unknown as { wait: unknown }).wait = async () => ({ statusCode: 137 });
+    const probe = new GvisorSeccompProbe(docker, options, logger() as unknown as Logger);
+    expect(await probe.clone3For('img', 'runsc')).toBe('runtime');
+    expect(specs.size).toBe(1); // no second probe on a non-answer
+    probe.close();
+    expect(await probe.clone3For('img', 'runsc')).toBe('runtime');
+    expect(specs.size).toBe(1);
+  });
+
   it('runs nothing for another runtime, and asks again after a probe that failed', async () => {
     const failing = fakeDocker({ honoursErrnoRet: true, implementsClone3: true }, true);
     const probe = new GvisorSeccompProbe(failing.docker, options, logger() as unknown as Logger);

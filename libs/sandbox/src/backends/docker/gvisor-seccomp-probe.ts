@@ -16,6 +16,7 @@ const PROBE_CODE =
   'sys.exit(ctypes.get_errno())\n';
 
 const ENOSYS = 38;
+const EPERM = 1;
 
 /**
  * Which seccomp profile the engine's runsc needs (see gvisor.ts), found by running it once per image and runtime:
@@ -28,6 +29,7 @@ const ENOSYS = 38;
  */
 export class GvisorSeccompProbe {
   private readonly known = new Map<string, Promise<GvisorClone3>>();
+  private closed = false;
 
   constructor(
     private readonly docker: DockerClient,
@@ -37,7 +39,7 @@ export class GvisorSeccompProbe {
 
   /** The profile choice for runs of `image` on `runtime` (`runtime` for anything but runsc). */
   clone3For(image: string, runtime: string | undefined): Promise<GvisorClone3> {
-    if (runtime !== 'runsc') return Promise.resolve('runtime');
+    if (runtime !== 'runsc' || this.closed) return Promise.resolve('runtime');
     let known = this.known.get(image);
     if (!known) {
       known = this.find(image).catch((err: unknown) => {
@@ -50,18 +52,26 @@ export class GvisorSeccompProbe {
     return known;
   }
 
+  /** Shutdown: no probe starts any more (the tier refuses runs by then anyway). */
+  close(): void {
+    this.closed = true;
+  }
+
   /** Forgets every answer (the daemon may have been given another runsc). */
   forget(): void {
     this.known.clear();
   }
 
   private async find(image: string): Promise<GvisorClone3> {
-    if ((await this.errnoOf(image, 'enosys')) === ENOSYS) {
+    const ruled = await this.errnoOf(image, 'enosys');
+    if (ruled === ENOSYS) {
       this.logger.log(
         'runsc honours seccomp errnoRet: clone3 answers ENOSYS to the code (its profile says so)',
       );
       return 'enosys';
     }
+    // Anything but EPERM (the rule's errno ignored) is no answer: a probe killed (shutdown), a python that failed.
+    if (ruled !== EPERM) throw new Error(`the probe exited with ${ruled}, not an errno of clone3`);
     const unruled = await this.errnoOf(image, 'runtime');
     if (unruled !== ENOSYS) {
       this.logger.warn(
