@@ -370,10 +370,12 @@ describeDocker('PooledTier (real Docker)', () => {
     expect(victims.length).toBeGreaterThan(0);
     // SIGKILL to the runner itself (its pid in the container, from its greeting): it cannot outlive it. (A SIGTERM to
     // tini, forwarded, left one victim of five running 5 s later in some runs here; the cause was not found.)
-    const codes = await Promise.all(
-      victims.map((c) => dockerExec(c.id, ['kill', '-KILL', String(c.runnerPid)])),
+    // The `kill` command's own exit code is no evidence either way: once the runner dies, tini exits and the
+    // container's processes go with it, sometimes the `kill` itself before it exits (a non-zero code in a fresh-clone
+    // run). The containers' deaths below are what the test asks for.
+    await Promise.all(
+      victims.map((c) => dockerExec(c.id, ['kill', '-KILL', String(c.runnerPid)]).catch(() => null)),
     );
-    expect(codes.every((code) => code === 0)).toBe(true);
     const ids = victims.map((c) => c.id);
     const dead = () => tier.containers().every((c) => !ids.includes(c.id) || !c.alive);
     expect(await eventually(dead, 5000)).toBe(true);
