@@ -12,7 +12,7 @@ import Dockerode from 'dockerode';
 import { systemClock } from '@switchyard/common';
 import {
   BubblewrapTier,
-  ChildProcessLauncher,
+  SpawnerProcessLauncher,
   DockerodeClient,
   ImageRoots,
   SessionProcesses,
@@ -39,7 +39,7 @@ export async function benchBoxRuns(options: { runs: number }): Promise<void> {
   });
   const tier = new BubblewrapTier(
     sandbox,
-    new ChildProcessLauncher(),
+    new SpawnerProcessLauncher(),
     detectProcessLimiter(sandbox.subprocess.cgroup),
     undefined,
     roots,

@@ -11,7 +11,7 @@ import { Logger } from '@nestjs/common';
 import Dockerode from 'dockerode';
 import {
   BubblewrapTier,
-  ChildProcessLauncher,
+  SpawnerProcessLauncher,
   DockerodeClient,
   ImageRoots,
   detectProcessLimiter,
@@ -33,14 +33,14 @@ export async function benchImageRoot(options: { runs: number }): Promise<void> {
   const tiers = {
     image: new BubblewrapTier(
       sandbox,
-      new ChildProcessLauncher(),
+      new SpawnerProcessLauncher(),
       detectProcessLimiter(sandbox.subprocess.cgroup),
       undefined,
       roots,
     ),
     host: new BubblewrapTier(
       sandbox,
-      new ChildProcessLauncher(),
+      new SpawnerProcessLauncher(),
       detectProcessLimiter(sandbox.subprocess.cgroup),
     ),
   };

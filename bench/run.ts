@@ -78,12 +78,16 @@
  *    `docker exec`, samples interleaved (`bench/peers.ts`; needs `bash scripts/peers-venv.sh`).
  *    Targets: one-off runc <= 1.0x epicbox; gVisor <= 1.5x epicbox and <= 0.8x raw runsc `docker run`.
  *
+ * 25. spawner: how long launching a process holds the engine's event loop, a fork of the engine itself vs through the
+ *    spawner, with the bench process at ~560 MB resident, and launch -> exit of `/bin/true` both ways, interleaved
+ *    (`bench/spawner.ts`).
+ *
  * Every section samples its sides interleaved, the order rotating (`bench/interleave.ts`), and prints the load
  * average before and after it.
  *
  * `BENCH_ONLY=kernels,sessions` runs only the named sections (core, containers, graph, bystander, sessions, kernels,
  * checkpoints, console, kubernetes, replicas, rootfs, boxruns, rich, ts-sdk, python-sdk, files, terminals, ports,
- * profile, density, bursts, peers).
+ * profile, density, bursts, peers, spawner).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -105,6 +109,7 @@ import { benchDensity } from './density';
 import { benchFileTransfer } from './file-transfer';
 import { benchGraph } from './graph';
 import { benchImageRoot } from './image-root';
+import { benchSpawner } from './spawner';
 import { benchKernels } from './kernels';
 import { benchRichResults } from './rich-results';
 import { benchPorts } from './ports';
@@ -207,6 +212,7 @@ async function main(): Promise<void> {
   if (wanted('density')) await withLoad('density', () => benchDensity());
   if (wanted('bursts')) await withLoad('bursts', () => benchBursts());
   if (wanted('peers')) await withLoad('peers', () => benchPeers());
+  if (wanted('spawner')) await withLoad('spawner', () => benchSpawner({ runs: RUNS }));
 }
 
 /** Sections 1–3: print(1), file actions, the browser (one engine). */

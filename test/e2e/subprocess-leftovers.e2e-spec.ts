@@ -4,12 +4,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-mounts';
 import { ENGINE_MARK_ENV, ownPidNamespace } from '../../libs/sandbox/src/backends/subprocess/engine-mark';
+import { SPAWNER_SOURCE } from '../../libs/common/src/spawner/spawner-source';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 
 /**
  * SECURITY.md #23 for the subprocess tier, with the built engine (`npx nest build engine`) as a real process: the
- * sandboxes it launched ahead of time, and one running an action, die with it when it is SIGKILLed; and the next
+ * sandboxes it launched ahead of time (through its spawner), and one running an action, die with it when it is
+ * SIGKILLed; and the next
  * engine's start-up removes what a crash of an older engine left behind (marked launchers, cgroups with processes).
  */
 
@@ -53,19 +55,24 @@ const UNIQUE = `${process.pid % 10_000}${Date.now() % 1000}`;
 const SLEEP_ACTION = `sleep 30.${UNIQUE}`;
 const SLEEP_PROCESS = `sleep 4321.${UNIQUE}`;
 
-/** The engine's bubblewrap children: its sandbox launchers and the checkpoint tree tool's jail. */
-const bwrapChildrenOf = (enginePid: number): number[] =>
+/** Running bubblewrap children of `parent`. */
+const bwrapChildrenOf = (parent: number): number[] =>
   allPids().filter((pid) => {
     const s = stat(pid);
-    return s?.comm === 'bwrap' && s.fields[1] === String(enginePid) && s.fields[0] !== 'Z';
+    return s?.comm === 'bwrap' && s.fields[1] === String(parent) && s.fields[0] !== 'Z';
   });
+
+/** The engine's spawner: the child of the engine running `SPAWNER_SOURCE`, through which it launches sandboxes. */
+const spawnersOf = (enginePid: number): number[] =>
+  allPids().filter(
+    (pid) => stat(pid)?.fields[1] === String(enginePid) && cmdline(pid).includes(SPAWNER_SOURCE.trim()),
+  );
 
 /** The checkpoint tree tool's jail (libs/workspace, not a sandbox): its Python source is on its command line. */
 const isTreeTool = (pid: number): boolean => cmdline(pid).includes('def op_count(');
 
-/** The engine's sandbox launchers. */
-const launchersOf = (enginePid: number): number[] =>
-  bwrapChildrenOf(enginePid).filter((pid) => !isTreeTool(pid));
+/** The engine's sandbox launchers: children of its spawner, never of the engine (whose fork would hold its loop). */
+const launchersOf = (enginePid: number): number[] => spawnersOf(enginePid).flatMap(bwrapChildrenOf);
 
 /** Running processes carrying the engine mark of `enginePid` (whatever the start ticks). */
 const markedBy = (enginePid: number): number[] =>
@@ -141,7 +148,11 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
     const pending = code(await engine.createSession(), 'bash', SLEEP_ACTION, 40_000).catch(() => undefined);
     expect(await until(() => launchersOf(pid).length >= 4, 5000)).toBe(true);
     const launchers = launchersOf(pid);
-    const treeTool = bwrapChildrenOf(pid).filter(isTreeTool);
+    const spawners = spawnersOf(pid);
+    expect(spawners).toHaveLength(1);
+    // The engine forks no sandbox itself: its only bubblewrap child is the tree tool's jail.
+    const treeTool = bwrapChildrenOf(pid);
+    expect(treeTool.filter(isTreeTool)).toEqual(treeTool);
     expect(treeTool).toHaveLength(1);
     const marked = markedBy(pid);
     expect(marked).toEqual(expect.arrayContaining(launchers));
@@ -152,6 +163,8 @@ describe('subprocess tier: a killed engine leaves nothing behind (the built engi
 
     await engine.stop('SIGKILL');
     await pending;
+    // The spawner exits with the engine (its channel closes); the launchers' parent-death signal kills them.
+    expect(await until(() => spawners.every((p) => !running(p)), 2000)).toBe(true);
     expect(await until(() => launchers.every((p) => !running(p)), 2000)).toBe(true);
     // The tree tool's jail is not marked (it is no sandbox), but it dies with its parent all the same.
     expect(await until(() => treeTool.every((p) => !running(p)), 2000)).toBe(true);

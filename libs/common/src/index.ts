@@ -4,3 +4,4 @@ export * from './errors';
 export * from './session-home';
 export * from './display-result';
 export * from './warm-target';
+export * from './spawner';

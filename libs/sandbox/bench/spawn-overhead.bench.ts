@@ -20,7 +20,7 @@ import {
 } from '../src/backends/subprocess/bwrap-command';
 import { BubblewrapTier } from '../src/backends/subprocess/bubblewrap-tier';
 import { detectProcessLimiter } from '../src/backends/subprocess/cgroup-limiter';
-import { ChildProcessLauncher } from '../src/backends/subprocess/process-launcher';
+import { SpawnerProcessLauncher } from '../src/backends/subprocess/spawner-launcher';
 
 const RUNS = Number(process.argv[2] ?? 30);
 
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     },
   });
   const limiter = detectProcessLimiter(options.subprocess.cgroup);
-  const tier = new BubblewrapTier(options, new ChildProcessLauncher(), limiter);
+  const tier = new BubblewrapTier(options, new SpawnerProcessLauncher(), limiter);
   const availability = await tier.availability();
   if (!availability.available) throw new Error(availability.reason);
 

@@ -27,7 +27,7 @@ import type { SandboxTier } from './core/sandbox-tier.port';
 import { CALL_SOCKET_ENV, type CallChannel, type TierJob } from './core/sandbox.types';
 import { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 import { detectProcessLimiter } from './backends/subprocess/cgroup-limiter';
-import { ChildProcessLauncher } from './backends/subprocess/process-launcher';
+import { SpawnerProcessLauncher } from './backends/subprocess/spawner-launcher';
 
 const BWRAP = '/usr/bin/bwrap';
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : undefined;
@@ -132,7 +132,7 @@ async function subprocessTier(): Promise<Harness> {
     stateful: { runnerDir: RUNNER_DIR },
   });
   const limiter = detectProcessLimiter(options.subprocess.cgroup);
-  const tier = new BubblewrapTier(options, new ChildProcessLauncher(), limiter);
+  const tier = new BubblewrapTier(options, new SpawnerProcessLauncher(), limiter);
   expect(await tier.availability()).toMatchObject({ available: true });
   return { tier, socketInside: () => CALL_SOCKET_TARGET, close: () => tier.onApplicationShutdown() };
 }

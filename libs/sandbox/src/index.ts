@@ -10,12 +10,12 @@ export * from './core/pooled.errors';
 export { defaultEngineInstanceId } from './core/engine-instance';
 export {
   RUNNER_PROTOCOL,
-  RunnerRefusedError,
   type ListeningPort,
   type TermExitEvent,
   type TermOpenRequest,
   type TermOutputEvent,
-} from './core/runner/runner-connection';
+} from './core/runner/runner-protocol';
+export { RunnerRefusedError } from './core/runner/runner.errors';
 export { RunnerTunnel, TunnelError } from './core/runner/runner-tunnel';
 export * from './sandbox.module';
 export { SandboxManager, toOutcome, type PrepareOptions } from './sandbox-manager.service';
@@ -37,11 +37,12 @@ export { DEFAULT_RISK_RULES, type RiskRule, type RulePatterns } from './risk/ris
 export { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 export {
   ProcessLauncher,
-  ChildProcessLauncher,
   type LaunchSpec,
   type LaunchedProcess,
   type ProcessExit,
 } from './backends/subprocess/process-launcher';
+export { ChildProcessLauncher } from './backends/subprocess/child-process-launcher';
+export { SpawnerProcessLauncher } from './backends/subprocess/spawner-launcher';
 export * from './backends/subprocess/process-limiter';
 export {
   CgroupLimiter,

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PodChannels } from './backends/kubernetes/pod-channels';
 import { withCallSocket } from './core/call-channel';
-import type { RunnerExit } from './core/runner/runner-connection';
+import type { RunnerExit } from './core/runner/runner-protocol';
 import type { CallChannel, SessionEgressAccess } from './core/sandbox.types';
 import {
   BOX_ENV,

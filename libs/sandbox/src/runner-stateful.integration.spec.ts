@@ -13,13 +13,9 @@ import * as path from 'node:path';
 import type { Language } from '@switchyard/common';
 import { TEST_IMAGE_SOURCE } from '../test/sandbox-image';
 import { detectSystemLayout } from './backends/subprocess/bwrap-command';
-import {
-  type CellDone,
-  RUNNER_PROTOCOL,
-  RunnerConnection,
-  type RunnerEvent,
-  RunnerRefusedError,
-} from './core/runner/runner-connection';
+import { RunnerConnection } from './core/runner/runner-connection';
+import { type CellDone, RUNNER_PROTOCOL, type RunnerEvent } from './core/runner/runner-protocol';
+import { RunnerRefusedError } from './core/runner/runner.errors';
 
 const BWRAP = '/usr/bin/bwrap';
 const RUNNER_DIR = path.resolve(__dirname, '../../../docker/sandbox/runner');

@@ -16,7 +16,7 @@ import {
   startRunnerContainer,
   stopRunnerBox,
 } from '../test/runner-box';
-import type { TermExitEvent, TermOpenRequest } from './core/runner/runner-connection';
+import type { TermExitEvent, TermOpenRequest } from './core/runner/runner-protocol';
 
 requireBubblewrap();
 

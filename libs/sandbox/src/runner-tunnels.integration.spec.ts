@@ -20,7 +20,7 @@ import {
   startRunnerContainer,
   stopRunnerBox,
 } from '../test/runner-box';
-import { RunnerRefusedError } from './core/runner/runner-connection';
+import { RunnerRefusedError } from './core/runner/runner.errors';
 import { type RunnerTunnel, TunnelError } from './core/runner/runner-tunnel';
 
 requireBubblewrap();

@@ -24,7 +24,8 @@ import { SessionPorts } from './core/stateful/session-ports';
 import type { StatefulBoxHost } from './core/stateful/stateful-box.port';
 import { BubblewrapTier } from './backends/subprocess/bubblewrap-tier';
 import { detectProcessLimiter } from './backends/subprocess/cgroup-limiter';
-import { ChildProcessLauncher, ProcessLauncher } from './backends/subprocess/process-launcher';
+import { ProcessLauncher } from './backends/subprocess/process-launcher';
+import { SpawnerProcessLauncher } from './backends/subprocess/spawner-launcher';
 import { ProcessLimiter } from './backends/subprocess/process-limiter';
 
 /** Tiers beyond the built-in subprocess tier, e.g. the container tiers, and the modules they need. */
@@ -58,7 +59,7 @@ export class SandboxModule {
           useFactory: (o: ResolvedSandboxOptions) => new RiskPolicy(o.risk),
           inject: [SANDBOX_OPTIONS],
         },
-        { provide: ProcessLauncher, useClass: ChildProcessLauncher },
+        { provide: ProcessLauncher, useClass: SpawnerProcessLauncher },
         {
           provide: ProcessLimiter,
           useFactory: (o: ResolvedSandboxOptions) => detectProcessLimiter(o.subprocess.cgroup),

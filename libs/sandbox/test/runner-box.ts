@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { detectSystemLayout } from '../src/backends/subprocess/bwrap-command';
-import { RunnerConnection, type RunnerEvent } from '../src/core/runner/runner-connection';
+import { RunnerConnection } from '../src/core/runner/runner-connection';
+import { type RunnerEvent } from '../src/core/runner/runner-protocol';
 import { TEST_IMAGE_SOURCE } from './sandbox-image';
 
 const BWRAP = '/usr/bin/bwrap';

@@ -1,4 +1,4 @@
-import type { RunnerExit } from '../src/core/runner/runner-connection';
+import type { RunnerExit } from '../src/core/runner/runner-protocol';
 
 /** A run the pooled runner reports as a plain success; specs override what they test. @internal */
 export const RUNNER_EXIT_OK: Readonly<RunnerExit> = Object.freeze({

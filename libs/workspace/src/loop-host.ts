@@ -1,13 +1,11 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, open, rename, rm, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
+import { runCommand } from '@switchyard/common';
 import { isMountPoint } from './mount-table';
 import { errno } from './fs-errors';
 
-const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 30_000;
 /**
  * ext4 needs a few MiB of its own, btrfs (mixed block groups) 16; tinier caps (tests) get this floor, and the file
@@ -251,7 +249,7 @@ export class CommandLoopHost extends LoopHost {
   protected async exec(command: string, args: string[]): Promise<string> {
     try {
       const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
-      return (await run(command, args, { timeout: COMMAND_TIMEOUT_MS, env })).stderr;
+      return (await runCommand(command, args, { timeoutMs: COMMAND_TIMEOUT_MS, env })).stderr;
     } catch (err) {
       const e = err as Error & { stderr?: string };
       throw new Error(`${command} ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`, {

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
-import type { RunnerResynced } from '../../core/runner/runner-connection';
+import type { RunnerResynced } from '../../core/runner/runner-protocol';
 import type { KubeClient } from './kube-client';
 import { deleteWhileStill } from './kube-reaper';
 import type { PodInfo } from './kube-types';

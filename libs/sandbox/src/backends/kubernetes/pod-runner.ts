@@ -1,12 +1,7 @@
 import type { Clock } from '@switchyard/common';
-import {
-  RunnerConnection,
-  type RunnerConnectionOptions,
-  RunnerProtocolError,
-  type RunnerHello,
-  type RunnerPong,
-  type RunnerResynced,
-} from '../../core/runner/runner-connection';
+import { RunnerConnection, type RunnerConnectionOptions } from '../../core/runner/runner-connection';
+import { type RunnerHello, type RunnerPong, type RunnerResynced } from '../../core/runner/runner-protocol';
+import { RunnerProtocolError } from '../../core/runner/runner.errors';
 import type { KubeClient } from './kube-client';
 import type { ContainerStatusInfo, PodInfo } from './kube-types';
 import { KubeApiError } from './kubernetes.errors';

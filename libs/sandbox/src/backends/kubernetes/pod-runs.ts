@@ -1,6 +1,7 @@
 import { type Language, SESSION_HOME } from '@switchyard/common';
 import { withCallSocket } from '../../core/call-channel';
-import { RunnerRefusedError, type RunnerExit } from '../../core/runner/runner-connection';
+import { type RunnerExit } from '../../core/runner/runner-protocol';
+import { RunnerRefusedError } from '../../core/runner/runner.errors';
 import { runnerResult } from '../../core/runner/runner-result';
 import type { TierJob, TierRunResult } from '../../core/sandbox.types';
 import { emptyResult, formatBytes, outOfMemory } from '../../core/supervision/limit-messages';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { RUNNER_PROTOCOL } from '../../core/runner/runner-connection';
+import { RUNNER_PROTOCOL } from '../../core/runner/runner-protocol';
 import { SANDBOX_UID } from '../../core/sandbox-image';
 import type { ContainerManifest, EmptyDirVolume, NetworkPolicyManifest, PodManifest } from './kube-types';
 import {

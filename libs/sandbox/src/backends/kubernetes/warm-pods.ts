@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { type Clock, WarmTarget } from '@switchyard/common';
-import type { RunnerHello } from '../../core/runner/runner-connection';
+import type { RunnerHello } from '../../core/runner/runner-protocol';
 import type { KubeClient } from './kube-client';
 import type { PodInfo } from './kube-types';
 import { KubernetesUnavailableError } from './kubernetes.errors';

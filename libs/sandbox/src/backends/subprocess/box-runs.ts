@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Clock } from '@switchyard/common';
 import { RunnerLostError } from '../../core/pooled.errors';
 import { SandboxInternalError } from '../../core/sandbox.errors';
-import { RunnerRefusedError } from '../../core/runner/runner-connection';
+import { RunnerRefusedError } from '../../core/runner/runner.errors';
 import { runnerResult } from '../../core/runner/runner-result';
 import { SupervisedRun } from '../../core/runner/supervised-run';
 import type { ResolvedSandboxOptions } from '../../core/sandbox.options';

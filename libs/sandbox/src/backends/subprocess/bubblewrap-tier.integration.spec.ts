@@ -19,7 +19,7 @@ import { BubblewrapTier } from './bubblewrap-tier';
 import { detectSystemLayout } from './bwrap-command';
 import { detectProcessLimiter } from './cgroup-limiter';
 import { cgroupDirOf } from './cgroup-mounts';
-import { ChildProcessLauncher } from './process-launcher';
+import { SpawnerProcessLauncher } from './spawner-launcher';
 import type { ProcessLimiter } from './process-limiter';
 import { kernelsOf, prepareAndRun } from '../../sandbox-manager.testing';
 
@@ -94,7 +94,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
     // The sandbox runs as `runAs` (when the engine is root): it must traverse the root to its workspace.
     fs.chmodSync(root, 0o711);
     limiter = detectProcessLimiter(options.subprocess.cgroup);
-    tier = new BubblewrapTier(options, new ChildProcessLauncher(), limiter);
+    tier = new BubblewrapTier(options, new SpawnerProcessLauncher(), limiter);
     const availability = await tier.availability();
     expect(availability).toMatchObject({ available: true });
   });
@@ -392,7 +392,7 @@ describeSandbox('BubblewrapTier (real bubblewrap)', () => {
     });
 
     it('a launcher whose options never arrive stays confined and fails', async () => {
-      const launched = new ChildProcessLauncher().launch({
+      const launched = new SpawnerProcessLauncher().launch({
         command: '/usr/bin/prlimit',
         args: [
           '--',

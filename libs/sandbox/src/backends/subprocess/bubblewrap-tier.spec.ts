@@ -29,6 +29,7 @@ class FakeProcess extends FakeOutput implements LaunchedProcess {
   readonly status = new PassThrough();
   readonly control = new PassThrough();
   readonly closed: Promise<ProcessExit>;
+  readonly started: Promise<number>;
   options: string[] = [];
   stdinText = '';
   kills = 0;
@@ -41,6 +42,7 @@ class FakeProcess extends FakeOutput implements LaunchedProcess {
     program: Program,
   ) {
     super();
+    this.started = Promise.resolve(pid);
     this.closed = new Promise((resolve) => (this.finish = resolve));
     this.stdin.on('data', (c: Buffer) => (this.stdinText += c.toString()));
     const chunks: Buffer[] = [];

@@ -205,7 +205,8 @@ export class SubprocessBoxes extends StatefulBoxHost {
         uid: this.options.runAs?.uid,
         gid: this.options.runAs?.gid,
       });
-      if (group && proc.pid !== undefined) await group.join(proc.pid);
+      const pid = await proc.started;
+      if (group && pid !== undefined) await group.join(pid);
     } catch (err) {
       removeGroup();
       throw new SandboxInternalError(

@@ -109,8 +109,10 @@ export class WarmSlots {
    */
   private move(slot: Slot, session: string): Slot {
     const { group, hold } = this.groupFor(session);
-    const pid = slot.proc.pid;
-    const ready = slot.ready.then(() => (group && pid !== undefined ? group.join(pid) : undefined));
+    const ready = slot.ready.then(() => {
+      const pid = slot.proc.pid;
+      return group && pid !== undefined ? group.join(pid) : undefined;
+    });
     ready.catch(() => undefined); // reported when the slot is used
     void ready.finally(() => this.removeGroup(slot)).catch(() => undefined);
     const moved: Slot = { key: slot.key, proc: slot.proc, session, group, hold, ready, exited: slot.exited };
@@ -166,8 +168,8 @@ export class WarmSlots {
       this.removeGroup({ group, hold });
       throw err;
     }
-    const pid = proc.pid;
-    const ready = group && pid !== undefined ? group.join(pid) : Promise.resolve();
+    // bubblewrap waits for its options, which the engine writes only once `ready` has resolved.
+    const ready = proc.started.then((pid) => (group && pid !== undefined ? group.join(pid) : undefined));
     ready.catch(() => undefined); // reported when the slot is used
     const slot: Slot = { key, proc, session, group, hold, ready, exited: false };
     void proc.closed.then(() => (slot.exited = true));

@@ -1,11 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { runnerWire } from '../../../test/runner-wire';
-import {
-  RUNNER_PROTOCOL,
-  RunnerConnection,
-  RunnerProtocolError,
-  RunnerTimeoutError,
-} from './runner-connection';
+import { RunnerConnection } from './runner-connection';
+import { RUNNER_PROTOCOL } from './runner-protocol';
+import { RunnerProtocolError, RunnerTimeoutError } from './runner.errors';
 
 /** A connection made to resync. */
 const wire = () => runnerWire({ resync: true });

@@ -1,12 +1,12 @@
 import { runnerWire } from '../../../test/runner-wire';
 import { RUNNER_EXIT_OK } from '../../../test/runner-exit';
+import { RUNNER_PROTOCOL } from './runner-protocol';
 import {
-  RUNNER_PROTOCOL,
   RunnerGoneError,
   RunnerProtocolError,
   RunnerRefusedError,
   RunnerTimeoutError,
-} from './runner-connection';
+} from './runner.errors';
 
 const wire = () => runnerWire();
 

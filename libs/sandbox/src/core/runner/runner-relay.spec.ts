@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunnerRefusedError } from './runner-connection';
+import { RunnerRefusedError } from './runner.errors';
 import { dialRelay, RelayUnavailableError } from './runner-relay';
 
 const accepted: net.Socket[] = [];

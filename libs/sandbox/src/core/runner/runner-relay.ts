@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import { RunnerRefusedError } from './runner-connection';
+import { RunnerRefusedError } from './runner.errors';
 
 /** The relay could not be used (no socket there, nothing listening, no answer): the runner's connection still can. */
 export class RelayUnavailableError extends Error {}

@@ -2,7 +2,7 @@ import type { TierRunResult } from '../sandbox.types';
 import { signalExit } from '../supervision/exit-status';
 import { enforcedLimit, type LimitSettings } from '../supervision/limit-messages';
 import type { RunSupervisor } from '../supervision/run-supervisor';
-import type { RunnerExit } from './runner-connection';
+import type { RunnerExit } from './runner-protocol';
 
 const SIGXCPU_EXIT = signalExit('SIGXCPU');
 const SIGXFSZ_EXIT = signalExit('SIGXFSZ');

@@ -1,7 +1,8 @@
 import type { Clock } from '@switchyard/common';
 import type { TierJob, TierRunResult } from '../sandbox.types';
 import { RunSupervisor } from '../supervision/run-supervisor';
-import type { RunnerConnection, RunnerExit, RunnerRunRequest } from './runner-connection';
+import type { RunnerConnection } from './runner-connection';
+import type { RunnerExit, RunnerRunRequest } from './runner-protocol';
 
 /** The runner may forward this much past the byte cap, so redaction (which can shorten text) still sees enough. */
 export const CAP_SLACK_BYTES = 64 * 1024;

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { type Clock, type DisplayResult, displayResult, type Language } from '@switchyard/common';
-import type { CellDone } from '../runner/runner-connection';
-import { RunnerRefusedError } from '../runner/runner-connection';
+import type { CellDone } from '../runner/runner-protocol';
+import { RunnerRefusedError } from '../runner/runner.errors';
 import { CAP_SLACK_BYTES } from '../runner/supervised-run';
 import { SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import { formatBytes, outOfMemory, outputCap } from '../supervision/limit-messages';

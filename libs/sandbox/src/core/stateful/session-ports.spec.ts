@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { InvalidInputError } from '@switchyard/common';
-import { RunnerRefusedError, type RunnerConnection } from '../runner/runner-connection';
+import { type RunnerConnection } from '../runner/runner-connection';
+import { RunnerRefusedError } from '../runner/runner.errors';
 import { parsePortRanges, resolvePortsOptions } from './ports.options';
 import { PortClosedError, PortsDisabledError, SessionPorts } from './session-ports';
 import { type StatefulBox, StatefulBoxHost } from './stateful-box.port';

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { type ErrorKind, InvalidInputError, TIERS } from '@switchyard/common';
-import { RunnerRefusedError } from '../runner/runner-connection';
+import { RunnerRefusedError } from '../runner/runner.errors';
 import { dialRelay, RelayUnavailableError } from '../runner/runner-relay';
 import { SandboxError } from '../sandbox.errors';
 import { formatPortRanges, portAllowed, type ResolvedPortsOptions } from './ports.options';

@@ -1,5 +1,7 @@
 import { type Clock, InvalidInputError, NotFoundError } from '@switchyard/common';
-import { type RunnerConnection, RunnerRefusedError, type TermOpenRequest } from '../runner/runner-connection';
+import { type RunnerConnection } from '../runner/runner-connection';
+import { type TermOpenRequest } from '../runner/runner-protocol';
+import { RunnerRefusedError } from '../runner/runner.errors';
 import {
   SessionTerminals,
   type TerminalClient,

@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { type Clock, type ErrorKind, InvalidInputError, NotFoundError } from '@switchyard/common';
-import {
-  type RunnerEvent,
-  RunnerRefusedError,
-  type TermExitEvent,
-  type TermOutputEvent,
-} from '../runner/runner-connection';
+import { type RunnerEvent, type TermExitEvent, type TermOutputEvent } from '../runner/runner-protocol';
+import { RunnerRefusedError } from '../runner/runner.errors';
 import { SandboxError, SandboxInternalError, SandboxUnavailableError } from '../sandbox.errors';
 import type { StatefulBox, StatefulBoxHost } from './stateful-box.port';
 import type { StatefulTier, TerminalEndReason, TerminalInfo, TerminalOpen } from './stateful.types';

@@ -1,5 +1,5 @@
 import { systemClock } from '@switchyard/common';
-import type { CellDone, RunnerEvent } from '../runner/runner-connection';
+import type { CellDone, RunnerEvent } from '../runner/runner-protocol';
 import type { RunnerConnection } from '../runner/runner-connection';
 import { SessionKernels } from './session-kernels';
 import { SessionProcesses } from './session-processes';

@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { runCommand } from '@switchyard/common';
 import { SandboxInternalError } from '../../../core/sandbox.errors';
 import { MountHelper, type MountReply, type MountRequest } from './mount-helper';
 
-const run = promisify(execFile);
 const COMMAND_TIMEOUT_MS = 10_000;
 
 /** Per mount root, the last `ensureSharedRoot` or `releaseSharedRoot` of this process: they run one at a time. */
@@ -231,8 +229,8 @@ export class ChildProcessHostMounts extends HostMounts implements OnApplicationS
   private async exec(command: string, args: string[]): Promise<void> {
     this.logger.debug(`${path.basename(command)} ${args.join(' ')}`);
     try {
-      await run(command, args, {
-        timeout: COMMAND_TIMEOUT_MS,
+      await runCommand(command, args, {
+        timeoutMs: COMMAND_TIMEOUT_MS,
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
       });
     } catch (err) {

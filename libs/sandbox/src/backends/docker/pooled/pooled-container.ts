@@ -10,11 +10,9 @@ import type { HostMounts } from './host-mounts';
 import type { DockerClient } from '../docker-client';
 import { SandboxHostsFile } from '../sandbox-hosts';
 import type { ResolvedPooledOptions } from './pooled.options';
-import {
-  RunnerConnection,
-  RunnerTimeoutError,
-  type RunnerHello,
-} from '../../../core/runner/runner-connection';
+import { RunnerConnection } from '../../../core/runner/runner-connection';
+import { type RunnerHello } from '../../../core/runner/runner-protocol';
+import { RunnerTimeoutError } from '../../../core/runner/runner.errors';
 
 const STDERR_TAIL_BYTES = 2048;
 

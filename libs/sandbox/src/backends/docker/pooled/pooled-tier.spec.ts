@@ -27,7 +27,7 @@ import {
   RUNNER_PROTOCOL,
   type RunnerExit,
   type RunnerRunRequest,
-} from '../../../core/runner/runner-connection';
+} from '../../../core/runner/runner-protocol';
 
 type RunScript = (
   request: RunnerRunRequest & { id: number },
