@@ -14,15 +14,8 @@ import {
   ForkConflictError,
   SessionNotRecordedError,
 } from './context-graph.errors';
-import type {
-  ActionCompletion,
-  ActionStart,
-  CheckpointRecord,
-  CheckpointRef,
-  ForkRecord,
-  GraphView,
-  SessionRecord,
-} from './context-graph.types';
+import type { ActionCompletion, ActionStart, GraphView, SessionRecord } from './context-graph.types';
+import type { CheckpointRecord, CheckpointRef, ForkRecord } from './checkpoint.types';
 
 /** The contract's current graph, and a way to close and reopen it on the same store. */
 export type CheckpointContractContext = StatefulContractContext;

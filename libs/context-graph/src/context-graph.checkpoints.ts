@@ -1,13 +1,5 @@
-import type {
-  ActionRecord,
-  ActionSummary,
-  CheckpointRef,
-  CheckpointState,
-  ForkRecord,
-  GraphEdge,
-  GraphNode,
-  RestoreRecord,
-} from './context-graph.types';
+import type { ActionRecord, ActionSummary, GraphEdge, GraphNode } from './context-graph.types';
+import type { CheckpointRef, CheckpointState, ForkRecord, RestoreRecord } from './checkpoint.types';
 
 // Workspace checkpoints, their restores and session forks as graph nodes and edges, shared by every store (ids,
 // node and edge shapes, the refs as records hand them back, and the order `sessionGraph` lists them in), so the

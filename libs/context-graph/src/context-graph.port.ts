@@ -3,22 +3,19 @@ import type {
   ActionRecord,
   ActionStart,
   ApprovalDecision,
-  CheckpointRecord,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
-  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
-  RestoreRecord,
   SessionActivity,
   SessionRecord,
 } from './context-graph.types';
+import type { CheckpointRecord, CheckpointState, ForkRecord, RestoreRecord } from './checkpoint.types';
 
 /**
  * The context graph: a durable record of every session, action and file an agent touched.

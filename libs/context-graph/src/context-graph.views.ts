@@ -9,7 +9,6 @@ import {
 import type {
   ActionRecord,
   ActionSummary,
-  CheckpointRef,
   FailureContext,
   FailureContextQuery,
   FileContext,
@@ -24,6 +23,7 @@ import type {
   RetryChainEntry,
   SessionRecord,
 } from './context-graph.types';
+import type { CheckpointRef } from './checkpoint.types';
 import {
   kernelNode,
   kernelNodeId,

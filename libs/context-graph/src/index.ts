@@ -2,6 +2,7 @@ export * from './context-graph.errors';
 export * from './context-graph.module';
 export * from './context-graph.port';
 export * from './context-graph.types';
+export * from './checkpoint.types';
 export {
   SqliteContextGraph,
   type SqliteContextGraphOptions,

@@ -13,7 +13,7 @@ import {
   ForkConflictError,
   SessionNotRecordedError,
 } from '../context-graph.errors';
-import type { CheckpointRecord, CheckpointRef, ForkRecord, RestoreRecord } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointRef, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import type { SessionCheckpoints, SessionState } from '../context-graph.views';
 
 // Workspace checkpoints, restores and forks in the embedded store: their tables, the writers the store calls

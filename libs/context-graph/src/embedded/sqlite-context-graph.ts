@@ -10,22 +10,19 @@ import type {
   ActionRecord,
   ActionStart,
   ApprovalDecision,
-  CheckpointRecord,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
-  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
-  RestoreRecord,
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointState, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import type { OutboxBatch } from '../replication/replication.types';
 import { GroupCommitQueue, type GroupCommitStats } from './group-commit-queue';
 import { decideApproval } from './sqlite-approvals';

@@ -1,6 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { StoredCheckpoint } from '../context-graph.checkpoints';
-import type { ForkRecord } from '../context-graph.types';
+import type { ForkRecord } from '../checkpoint.types';
 import type { SessionState, StoredPlan } from '../context-graph.views';
 import type { OutboxBatch, ReplicaAction } from '../replication/replication.types';
 import { OPEN_ACTION } from './sqlite-approvals';

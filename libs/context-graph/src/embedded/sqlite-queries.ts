@@ -3,7 +3,6 @@ import { assertLimit, decodeSeqCursor, encodeSeqCursor } from '../context-graph.
 import type {
   ActionRecord,
   ActionSummary,
-  CheckpointRef,
   FailureContext,
   FailureContextQuery,
   FileLineage,
@@ -13,6 +12,7 @@ import type {
   Page,
   SessionActivity,
 } from '../context-graph.types';
+import type { CheckpointRef } from '../checkpoint.types';
 import { checkGraphFilter } from '../context-graph.filter';
 import {
   assertFailureContextQuery,

@@ -7,7 +7,8 @@ import type {
   RiskAssessment,
 } from '@switchyard/common';
 import type { StatementSync } from 'node:sqlite';
-import type { ActionRecord, CheckpointRef, SandboxRef } from '../context-graph.types';
+import type { ActionRecord, SandboxRef } from '../context-graph.types';
+import type { CheckpointRef } from '../checkpoint.types';
 import { type SessionState, sortTouches, type StoredPlan } from '../context-graph.views';
 import { type ApprovalRefs, readApprovalRefs } from './sqlite-approvals';
 import { readCheckpointRefs } from './sqlite-checkpoints';

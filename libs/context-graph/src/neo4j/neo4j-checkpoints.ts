@@ -14,7 +14,7 @@ import {
   ForkConflictError,
   SessionNotRecordedError,
 } from '../context-graph.errors';
-import type { CheckpointRecord, CheckpointRef, ForkRecord, RestoreRecord } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointRef, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import * as Q from './neo4j-cypher';
 import type { WriteStatement } from './neo4j-write';
 

@@ -20,22 +20,19 @@ import type {
   ActionRecord,
   ActionStart,
   ApprovalDecision,
-  CheckpointRecord,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
   GraphFilter,
   GraphHealth,
-  ForkRecord,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
-  RestoreRecord,
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointState, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import { INTERRUPTED_ERROR, resolvePlan } from '../context-graph.views';
 import type { ReplicaChanges, ReplicaTarget } from '../replication/replication.types';
 import { startApprovalParams, writeApprovalDecision } from './neo4j-approvals';

@@ -6,7 +6,6 @@ import { checkGraphFilter } from '../context-graph.filter';
 import type {
   ActionRecord,
   ActionSummary,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
@@ -16,6 +15,7 @@ import type {
   Page,
   SessionActivity,
 } from '../context-graph.types';
+import type { CheckpointState } from '../checkpoint.types';
 import {
   assertFailureContextQuery,
   buildFailureContext,

@@ -5,22 +5,19 @@ import type {
   ActionRecord,
   ActionStart,
   ApprovalDecision,
-  CheckpointRecord,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
-  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
-  RestoreRecord,
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointState, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import type { Neo4jContextGraph } from '../neo4j/neo4j-context-graph';
 import { encodeArgs } from './outbox-args-codec';
 import type { OutboxArgs, OutboxOp } from './outbox-ops';

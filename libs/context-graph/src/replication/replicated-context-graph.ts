@@ -6,22 +6,19 @@ import type {
   ActionRecord,
   ActionStart,
   ApprovalDecision,
-  CheckpointRecord,
-  CheckpointState,
   FailureContext,
   FailureContextQuery,
   FileLineage,
-  ForkRecord,
   GraphFilter,
   GraphHealth,
   GraphView,
   ListActionsQuery,
   Page,
   PlanGraphRecord,
-  RestoreRecord,
   SessionActivity,
   SessionRecord,
 } from '../context-graph.types';
+import type { CheckpointRecord, CheckpointState, ForkRecord, RestoreRecord } from '../checkpoint.types';
 import type { SqliteContextGraph } from '../embedded/sqlite-context-graph';
 import { OutboxForwarder, type OutboxForwarderOptions } from './outbox-forwarder';
 import type { ReplicaTarget } from './replication.types';

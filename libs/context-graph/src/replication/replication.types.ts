@@ -1,5 +1,6 @@
 import type { StoredCheckpoint } from '../context-graph.checkpoints';
-import type { ActionRecord, ForkRecord } from '../context-graph.types';
+import type { ActionRecord } from '../context-graph.types';
+import type { ForkRecord } from '../checkpoint.types';
 import type { SessionState, StoredPlan } from '../context-graph.views';
 
 /**

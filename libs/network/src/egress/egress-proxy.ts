@@ -6,6 +6,7 @@ import { formatAuthority, parseAuthority, parseProxyTarget, type ProxyTarget } f
 import type { HostVerdict, UrlRefusal } from '../url-policy/url-policy';
 import type { EgressAttempt, EgressProxyOptions, EgressRefusal, LocalRoute } from './egress-proxy.types';
 import { DEFAULT_PORT, HOP_BY_HOP, hostHeaderOf, printable, reasonPhrase, statusOf } from './proxy-answers';
+import { EgressLedger, type Tally } from './egress-ledger';
 import { connectThrough } from './upstream-proxy';
 
 export type { EgressAttempt, EgressProxyOptions, EgressRefusal, LocalRoute } from './egress-proxy.types';
@@ -33,16 +34,15 @@ export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
   private readonly extra = new Set<net.Server>();
-  /** Allowed connections still open. */
-  private readonly inFlight = new Set<Tally>();
-  /** The last attempt's `seq`. */
-  private seq = 0;
+  private readonly ledger: EgressLedger;
   private closed = false;
 
   private constructor(
     private readonly server: http.Server,
     private readonly options: EgressProxyOptions,
-  ) {}
+  ) {
+    this.ledger = new EgressLedger(options);
+  }
 
   static async start(options: EgressProxyOptions): Promise<EgressProxy> {
     const server = http.createServer();
@@ -120,8 +120,7 @@ export class EgressProxy {
 
   /** The allowed connections still open, with their bytes so far (`endedAt`: now): what `onAttempt` will report. */
   openAttempts(): EgressAttempt[] {
-    const now = Date.now();
-    return [...this.inFlight].map((t) => attemptOf(t, now));
+    return this.ledger.open();
   }
 
   private track(s: Duplex): void {
@@ -145,7 +144,7 @@ export class EgressProxy {
     const startedAt = Date.now();
     const local = this.options.routeLocal?.(host, port);
     if (local && 'refusal' in local) {
-      this.refused(via, host, port, target, local.refusal, startedAt);
+      this.ledger.refused(via, host, port, target, local.refusal, startedAt);
       return local;
     }
     if (local) return { local };
@@ -175,46 +174,13 @@ export class EgressProxy {
       if (veto) refusal = { code: 'ADDRESS_REFUSED', reason: `${host}:${port} refused: ${veto}` };
     }
     if (refusal) {
-      this.refused(via, host, port, target, refusal, startedAt);
+      this.ledger.refused(via, host, port, target, refusal, startedAt);
       return { refusal };
     }
     return { address: address! };
   }
 
   /** Reports a refusal (to the owner, unless it is a failed lookup) and records the attempt. */
-  private refused(
-    via: EgressRefusal['via'],
-    host: string,
-    port: number,
-    target: string,
-    refusal: UrlRefusal,
-    startedAt = Date.now(),
-  ): void {
-    if (refusal.code !== 'DNS_FAILED') this.options.onRefusal?.({ via, host, port, target, refusal });
-    this.options.onAttempt?.({
-      seq: ++this.seq,
-      via,
-      host,
-      port,
-      allowed: false,
-      reason: refusal.reason,
-      bytesIn: 0,
-      bytesOut: 0,
-      startedAt,
-      endedAt: Date.now(),
-    });
-  }
-
-  /**
-   * A request whose target could not be parsed: recorded (under its raw text, clipped) and refused as malformed.
-   * Answers the refusal to send.
-   */
-  private malformed(via: EgressRefusal['via'], raw: string, reason: string): UrlRefusal {
-    const refusal: UrlRefusal = { code: 'URL_INVALID', reason: `bad proxy request: ${reason}` };
-    this.refused(via, printable(raw).slice(0, 200), 0, printable(raw).slice(0, 200), refusal);
-    return refusal;
-  }
-
   /**
    * The `Host` header a forward request must carry: absent, or naming the target's own host and port (compared in
    * canonical form). Answers the refusal when it names another host (fronting: an allowed address asked for another
@@ -235,7 +201,7 @@ export class EgressProxy {
         `the Host header (${printable(hostHeader).slice(0, 120)}) names another host than the request's target ` +
         `${formatAuthority(target.host, target.port)}; the proxy sends a request only to the host it checked`,
     };
-    this.refused(
+    this.ledger.refused(
       via,
       target.host,
       target.port,
@@ -243,29 +209,6 @@ export class EgressProxy {
       refusal,
     );
     return refusal;
-  }
-
-  /** Reports an allowed connection once it has ended, with what went through it. */
-  private account(via: EgressRefusal['via'], host: string, port: number, local?: LocalRoute): Tally {
-    const tally: Tally = {
-      seq: ++this.seq,
-      via,
-      host,
-      port,
-      local,
-      bytesIn: 0,
-      bytesOut: 0,
-      startedAt: Date.now(),
-      done: false,
-    };
-    this.inFlight.add(tally);
-    tally.end = () => {
-      if (tally.done) return;
-      tally.done = true;
-      this.inFlight.delete(tally);
-      this.options.onAttempt?.(attemptOf(tally, Date.now()));
-    };
-    return tally;
   }
 
   private text(refusal: UrlRefusal, host: string, port: number): string {
@@ -299,7 +242,12 @@ export class EgressProxy {
     }
     const via = line.startsWith('CONNECT ') ? 'CONNECT' : 'HTTP';
     const target = line.replace(/^\S+ /, '').replace(/ HTTP\/\d\.\d$/, '');
-    this.refuseRaw(socket, this.malformed(via, target, 'the request line cannot be parsed'), target, 0);
+    this.refuseRaw(
+      socket,
+      this.ledger.malformed(via, target, 'the request line cannot be parsed'),
+      target,
+      0,
+    );
   }
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -307,7 +255,7 @@ export class EgressProxy {
     const target = parseProxyTarget(raw, ['http:']);
     if ('reason' in target) {
       req.resume();
-      this.refuseHttp(res, this.malformed('HTTP', raw, target.reason), raw, 0);
+      this.refuseHttp(res, this.ledger.malformed('HTTP', raw, target.reason), raw, 0);
       return;
     }
     const { host, port } = target;
@@ -321,7 +269,7 @@ export class EgressProxy {
       this.refuseHttp(res, decision.refusal, host, port);
       return;
     }
-    const tally = this.account('HTTP', host, port, 'local' in decision ? decision.local : undefined);
+    const tally = this.ledger.account('HTTP', host, port, 'local' in decision ? decision.local : undefined);
     req.on('data', (c: Buffer) => (tally.bytesOut += c.length));
     res.on('close', () => tally.end?.());
     const headers: http.OutgoingHttpHeaders = {};
@@ -426,7 +374,7 @@ export class EgressProxy {
     const raw = req.url ?? '';
     const hp = parseAuthority(raw);
     if ('reason' in hp) {
-      this.refuseRaw(client, this.malformed('CONNECT', raw, hp.reason), raw, 0);
+      this.refuseRaw(client, this.ledger.malformed('CONNECT', raw, hp.reason), raw, 0);
       return;
     }
     const decision = await this.decide(
@@ -440,7 +388,12 @@ export class EgressProxy {
       this.refuseRaw(client, decision.refusal, hp.host, hp.port);
       return;
     }
-    const tally = this.account('CONNECT', hp.host, hp.port, 'local' in decision ? decision.local : undefined);
+    const tally = this.ledger.account(
+      'CONNECT',
+      hp.host,
+      hp.port,
+      'local' in decision ? decision.local : undefined,
+    );
     this.dial(decision, hp.host, hp.port, client, tally, (upstream) => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
@@ -453,7 +406,7 @@ export class EgressProxy {
     const raw = req.url ?? '';
     const target = parseProxyTarget(raw, ['http:', 'ws:']);
     if ('reason' in target) {
-      this.refuseRaw(client, this.malformed('UPGRADE', raw, target.reason), raw, 0);
+      this.refuseRaw(client, this.ledger.malformed('UPGRADE', raw, target.reason), raw, 0);
       return;
     }
     const { host, port } = target;
@@ -472,7 +425,12 @@ export class EgressProxy {
         lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
       }
     }
-    const tally = this.account('UPGRADE', host, port, 'local' in decision ? decision.local : undefined);
+    const tally = this.ledger.account(
+      'UPGRADE',
+      host,
+      port,
+      'local' in decision ? decision.local : undefined,
+    );
     this.dial(decision, host, port, client, tally, (upstream) => {
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
@@ -572,42 +530,6 @@ function connectDirect(address: string, port: number, timeoutMs: number): Promis
       resolve(socket);
     });
   });
-}
-
-/** One allowed connection and its bytes so far; `end` reports it once. */
-interface Tally {
-  seq: number;
-  via: EgressRefusal['via'];
-  host: string;
-  port: number;
-  /** The local route it took, if any. */
-  local?: LocalRoute;
-  /** Why its local route could not be opened. */
-  failure?: string;
-  bytesIn: number;
-  bytesOut: number;
-  startedAt: number;
-  done: boolean;
-  end?: () => void;
-}
-
-/** The attempt a connection is reported as: allowed; by a local route, with where it went (and why it failed). */
-function attemptOf(t: Tally, endedAt: number): EgressAttempt {
-  return {
-    seq: t.seq,
-    via: t.via,
-    host: t.host,
-    port: t.port,
-    allowed: true,
-    ...(t.local && {
-      local: true,
-      reason: t.failure === undefined ? t.local.reason : `${t.local.reason}: ${t.failure}`,
-    }),
-    bytesIn: t.bytesIn,
-    bytesOut: t.bytesOut,
-    startedAt: t.startedAt,
-    endedAt,
-  };
 }
 
 /** An error's message, whatever realm or shape it comes from (a dialer's rejection is not always an `Error`). */
