@@ -4,7 +4,6 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { cgroupDirOf } from '../../libs/sandbox/src/backends/subprocess/cgroup-mounts';
 import { ENGINE_MARK_ENV, ownPidNamespace } from '../../libs/sandbox/src/backends/subprocess/engine-mark';
-import { SPAWNER_SOURCE } from '../../libs/common/src/spawner/spawner-source';
 import { removeDataDir } from '../support/data-dir';
 import { EngineProcess, freePort } from '../support/engine-process';
 
@@ -62,10 +61,10 @@ const bwrapChildrenOf = (parent: number): number[] =>
     return s?.comm === 'bwrap' && s.fields[1] === String(parent) && s.fields[0] !== 'Z';
   });
 
-/** The engine's spawner: the child of the engine running `SPAWNER_SOURCE`, through which it launches sandboxes. */
+/** The engine's spawner: the child of the engine running `spawner-main.js`, through which it launches sandboxes. */
 const spawnersOf = (enginePid: number): number[] =>
   allPids().filter(
-    (pid) => stat(pid)?.fields[1] === String(enginePid) && cmdline(pid).includes(SPAWNER_SOURCE.trim()),
+    (pid) => stat(pid)?.fields[1] === String(enginePid) && /\/spawner-main\.js$/.test(cmdline(pid)),
   );
 
 /** The checkpoint tree tool's jail (libs/workspace, not a sandbox): its Python source is on its command line. */

@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import * as path from 'node:path';
 import type { LaunchSpec } from './spawn.types';
 import { SpawnedProcess } from './spawned-process';
-import { SPAWNER_SOURCE } from './spawner-source';
 
-/** One message from the spawner process (see `SPAWNER_SOURCE`). */
+/** One message from the spawner process (see `spawner-main.ts`). */
 interface SpawnerMessage {
   id?: number;
   pid?: number;
@@ -28,7 +29,7 @@ const IDLE_MS = 30_000;
  * Starts processes without forking the caller. A fork copies the forking process's page tables while its event loop
  * waits, in proportion to its memory: Node 24 here blocks 1.6 ms at 50 MB resident, 14 ms at 550 MB and 31 ms at 1 GB
  * for each `spawn`. The spawner is a small Node process, started on demand, that forks instead and hands each
- * process's pipes back over its IPC channel (`SPAWNER_SOURCE`); its waits are not the engine's.
+ * process's pipes back over its IPC channel (`spawner-main.ts`); its waits are not the engine's.
  *
  * A spawner process that dies is started again at the next launch; what it had started is killed and each such
  * process closes with an error saying so. Its channel holds the caller's event loop only while a process is in flight,
@@ -76,7 +77,7 @@ export class Spawner {
   private start(): Connection {
     const env = { ...process.env };
     delete env.NODE_OPTIONS; // the caller's flags (a debugger, preloads) are not the spawner's
-    const child = spawn(process.execPath, ['-e', SPAWNER_SOURCE], {
+    const child = spawn(process.execPath, [spawnerMain()], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       env,
     });
@@ -135,6 +136,15 @@ export class Spawner {
     if (this.connection === connection) this.connection = undefined;
     if (connection.child.connected) connection.child.disconnect();
   }
+}
+
+/**
+ * The spawner's program: compiled beside this file, or, where this runs from its TypeScript source (the tests), that
+ * source itself, which Node 24 runs by stripping its types.
+ */
+export function spawnerMain(): string {
+  const compiled = path.join(__dirname, 'spawner-main.js');
+  return existsSync(compiled) ? compiled : path.join(__dirname, 'spawner-main.ts');
 }
 
 /** Whether the spawner's channel keeps the caller's event loop alive: only while a process is in flight. */
