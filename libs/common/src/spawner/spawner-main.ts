@@ -1,7 +1,7 @@
 /*
  * The spawner's program (see `Spawner`), run by the engine's own `node` as a process of its own: the compiled
  * `spawner-main.js`, or this file itself through Node's type stripping where it is not compiled (the tests). It may
- * import only Node's own modules.
+ * import only Node's own modules, and types (erased).
  *
  * It starts each process it is sent, in a process group of its own, and answers with messages on its IPC channel, in
  * this order for each: `{ id, pid }`, then `{ id, fd }` five times with that stdio socket attached (sent by
@@ -11,16 +11,11 @@
  */
 import { type ChildProcess, spawn, type StdioPipe } from 'node:child_process';
 import { Socket, type SocketConstructorOpts } from 'node:net';
+import type { LaunchSpec } from './spawn.types';
 
 /** One launch, as `Spawner.launch` sends it. */
-interface LaunchRequest {
+interface LaunchRequest extends LaunchSpec {
   id: number;
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-  uid?: number;
-  gid?: number;
 }
 
 /** What Node keeps of a stdio pipe: its libuv handle (internal, stable since Node 0.x). */
