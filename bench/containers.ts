@@ -14,6 +14,8 @@
  *    create -> start -> wait -> remove with the same image, command and HostConfig (runtime included). Target <= 1.15x.
  *    Under both runtimes in the same run, interleaved: gVisor (`runsc`, the default where Docker has it) and runc
  *    (a second engine with SWITCHYARD_CONTAINER_RUNTIME=runc), each against raw dockerode with the same runtime.
+ *    Both engines start no containers ahead (SWITCHYARD_CONTAINER_AHEAD_MAX=0): this measures what the tier adds to a
+ *    container's whole life; `peers.ts` measures a session's runs with the containers started ahead.
  *
  * Ratios, not absolute times, are what compares across machines; samples are interleaved so drift hits every
  * side alike.
@@ -105,12 +107,13 @@ export async function benchContainers(options: ContainerBenchOptions = {}): Prom
   const rawWs = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-raw-'));
   fs.chownSync(rawWs, SANDBOX_UID, SANDBOX_UID);
   const docker = new Dockerode();
-  const engine = await startEngine(dataDir);
+  const engine = await startEngine(dataDir, { SWITCHYARD_CONTAINER_AHEAD_MAX: '0' });
   const { app } = engine;
   // The one-off tier on runc, beside the default engine's gVisor; no warm pool of its own.
   const runcEngine = await startEngine(runcDataDir, {
     SWITCHYARD_CONTAINER_RUNTIME: 'runc',
     SWITCHYARD_POOL_MIN: '0',
+    SWITCHYARD_CONTAINER_AHEAD_MAX: '0',
   });
   const out = (line = '') => console.log(line);
   try {

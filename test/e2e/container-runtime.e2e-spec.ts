@@ -3,7 +3,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EngineHarness, LogCapture } from '../support/engine-harness';
-import { docker, inspectContainer } from '../support/host-probes';
+import {
+  containerStartedAhead,
+  containersWith,
+  docker,
+  inspectContainer,
+  LABELS,
+} from '../support/host-probes';
 import { LOOPBACK_ONLY, NETWORK_PROBE, probed } from '../support/network-probe';
 
 /**
@@ -126,6 +132,44 @@ describe('one-off tier on gVisor (the default: SWITCHYARD_CONTAINER_RUNTIME=auto
     });
     expect(r).toMatchObject({ status: 'succeeded', tier: 'container' });
     expect(probed(r.stdout)).toEqual(LOOPBACK_ONLY);
+  });
+
+  it("starts a session's next one-off container ahead: the next action runs in it, fresh, on gVisor, with only lo", async () => {
+    const s = await engine.createSession();
+    const first = await engine.action(s, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      code: "open('/tmp/mark', 'w').write('1')\nopen('made.txt', 'w').write('by the first')\nprint('first')",
+    });
+    expect(first).toMatchObject({ status: 'succeeded', stdout: 'first\n' });
+    const ahead = await containerStartedAhead(s);
+    expect((await inspectContainer(ahead)).HostConfig.Runtime).toBe('runsc');
+    const next = await engine.action(s, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      code: [
+        NETWORK_PROBE,
+        'import os, platform',
+        "print(os.path.exists('/tmp/mark'), open('made.txt').read(), platform.release())",
+      ].join('\n'),
+    });
+    expect(next).toMatchObject({ status: 'succeeded', tier: 'container' });
+    const [probe, seen] = next.stdout.trim().split('\n');
+    expect(probed(probe)).toEqual(LOOPBACK_ONLY);
+    // A fresh container (nothing of the first action's /tmp), the session's files, gVisor's kernel.
+    expect(seen).toMatch(/^False by the first \d+\.\d+\.\d+(-gvisor)?$/);
+    expect(seen).not.toContain(HOST_KERNEL);
+    const view = (await engine.request('GET', `/v1/sessions/${s}/actions/${next.id}`)).body;
+    expect(view.sandbox).toEqual({ tier: 'container', containerId: ahead, runtime: 'runsc' });
+    // Ending the session leaves no container of it, the one started after this action included.
+    await containerStartedAhead(s);
+    expect((await engine.request('DELETE', `/v1/sessions/${s}`)).status).toBe(204);
+    for (let i = 0; i < 200 && (await containersWith({ [LABELS.session]: s })).length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await containersWith({ [LABELS.session]: s })).toEqual([]);
   });
 
   it('high-risk code routed by the policy lands there too', async () => {

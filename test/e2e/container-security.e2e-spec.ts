@@ -538,14 +538,25 @@ describe.each(BACKENDS)(
     /**
      * Kubernetes: the session keeps its pod (its workspace) whatever tier its code runs in; no one-off pod stays.
      * Docker: the stopped one-off container is removed right after the result, off the action's path: gone within the
-     * same 2 s as its processes.
+     * same 2 s as its processes. What the session may hold then is the container started ahead for its next one-off
+     * action (`dev.switchyard.action=ahead`), made after this one ended: nothing of `mark` runs in it.
      */
-    const noOneOffSandboxOf = async (sid: string, actionId: string): Promise<void> => {
-      const ofSession = () =>
-        backend.sandboxesWith(onK8s ? { session: sid, tier: 'container' } : { session: sid });
+    const noOneOffSandboxOf = async (sid: string, actionId: string, mark?: string): Promise<void> => {
+      const ofSession = async () => {
+        const ahead = new Set(
+          (await backend.sandboxesWith({ session: sid, action: 'ahead' })).map((c) => c.id),
+        );
+        return (
+          await backend.sandboxesWith(onK8s ? { session: sid, tier: 'container' } : { session: sid })
+        ).filter((c) => !ahead.has(c.id));
+      };
       await eventually(async () => (await ofSession()).length === 0, KILL_GRACE);
       expect(await ofSession()).toEqual([]);
       expect(await backend.sandboxesWith({ action: actionId })).toEqual([]);
+      if (mark === undefined) return;
+      for (const { id } of await backend.sandboxesWith({ session: sid, action: 'ahead' })) {
+        expect((await backend.processesInside(id)).filter((p) => p.includes(mark))).toEqual([]);
+      }
     };
 
     /**
@@ -593,7 +604,7 @@ describe.each(BACKENDS)(
           expect(ps.stdout).toContain('runner.py');
           expect(ps.stdout).not.toContain(marker(n));
         } else {
-          await noOneOffSandboxOf(main[tier], r.id);
+          await noOneOffSandboxOf(main[tier], r.id, marker(n));
         }
       },
     );
@@ -617,7 +628,7 @@ describe.each(BACKENDS)(
         const ps = await code(main[tier], tier, 'bash', 'ps -eo args');
         expect(ps.stdout).not.toContain(`sleep ${MARK}5`);
       } else {
-        await noOneOffSandboxOf(main[tier], r.id);
+        await noOneOffSandboxOf(main[tier], r.id, `sleep ${MARK}5`);
       }
     });
 

@@ -1,4 +1,5 @@
 import { EgressSite } from '../support/egress-site';
+import { containerStartedAhead } from '../support/host-probes';
 import { EngineHarness } from '../support/engine-harness';
 import { LOOPBACK_ONLY, NETWORK_PROBE, probed } from '../support/network-probe';
 import { SANDBOX_BACKENDS } from '../support/sandbox-backends';
@@ -311,6 +312,30 @@ describe('egress by session policy', () => {
     expect(direct).toMatch(/^direct E(NET|HOST)UNREACH$/);
     expect(r.egress).toEqual([expect.objectContaining({ host: 'pypi.test', allowed: true })]);
     expect(site.requests.slice(seen)).toEqual([expect.stringMatching(/^pypi\.test/)]);
+
+    // The next action runs in the container started ahead after this one: its forwarder relays the same way.
+    const ahead = await containerStartedAhead(sid);
+    const again = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      timeoutMs: 60_000,
+      code: [
+        NETWORK_PROBE,
+        'import urllib.request',
+        "print('status', urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status)",
+      ].join('\n'),
+    });
+    expect([again.status, again.stderr]).toEqual(['succeeded', '']);
+    expect(
+      (await engine.request('GET', `/v1/sessions/${sid}/actions/${again.id}`)).body.sandbox,
+    ).toMatchObject({
+      containerId: ahead,
+    });
+    const [aheadProbe, aheadStatus] = again.stdout.trim().split('\n');
+    expect(probed(aheadProbe)).toEqual(LOOPBACK_ONLY);
+    expect(aheadStatus).toBe('status 200');
+    expect(again.egress).toEqual([expect.objectContaining({ host: 'pypi.test', allowed: true })]);
   });
 
   it("keeps the one-off tier's egress when its code opens more connections than the forwarder relays", async () => {

@@ -51,6 +51,20 @@ export async function containersWith(labels: Record<string, string | true>): Pro
     });
 }
 
+/**
+ * The one-off container started ahead for the session's next action (labelled `dev.switchyard.action=ahead`), once it
+ * runs; it is started after an action's result, so this waits for it (at most `ms`).
+ */
+export async function containerStartedAhead(sessionId: string, ms = 20_000): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const [row] = await containersWith({ [LABELS.session]: sessionId, [LABELS.action]: 'ahead' });
+    if (row?.state === 'running') return row.id;
+    if (Date.now() > deadline) throw new Error(`no container started ahead for session ${sessionId}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** True while Docker still knows the container (any state). */
 export async function containerExists(id: string): Promise<boolean> {
   try {

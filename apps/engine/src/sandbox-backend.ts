@@ -108,6 +108,7 @@ export function containerTiers(
           engineInstanceId,
           runtime: sb.containerRuntime,
           runtimeSetting: 'SWITCHYARD_CONTAINER_RUNTIME',
+          ahead: sb.containerAhead,
           limits: {
             memoryBytes: sb.container.memoryBytes,
             nanoCpus: sb.container.nanoCpus,

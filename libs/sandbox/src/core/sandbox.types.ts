@@ -183,6 +183,8 @@ export interface TierRunResult extends RunOutput {
   containerId?: string;
   /** The Docker runtime of that container, when the tier chose one (`runsc`, `runc`). */
   runtime?: string;
+  /** One-off tier: the container was started ahead for this session's next run (`AheadContainers`). */
+  startedAhead?: boolean;
   durationMs: number;
 }
 

@@ -1,4 +1,5 @@
 import {
+  AHEAD_BOUNDS,
   CONTAINER_LIMIT_BOUNDS,
   CONTAINER_RUNTIME_SETTINGS,
   type ContainerRuntimeSetting,
@@ -126,6 +127,18 @@ export class ContainerEnv {
   /** Output cap per stream of one-off container actions. Default: SWITCHYARD_OUTPUT_MAX_BYTES. */
   @IntVar(1024)
   SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES?: number = undefined;
+
+  /**
+   * One-off containers started ahead: after a session's one-off run, its next container is started with the same
+   * settings and waits for the code (each still runs one action and is removed after it). Most held at once over all
+   * sessions; 0: none. An idle one holds about 20 MiB (runc) or 60 MiB (gVisor).
+   */
+  @IntVar(AHEAD_BOUNDS.max.min, AHEAD_BOUNDS.max.max)
+  SWITCHYARD_CONTAINER_AHEAD_MAX = 4;
+
+  /** A one-off container started ahead and not used within this long is removed. */
+  @IntVar(AHEAD_BOUNDS.idleMs.min, AHEAD_BOUNDS.idleMs.max)
+  SWITCHYARD_CONTAINER_AHEAD_IDLE_MS = 60_000;
 }
 
 /** Limits of one container tier. */
@@ -159,6 +172,8 @@ export interface ContainerTiersConfig {
   container: ContainerTierConfig;
   /** Docker runtime of the one-off tier (SWITCHYARD_CONTAINER_RUNTIME). */
   containerRuntime: ContainerRuntimeSetting;
+  /** One-off containers started ahead (SWITCHYARD_CONTAINER_AHEAD_*). */
+  containerAhead: { max: number; idleMs: number };
 }
 
 /** The tiers' limits fall back to the global ones. */
@@ -212,5 +227,9 @@ export function containerTiersConfig(env: TiersEnv, cwd: string): ContainerTiers
     pooled: tierConfig(env, 'POOLED'),
     container: tierConfig(env, 'CONTAINER'),
     containerRuntime: env.SWITCHYARD_CONTAINER_RUNTIME,
+    containerAhead: {
+      max: env.SWITCHYARD_CONTAINER_AHEAD_MAX,
+      idleMs: env.SWITCHYARD_CONTAINER_AHEAD_IDLE_MS,
+    },
   };
 }

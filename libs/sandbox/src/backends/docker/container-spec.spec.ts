@@ -1,6 +1,7 @@
 import {
   buildContainerSpec,
   CODE_LOADER,
+  CODE_TMPFS_FLOOR,
   CODE_TARGET,
   containerStdin,
   EGRESS_LOADER,
@@ -87,13 +88,22 @@ describe('buildContainerSpec', () => {
 
   it('has python load its code from stdin into a private tmpfs itself, with no shell started first', () => {
     expect(spec.Entrypoint).toEqual(['/usr/bin/python3', '-c', PYTHON_LOADER]);
-    // '€' is 3 bytes in UTF-8: the loader counts bytes.
-    expect(spec.Cmd).toEqual([String(Buffer.byteLength(job.code)), CODE_TARGET.python]);
-    expect(spec.Cmd?.[0]).toBe('12');
+    // The code's length comes on stdin (`containerStdin`), not in the settings.
+    expect(spec.Cmd).toEqual([CODE_TARGET.python]);
+    // Room for any code up to 1 MiB in one size, so the settings do not depend on the code.
     expect(host.Tmpfs?.['/run/switchyard']).toBe(
-      'rw,nosuid,nodev,noexec,size=4108,nr_inodes=16,mode=0700,uid=10001,gid=10001',
+      'rw,nosuid,nodev,noexec,size=1028k,nr_inodes=16,mode=0700,uid=10001,gid=10001',
     );
     expect(spec).toMatchObject({ OpenStdin: true, StdinOnce: true, AttachStdin: true });
+  });
+
+  it('has the same settings whatever the code up to 1 MiB, and room for larger code', () => {
+    const of = (code: string) =>
+      buildContainerSpec({ job: { ...job, code }, image: 'i', options, hostsFile: HOSTS });
+    expect(of('x')).toEqual(of('y'.repeat(CODE_TMPFS_FLOOR)));
+    expect(of('z'.repeat(2 * CODE_TMPFS_FLOOR)).HostConfig?.Tmpfs?.['/run/switchyard']).toContain(
+      'size=2052k',
+    );
   });
 
   it('loads other languages, and python with egress, with the shell loader, then execs the interpreter', () => {
@@ -104,11 +114,7 @@ describe('buildContainerSpec', () => {
       hostsFile: HOSTS,
     });
     expect(bash.Entrypoint).toEqual(['/bin/sh', '-c', CODE_LOADER, 'switchyard-loader']);
-    expect(bash.Cmd?.slice(0, 3)).toEqual([
-      String(Buffer.byteLength(job.code)),
-      CODE_TARGET.bash,
-      '/bin/bash',
-    ]);
+    expect(bash.Cmd?.slice(0, 2)).toEqual([CODE_TARGET.bash, '/bin/bash']);
     const egress = { socketDir: '/srv/egress/s1' };
     const py = buildContainerSpec({
       job: { ...job, egress } as never,
@@ -117,8 +123,8 @@ describe('buildContainerSpec', () => {
       hostsFile: HOSTS,
     });
     expect(py.Entrypoint).toEqual(['/bin/sh', '-c', EGRESS_LOADER, 'switchyard-loader']);
-    expect(py.Cmd?.slice(0, 4)).toEqual(['12', CODE_TARGET.python, '/usr/bin/python3', '-c']);
-    expect(py.Cmd?.[4]).toContain(CODE_TARGET.python);
+    expect(py.Cmd?.slice(0, 3)).toEqual([CODE_TARGET.python, '/usr/bin/python3', '-c']);
+    expect(py.Cmd?.[3]).toContain(CODE_TARGET.python);
   });
 
   it.each([
@@ -126,7 +132,7 @@ describe('buildContainerSpec', () => {
     ['bash', ['/bin/bash', '--noprofile', '--norc', '/run/switchyard/main.sh']],
   ] as const)('runs %s on its code file', (language, argv) => {
     const s = buildContainerSpec({ job: { ...job, language }, image: 'i', options, hostsFile: HOSTS });
-    expect(s.Cmd?.slice(1)).toEqual([CODE_TARGET[language], ...argv]);
+    expect(s.Cmd).toEqual([CODE_TARGET[language], ...argv]);
     expect(s.name).toBeUndefined();
   });
 
@@ -162,9 +168,10 @@ describe('buildContainerSpec', () => {
 });
 
 describe('containerStdin', () => {
-  it('is the code bytes followed by the stdin bytes', () => {
-    expect(containerStdin({ code: 'print("€")', stdin: 'in€' }).toString()).toBe('print("€")in€');
-    expect(containerStdin({ code: 'x' }).toString()).toBe('x');
+  it("is a line with the code's byte length, the code bytes, then the stdin bytes", () => {
+    // '€' is 3 bytes in UTF-8: the loaders count bytes.
+    expect(containerStdin({ code: 'print("€")', stdin: 'in€' }).toString()).toBe('12\nprint("€")in€');
+    expect(containerStdin({ code: 'x' }).toString()).toBe('1\nx');
   });
 });
 

@@ -23,12 +23,15 @@ export const CODE_TARGET: Record<Language, string> = {
 };
 
 /**
- * The code reaches the container on stdin, ahead of the job's own stdin: this loader copies exactly `$1` bytes
- * into the file `$2` (coreutils `head -c` reads no further than the count, also from a pipe), then replaces itself
- * with the interpreter, which inherits the rest of stdin. No host path is involved, so it works the same when the
- * engine itself runs in a container, and up to 1 MiB of code never meets the 128 KiB argv/env string limit.
+ * The code reaches the container on stdin, ahead of the job's own stdin, behind a header line holding its byte length
+ * (`containerStdin`), so the container's settings do not depend on the code and it can be started before the code
+ * exists (`AheadContainers`). This loader reads the header (the shell's `read` takes one byte at a time from a pipe,
+ * never more than the line), copies exactly that many bytes into the file `$1` (coreutils `head -c` reads no further
+ * than the count, also from a pipe), then replaces itself with the interpreter, which inherits the rest of stdin. No
+ * host path is involved, so it works the same when the engine itself runs in a container, and up to 1 MiB of code
+ * never meets the 128 KiB argv/env string limit.
  */
-export const CODE_LOADER = 'head -c "$1" > "$2" || exit 126; shift 2; exec "$@"';
+export const CODE_LOADER = 'IFS= read -r n || exit 126; head -c "$n" > "$1" || exit 126; shift; exec "$@"';
 
 /** Where a session with network finds its egress proxy's socket (its directory, mounted read-only). */
 export const EGRESS_TARGET = '/run/switchyard-egress';
@@ -44,22 +47,29 @@ export const EGRESS_LOADER =
 
 /**
  * Python without egress loads its code itself, as `CODE_LOADER` would, with no shell and no `head` started first
- * (each exec is tens of ms under gVisor's ptrace platform): exactly `argv[1]` bytes from fd 0 (unbuffered, so the rest
- * of stdin is the code's), written to `argv[2]` for tracebacks and `__file__`, then run as `__main__` with `python -c`
- * path semantics and `sys.argv == [__file__]`; its own names are gone before the code runs.
+ * (each exec is tens of ms under gVisor's ptrace platform): the header line, one byte at a time, then exactly that many
+ * bytes from fd 0 (unbuffered, so the rest of stdin is the code's), written to `argv[1]` for tracebacks and
+ * `__file__`, then run as `__main__` with `python -c` path semantics and `sys.argv == [__file__]`; its own names are
+ * gone before the code runs. A stdin closed before the header ends the container quietly (a container started ahead
+ * and never used).
  */
 export const PYTHON_LOADER = [
   'import os, sys',
-  'def _load(n, path):',
-  "    data = b''",
+  'def _load(path):',
+  "    line = b''",
+  "    while not line.endswith(b'\\n'):",
+  '        c = os.read(0, 1)',
+  '        if not c: sys.exit(0)',
+  '        line += c',
+  "    n, data = int(line), b''",
   '    while len(data) < n:',
   '        chunk = os.read(0, n - len(data))',
   '        if not chunk: break',
   '        data += chunk',
   "    with open(path, 'wb') as f: f.write(data)",
   '    return data',
-  '__file__ = sys.argv[2]',
-  '_code = _load(int(sys.argv[1]), __file__)',
+  '__file__ = sys.argv[1]',
+  '_code = _load(__file__)',
   'sys.argv[:] = [__file__]',
   'del os, sys, _load',
   "exec(compile(globals().pop('_code'), __file__, 'exec'))",
@@ -114,12 +124,11 @@ export function buildContainerSpec({
     ...(job.language === 'python' && !job.egress
       ? {
           Entrypoint: [options.interpreters.python, '-c', PYTHON_LOADER],
-          Cmd: [String(codeBytes), CODE_TARGET.python],
+          Cmd: [CODE_TARGET.python],
         }
       : {
           Entrypoint: ['/bin/sh', '-c', job.egress ? EGRESS_LOADER : CODE_LOADER, 'switchyard-loader'],
           Cmd: [
-            String(codeBytes),
             CODE_TARGET[job.language],
             ...interpreterArgv(job.language, options.interpreters[job.language]),
           ],
@@ -165,7 +174,7 @@ export function buildContainerSpec({
       ...(runtime === 'runsc' && { SecurityOpt: gvisorSecurityOpt(gvisorClone3) }),
       Tmpfs: {
         ...sandboxTmpfs(limits.tmpfsBytes),
-        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeBytes + 4096)},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,
+        [CODE_DIR]: `rw,nosuid,nodev,noexec,size=${formatSize(codeTmpfsBytes(codeBytes))},nr_inodes=${CODE_TMPFS_INODES},mode=0700,uid=${uid},gid=${gid}`,
       },
     },
   };
@@ -245,10 +254,21 @@ export function tmpfsInodes(tmpfsBytes: number): number {
 /** The code tmpfs holds one code file; the few inodes keep the sandbox user from filling it with empty ones. */
 export const CODE_TMPFS_INODES = 16;
 
-/** What the tier writes to the container's stdin: the code (its byte length is in `Cmd`), then the job's stdin. */
+/**
+ * The code tmpfs holds the code file: room for any code up to `CODE_TMPFS_FLOOR` (the default largest code) in one
+ * size, so the container's settings are the same whatever the code (see `CODE_LOADER`), more for larger code.
+ */
+export const CODE_TMPFS_FLOOR = 1024 * 1024;
+function codeTmpfsBytes(codeBytes: number): number {
+  return Math.max(codeBytes, CODE_TMPFS_FLOOR) + 4096;
+}
+
+/** What the tier writes to the container's stdin: a line with the code's byte length, the code, then the job's stdin. */
 export function containerStdin(job: Pick<TierJob, 'code' | 'stdin'>): Buffer {
   const code = Buffer.from(job.code, 'utf8');
-  return job.stdin ? Buffer.concat([code, Buffer.from(job.stdin, 'utf8')]) : code;
+  const parts = [Buffer.from(`${code.length}\n`), code];
+  if (job.stdin) parts.push(Buffer.from(job.stdin, 'utf8'));
+  return Buffer.concat(parts);
 }
 
 function interpreterArgv(language: Language, interpreter: string): string[] {

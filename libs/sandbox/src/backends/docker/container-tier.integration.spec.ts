@@ -107,6 +107,9 @@ describeDocker('ContainerTier (real Docker)', () => {
     runtime: 'runc',
     engineInstanceId,
     reapOnStart: false,
+    // Every run here is a cold one, and nothing outlives a run; containers started ahead have their own spec
+    // (ahead-containers.integration).
+    ahead: { max: 0 },
     limits: { memoryBytes: 128 * MiB, pids: 64, tmpfsBytes: 16 * MiB, fsizeBytes: 8 * MiB, nofile: 128 },
   };
   const output = resolveSandboxOptions({ output: { maxBytes: 64 * 1024, maxLines: 1000 } }).output;

@@ -204,6 +204,8 @@ describe('ContainerTier (fake Docker)', () => {
         image: IMAGE,
         engineInstanceId: 'engine-me',
         reapOnStart: false,
+        // Each run's own calls only; containers started ahead: ahead-containers.integration.
+        ahead: { max: 0 },
         ...options,
       }),
       clock,
@@ -255,7 +257,7 @@ describe('ContainerTier (fake Docker)', () => {
         'remove c1',
       ]);
       const c = docker.only;
-      expect(c.stdin).toBe('print("hi")input');
+      expect(c.stdin).toBe('11\nprint("hi")input');
       expect(c.stdinEnded).toBe(true);
       expect(c.removed).toBe(true);
       expect(c.spec).toMatchObject({

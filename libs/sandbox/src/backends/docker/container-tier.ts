@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import type { ContainerCreateOptions } from 'dockerode';
 import {
   Inject,
   Injectable,
@@ -17,12 +18,13 @@ import { signalExit, signalOfExit } from '../../core/supervision/exit-status';
 import { emptyResult, enforcedLimit, formatBytes } from '../../core/supervision/limit-messages';
 import { PendingCleanups } from '../../core/supervision/pending-cleanups';
 import { RunSupervisor } from '../../core/supervision/run-supervisor';
+import { AheadContainers } from './ahead-containers';
 import { ContainerAvailability } from './container-availability';
 import { ContainerReaper, type ReapOptions } from './container-reaper';
 import { CONTAINER_OPTIONS } from './container.constants';
 import type { ResolvedContainerOptions } from './container.options';
 import { buildContainerSpec, containerStdin } from './container-spec';
-import { DOCKER_CLIENT, DockerClient, type ContainerExit } from './docker-client';
+import { DOCKER_CLIENT, DockerClient, type ContainerExit, type ContainerStreams } from './docker-client';
 import { DockerApiError, DockerError, DockerNotFoundError, DockerTimeoutError } from './docker.errors';
 import { GvisorSeccompProbe } from './gvisor-seccomp-probe';
 import { SandboxHostsFile } from './sandbox-hosts';
@@ -79,6 +81,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private readonly cleanups = new PendingCleanups(this.logger);
   private readonly hosts: SandboxHostsFile;
   private readonly gvisorSeccomp: GvisorSeccompProbe;
+  private readonly ahead: AheadContainers;
   private reapTimer?: NodeJS.Timeout;
 
   constructor(
@@ -92,6 +95,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     this.reaper = new ContainerReaper(docker, options, this.logger);
     this.hosts = new SandboxHostsFile(options.hostsDir);
     this.gvisorSeccomp = new GvisorSeccompProbe(docker, options, this.logger);
+    this.ahead = new AheadContainers(docker, this.reaper, options.ahead, this.logger);
   }
 
   /**
@@ -121,6 +125,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     this.runs.add(active);
     const abort = signal ? AbortSignal.any([signal, active.controller.signal]) : active.controller.signal;
     let removal: Promise<unknown> | undefined;
+    let next: ContainerCreateOptions | undefined;
     try {
       // A session's own image (a template's) replaces the default one; the engine checked that Docker has it.
       const runImage = job.image ?? image;
@@ -137,25 +142,22 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         hostsFile: this.hostsFile(),
         gvisorClone3,
       });
-      const id = await this.docker.createContainer(spec).catch((err: unknown) => {
-        if (!(err instanceof DockerNotFoundError)) throw err;
-        this.probe.forget();
-        throw new SandboxUnavailableError(
-          `container tier: sandbox image ${runImage} is gone from the Docker engine; build it with \`npm run sandbox:image\``,
-          {},
-          { cause: err },
-        );
-      });
+      // The session's container started ahead with these very settings, else a new one.
+      const ahead = await this.ahead.take(job.sessionId, spec);
+      const id = ahead?.id ?? (await this.create(spec, runImage));
       active.containerId = id;
       try {
         const result = {
-          ...(await this.supervise(id, job, abort, started, active)),
+          ...(await this.supervise(id, job, abort, started, active, ahead?.streams)),
           containerId: id,
           runtime,
+          startedAhead: ahead !== undefined,
         };
         this.logger.debug(
           `run ${job.actionId} in ${id.slice(0, 12)} ended: exit=${result.exitCode} timedOut=${result.timedOut}`,
         );
+        // A run with a call channel has one of its own, never known ahead.
+        if (!abort.aborted && !job.channel) next = spec;
         return result;
       } finally {
         removal = this.reaper.remove(id, job.sessionId);
@@ -172,9 +174,27 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         this.runs.delete(active);
         finish();
       };
-      if (removal) void removal.finally(untrack);
+      // The session's next container starts now, off the result's path; the run stays tracked until it has, so a
+      // release or the shutdown that waits for the run finds it.
+      const after: Promise<unknown>[] = [];
+      if (removal) after.push(removal);
+      if (next) after.push(this.ahead.prepare(job.sessionId, next));
+      if (after.length > 0) void Promise.allSettled(after).finally(untrack);
       else untrack();
     }
+  }
+
+  /** Creates the run's container; a missing image is the tier unavailable, naming the build command. */
+  private create(spec: ContainerCreateOptions, image: string): Promise<string> {
+    return this.docker.createContainer(spec).catch((err: unknown) => {
+      if (!(err instanceof DockerNotFoundError)) throw err;
+      this.probe.forget();
+      throw new SandboxUnavailableError(
+        `container tier: sandbox image ${image} is gone from the Docker engine; build it with \`npm run sandbox:image\``,
+        {},
+        { cause: err },
+      );
+    });
   }
 
   /**
@@ -185,6 +205,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     const runs = [...this.runs].filter((r) => r.sessionId === sessionId);
     for (const r of runs) r.controller.abort(new Error(`session ${sessionId} released`));
     await Promise.all(runs.map((r) => r.done));
+    await this.ahead.releaseSession(sessionId);
     // A daemon the probe cannot reach is not asked: the session's end must not wait on it (the reaper's later
     // passes remove what a dead engine left of it).
     if (this.probe.lastAvailable || (await this.probe.current()).value.available) {
@@ -233,6 +254,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     const runs = [...this.runs];
     for (const r of runs) r.controller.abort(new Error('engine shutting down'));
     await Promise.all(runs.map((r) => r.done));
+    await this.ahead.close();
     await this.cleanups.drain();
     if (runs.length === 0 && this.reaper.pending === 0 && !this.probe.lastAvailable) {
       this.hosts.close();
@@ -254,15 +276,19 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     }
   }
 
-  /** Attaches, feeds stdin, starts, enforces timeout, abort and output caps, and reads the outcome. */
+  /**
+   * Attaches, feeds stdin, starts, enforces timeout, abort and output caps, and reads the outcome. A container started
+   * ahead comes with its `attached` streams and is running already.
+   */
   private async supervise(
     id: string,
     job: TierJob,
     signal: AbortSignal,
     started: number,
     active: ActiveRun,
+    attached?: ContainerStreams,
   ): Promise<TierRunResult> {
-    const streams = await this.docker.attach(id);
+    const streams = attached ?? (await this.docker.attach(id));
     const stopWaiting = new AbortController();
     const supervisor = new RunSupervisor({
       job,
@@ -290,11 +316,11 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
       streams.stdin.end(containerStdin(job));
 
       if (signal.aborted) {
-        active.stopped = true;
+        active.stopped = !attached;
         return { ...supervisor.collected(), aborted: true };
       }
       try {
-        await this.docker.start(id);
+        if (!attached) await this.docker.start(id);
       } catch (err) {
         // The daemon refused to run the command (bad interpreter path, runtime error): the run could not start.
         if (err instanceof DockerApiError && !(err instanceof DockerNotFoundError)) {

@@ -23,6 +23,7 @@ describe('resolveContainerOptions', () => {
       reapOnStart: true,
       runtime: 'auto',
       runtimeSetting: 'container.runtime',
+      ahead: { max: 4, idleMs: 60_000 },
     });
     expect(o.engineInstanceId).toMatch(new RegExp(`^${os.hostname()}:${process.pid}:\\d+:[0-9a-f]{8}$`));
     // Each engine gets its own id, even in one process: it removes only its own containers.
@@ -77,6 +78,9 @@ describe('resolveContainerOptions', () => {
     [{ availabilityCacheMs: -1 }, 'container.availabilityCacheMs'],
     [{ imageTagFile: 'relative/tag' }, 'container.imageTagFile'],
     [{ runtime: 'kata' as 'runc' }, 'container.runtime'],
+    [{ ahead: { max: -1 } }, 'container.ahead.max'],
+    [{ ahead: { max: 65 } }, 'container.ahead.max'],
+    [{ ahead: { idleMs: 10 } }, 'container.ahead.idleMs'],
   ])('rejects %j, naming %s', (options, option) => {
     expect(() => resolveContainerOptions(options)).toThrow(SandboxConfigError);
     expect(() => resolveContainerOptions(options)).toThrow(`sandbox option ${option}:`);

@@ -15,6 +15,14 @@ const MiB = 1024 * 1024;
 export const CONTAINER_RUNTIME_SETTINGS = ['auto', 'runsc', 'runc'] as const;
 export type ContainerRuntimeSetting = (typeof CONTAINER_RUNTIME_SETTINGS)[number];
 
+/** One-off containers started ahead (`AheadContainers`). */
+export interface AheadOptions {
+  /** Most containers started ahead at once, over all sessions; 0: none. */
+  max: number;
+  /** One not taken within this long is removed. */
+  idleMs: number;
+}
+
 /** Resource limits of each one-off container. */
 export interface ContainerLimits {
   /** Memory cgroup limit; `MemorySwap` is set to the same value, so there is no swap. Default 512 MiB. */
@@ -85,6 +93,12 @@ export interface ContainerTierOptions {
    * visible to the Docker daemon at that path. Default: a private directory under the OS temp dir, removed at shutdown.
    */
   hostsDir?: string;
+  /**
+   * Containers started ahead (`AheadContainers`): after a session's run, its next container is started with the same
+   * settings and waits for the code. `max`: most held at once over all sessions (0: none; default 4); `idleMs`: one not
+   * taken within this long is removed (default 60 000).
+   */
+  ahead?: Partial<AheadOptions>;
 }
 
 export interface ResolvedContainerOptions {
@@ -103,6 +117,7 @@ export interface ResolvedContainerOptions {
   isSessionLive: (sessionId: string) => boolean | Promise<boolean>;
   readOnlyBinds: string[];
   hostsDir?: string;
+  ahead: AheadOptions;
 }
 
 export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze({
@@ -113,6 +128,13 @@ export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze
   nofile: 256,
   fsizeBytes: 64 * MiB,
 });
+
+export const DEFAULT_AHEAD: Readonly<AheadOptions> = Object.freeze({ max: 4, idleMs: 60_000 });
+/** What `ahead` may be set to. */
+export const AHEAD_BOUNDS = {
+  max: { min: 0, max: 64 },
+  idleMs: { min: 1000, max: 3_600_000 },
+} as const;
 
 const IMAGE_REF = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
 const LABEL_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -150,6 +172,10 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
     reapOnStart: options.reapOnStart ?? true,
     isSessionLive: options.isSessionLive ?? (() => false),
     readOnlyBinds: checkedBinds(options.readOnlyBinds, 'container.readOnlyBinds'),
+    ahead: {
+      max: options.ahead?.max ?? DEFAULT_AHEAD.max,
+      idleMs: options.ahead?.idleMs ?? DEFAULT_AHEAD.idleMs,
+    },
     ...(options.hostsDir !== undefined && {
       hostsDir: checkedBinds([options.hostsDir], 'container.hostsDir')[0],
     }),
@@ -183,6 +209,8 @@ export function resolveContainerOptions(options: ContainerTierOptions = {}): Res
     [
       ['availabilityCacheMs', resolved.availabilityCacheMs, 0],
       ['probeTimeoutMs', resolved.probeTimeoutMs, 0],
+      ['ahead.max', resolved.ahead.max, AHEAD_BOUNDS.max.min, AHEAD_BOUNDS.max.max],
+      ['ahead.idleMs', resolved.ahead.idleMs, AHEAD_BOUNDS.idleMs.min, AHEAD_BOUNDS.idleMs.max],
     ],
     'container.',
   );

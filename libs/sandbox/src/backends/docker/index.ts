@@ -8,11 +8,15 @@ export {
   LABEL_SESSION,
   LABEL_TIER,
 } from './container.constants';
+export { AHEAD_ACTION_LABEL } from './ahead-containers';
 export {
+  AHEAD_BOUNDS,
   CONTAINER_RUNTIME_SETTINGS,
+  DEFAULT_AHEAD,
   DEFAULT_CONTAINER_LIMITS,
   currentImage,
   resolveContainerOptions,
+  type AheadOptions,
   type ContainerLimits,
   type ContainerRuntimeSetting,
   type ContainerTierOptions,
