@@ -76,6 +76,40 @@ describe.each(SANDBOX_BACKENDS.map((b) => [b.name, b] as const))('container tier
     expect(back.stdout).toBe('oneoff\n');
   });
 
+  it("runs a session's pooled python in an interpreter started after its previous run: a fresh process, what the session installed meanwhile seen", async () => {
+    const s = await engine.createSession();
+    /** Whether this run's interpreter is the one started ahead (its program holds `_seen = _site()`), its pid. */
+    const probe =
+      "import os\nprint(b'_seen = _site()' in open('/proc/self/cmdline', 'rb').read(), os.getpid())";
+    const first = await run(s, 'pooled', 'python', probe);
+    expect(first).toMatchObject({ status: 'succeeded', tier: 'pooled' });
+    expect(first.stdout).toMatch(/^False \d+\n$/);
+    const second = await run(s, 'pooled', 'python', probe);
+    expect(second.stdout).toMatch(/^True \d+\n$/);
+    expect(second.stdout.split(' ')[1]).not.toBe(first.stdout.split(' ')[1]);
+    // A package written into the session's user site by another tier (a `pip install --user` would): the next pooled
+    // python imports it, with the user site ahead of the system's packages, as a python started now would.
+    const site = await run(s, 'pooled', 'python', 'import site\nprint(site.getusersitepackages())');
+    const userSite = site.stdout.trim();
+    const made = await run(
+      s,
+      'container',
+      'bash',
+      `mkdir -p ${userSite}/extra && echo 'VALUE = "installed"' > ${userSite}/installed_mod.py && ` +
+        `echo 'VALUE = "via pth"' > ${userSite}/extra/pth_mod.py && echo ${userSite}/extra > ${userSite}/extra.pth`,
+    );
+    expect(made).toMatchObject({ status: 'succeeded' });
+    const imported = await run(
+      s,
+      'pooled',
+      'python',
+      'import installed_mod, pth_mod, sys\n' +
+        `print(installed_mod.VALUE, pth_mod.VALUE, sys.path.index('${userSite}') < sys.path.index('/usr/lib/python3/dist-packages'))`,
+    );
+    expect(imported).toMatchObject({ status: 'succeeded', stdout: 'installed via pth True\n' });
+    await engine.request('DELETE', `/v1/sessions/${s}`);
+  });
+
   it('keeps a session pooled state between actions, and never shows it to another session', async () => {
     await run(a, 'pooled', 'bash', 'echo secret-a > /tmp/state.txt; sleep 30 &');
     const again = await run(a, 'pooled', 'bash', 'cat /tmp/state.txt');

@@ -24,6 +24,7 @@ from runner_resync import Resync
 from runner_runs import Runs
 from runner_snapshot import Snapshots
 from runner_spawn import WORKSPACE, RequestError, checked_workspace, now, oom_kills
+from runner_standby import Standby
 from runner_terms import Terminals
 from runner_trees import kill_everything_else, kill_unprotected
 from runner_tunnels import Tunnels
@@ -55,6 +56,7 @@ class Runner:
         self.closing = False
         self.children = {}  # pid -> callback(exit status as os.waitstatus_to_exitcode gives it)
         self.runs = Runs(self)
+        self.standby = Standby(self)
         self.kernels = Kernels(self)
         self.procs = Processes(self)
         self.egress = Egress(self)
@@ -67,6 +69,7 @@ class Runner:
         self.snapshots = Snapshots(self, lambda request: checked_workspace(request, make_home=False))
         self.parts = (
             self.runs,
+            self.standby,
             self.kernels,
             self.procs,
             self.egress,
@@ -132,8 +135,11 @@ class Runner:
         self.children[pid] = callback
 
     def protected(self):
-        """Leaders of the live kernels, processes and terminals: their trees survive a fresh run's cleanup."""
-        return self.kernels.roots() | self.procs.roots() | self.terms.roots() | self.egress.roots()
+        """Leaders of the live kernels, processes and terminals, and the python waiting for the next run: their trees
+        survive a fresh run's cleanup."""
+        return (
+            self.kernels.roots() | self.procs.roots() | self.terms.roots() | self.egress.roots() | self.standby.roots()
+        )
 
     def owners(self):
         """Leader pid -> (kind, id) of what lives here, for naming whose tree a listening socket is in."""

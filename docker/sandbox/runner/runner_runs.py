@@ -38,6 +38,7 @@ from runner_spawn import (
     spawn,
     string_env,
 )
+from runner_standby import PYTHON
 from runner_streams import Cap
 from runner_trees import kill_tree, kill_unprotected
 
@@ -80,6 +81,9 @@ class Job:
         self.oom_before = oom_kills()
         self.pids_before = cgroup_counter(PIDS_FILES, "max")
         self.code_path = None
+        # Keep a python started for the next run with this environment (runner_standby.py); `ahead`: this run had one.
+        self.standby = request.get("standby") is True
+        self.ahead = False
         self.workspace = expected_workspace(request)
         # The workspace walked once the run ended, its snapshot in the exit (a code action's "after", with no request
         # of its own): the bounds, as `snapshot` takes them.
@@ -100,7 +104,7 @@ class Runs:
     def __init__(self, runner):
         self.runner = runner
         self.job = None
-        self.walking = None  # (exit message, Walk) of a run whose exit waits for its snapshot
+        self.walking = None  # (exit message, Walk, Job) of a run whose exit waits for its snapshot
         self.inner = {}  # request id -> NestedRun under way
 
     @property
@@ -169,14 +173,19 @@ class Runs:
                 f.write(job.code)
         except OSError as err:
             return self.finish(spawn_error="cannot write the code file: %s" % err)
-        (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
-        try:
-            job.pid = spawn(argv, job.env, {0: in_r, 1: out_w, 2: err_w}, workspace_fd, job.cpu_seconds)
-        except (OSError, SpawnError) as err:
-            close_all((in_w, out_r, err_r))
-            return self.finish(spawn_error="cannot start %s: %s" % (argv[0], err))
-        finally:
-            close_all((in_r, out_w, err_w))
+        ready = self.standby_for(job, argv, workspace_fd)
+        if ready is not None:
+            job.pid, job.ahead = ready.pid, True
+            in_w, out_r, err_r = ready.stdin, ready.out[1], ready.out[2]
+        else:
+            (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
+            try:
+                job.pid = spawn(argv, job.env, {0: in_r, 1: out_w, 2: err_w}, workspace_fd, job.cpu_seconds)
+            except (OSError, SpawnError) as err:
+                close_all((in_w, out_r, err_r))
+                return self.finish(spawn_error="cannot start %s: %s" % (argv[0], err))
+            finally:
+                close_all((in_r, out_w, err_w))
         self.runner.adopt(job.pid, self.on_exit)
         for fd_num, fd in ((1, out_r), (2, err_r)):
             os.set_blocking(fd, False)
@@ -189,6 +198,28 @@ class Runs:
         else:
             self.close_stdin()
         return None
+
+    def standby_for(self, job, argv, workspace_fd):
+        """The python started ahead for this run (`runner_standby.py`), when the run asked for one and it fits."""
+        if not job.standby or job.language != "python" or argv[0] != PYTHON:
+            return None
+        return self.runner.standby.take(job.env, workspace_fd, job.cpu_seconds)
+
+    def prepare_next(self, job, message):
+        """After a standby run: the next python, started now for the session's next run with the same environment.
+        Not after a run that ended badly (timed out, killed, capped, out of memory or processes, a runner leaving):
+        the box stays quiet then."""
+        if not job.standby or job.language != "python" or self.runner.closing:
+            return
+        if message["ended"] or message["oomKilled"] or message["pidsLimitHit"] or message.get("restarting"):
+            return
+        fd, _problem = open_workspace(job.workspace)
+        if fd is None:
+            return
+        try:
+            self.runner.standby.prepare(job.env, fd)
+        finally:
+            os.close(fd)
 
     def on_stdin(self):
         job = self.job
@@ -287,10 +318,11 @@ class Runs:
 
     def own_tick(self):
         if self.walking is not None:
-            message, walk = self.walking
+            message, walk, job = self.walking
             if walk.step(time.monotonic() + SLICE_SECONDS):
                 self.walking = None
                 self.send_exit(message, walk)
+                self.prepare_next(job, message)
                 if message["oomKilled"] and RESTART_WHEN_PINNED and memory_pinned():
                     os._exit(PINNED_EXIT)  # as `finish` does once the exit is sent
             return
@@ -334,13 +366,15 @@ class Runs:
             "durationMs": round((now() - job.started) * 1000, 3),
             "spawnError": spawn_error,
             **({"restarting": True} if restarting else {}),
+            **({"ahead": True} if job.ahead else {}),
         }
         # A runner about to leave (its memory pinned) walks nothing: the engine asks again once it is back.
         walk = None if restarting else self.walk_after(job)
         if walk is not None and not walk.step(time.monotonic() + SLICE_SECONDS):
-            self.walking = (message, walk)  # the exit goes once the walk is done (`tick`)
+            self.walking = (message, walk, job)  # the exit goes once the walk is done (`tick`)
             return
         self.send_exit(message, walk)
+        self.prepare_next(job, message)
         if restarting:
             # The exit is sent: leave, so the kubelet restarts the runner in a new cgroup (see memory_pinned).
             os._exit(PINNED_EXIT)

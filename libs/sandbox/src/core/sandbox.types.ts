@@ -183,7 +183,10 @@ export interface TierRunResult extends RunOutput {
   containerId?: string;
   /** The Docker runtime of that container, when the tier chose one (`runsc`, `runc`). */
   runtime?: string;
-  /** One-off tier: the container was started ahead for this session's next run (`AheadContainers`). */
+  /**
+   * The run's sandbox was started before the run asked: one-off tier, its container (`AheadContainers`); pooled tiers,
+   * its python interpreter (`RunnerRunRequest.standby`).
+   */
   startedAhead?: boolean;
   durationMs: number;
 }

@@ -149,6 +149,43 @@ describe('one-off containers started ahead (real Docker)', () => {
     expect(await startedAhead(`${RUN}-s1`)).not.toBe(aheadId);
   });
 
+  it('python in a container started ahead sees what the session installed meanwhile: its user site, .pth files', async () => {
+    const tier = newTier();
+    const first = await tier.run(job('site', 'python', 'import site\nprint(site.getusersitepackages())'));
+    const userSite = first.stdout.trim();
+    expect(userSite).toMatch(/^\/workspace\/\.home\/\.local\/lib\/python3\.\d+\/site-packages$/);
+    await startedAhead(`${RUN}-site`);
+    // As a `pip install --user` in another tier would leave it, after that container started: the user site did not
+    // exist then.
+    const onHost = path.join(workspaceDir, userSite.slice('/workspace/'.length));
+    fs.mkdirSync(path.join(onHost, 'extra'), { recursive: true });
+    fs.writeFileSync(path.join(onHost, 'installed_mod.py'), 'VALUE = "installed"\n');
+    fs.writeFileSync(path.join(onHost, 'extra', 'from_pth.py'), 'VALUE = "from a .pth"\n');
+    fs.writeFileSync(path.join(onHost, 'paths.pth'), `${userSite}/extra\n`);
+    fs.chownSync(path.join(workspaceDir, '.home'), SANDBOX_ID, SANDBOX_ID);
+    const r = await tier.run(
+      job(
+        'site',
+        'python',
+        // The user site comes before the system's packages, as in any interpreter started now.
+        'import installed_mod, from_pth, sys\n' +
+          `print(installed_mod.VALUE, from_pth.VALUE, sys.path.index('${userSite}') < sys.path.index('/usr/lib/python3/dist-packages'), sys.flags.no_site, sys.stdin.read())`,
+        { stdin: 'in' },
+      ),
+    );
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'installed from a .pth True 0 in\n', startedAhead: true });
+    // Nothing changed in the user site since: the interpreter started ahead runs the code itself.
+    await startedAhead(`${RUN}-site`);
+    const again = await tier.run(
+      job('site', 'python', 'import installed_mod, os\nprint(installed_mod.VALUE, os.getpid())'),
+    );
+    expect(again).toMatchObject({
+      exitCode: 0,
+      stdout: expect.stringMatching(/^installed \d+\n$/),
+      startedAhead: true,
+    });
+  });
+
   it.each([
     ['bash', 'echo "bash $(cat)"; echo err >&2; exit 5', 'bash in\n', 5],
     [

@@ -45,6 +45,11 @@ export const EGRESS_LOADER =
   'i=0; while [ ! -e /tmp/.switchyard-egress-ready ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i+1)); done; ' +
   CODE_LOADER;
 
+/** Runs the code file as `__main__` with its real name in tracebacks, keeping `python -c` path semantics. */
+const PYTHON_BOOTSTRAP =
+  `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
+  `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
+
 /**
  * Python without egress loads its code itself, as `CODE_LOADER` would, with no shell and no `head` started first
  * (each exec is tens of ms under gVisor's ptrace platform): the header line, one byte at a time, then exactly that many
@@ -52,9 +57,22 @@ export const EGRESS_LOADER =
  * `__file__`, then run as `__main__` with `python -c` path semantics and `sys.argv == [__file__]`; its own names are
  * gone before the code runs. A stdin closed before the header ends the container quietly (a container started ahead
  * and never used).
+ *
+ * An interpreter set up its `sys.path` from the session's user site when it started (whether the directory exists, its
+ * `.pth` files, `usercustomize`). When that changed between its start and the code's arrival (a container started
+ * ahead, and a `pip install --user` in another tier meanwhile), it execs a fresh python on the code file instead, so
+ * the code sees what an interpreter started now would; the rest of stdin is still the code's.
  */
 export const PYTHON_LOADER = [
-  'import os, sys',
+  'import os, sys, site',
+  'def _site():',
+  '    d = site.getusersitepackages() if site.ENABLE_USER_SITE else None',
+  '    try:',
+  "        names = sorted(n for n in os.listdir(d) if n.endswith('.pth') or n == 'usercustomize.py')",
+  '        return d, [(n, os.stat(os.path.join(d, n)).st_mtime_ns) for n in names]',
+  '    except (OSError, TypeError):',
+  '        return d, None',
+  '_seen = _site()',
   'def _load(path):',
   "    line = b''",
   "    while not line.endswith(b'\\n'):",
@@ -70,15 +88,12 @@ export const PYTHON_LOADER = [
   '    return data',
   '__file__ = sys.argv[1]',
   '_code = _load(__file__)',
+  'if _site() != _seen:',
+  `    os.execv(sys.executable, [sys.executable, '-c', ${JSON.stringify(PYTHON_BOOTSTRAP)}])`,
   'sys.argv[:] = [__file__]',
-  'del os, sys, _load',
+  'del os, sys, site, _site, _seen, _load',
   "exec(compile(globals().pop('_code'), __file__, 'exec'))",
 ].join('\n');
-
-/** Runs the code file as `__main__` with its real name in tracebacks, keeping `python -c` path semantics. */
-const PYTHON_BOOTSTRAP =
-  `__file__ = ${JSON.stringify(CODE_TARGET.python)}; import sys; sys.argv[0] = __file__; del sys; ` +
-  `exec(compile(open(__file__, 'rb').read(), __file__, 'exec'))`;
 
 export interface ContainerSpecInput {
   job: Pick<

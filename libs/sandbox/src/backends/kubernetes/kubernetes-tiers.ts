@@ -48,6 +48,7 @@ export class KubernetesPooledTier extends SandboxTier {
           },
           signal,
           started,
+          true,
         );
       const result = job.channel ? await sessions.holding(pod, job.actionId, target, run) : await run();
       return { ...result, containerId: target.podName };

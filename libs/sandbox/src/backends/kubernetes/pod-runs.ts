@@ -86,13 +86,17 @@ export class PodRuns {
     readonly channels: PodChannels,
   ) {}
 
-  /** A `TierJob` in the target pod. `started`: when the action reached the tier, so `durationMs` includes the claim. */
+  /**
+   * A `TierJob` in the target pod. `started`: when the action reached the tier, so `durationMs` includes the claim.
+   * `standby`: the pod lives on (a session pod), so the runner keeps a python started for its next run.
+   */
   async run(
     target: RunTarget,
     job: TierJob,
     limits: PodRunLimits,
     signal: AbortSignal | undefined,
     started: number,
+    standby = false,
   ): Promise<TierRunResult> {
     const run = new SupervisedRun(target.runner.connection, job, this.clock, started);
     const { supervisor } = run;
@@ -108,6 +112,7 @@ export class PodRuns {
         ...(signal && { signal }),
         ...(target.walkAfter && { snapshot: target.walkAfter }),
         ...(target.nested && { nested: true }),
+        ...(standby && { standby: true }),
       },
       {
         // However the run ended (exit, timeout, kill, runner lost, hung), its channel ends with it.

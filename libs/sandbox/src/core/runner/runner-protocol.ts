@@ -63,6 +63,11 @@ export interface RunnerRunRequest {
    * end kills only its own processes; the outer run's end kills it too. Refused (`busy`) when no run is under way.
    */
   nested?: boolean;
+  /**
+   * After this python run, the runner starts the next interpreter with this request's environment in this workspace,
+   * for the box's next run with the same ones (docker/sandbox/runner/runner_standby.py); such a run answers `ahead`.
+   */
+  standby?: boolean;
 }
 
 export interface RunnerExit {
@@ -83,6 +88,8 @@ export interface RunnerExit {
    * Only runners told so (SWITCHYARD_RUNNER_RESTART_WHEN_PINNED, the Kubernetes session pods) do it.
    */
   restarting?: boolean;
+  /** The run's interpreter was started ahead, after the box's previous run (`RunnerRunRequest.standby`). */
+  ahead?: boolean;
   /**
    * With the request's `snapshot`: the walk's answer as `snapshot` answers it. Absent when the runner could not send
    * it (the workspace no longer the session's, an answer over 4 MiB): `snapshot` then says why.

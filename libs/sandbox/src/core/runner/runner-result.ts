@@ -28,6 +28,7 @@ export function runnerResult(
   };
   if (exit.exitCode !== null) result.exitCode = exit.exitCode;
   if (exit.signal !== null) result.signal = exit.signal;
+  if (exit.ahead) result.startedAhead = true;
   if (supervisor.reason === 'abort') result.aborted = true;
   if (exit.spawnError) {
     result.spawnError = exit.spawnError;

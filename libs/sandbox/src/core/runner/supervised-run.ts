@@ -22,6 +22,8 @@ export interface SupervisedRunTarget {
   snapshot?: RunnerRunRequest['snapshot'];
   /** A run nested in the one under way in the box (`RunnerRunRequest.nested`). */
   nested?: boolean;
+  /** Keep a python started ahead for the box's next run (`RunnerRunRequest.standby`): a box that lives on. */
+  standby?: boolean;
 }
 
 /** How the owner of the box answers what went wrong, while the run is still supervised. */
@@ -82,6 +84,7 @@ export class SupervisedRun {
         workspace: target.workspace,
         ...(target.snapshot && { snapshot: target.snapshot }),
         ...(target.nested && { nested: true }),
+        ...(target.standby && { standby: true }),
       },
       (fd, data, id) => {
         // Output may arrive before `run` returns (the runner can answer within the write): the id comes with it.

@@ -64,6 +64,8 @@ export class RunnerRuns {
         env: withCallSocket(job.env, call?.inside),
         workspace: lease.workspace.id,
         graceMs: this.options.runnerGraceMs,
+        // The session's container lives on: its next python run finds an interpreter started.
+        standby: true,
         ...(signal && { signal }),
       },
       {
