@@ -288,15 +288,19 @@ describe('egress by session policy', () => {
   it('reaches an allowed host from a one-off container that has only lo and no route, through the proxy socket', async () => {
     const sid = await engine.createSession({ network: { allow: ['pypi.test'] } });
     const seen = site.requests.length;
+    /** The container's interfaces and routes, then a request to the allowed host through the proxy. */
+    const reach = [
+      NETWORK_PROBE,
+      'import urllib.request',
+      "print('status', urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status)",
+    ];
     const r = await engine.action(sid, {
       type: 'code',
       language: 'python',
       tier: 'container',
       timeoutMs: 60_000,
       code: [
-        NETWORK_PROBE,
-        'import urllib.request',
-        "print('status', urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status)",
+        ...reach,
         // Anything but loopback is out of reach without the proxy: there is no route.
         'import errno',
         'try:',
@@ -320,11 +324,7 @@ describe('egress by session policy', () => {
       language: 'python',
       tier: 'container',
       timeoutMs: 60_000,
-      code: [
-        NETWORK_PROBE,
-        'import urllib.request',
-        "print('status', urllib.request.urlopen('http://pypi.test/simple/', timeout=20).status)",
-      ].join('\n'),
+      code: reach.join('\n'),
     });
     expect([again.status, again.stderr]).toEqual(['succeeded', '']);
     expect(
