@@ -136,6 +136,14 @@ describe('one-off tier on gVisor (the default: SWITCHYARD_CONTAINER_RUNTIME=auto
 
   it("starts a session's next one-off container ahead: the next action runs in it, fresh, on gVisor, with only lo", async () => {
     const s = await engine.createSession();
+    // A session's first one-off action starts nothing ahead; from its second on, its next container is started.
+    const opening = await engine.action(s, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      code: 'pass',
+    });
+    expect(opening).toMatchObject({ status: 'succeeded' });
     const first = await engine.action(s, {
       type: 'code',
       language: 'python',

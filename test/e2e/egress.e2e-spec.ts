@@ -317,7 +317,16 @@ describe('egress by session policy', () => {
     expect(r.egress).toEqual([expect.objectContaining({ host: 'pypi.test', allowed: true })]);
     expect(site.requests.slice(seen)).toEqual([expect.stringMatching(/^pypi\.test/)]);
 
-    // The next action runs in the container started ahead after this one: its forwarder relays the same way.
+    // From the session's second one-off action on, its next container is started ahead: the third runs in it, and its
+    // forwarder relays the same way.
+    const second = await engine.action(sid, {
+      type: 'code',
+      language: 'python',
+      tier: 'container',
+      timeoutMs: 60_000,
+      code: reach.join('\n'),
+    });
+    expect(second).toMatchObject({ status: 'succeeded' });
     const ahead = await containerStartedAhead(sid);
     const again = await engine.action(sid, {
       type: 'code',

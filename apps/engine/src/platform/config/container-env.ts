@@ -129,9 +129,10 @@ export class ContainerEnv {
   SWITCHYARD_CONTAINER_OUTPUT_MAX_BYTES?: number = undefined;
 
   /**
-   * One-off containers started ahead: after a session's one-off run, its next container is started with the same
-   * settings and waits for the code (each still runs one action and is removed after it). Most held at once over all
-   * sessions; 0: none. An idle one holds about 9 MiB (runc) or 31 MiB (gVisor) of memory (PSS, with its shim).
+   * One-off containers started ahead: after a session's one-off run (from its second), its next container is started
+   * with the same settings and waits for the code (each still runs one action and is removed after it). Most held at
+   * once over all sessions; 0: none. An idle one holds about 9 MiB (runc) or 31 MiB (gVisor) of memory (PSS, with its
+   * shim).
    */
   @IntVar(AHEAD_BOUNDS.max.min, AHEAD_BOUNDS.max.max)
   SWITCHYARD_CONTAINER_AHEAD_MAX = 4;

@@ -95,6 +95,16 @@ describe('one-off containers started ahead (real Docker)', () => {
     };
   }
 
+  /**
+   * Two runs in the session (a session's first one-off run starts no container ahead: only from its second), then its
+   * container started ahead, once it runs.
+   */
+  async function warm(tier: ContainerTier, sessionId: string, language: Language): Promise<string> {
+    const noop = language === 'node' ? '0' : language === 'python' ? 'pass' : 'true';
+    for (let i = 0; i < 2; i++) await tier.run(job(sessionId, language, noop));
+    return startedAhead(`${RUN}-${sessionId}`);
+  }
+
   beforeAll(() => {
     Logger.overrideLogger(['error']);
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-ahead-int-'));
@@ -115,6 +125,11 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it("the session's next run takes the container started after its last one: a fresh container, its files seen", async () => {
     const tier = newTier();
+    // A session's first one-off run starts nothing ahead: a session may have one high-risk action and no other.
+    const opening = await tier.run(job('s1', 'python', 'pass'));
+    expect(opening).toMatchObject({ exitCode: 0, startedAhead: false });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await aheadOf(`${RUN}-s1`)).toEqual([]);
     const first = await tier.run(
       job(
         's1',
@@ -151,6 +166,7 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it('python in a container started ahead sees what the session installed meanwhile: its user site, .pth files', async () => {
     const tier = newTier();
+    await tier.run(job('site', 'python', 'pass'));
     const first = await tier.run(job('site', 'python', 'import site\nprint(site.getusersitepackages())'));
     const userSite = first.stdout.trim();
     expect(userSite).toMatch(/^\/workspace\/\.home\/\.local\/lib\/python3\.\d+\/site-packages$/);
@@ -199,8 +215,7 @@ describe('one-off containers started ahead (real Docker)', () => {
     async (language, code, stdout, exitCode) => {
       const tier = newTier();
       const session = `lang-${language}`;
-      await tier.run(job(session, language, 'true'));
-      await startedAhead(`${RUN}-${session}`);
+      await warm(tier, session, language);
       const r = await tier.run(job(session, language, code, { stdin: 'in' }));
       expect(r).toMatchObject({ exitCode, stdout, startedAhead: true });
     },
@@ -208,8 +223,7 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it('close to 1 MiB of code reaches a container started ahead intact; larger code goes to a new one', async () => {
     const tier = newTier();
-    await tier.run(job('big', 'python', 'pass'));
-    await startedAhead(`${RUN}-big`);
+    await warm(tier, 'big', 'python');
     const filler = `# ${'x'.repeat(1000)}\n`.repeat(1000);
     const code = `${filler}import sys\nprint(len(open(__file__).read().encode()), sys.stdin.read())`;
     const r = await tier.run(job('big', 'python', code, { stdin: 'after' }));
@@ -226,8 +240,7 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it('a run with other settings (its environment) gets a new container; the one started ahead is removed', async () => {
     const tier = newTier();
-    await tier.run(job('env', 'bash', 'true'));
-    const aheadId = await startedAhead(`${RUN}-env`);
+    const aheadId = await warm(tier, 'env', 'bash');
     const env = { ...buildChildEnv({}, 'bash'), GREETING: 'hello' };
     const r = await tier.run(job('env', 'bash', 'echo "$GREETING"', { env }));
     expect(r).toMatchObject({ exitCode: 0, stdout: 'hello\n', startedAhead: false });
@@ -245,8 +258,7 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it("the run's timeout counts from the run, not from the container's start", async () => {
     const tier = newTier();
-    await tier.run(job('clock', 'bash', 'true'));
-    await startedAhead(`${RUN}-clock`);
+    await warm(tier, 'clock', 'bash');
     await new Promise((r) => setTimeout(r, 1500));
     const ok = await tier.run(job('clock', 'bash', 'echo in-time', { timeoutMs: 1000 }));
     expect(ok).toMatchObject({ exitCode: 0, stdout: 'in-time\n', timedOut: false, startedAhead: true });
@@ -259,8 +271,7 @@ describe('one-off containers started ahead (real Docker)', () => {
 
   it('a container started ahead that died is not used', async () => {
     const tier = newTier();
-    await tier.run(job('dead', 'bash', 'true'));
-    const aheadId = await startedAhead(`${RUN}-dead`);
+    const aheadId = await warm(tier, 'dead', 'bash');
     await docker.getContainer(aheadId).kill();
     await until('the kill seen', async () =>
       (await docker.getContainer(aheadId).inspect()).State.Running ? undefined : true,
@@ -272,8 +283,7 @@ describe('one-off containers started ahead (real Docker)', () => {
   it('removed when not taken within idleMs, when its session is released, and never more than max', async () => {
     const tier = newTier({ ahead: { max: 2, idleMs: 1500 } }, 'bounded');
     for (const s of ['b1', 'b2', 'b3']) {
-      await tier.run(job(s, 'bash', 'true'));
-      await startedAhead(`${RUN}-${s}`);
+      await warm(tier, s, 'bash');
     }
     // The least recently made went for the third.
     await until('two held', async () =>

@@ -28,8 +28,8 @@ interface Entry {
 }
 
 /**
- * One-off containers started ahead (issue 34): after a session's run in the one-off tier, the next container for that
- * session is created, attached and started with the same settings, and waits, running nothing but the loader blocked
+ * One-off containers started ahead (issue 34): after a session's run in the one-off tier (from its second: the tier
+ * decides), the next container for that session is created, attached and started with the same settings, and waits, running nothing but the loader blocked
  * on its stdin, until the session's next run takes it. Each container still runs exactly one action and is removed
  * after it: none is ever reused. What a started-ahead container saves is the container's start (under gVisor, its
  * kernel's boot), about four fifths of a one-off run here.

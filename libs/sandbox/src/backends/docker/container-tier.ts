@@ -82,6 +82,8 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
   private readonly hosts: SandboxHostsFile;
   private readonly gvisorSeccomp: GvisorSeccompProbe;
   private readonly ahead: AheadContainers;
+  /** One-off runs each session has had here; from its second, its next container is started ahead. */
+  private readonly runsOf = new Map<string, number>();
   private reapTimer?: NodeJS.Timeout;
 
   constructor(
@@ -156,8 +158,11 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
         this.logger.debug(
           `run ${job.actionId} in ${id.slice(0, 12)} ended: exit=${result.exitCode} timedOut=${result.timedOut}`,
         );
-        // A run with a call channel has one of its own, never known ahead.
-        if (!abort.aborted && !job.channel) next = spec;
+        // A run with a call channel has one of its own, never known ahead. A session's first one-off run starts none:
+        // high-risk actions are often one-offs in a session, and a container started for nothing costs a start.
+        const runs = (this.runsOf.get(job.sessionId) ?? 0) + 1;
+        this.runsOf.set(job.sessionId, runs);
+        if (!abort.aborted && !job.channel && runs > 1) next = spec;
         return result;
       } finally {
         removal = this.reaper.remove(id, job.sessionId);
@@ -205,6 +210,7 @@ export class ContainerTier extends SandboxTier implements OnApplicationBootstrap
     const runs = [...this.runs].filter((r) => r.sessionId === sessionId);
     for (const r of runs) r.controller.abort(new Error(`session ${sessionId} released`));
     await Promise.all(runs.map((r) => r.done));
+    this.runsOf.delete(sessionId);
     await this.ahead.releaseSession(sessionId);
     // A daemon the probe cannot reach is not asked: the session's end must not wait on it (the reaper's later
     // passes remove what a dead engine left of it).

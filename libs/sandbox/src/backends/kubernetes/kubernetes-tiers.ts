@@ -18,6 +18,8 @@ import { KubernetesSandbox } from './kubernetes-sandbox';
 export class KubernetesPooledTier extends SandboxTier {
   readonly name = 'pooled' as const;
   override readonly stateful: KubernetesBoxes;
+  /** Fresh runs sent to each session pod so far: from its second, the runner keeps a python started for the next. */
+  private readonly runsIn = new WeakMap<object, number>();
 
   constructor(@Inject(KubernetesSandbox) private readonly backend: KubernetesSandbox) {
     super();
@@ -35,6 +37,8 @@ export class KubernetesPooledTier extends SandboxTier {
     if (signal?.aborted) return { ...emptyResult(0), aborted: true };
     const pod = await sessions.podFor(job.sessionId, job.image);
     const limits = this.backend.options.limits.pooled;
+    const before = this.runsIn.get(pod) ?? 0;
+    this.runsIn.set(pod, before + 1);
     // Serialised with the session's other work, or (a skill's nested skill) beside the run of the skill that called.
     return sessions.withPod(pod, async (target) => {
       const run = () =>
@@ -48,7 +52,7 @@ export class KubernetesPooledTier extends SandboxTier {
           },
           signal,
           started,
-          true,
+          before > 0,
         );
       const result = job.channel ? await sessions.holding(pod, job.actionId, target, run) : await run();
       return { ...result, containerId: target.podName };

@@ -58,14 +58,16 @@ export class RunnerRuns {
     }
     await this.leases.ensureWorkspace(lease, job.workspaceDir);
     const call = job.channel && (await this.openCall(container, job.actionId, job.channel));
+    // The session's container lives on: from its second run on, its next python run finds an interpreter started (a
+    // session that came back once likely comes back again; one that runs once and ends pays no python start for it).
+    const standby = lease.runs++ > 0;
 
     const sent = await run.send(
       {
         env: withCallSocket(job.env, call?.inside),
         workspace: lease.workspace.id,
         graceMs: this.options.runnerGraceMs,
-        // The session's container lives on: its next python run finds an interpreter started.
-        standby: true,
+        standby,
         ...(signal && { signal }),
       },
       {

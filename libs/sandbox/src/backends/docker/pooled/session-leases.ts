@@ -30,6 +30,8 @@ export interface Lease {
   busy: number;
   /** Kernels and background processes living in the container: it is not freed for idleness while any does. */
   pins: number;
+  /** Fresh runs sent to its runner so far. */
+  runs: number;
   idleTimer?: NodeJS.Timeout;
   released: boolean;
   /** Stops the session's egress proxy answering in this container's directory. */
@@ -271,6 +273,7 @@ export class SessionLeases {
       tail: Promise.resolve(),
       busy: 0,
       pins: 0,
+      runs: 0,
       released: false,
       ...(stopEgress && { stopEgress }),
     };
