@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import runner_runs
 import runner_snapshot
@@ -190,7 +191,8 @@ def test_the_exit_waits_for_the_walk_which_goes_on_between_the_loops_turns(tmp_p
 
     runs = runner_runs.Runs(Runner())
     monkeypatch.setattr(runner_runs, "SLICE_SECONDS", -1.0)  # every slice already late: one batch of entries each
-    runs.walking = ({"ev": "exit", "id": 9, "oomKilled": False}, runner_snapshot.Walk(str(tmp_path), 10000, 100000))
+    walk = runner_snapshot.Walk(str(tmp_path), 10000, 100000)
+    runs.walking = ({"ev": "exit", "id": 9, "oomKilled": False}, walk, types.SimpleNamespace(standby=False))
     turns = 0
     while not sent:
         assert runs.active is True and runs.timeout() == 0.0  # busy, and the loop does not sleep meanwhile
