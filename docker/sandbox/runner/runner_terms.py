@@ -7,8 +7,9 @@ environment and the sandbox's niceness and oom_score_adj (as background processe
 out as `tout` events; `term_write` types into it (^C is the byte 0x03: the line discipline turns it into SIGINT for
 the foreground job), `term_resize` sets the window size (the kernel sends SIGWINCH). A terminal
 ends with its shell: whatever else still runs in its tree or holds its terminal is killed, its output is read to the
-end, then `texit`. `term_close` hangs it up (SIGHUP to the shell's process group and the foreground job's), and kills
-its tree a second later if it is still there.
+end, then `texit`. `term_close` hangs it up (SIGHUP to the shell's process group and the foreground job's), hangs
+the shell up again every 100 ms (bash can take the first just before readline blocks in read(), and would see it only
+with the next input), and kills its tree a second later if it is still there.
 """
 
 import base64
@@ -41,6 +42,7 @@ WINDOW = 1 << 20
 MAX_WRITE_BYTES = 1 << 20
 MAX_SIZE = 1000  # columns or rows
 CLOSE_GRACE_SECONDS = 1.0
+HUP_AGAIN_SECONDS = 0.1
 # After the shell is gone and its tree killed, how long the terminal's output may take to end.
 DRAIN_SECONDS = 1.0
 MAX_ID_CHARS = 128
@@ -74,6 +76,7 @@ class Term:
         self.exit = None
         self.drain_deadline = None
         self.kill_at = None  # term_close: when its tree is killed if it is still there
+        self.hup_at = None  # term_close: when the shell is hung up again if it is still there
 
 
 class Terminals:
@@ -174,6 +177,7 @@ class Terminals:
                 pass
         if term.kill_at is None:
             term.kill_at = now() + CLOSE_GRACE_SECONDS
+            term.hup_at = now() + HUP_AGAIN_SECONDS
 
     def live(self, request):
         """The terminal a request names, or None after answering `found: false` (unknown, or its shell ended)."""
@@ -252,7 +256,7 @@ class Terminals:
             if term.exit is not None:
                 deadlines.append(term.drain_deadline)
             elif term.kill_at is not None:
-                deadlines.append(term.kill_at)
+                deadlines.append(min(term.kill_at, term.hup_at))
         return max(0.0, min(deadlines) - now()) if deadlines else None
 
     def tick(self):
@@ -262,6 +266,9 @@ class Terminals:
                 if term.kill_at is not None and t >= term.kill_at:
                     term.kill_at = None
                     kill_tree(term.pid, [term.slave_name])  # its exit follows, reaped by the loop
+                elif term.kill_at is not None and t >= term.hup_at:
+                    term.hup_at = t + HUP_AGAIN_SECONDS
+                    send([term.pid], signal.SIGHUP)
                 continue
             if term.reading and t < term.drain_deadline:
                 continue
