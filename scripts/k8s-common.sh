@@ -235,8 +235,15 @@ launch() {
   HTTP_PROXY="$NO_EGRESS_PROXY" HTTPS_PROXY="$NO_EGRESS_PROXY" http_proxy="$NO_EGRESS_PROXY" \
     https_proxy="$NO_EGRESS_PROXY" NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost" \
     setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
-  echo "$!" >"$RUN/$name.pid"
-  disown "$!"
+  local pid=$! waited=0
+  echo "$pid" >"$RUN/$name.pid"
+  disown "$pid"
+  # Until the forked shell has exec'd the daemon, its command line is this script's, and running_pid would take it
+  # for a daemon that exited (a CI run failed so on a loaded machine: "etcd exited while waiting for etcd", its log
+  # empty). Bounded: a daemon that never shows is reported by wait_for.
+  while ! running_pid "$name" >/dev/null && kill -0 "$pid" 2>/dev/null && ((waited++ < 200)); do
+    sleep 0.05
+  done
 }
 
 # wait_for WHAT DAEMON CHECK [SECONDS]: polls CHECK until it passes; fails at once if DAEMON (when named) exits.
