@@ -69,9 +69,8 @@ s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
 }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# A free port outside the kernel's ephemeral range (scripts/free_port.py); args: ports already given.
+free_port() { python3 "$REPO/scripts/free_port.py" "$@"; }
 
 PORT_NAMES=(ETCD ETCD_PEER API KUBELET SCHEDULER CONTROLLER_MANAGER)
 ETCD_PORT="" ETCD_PEER_PORT="" API_PORT="" KUBELET_PORT="" SCHEDULER_PORT="" CONTROLLER_MANAGER_PORT=""
@@ -85,7 +84,7 @@ load_ports() {
 # Ports: $SWITCHYARD_K8S_<NAME>_PORT, else the one kept from an earlier start (so the kubeconfig stays the same), else
 # a free one. A kept port that someone else took meanwhile is replaced.
 choose_ports() {
-  local name var kept env_value port
+  local name var kept env_value port given=()
   load_ports || true
   : >"$STATE/ports.env.tmp"
   for name in "${PORT_NAMES[@]}"; do
@@ -99,8 +98,9 @@ choose_ports() {
       port="$kept"
     else
       [[ -n "$kept" ]] && say "port $kept (${name,,}) is taken now: choosing another"
-      port="$(free_port)"
+      port="$(free_port "${given[@]}")"
     fi
+    given+=("$port")
     printf -v "$var" '%s' "$port"
     printf '%s=%s\n' "$var" "$port" >>"$STATE/ports.env.tmp"
   done

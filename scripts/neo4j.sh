@@ -101,9 +101,8 @@ build() {
 
 classpath() { echo "$1/launcher.jar:$(cat "$1/classpath.txt")"; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# A free port outside the kernel's ephemeral range (scripts/free_port.py).
+free_port() { python3 "$REPO/scripts/free_port.py"; }
 
 # Waits for the READY line of a starting launcher; fails early if the JVM dies.
 wait_ready() {

@@ -80,9 +80,8 @@ as_server() {
   fi
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# A free port outside the kernel's ephemeral range (scripts/free_port.py).
+free_port() { python3 "$REPO/scripts/free_port.py"; }
 
 instance_dir() {
   local name="${1:-test}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Python tests (test/python/: the sandbox runner, the egress forwarder, the workspace tools), with the pytest
-# that scripts/python-tools.sh pins. `npm test` runs them; extra arguments go to pytest (`-k kernels`, `-x`).
+# The Python tests (test/python/: the sandbox runner, the egress forwarder, the workspace tools, the scripts' helpers),
+# with the pytest that scripts/python-tools.sh pins. `npm test` runs them; extra arguments go to pytest (`-k kernels`,
+# `-x`).
 #
 # The runner's own tests start it in a bubblewrap sandbox with its own pid namespace (bwrap, from
 # scripts/system-deps.sh): its cleanup kills every process it can see. No bytecode is written (docker/sandbox/ is

@@ -25,7 +25,8 @@ on_exit() {
 trap on_exit EXIT
 npm run lint
 step lint
-# The Python tests (test/python/: the sandbox runner, the workspace tools), with the pinned pytest (python-tools.sh).
+# The Python tests (test/python/: the sandbox runner, the workspace tools, scripts/free_port.py), with the pinned
+# pytest (python-tools.sh).
 bash scripts/python-tests.sh -q
 step 'python tests'
 npm run typecheck
