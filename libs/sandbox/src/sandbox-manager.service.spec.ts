@@ -339,6 +339,15 @@ describe('SandboxManager.execute', () => {
     expect(Object.values(fakes).map((f) => f.released)).toEqual([['ses-9'], ['ses-9'], ['ses-9']]);
   });
 
+  it('fences a session in the tiers that hold per-session capacity, and skips the others', () => {
+    const { manager, fakes } = setup();
+    const fenced: string[] = [];
+    Object.assign(fakes.pooled, { fenceSession: (sessionId: string) => fenced.push(sessionId) });
+    manager.fenceSession('ses-9');
+    expect(fenced).toEqual(['ses-9']);
+    expect(Object.values(fakes).map((f) => f.released)).toEqual([[], [], []]);
+  });
+
   it('refuses two tiers with one name', () => {
     const options = resolveSandboxOptions();
     expect(

@@ -380,6 +380,14 @@ export class SandboxManager implements OnApplicationBootstrap {
     return this.availabilities.all();
   }
 
+  /**
+   * The session has ended (its actions are stopped; `releaseSession` follows in the background): what it holds stops
+   * counting against the tiers' session limits now, before its containers and pods are gone.
+   */
+  fenceSession(sessionId: string): void {
+    for (const tier of this.tiers.values()) tier.fenceSession?.(sessionId);
+  }
+
   /** Frees what every tier holds for the session; tries all of them before reporting a failure. */
   async releaseSession(sessionId: string): Promise<void> {
     // Kernels end first, so their records say why; the tiers then kill the boxes they lived in.

@@ -10,6 +10,8 @@ import type { StatefulBoxHost } from './stateful/stateful-box.port';
  *   in `TierRunResult`. It rejects only for engine faults (`SandboxError` subclasses).
  * - On timeout or abort everything the job started is killed before `run` resolves.
  * - `releaseSession` frees whatever the tier holds for a session, its stateful box included; idempotent.
+ * - `fenceSession` (optional, synchronous): the session has ended and its release follows; what it holds no longer
+ *   counts against a per-session limit, so another session is not refused for a sandbox already on its way out.
  * - A tier that can hold a session's kernels and background processes offers `stateful`.
  */
 export abstract class SandboxTier {
@@ -18,4 +20,5 @@ export abstract class SandboxTier {
   abstract availability(): Promise<TierAvailability>;
   abstract run(job: TierJob, signal?: AbortSignal): Promise<TierRunResult>;
   abstract releaseSession(sessionId: string): Promise<void>;
+  fenceSession?(sessionId: string): void;
 }

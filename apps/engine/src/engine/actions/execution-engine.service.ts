@@ -138,6 +138,7 @@ export class ExecutionEngine implements OnModuleInit, BeforeApplicationShutdown 
     this.sessions.onSessionEnd(async (sessionId) => {
       await this.inFlight.cancelSession(sessionId, new Error('session ended'));
       this.events.end(sessionId);
+      this.sandbox.fenceSession(sessionId);
     });
     // Once the session ended (its actions stopped): each kind frees what it holds for it (containers, browser
     // contexts), in the background.

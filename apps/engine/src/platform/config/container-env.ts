@@ -54,7 +54,8 @@ export class ContainerEnv {
 
   /**
    * Most sessions holding a pooled container at once; beyond it pooled actions are `denied` (`error.class: limit`,
-   * code `POOL_SESSIONS_EXHAUSTED`, naming this setting) until one ends.
+   * code `POOL_SESSIONS_EXHAUSTED`, naming this setting) until one ends. A session stops counting once its DELETE
+   * has answered, while its container is still being removed.
    */
   @IntVar(POOL_BOUNDS.maxSessions.min, POOL_BOUNDS.maxSessions.max)
   SWITCHYARD_POOL_MAX_SESSIONS = 16;

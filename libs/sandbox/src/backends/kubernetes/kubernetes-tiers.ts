@@ -59,6 +59,10 @@ export class KubernetesPooledTier extends SandboxTier {
     });
   }
 
+  override fenceSession(sessionId: string): void {
+    this.backend.sessions.fence(sessionId);
+  }
+
   /** Deletes the session's pod (its workspace, kernels and processes with it). Idempotent. */
   releaseSession(sessionId: string): Promise<void> {
     return this.backend.sessions.release(sessionId);

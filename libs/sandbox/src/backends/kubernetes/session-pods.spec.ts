@@ -29,7 +29,7 @@ const walkedBy = (who: string) => ({ ok: true, snapshot: { entries: [[who, '1:2:
  * A session pod whose runner is this test: it answers runs (with the snapshot when asked) and `snapshot`s; a run of
  * the code `hold` only once `release` is called.
  */
-function cluster() {
+function cluster(options: { maxSessions?: number } = {}) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   const toRunner = new PassThrough();
@@ -74,7 +74,7 @@ function cluster() {
   const podRuns = new PodRuns(clock, 1000, new PodChannels(new Logger('test')));
   const sessions = new SessionPods(
     new FakeKubeClient(),
-    resolveKubernetesOptions({ image: 'switchyard/sandbox:t1', namespace: 'fake-ns' }),
+    resolveKubernetesOptions({ image: 'switchyard/sandbox:t1', namespace: 'fake-ns', ...options }),
     launcher,
     undefined,
     {} as RunnerRecovery,
@@ -189,5 +189,22 @@ describe('SessionPods: the calls of a run that holds the pod', () => {
     expect(sessions.holdCount(pod)).toBe(0);
     await asCallOf('act_skill', () => sessions.runInPod('s1', raw));
     expect(ops('run')[4]).not.toHaveProperty('nested');
+  });
+});
+
+describe('SessionPods: maxSessions', () => {
+  it('a session that ended stops counting against it before its pod is deleted', async () => {
+    const { sessions } = cluster({ maxSessions: 1 });
+    await sessions.podFor('s1');
+    await expect(sessions.podFor('s2')).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
+    // Fenced (the engine's DELETE answered), its pod not deleted yet: s2 gets one; s3 is still refused.
+    sessions.fence('s1');
+    sessions.fence('unknown');
+    expect(sessions.current('s1')).toBeDefined();
+    await expect(sessions.podFor('s2')).resolves.toMatchObject({ sessionId: 's2' });
+    await expect(sessions.podFor('s3')).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
+    await sessions.release('s1');
+    expect(sessions.current('s1')).toBeUndefined();
+    await expect(sessions.podFor('s3')).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
   });
 });

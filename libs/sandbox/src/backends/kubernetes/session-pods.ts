@@ -45,6 +45,8 @@ export interface SessionPodInfo {
 export class SessionPods {
   private readonly sessions = new Map<string, Promise<SessionPod>>();
   private readonly pods = new Map<string, SessionPod>();
+  /** Sessions that ended and whose pod's deletion is under way: they no longer count against `maxSessions`. */
+  private readonly ending = new Set<string>();
   /** Runs that hold a pod for their calls (a skill's body), and whose calls are served beside them. */
   private readonly holds = new PodHolds();
   private claiming = 0;
@@ -285,14 +287,22 @@ export class SessionPods {
     };
   }
 
+  /** The session ended: its pod, deleted next, no longer counts against `maxSessions`. */
+  fence(sessionId: string): void {
+    if (this.sessions.has(sessionId)) this.ending.add(sessionId);
+  }
+
   /** Deletes the session's pod (killing whatever runs in it). Idempotent. */
   async release(sessionId: string): Promise<void> {
     const entry = this.sessions.get(sessionId);
-    if (!entry) return;
     this.sessions.delete(sessionId);
-    const pod = await entry.catch(() => undefined);
-    if (!pod) return;
-    await this.drop(pod, 'released');
+    // Until its pod is out of `pods` (drop's first step), the session stays fenced off the count.
+    const pod = await entry?.catch(() => undefined);
+    try {
+      if (pod) await this.drop(pod, 'released');
+    } finally {
+      this.ending.delete(sessionId);
+    }
   }
 
   /**
@@ -345,6 +355,7 @@ export class SessionPods {
     this.closing = true;
     const entries = [...this.sessions.values()];
     this.sessions.clear();
+    this.ending.clear();
     const pods = await Promise.all(entries.map((e) => e.catch(() => undefined)));
     const held = pods.filter((p): p is SessionPod => p !== undefined);
     await Promise.allSettled(held.map((p) => this.drop(p, 'shutdown')));
@@ -421,7 +432,9 @@ export class SessionPods {
   }
 
   private async claim(sessionId: string, image: string | undefined, adopt: boolean): Promise<SessionPod> {
-    if (this.pods.size + this.claiming >= this.options.maxSessions) {
+    let holding = this.pods.size + this.claiming;
+    for (const ended of this.ending) if (this.pods.has(ended)) holding--;
+    if (holding >= this.options.maxSessions) {
       throw new PoolExhaustedError(
         'POOL_SESSIONS_EXHAUSTED',
         `${this.options.maxSessions} sessions already hold a pod; raise ${this.options.settingNames.maxSessions}`,

@@ -717,6 +717,23 @@ describe('PooledTier', () => {
     await eventually(() => tier.stats().available === 1, 3000);
   });
 
+  it('a session that ended stops counting against maxSessions before its container is removed', async () => {
+    await make({ min: 1, max: 2, maxSessions: 1 });
+    await tier.run(job('s1'));
+    const held = holder('s1')!;
+    await expect(tier.run(job('s2'))).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
+    // Fenced (the engine's DELETE answered), its release not begun yet: s2 is served, s1's container still there.
+    tier.fenceSession('s1');
+    tier.fenceSession('unknown');
+    expect(await tier.run(job('s2'))).toMatchObject({ exitCode: 0 });
+    expect(docker.containers.has(held)).toBe(true);
+    await expect(tier.run(job('s3'))).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
+    await tier.releaseSession('s1');
+    expect(docker.containers.has(held)).toBe(false);
+    // Released, s1 no longer holds anything; s2 still does, so the limit still holds.
+    await expect(tier.run(job('s3'))).rejects.toMatchObject({ code: 'POOL_SESSIONS_EXHAUSTED' });
+  });
+
   it('reports why it is unavailable, and recovers when Docker is back', async () => {
     await make();
     docker.down = true;

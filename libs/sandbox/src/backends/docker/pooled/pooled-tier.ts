@@ -136,6 +136,10 @@ export class PooledTier extends SandboxTier implements OnModuleInit, OnApplicati
     }));
   }
 
+  override fenceSession(sessionId: string): void {
+    this.leases.fence(sessionId);
+  }
+
   /** Destroys the session's container (killing a run in progress) and unmounts its workspace. Idempotent. */
   releaseSession(sessionId: string): Promise<void> {
     return this.leases.release(sessionId);

@@ -46,6 +46,8 @@ export interface Lease {
 export class SessionLeases {
   private readonly sessions = new Map<string, Promise<Lease>>();
   private readonly leases = new Map<string, Lease>();
+  /** Sessions that ended and whose release is under way: they no longer count against `maxSessions`. */
+  private readonly ending = new Set<string>();
   private rootReady?: Promise<void>;
   private closing = false;
   /** Duration of the latest claim, in ms. */
@@ -103,7 +105,7 @@ export class SessionLeases {
       await this.retire(lease, 'runner gone').catch(() => undefined);
       return this.leaseFor(job);
     }
-    if (this.sessions.size >= this.options.maxSessions) {
+    if (this.holding() >= this.options.maxSessions) {
       throw new PoolExhaustedError(
         'POOL_SESSIONS_EXHAUSTED',
         `${this.options.maxSessions} sessions already hold a pooled container (the limit); end a session or raise ` +
@@ -139,8 +141,14 @@ export class SessionLeases {
     }
   }
 
+  /** The session ended: its container, released next, no longer counts against `maxSessions`. */
+  fence(sessionId: string): void {
+    if (this.sessions.has(sessionId)) this.ending.add(sessionId);
+  }
+
   /** Destroys the session's container (killing a run in progress). Idempotent. */
   async release(sessionId: string): Promise<void> {
+    this.ending.delete(sessionId);
     const entry = this.sessions.get(sessionId);
     if (!entry) return;
     this.sessions.delete(sessionId);
@@ -148,11 +156,19 @@ export class SessionLeases {
     if (lease) await this.retire(lease, 'session released');
   }
 
+  /** Sessions holding or claiming a container, but those that ended. */
+  private holding(): number {
+    let count = this.sessions.size;
+    for (const sessionId of this.ending) if (this.sessions.has(sessionId)) count--;
+    return count;
+  }
+
   /** Shutdown: ends every lease; none is made after. */
   async close(): Promise<void> {
     this.closing = true;
     const entries = [...this.sessions.values()];
     this.sessions.clear();
+    this.ending.clear();
     await Promise.allSettled(
       entries.map(async (entry) => {
         const lease = await entry.catch(() => undefined);
